@@ -1,0 +1,227 @@
+#include "cli.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
+#include <opencv2/core/version.hpp>
+
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include "build_info.h"
+#include "config/resolve.h"
+#include "config/sections.h"
+#include "config/validate.h"
+#include "core/error.h"
+#include "core/registry.h"
+#include "core/stop.h"
+#include "core/strings.h"
+#include "data/idx_import.h"
+#include "device/compat.h"
+#include "device/device.h"
+#include "jobs/job.h"
+#include "jobs/show.h"
+
+extern char** environ;
+namespace fs = std::filesystem;
+
+namespace kg::app {
+namespace {
+
+std::map<std::string, std::string> environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+// The shipped recipes/ folder: KGTRAIN_RECIPES, else beside the binary (build tree or install prefix).
+std::string builtin_recipes_dir(const std::map<std::string, std::string>& env) {
+  if (auto it = env.find("KGTRAIN_RECIPES"); it != env.end() && !it->second.empty()) return it->second;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
+    if (fs::is_directory(dir / "recipes" / "env")) return (dir / "recipes").string();
+    if (fs::is_directory(dir / "share" / "kgtrain" / "recipes")) return (dir / "share" / "kgtrain" / "recipes").string();
+  }
+  return "";
+}
+
+std::string version_text() {
+  std::string s = std::string("kgtrain ") + KGTRAIN_VERSION + "\nLibTorch " + compat::torch_version() + "\nOpenCV " +
+                  CV_VERSION + "\n";
+  std::string cuda = device::cuda_build_info();
+  s += cuda.empty() ? "CUDA: not built (CPU-only LibTorch)\n" : cuda + "\n";
+  return s;
+}
+
+struct Common {
+  std::vector<std::string> words;  // recipes and overrides
+  std::string run_dir, device;
+  int64_t seed = -1;
+  bool dry_run = false, smoke = false, quiet = false;
+};
+
+void add_common(CLI::App* cmd, Common& c, bool training) {
+  cmd->add_option("words", c.words, "RECIPE.toml files, then overrides: key=value, +key=value, ~key, group=option")
+      ->required();
+  cmd->add_option("--run-dir", c.run_dir, "write every output exactly into DIR");
+  cmd->add_option("--device", c.device, "auto | cpu | cuda | cuda:N (same as device.name=...)");
+  cmd->add_option("--seed", c.seed, "same as run.seed=N")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--dry-run", c.dry_run, "resolve, validate, build every component, check the data, print the plan; no training");
+  if (training) cmd->add_flag("--smoke", c.smoke, "the whole recipe on 2 training, 2 validation and 2 prediction batches");
+  else cmd->add_flag("--smoke", c.smoke, "predict only 2 batches");
+  cmd->add_flag("--quiet,-q", c.quiet, "no progress output");
+}
+
+jobs::JobOptions resolve_job(const std::string& command, const Common& c) {
+  config::ResolveInput in;
+  for (auto& w : c.words) {
+    bool is_file = ends_with(w, ".toml") && w.find('=') == std::string::npos && !starts_with(w, "~");
+    if (is_file && !in.args.empty())
+      throw UsageError("recipe file " + w + " comes after an override; give recipe files first, then overrides");
+    (is_file ? in.recipe_files : in.args).push_back(w);
+  }
+  if (in.recipe_files.empty()) throw UsageError(command + " needs at least one RECIPE.toml before the overrides");
+  if (!c.device.empty()) in.args.push_back("device.name=" + c.device);
+  if (c.seed >= 0) in.args.push_back("run.seed=" + std::to_string(c.seed));
+  in.environ = environment();
+  in.builtin_recipes_dir = builtin_recipes_dir(in.environ);
+  in.path_exists = [](const std::string& p) { std::error_code ec; return fs::exists(p, ec); };
+  in.default_of_in_tree = &config::default_of;
+  auto resolved = config::resolve(in);
+  auto validated = config::validate(resolved.tree);
+  for (auto& w : validated.warnings) std::cerr << "warning: " << w << "\n";
+  jobs::JobOptions o;
+  o.command = command;
+  o.recipe = std::move(validated.tree);
+  o.layers = resolved.layers;
+  o.env_name = resolved.env_name + (resolved.env_file.empty() ? "" : " (" + resolved.env_file + ")");
+  o.run_dir = c.run_dir;
+  o.dry_run = c.dry_run;
+  o.smoke = c.smoke;
+  o.quiet = c.quiet;
+  o.tty = ::isatty(STDERR_FILENO);
+  return o;
+}
+
+void on_signal(int sig) { stop_signal().store(sig); }
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND;  // a second Ctrl-C kills at once
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+int dispatch(int argc, char** argv) {
+  CLI::App app{"kgtrain: train, predict and ensemble image models for Kaggle competitions"};
+  app.require_subcommand(0, 1);
+  bool version = false;
+  app.add_flag("--version", version, "print kgtrain, LibTorch, OpenCV and CUDA versions");
+
+  Common fit_c, pred_c, show_c;
+  auto* fit = app.add_subcommand("fit", "train a model on a recipe (k-fold split, validation, checkpoints)");
+  add_common(fit, fit_c, true);
+
+  auto* pred = app.add_subcommand("tta-predict", "predict the test table with checkpoints, write the submission");
+  add_common(pred, pred_c, false);
+  std::vector<std::string> checkpoints;
+  std::string out, probs;
+  pred->add_option("--checkpoint", checkpoints, "checkpoint directory (repeat to ensemble), e.g. RUN/checkpoints/best")
+      ->required();
+  pred->add_option("--out", out, "submission CSV path (default RUN_DIR/submission.csv)");
+  pred->add_option("--probs", probs, "also write per-class probabilities to this CSV");
+
+  auto* show = app.add_subcommand("show", "print the resolved recipe with the origin of each key, or the key reference");
+  bool list = false, markdown = false;
+  show->add_option("words", show_c.words, "RECIPE.toml files and overrides");
+  show->add_option("--device", show_c.device, "same as device.name=...");
+  show->add_option("--seed", show_c.seed, "same as run.seed=N");
+  show->add_flag("--list", list, "list every section and registered component with keys and defaults");
+  show->add_flag("--markdown", markdown, "with --list: Markdown (the README's recipe reference)");
+
+  auto* imp = app.add_subcommand("import-idx", "convert MNIST-format IDX files (.gz or raw) into the Kaggle CSV + PNG layout");
+  data::IdxImportOptions io;
+  imp->add_option("--train-images", io.train_images, "training images IDX file")->required();
+  imp->add_option("--train-labels", io.train_labels, "training labels IDX file")->required();
+  imp->add_option("--test-images", io.test_images, "test images IDX file")->required();
+  imp->add_option("--test-labels", io.test_labels, "test labels IDX file")->required();
+  imp->add_option("--out", io.out_dir, "output folder (DATA)")->required();
+  imp->add_option("--threads", io.threads, "PNG encoding threads")->check(CLI::PositiveNumber);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitConfig;
+  }
+  if (version) {
+    std::cout << version_text();
+    return kExitOk;
+  }
+  RegistryBase::check_all();
+  config::check_sections();
+  if (*fit) {
+    install_signal_handlers();
+    return jobs::run_fit(resolve_job("fit", fit_c));
+  }
+  if (*pred) {
+    install_signal_handlers();
+    auto o = resolve_job("tta-predict", pred_c);
+    o.checkpoints = checkpoints;
+    o.out = out;
+    o.probs = probs;
+    return jobs::run_tta_predict(o);
+  }
+  if (*show) {
+    if (list) {
+      std::cout << jobs::reference(markdown);
+      return kExitOk;
+    }
+    if (show_c.words.empty()) throw UsageError("show needs RECIPE.toml files (or --list)");
+    std::cout << jobs::show_recipe(resolve_job("show", show_c));
+    return kExitOk;
+  }
+  if (*imp) {
+    auto r = data::import_idx(io);
+    std::cout << "imported " << r.train << " training and " << r.test << " test images (" << r.height << "x" << r.width
+              << ") into " << io.out_dir << "\n";
+    return kExitOk;
+  }
+  std::cout << app.help();
+  return kExitConfig;
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  try {
+    return dispatch(argc, argv);
+  } catch (const Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const c10::Error& e) {
+    std::string msg = e.what_without_backtrace();
+    bool oom = msg.find("out of memory") != std::string::npos;
+    std::cerr << "error: " << (oom ? "out of memory: " : "LibTorch runtime error: ") << msg << "\n";
+    return kExitDevice;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "error: out of host memory\n";
+    return kExitDevice;
+  } catch (const std::exception& e) {
+    std::cerr << "internal error: " << e.what() << "\n";
+    return kExitInternal;
+  }
+}
+
+}  // namespace kg::app

@@ -1,0 +1,176 @@
+#include "config/validate.h"
+
+#include <set>
+
+#include "config/schema.h"
+#include "config/sections.h"
+#include "core/error.h"
+#include "core/registry.h"
+#include "core/strings.h"
+
+namespace kg::config {
+namespace {
+
+const KeySpec* find_spec(const Schema& schema, const std::string& key) {
+  for (auto& s : schema)
+    if (s.key == key) return &s;
+  return nullptr;
+}
+
+// The component a section selects: its `name` value, or the declared default.
+std::string selected_name(const Tree& tree, const SectionInfo& sec) {
+  if (const Entry* e = tree.find(sec.name + ".name"); e && e->value.is_string()) return e->value.get<std::string>();
+  if (const KeySpec* s = find_spec(sec.schema, "name"); s && s->default_value.is_string())
+    return s->default_value.get<std::string>();
+  return "";
+}
+
+const ComponentInfo* selected(const Tree& tree, const SectionInfo& sec) {
+  if (sec.component_kind.empty()) return nullptr;
+  const RegistryBase* reg = RegistryBase::by_kind(sec.component_kind);
+  return reg ? reg->find_info(selected_name(tree, sec)) : nullptr;
+}
+
+std::string origin_of(const Entry& e, const std::string& inner) {
+  auto it = e.inner.find(inner);
+  return (it != e.inner.end() ? it->second : e.origin).str();
+}
+
+// Checks one table of a component list (data.augment[i]) against its component's schema.
+void check_component_table(const std::string& key, const Entry& e, size_t i, const std::string& kind,
+                           std::vector<std::string>& problems) {
+  const json& t = e.value[i];
+  const std::string at = key + "[" + std::to_string(i) + "]";
+  const std::string idx = "[" + std::to_string(i) + "]";
+  const RegistryBase* reg = RegistryBase::by_kind(kind);
+  auto name = t.find("name");
+  if (name == t.end() || !name->is_string()) {
+    problems.push_back(at + ": missing name = \"...\" (" + origin_of(e, idx) + "; known " + kind + "s: " +
+                       join(reg->names(), ", ") + ")");
+    return;
+  }
+  const ComponentInfo* c = reg->find_info(name->get<std::string>());
+  if (!c) {
+    auto known = reg->names();
+    problems.push_back(at + ".name: unknown " + kind + " \"" + name->get<std::string>() + "\" (" +
+                       origin_of(e, idx + ".name") + "; known: " + join(known, ", ") + ")" +
+                       did_you_mean(name->get<std::string>(), known));
+    return;
+  }
+  std::vector<std::string> keys{"name"};
+  for (auto& s : c->schema) keys.push_back(s.key);
+  for (auto& [k, v] : t.items()) {
+    if (k == "name") continue;
+    const KeySpec* spec = find_spec(c->schema, k);
+    std::string where = origin_of(e, idx + "." + k);
+    if (!spec) {
+      problems.push_back(at + "." + k + ": unknown key for " + kind + " " + c->name + " (" + where + "; allowed: " +
+                         join(keys, ", ") + ")" + did_you_mean(k, keys));
+    } else if (auto err = check_value(*spec, v); !err.empty()) {
+      problems.push_back(at + "." + k + ": " + err + " (" + where + ")");
+    }
+  }
+}
+
+void check_leaf(const Tree& tree, const std::string& key, const Entry& e, std::vector<std::string>& problems,
+                std::vector<std::string>& warnings) {
+  auto dot = key.find('.');
+  std::string section = key.substr(0, dot), rest = dot == std::string::npos ? "" : key.substr(dot + 1);
+  auto unknown = [&](const std::string& extra) {
+    problems.push_back(key + ": unknown key (" + e.origin.str() + ")" + extra + did_you_mean(key, declared_keys(tree)));
+  };
+  auto sit = sections().find(section);
+  if (sit == sections().end() || rest.empty()) return unknown("");
+  const SectionInfo& sec = sit->second;
+  const KeySpec* spec = find_spec(sec.schema, rest);
+  const ComponentInfo* comp = selected(tree, sec);
+  if (!spec && comp) spec = find_spec(comp->schema, rest);
+  if (!spec && !sec.component_kind.empty()) {
+    std::vector<std::string> owners;
+    for (auto* c : RegistryBase::by_kind(sec.component_kind)->components())
+      if (find_spec(c->schema, rest)) owners.push_back(c->name);
+    if (!owners.empty()) {
+      warnings.push_back(key + " (" + e.origin.str() + ") is an option of " + sec.component_kind + " " +
+                         join(owners, ", ") + ", not of the selected " + sec.component_kind + " \"" +
+                         selected_name(tree, sec) + "\": ignored");
+      return;
+    }
+  }
+  if (!spec) return unknown("");
+  if (auto err = check_value(*spec, e.value); !err.empty()) {
+    problems.push_back(key + ": " + err + " (" + e.origin.str() + ")");
+    return;
+  }
+  if (!spec->component_kind.empty()) {
+    const RegistryBase* reg = RegistryBase::by_kind(spec->component_kind);
+    if (e.value.is_string() && !reg->find_info(e.value.get<std::string>())) {
+      auto known = reg->names();
+      auto name = e.value.get<std::string>();
+      problems.push_back(key + ": unknown " + spec->component_kind + " \"" + name + "\" (" + e.origin.str() +
+                         "; known: " + join(known, ", ") + ")" + did_you_mean(name, known));
+    } else if (e.value.is_array()) {
+      for (size_t i = 0; i < e.value.size(); ++i) check_component_table(key, e, i, spec->component_kind, problems);
+    }
+  }
+}
+
+// Declared keys of a section plus its selected component, with their specs.
+std::vector<std::pair<std::string, const KeySpec*>> section_specs(const Tree& tree, const SectionInfo& sec) {
+  std::vector<std::pair<std::string, const KeySpec*>> out;
+  for (auto& s : sec.schema) out.emplace_back(sec.name + "." + s.key, &s);
+  if (const ComponentInfo* c = selected(tree, sec))
+    for (auto& s : c->schema)
+      if (!find_spec(sec.schema, s.key)) out.emplace_back(sec.name + "." + s.key, &s);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> declared_keys(const Tree& tree) {
+  std::vector<std::string> out;
+  for (auto& [name, sec] : sections()) {
+    for (auto& s : sec.schema) out.push_back(name + "." + s.key);
+    // Keys of every component of the kind, so a key of an unselected component is still suggested.
+    if (!sec.component_kind.empty())
+      for (auto* c : RegistryBase::by_kind(sec.component_kind)->components())
+        for (auto& s : c->schema) out.push_back(name + "." + s.key);
+  }
+  (void)tree;
+  std::set<std::string> uniq(out.begin(), out.end());
+  return {uniq.begin(), uniq.end()};
+}
+
+const json* default_of(const Tree& tree, const std::string& key) {
+  auto dot = key.find('.');
+  if (dot == std::string::npos) return nullptr;
+  auto sit = sections().find(key.substr(0, dot));
+  if (sit == sections().end()) return nullptr;
+  for (auto& [k, spec] : section_specs(tree, sit->second))
+    if (k == key && !spec->default_value.is_null()) return &spec->default_value;
+  return nullptr;
+}
+
+Validated validate(const Tree& merged) {
+  std::vector<std::string> problems, warnings;
+  for (auto& [key, e] : merged.entries()) {
+    if (e.extra) continue;
+    check_leaf(merged, key, e, problems, warnings);
+  }
+  Validated out{merged, warnings};
+  for (auto& [name, sec] : sections()) {
+    for (auto& [key, spec] : section_specs(merged, sec)) {
+      if (merged.has(key)) continue;
+      if (spec->default_value.is_null()) {
+        if (!spec->optional) problems.push_back(key + ": required key is missing (" + spec->doc + ")");
+        continue;
+      }
+      Entry d;
+      d.value = spec->default_value;
+      out.tree.set(key, d);
+    }
+  }
+  if (!problems.empty()) throw ConfigError(problems);
+  return out;
+}
+
+}  // namespace kg::config

@@ -1,0 +1,23 @@
+// File helpers. Every output kgtrain writes goes through write_file_atomic: a temp file in the same
+// directory, fsync, rename — a reader never sees a half-written file.
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace kg {
+
+// Reads a whole file; throws DataError naming the path and the OS reason.
+std::string read_file(const std::string& path);
+
+// Writes `bytes` to `path` atomically (temp file + fsync + rename + directory fsync).
+// Creates missing parent directories. Throws DataError on failure.
+void write_file_atomic(const std::string& path, std::string_view bytes);
+
+// Atomically replaces directory `dst` with the fully written directory `src` (same file system).
+// Uses renameat2(RENAME_EXCHANGE) where available so `dst` always exists; otherwise rename dance.
+void replace_directory(const std::string& src, const std::string& dst);
+
+// Fsyncs a directory (after creating or renaming entries in it).
+void fsync_directory(const std::string& dir);
+
+}  // namespace kg

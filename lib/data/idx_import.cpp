@@ -1,0 +1,259 @@
+#include "data/idx_import.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <atomic>
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include <opencv2/core.hpp>
+
+#include "core/error.h"
+#include "core/fs.h"
+#include "data/csv.h"
+#include "data/image_io.h"
+
+namespace kg::data {
+namespace {
+
+namespace stdfs = std::filesystem;
+
+constexpr uint32_t kImageMagic = 0x00000803;  // unsigned byte, 3 dimensions
+constexpr uint32_t kLabelMagic = 0x00000801;  // unsigned byte, 1 dimension
+
+struct IdxImages {
+  int64_t count = 0;
+  int height = 0, width = 0;
+  std::string bytes;  // whole file; pixels start at offset 16
+  const unsigned char* pixels(int64_t i) const {
+    return reinterpret_cast<const unsigned char*>(bytes.data()) + 16 + i * height * width;
+  }
+};
+
+struct IdxLabels {
+  int64_t count = 0;
+  std::string bytes;  // whole file; labels start at offset 8
+  int label(int64_t i) const { return static_cast<unsigned char>(bytes[8 + i]); }
+};
+
+// gzread passes non-gzip files through unchanged, so one reader covers .gz and raw IDX.
+std::string read_maybe_gz(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) throw DataError("cannot read " + path + ": " + std::strerror(errno ? errno : ENOMEM));
+  std::string out;
+  const unsigned chunk = 1u << 20;
+  for (;;) {
+    size_t have = out.size();
+    out.resize(have + chunk);
+    int n = gzread(f, &out[have], chunk);
+    if (n < 0) break;
+    out.resize(have + static_cast<size_t>(n));
+    if (n == 0) break;
+  }
+  int err = Z_OK;
+  const char* msg = gzerror(f, &err);
+  std::string reason = err == Z_ERRNO ? std::strerror(errno) : (msg ? msg : "");
+  gzclose(f);
+  // A cut-off gzip stream reports Z_BUF_ERROR ("unexpected end of file").
+  KG_CHECK(err == Z_OK || err == Z_STREAM_END, DataError, "cannot read ", path, ": ", reason,
+           " (damaged or truncated gzip file)");
+  return out;
+}
+
+uint32_t be32(const std::string& b, size_t at) {
+  auto u = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(b[at + k])); };
+  return u(0) << 24 | u(1) << 16 | u(2) << 8 | u(3);
+}
+
+std::string hex32(uint32_t v) {
+  char s[16];
+  std::snprintf(s, sizeof s, "0x%08X", v);
+  return s;
+}
+
+void check_magic(const std::string& b, const std::string& path, uint32_t want, const char* kind) {
+  KG_CHECK(b.size() >= 4, DataError, path, ": not an IDX ", kind, " file (only ", b.size(),
+           " bytes, expected a 4-byte magic number ", hex32(want), " first)");
+  uint32_t magic = be32(b, 0);
+  KG_CHECK(magic == want, DataError, path, ": not an IDX ", kind, " file (magic number ",
+           hex32(magic), ", expected ", hex32(want), ")",
+           magic == kImageMagic ? "; it holds images" : "",
+           magic == kLabelMagic ? "; it holds labels" : "");
+}
+
+IdxImages load_images(const std::string& path) {
+  IdxImages im;
+  im.bytes = read_maybe_gz(path);
+  const std::string& b = im.bytes;
+  check_magic(b, path, kImageMagic, "image");
+  KG_CHECK(b.size() >= 16, DataError, path, " is truncated: expected a 16-byte header, file has ",
+           b.size(), " bytes");
+  uint32_t n = be32(b, 4), h = be32(b, 8), w = be32(b, 12);
+  KG_CHECK(n > 0 && h > 0 && w > 0 && h <= 65535 && w <= 65535, DataError, path,
+           ": implausible dimensions ", n, " x ", h, " x ", w, " (images x rows x columns)");
+  im.count = n;
+  im.height = static_cast<int>(h);
+  im.width = static_cast<int>(w);
+  const uint64_t expected = 16 + uint64_t{n} * h * w;
+  KG_CHECK(b.size() >= expected, DataError, path, " is truncated: expected ", n, " images of ", h,
+           "x", w, " (", expected, " bytes), file has ", b.size(), " bytes");
+  KG_CHECK(b.size() == expected, DataError, path, " has ", b.size() - expected,
+           " bytes after its ", n, " images of ", h, "x", w, " (wrong header or not an IDX file)");
+  return im;
+}
+
+IdxLabels load_labels(const std::string& path) {
+  IdxLabels lb;
+  lb.bytes = read_maybe_gz(path);
+  const std::string& b = lb.bytes;
+  check_magic(b, path, kLabelMagic, "label");
+  KG_CHECK(b.size() >= 8, DataError, path, " is truncated: expected an 8-byte header, file has ",
+           b.size(), " bytes");
+  lb.count = be32(b, 4);
+  const uint64_t expected = 8 + static_cast<uint64_t>(lb.count);
+  KG_CHECK(b.size() >= expected, DataError, path, " is truncated: expected ", lb.count,
+           " labels (", expected, " bytes), file has ", b.size(), " bytes");
+  KG_CHECK(b.size() == expected, DataError, path, " has ", b.size() - expected,
+           " bytes after its ", lb.count, " labels (wrong header or not an IDX file)");
+  return lb;
+}
+
+// Plain write: durability comes from one syncfs over the whole staging directory, which is far
+// cheaper than an fsync per image.
+void write_plain(const std::string& path, const std::string& bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) throw DataError("cannot create " + path + ": " + std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      throw DataError("cannot write " + path + ": " + std::strerror(err));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) throw DataError("cannot write " + path + ": " + std::strerror(errno));
+}
+
+void sync_tree(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw DataError("cannot open directory " + dir + ": " + std::strerror(errno));
+  int rc = ::syncfs(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) throw DataError("cannot sync " + dir + ": " + std::strerror(err));
+}
+
+// Writes <out_dir>/<split>/<first_id + i>.png for every image, replacing the directory whole.
+void write_split(const IdxImages& im, const std::string& out_dir, const std::string& split,
+                 int64_t first_id, int threads) {
+  const std::string stage = out_dir + "/." + split + ".partial";
+  std::error_code ec;
+  stdfs::remove_all(stage, ec);  // left by an interrupted run
+  stdfs::create_directories(stage, ec);
+  if (ec) throw DataError("cannot create directory " + stage + ": " + ec.message());
+
+  std::atomic<int64_t> next{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+  std::mutex error_mu;
+  auto work = [&] {
+    try {
+      std::string png;
+      while (!failed) {
+        const int64_t i = next++;
+        if (i >= im.count) break;
+        // A Mat header over the file's bytes: no pixel copy before encoding.
+        const cv::Mat m(im.height, im.width, CV_8UC1, const_cast<unsigned char*>(im.pixels(i)));
+        encode_png(m, png);
+        write_plain(stage + "/" + std::to_string(first_id + i) + ".png", png);
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mu);
+      if (!error) error = std::current_exception();
+      failed = true;
+    }
+  };
+  const int n = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, im.count)));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < n; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (error) {
+    stdfs::remove_all(stage, ec);
+    std::rethrow_exception(error);
+  }
+  sync_tree(stage);
+  replace_directory(stage, out_dir + "/" + split);
+}
+
+}  // namespace
+
+IdxImportReport import_idx(const IdxImportOptions& o) {
+  std::string missing;
+  for (auto [value, what] : {std::pair{&o.train_images, "train images"},
+                             {&o.train_labels, "train labels"},
+                             {&o.test_images, "test images"},
+                             {&o.test_labels, "test labels"},
+                             {&o.out_dir, "output directory"}})
+    if (value->empty()) missing += (missing.empty() ? "" : ", ") + std::string(what);
+  KG_CHECK(missing.empty(), UsageError, "IDX import needs: ", missing);
+
+  const IdxImages train = load_images(o.train_images), test = load_images(o.test_images);
+  const IdxLabels train_y = load_labels(o.train_labels), test_y = load_labels(o.test_labels);
+  KG_CHECK(train.count == train_y.count, DataError, "train images (", o.train_images, ": ",
+           train.count, ") and labels (", o.train_labels, ": ", train_y.count,
+           ") differ in count");
+  KG_CHECK(test.count == test_y.count, DataError, "test images (", o.test_images, ": ", test.count,
+           ") and labels (", o.test_labels, ": ", test_y.count, ") differ in count");
+  KG_CHECK(train.height == test.height && train.width == test.width, DataError, "train images (",
+           o.train_images, ") are ", train.height, "x", train.width, " but test images (",
+           o.test_images, ") are ", test.height, "x", test.width);
+  if (!o.class_names.empty()) {
+    for (const IdxLabels* lb : {&train_y, &test_y})
+      for (int64_t i = 0; i < lb->count; ++i)
+        KG_CHECK(lb->label(i) < static_cast<int>(o.class_names.size()), DataError, "label ",
+                 lb->label(i), " (item ", i + 1, " of ",
+                 lb == &train_y ? o.train_labels : o.test_labels, ") has no class name; ",
+                 o.class_names.size(), " names were given");
+  }
+
+  // Images first, so no CSV ever names an image that is not there yet.
+  write_split(train, o.out_dir, "train", 1, o.threads);
+  write_split(test, o.out_dir, "test", train.count + 1, o.threads);
+
+  std::string train_csv = "id,label\n", test_csv = "id\n", sample = "id,label\n",
+              truth = "id,label\n";
+  for (int64_t i = 0; i < train.count; ++i)
+    train_csv += std::to_string(i + 1) + "," + std::to_string(train_y.label(i)) + "\n";
+  for (int64_t i = 0; i < test.count; ++i) {
+    const std::string id = std::to_string(train.count + 1 + i);
+    test_csv += id + "\n";
+    sample += id + ",0\n";
+    truth += id + "," + std::to_string(test_y.label(i)) + "\n";
+  }
+  write_file_atomic(o.out_dir + "/train.csv", train_csv);
+  write_file_atomic(o.out_dir + "/test.csv", test_csv);
+  write_file_atomic(o.out_dir + "/sample_submission.csv", sample);
+  write_file_atomic(o.out_dir + "/test_labels.csv", truth);
+  if (!o.class_names.empty()) {
+    std::string classes = "index,name\n";
+    for (size_t k = 0; k < o.class_names.size(); ++k)
+      classes += csv_line({std::to_string(k), o.class_names[k]});
+    write_file_atomic(o.out_dir + "/classes.csv", classes);
+  }
+  return {train.count, test.count, train.height, train.width};
+}
+
+}  // namespace kg::data

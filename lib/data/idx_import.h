@@ -1,0 +1,30 @@
+// Converts MNIST-format IDX files (gzip or raw) into the Kaggle layout kgtrain reads, so the classic
+// data sets can be used like any competition download.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kg::data {
+
+struct IdxImportOptions {
+  std::string train_images, train_labels, test_images, test_labels;  // IDX(.gz) paths, all required
+  std::string out_dir;                                                // DATA
+  int threads = 2;                                                    // PNG encoding threads
+  std::vector<std::string> class_names;  // optional; written to DATA/classes.csv (index,name)
+};
+
+struct IdxImportReport {
+  int64_t train = 0, test = 0;
+  int height = 0, width = 0;
+};
+
+// Writes DATA/train/<id>.png and DATA/test/<id>.png (8-bit gray), DATA/train.csv (id,label),
+// DATA/test.csv (id), DATA/sample_submission.csv (id,label with label 0), DATA/test_labels.csv
+// (id,label) and, with class names, DATA/classes.csv. Ids are 1..N_train for train and
+// N_train+1..N_train+N_test for test. The image directories are built aside and swapped in whole
+// (replace_directory), the CSVs written atomically afterwards, so a re-run gives identical bytes
+// and leaves no stale images. DataError for unreadable, malformed or inconsistent IDX files.
+IdxImportReport import_idx(const IdxImportOptions& options);
+
+}  // namespace kg::data

@@ -1,0 +1,27 @@
+// Image decoding and PNG encoding. Inside kgtrain images are 8-bit and in RGB order (OpenCV's BGR
+// stays behind this boundary).
+#pragma once
+#include <string>
+#include <string_view>
+
+#include <opencv2/core.hpp>
+
+namespace kg::data {
+
+// Decodes the file at `path` (any format OpenCV reads) into an 8-bit image with exactly `channels`
+// (1 or 3) channels: CV_8UC1 gray or CV_8UC3 RGB. EXIF orientation is applied, alpha is dropped,
+// 16-bit samples are scaled to 8-bit (/257), float samples are taken as [0, 1].
+// DataError for a missing, empty or undecodable file.
+cv::Mat decode_image(const std::string& path, int channels);
+
+// Same, from bytes already in memory; `name` is used in messages.
+cv::Mat decode_image_bytes(std::string_view bytes, const std::string& name, int channels);
+
+// PNG bytes of an 8-bit gray (CV_8UC1) or RGB (CV_8UC3) image, replacing `out`. Deterministic:
+// the same pixels always give the same bytes.
+void encode_png(const cv::Mat& rgb_or_gray, std::string& out);
+
+// encode_png + write_file_atomic.
+void write_png_atomic(const std::string& path, const cv::Mat& rgb_or_gray);
+
+}  // namespace kg::data

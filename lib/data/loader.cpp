@@ -1,0 +1,112 @@
+#include "data/loader.h"
+
+#include <algorithm>
+
+#include <ATen/ATen.h>
+
+#include "core/error.h"
+#include "core/random.h"
+
+namespace kg::data {
+
+std::vector<int64_t> epoch_order(std::vector<int64_t> rows, uint64_t seed, int64_t epoch) {
+  Rng rng(stream_seed(seed, 0x5348554646ULL /* "SHUFF" */, static_cast<uint64_t>(epoch)));
+  for (size_t i = rows.size(); i > 1; --i) std::swap(rows[i - 1], rows[rng.below(i)]);
+  return rows;
+}
+
+int64_t num_batches(int64_t rows, int64_t batch_size, bool drop_last, int64_t max_batches) {
+  int64_t n = drop_last ? rows / batch_size : (rows + batch_size - 1) / batch_size;
+  if (drop_last && n == 0 && rows > 0) n = 1;  // a tiny set still trains on its one short batch
+  return max_batches >= 0 ? std::min(n, max_batches) : n;
+}
+
+Loader::Loader(const Table& table, std::vector<int64_t> rows, const Pipeline& pipeline, LoaderOptions o)
+    : table_(table), pipeline_(pipeline), o_(o) {
+  order_ = o_.shuffle ? epoch_order(std::move(rows), o_.seed, o_.epoch) : std::move(rows);
+  num_batches_ = num_batches(static_cast<int64_t>(order_.size()), o_.batch_size, o_.drop_last, o_.max_batches);
+  o_.prefetch = std::max(1, o_.prefetch);
+  slots_.resize(static_cast<size_t>(o_.prefetch));
+  for (int i = 0; i < o_.workers; ++i) threads_.emplace_back([this] { worker(); });
+}
+
+Loader::~Loader() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void Loader::produce(int64_t b, Batch& out) const {
+  const auto& g = pipeline_.geometry();
+  int64_t begin = b * o_.batch_size;
+  int64_t end = std::min<int64_t>(begin + o_.batch_size, static_cast<int64_t>(order_.size()));
+  int64_t n = end - begin;
+  out.index = b;
+  out.images = at::empty({n, g.channels, g.height, g.width}, at::kFloat);
+  out.rows.assign(order_.begin() + begin, order_.begin() + end);
+  float* dst = out.images.data_ptr<float>();
+  const int64_t per_image = g.channels * g.height * g.width;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t row = out.rows[static_cast<size_t>(i)];
+    // One stream per sample: the same augmentation whatever thread or batch produces it.
+    Rng rng(stream_seed(o_.seed, static_cast<uint64_t>(o_.epoch), static_cast<uint64_t>(row), 0xA06ULL));
+    const Row& r = table_.rows[static_cast<size_t>(row)];
+    with_context(r.where + " (id " + r.id + ")", [&] { pipeline_.load(r.image, rng, dst + i * per_image); });
+  }
+  if (table_.labeled()) {
+    out.targets = at::empty({n}, at::kLong);
+    auto* t = out.targets.data_ptr<int64_t>();
+    for (int64_t i = 0; i < n; ++i) t[i] = table_.targets[static_cast<size_t>(out.rows[static_cast<size_t>(i)])];
+  }
+}
+
+void Loader::worker() {
+  for (;;) {
+    int64_t b;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      // Bounded prefetch: never more than `prefetch` batches ahead of the consumer.
+      cv_.wait(lock, [&] { return stop_ || next_to_make_ >= num_batches_ || next_to_make_ < next_to_give_ + o_.prefetch; });
+      if (stop_ || next_to_make_ >= num_batches_) return;
+      b = next_to_make_++;
+    }
+    auto batch = std::make_unique<Batch>();
+    try {
+      produce(b, *batch);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!error_) error_ = std::current_exception();
+      stop_ = true;
+      cv_.notify_all();
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      slots_[static_cast<size_t>(b % o_.prefetch)] = std::move(batch);
+    }
+    cv_.notify_all();
+  }
+}
+
+bool Loader::next(Batch& out) {
+  if (next_to_give_ >= num_batches_) return false;
+  if (threads_.empty()) {
+    produce(next_to_give_++, out);
+    return true;
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  auto& slot = slots_[static_cast<size_t>(next_to_give_ % o_.prefetch)];
+  cv_.wait(lock, [&] { return error_ || (slot && slot->index == next_to_give_); });
+  if (error_) std::rethrow_exception(error_);
+  out = std::move(*slot);
+  slot.reset();
+  ++next_to_give_;
+  lock.unlock();
+  cv_.notify_all();
+  return true;
+}
+
+}  // namespace kg::data

@@ -1,0 +1,51 @@
+#include "data/transform.h"
+
+#include <opencv2/imgproc.hpp>
+
+#include "data/image_io.h"
+
+namespace kg::data {
+
+TransformRegistry& transform_registry() {
+  static TransformRegistry r("transform");
+  return r;
+}
+
+Pipeline::Pipeline(const config::json& augment, const ImageGeometry& g, bool train) : g_(g) {
+  for (size_t i = 0; i < augment.size(); ++i) {
+    const auto& t = augment[i];
+    std::string where = "data.augment[" + std::to_string(i) + "]";
+    auto tr = transform_registry().create(t.at("name").get<std::string>(), config::Options(t, where), g);
+    if (train || !tr->random()) transforms_.push_back(std::move(tr));
+  }
+}
+
+void Pipeline::load(const std::string& path, Rng& rng, float* out) const {
+  process(decode_image(path, static_cast<int>(g_.channels)), rng, out);
+}
+
+void Pipeline::process(cv::Mat img, Rng& rng, float* out) const {
+  if (img.rows != g_.height || img.cols != g_.width) {
+    cv::Mat resized;
+    bool shrink = img.rows > g_.height || img.cols > g_.width;
+    cv::resize(img, resized, cv::Size(static_cast<int>(g_.width), static_cast<int>(g_.height)), 0, 0,
+               shrink ? cv::INTER_AREA : cv::INTER_LINEAR);
+    img = resized;
+  }
+  for (const auto& t : transforms_) t->apply(img, rng);
+  // Without a normalize transform pixels are scaled to [0, 1].
+  const int c = img.channels();
+  const int64_t plane = g_.height * g_.width;
+  const bool u8 = img.depth() == CV_8U;
+  for (int y = 0; y < img.rows; ++y) {
+    const uint8_t* row8 = img.ptr<uint8_t>(y);
+    const float* rowf = img.ptr<float>(y);
+    for (int x = 0; x < img.cols; ++x)
+      for (int k = 0; k < c; ++k) {
+        float v = u8 ? row8[x * c + k] * (1.0f / 255.0f) : rowf[x * c + k];
+        out[k * plane + y * img.cols + x] = v;
+      }
+  }
+}
+
+}  // namespace kg::data

@@ -1,0 +1,200 @@
+// `kgtrain fit`: split, train, validate every epoch, keep checkpoints/last and checkpoints/best.
+#include <torch/torch.h>
+
+#include <chrono>
+#include <csignal>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "config/resolve.h"
+#include "core/error.h"
+#include "core/fs.h"
+#include "core/stop.h"
+#include "core/strings.h"
+#include "data/folds.h"
+#include "data/loader.h"
+#include "data/options.h"
+#include "data/table.h"
+#include "device/device.h"
+#include "jobs/job.h"
+#include "loss/loss.h"
+#include "metric/metric.h"
+#include "model/model.h"
+#include "model/safetensors.h"
+#include "optim/optimizer.h"
+#include "optim/schedule.h"
+#include "train/checkpoint.h"
+#include "train/engine.h"
+#include "train/options.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace kg::jobs {
+namespace {
+
+std::string fmt(double v, int prec = 4) {
+  std::ostringstream os;
+  os.precision(prec);
+  os << v;
+  return os.str();
+}
+
+json state_json(const std::string& model_name, const data::ClassList& classes, const data::ImageGeometry& g,
+                int64_t epoch, int64_t step, const std::string& metric, double value) {
+  return {{"schema_version", train::kCheckpointSchema},
+          {"kgtrain", "fit"},
+          {"model", model_name},
+          {"classes", classes.to_json()},
+          {"input", {{"channels", g.channels}, {"height", g.height}, {"width", g.width}}},
+          {"epoch", epoch},
+          {"step", step},
+          {"metric", {{"name", metric}, {"value", value}}}};
+}
+
+}  // namespace
+
+int run_fit(const JobOptions& o) {
+  const auto& recipe = o.recipe;
+  auto run = train::load_run_options(recipe);
+  auto topt = train::load_train_options(recipe);
+  auto dopt = data::load_data_options(recipe);
+  auto cv = data::load_cv_options(recipe);
+  auto dev = device::setup(device::load_options(recipe));
+  torch::manual_seed(static_cast<uint64_t>(run.seed));
+  const auto seed = static_cast<uint64_t>(run.seed);
+
+  KG_CHECK(cv.fold < cv.folds, ConfigError, "cv.fold = ", cv.fold, " but cv.folds = ", cv.folds,
+           ": the held-out fold must be in [0, ", cv.folds - 1, "]");
+  data::ClassList classes = data::infer_classes(dopt);
+  data::Table table = data::load_table(dopt, dopt.train_csv, dopt.image_dir, &classes, /*require_labels=*/true);
+  auto folds = data::stratified_folds(table.targets, static_cast<int>(cv.folds), seed);
+  std::vector<int64_t> train_rows, valid_rows;
+  for (int64_t i = 0; i < table.size(); ++i) (folds[static_cast<size_t>(i)] == cv.fold ? valid_rows : train_rows).push_back(i);
+
+  const auto geom = data::geometry(dopt);
+  data::Pipeline train_pipe(dopt.augment, geom, true), eval_pipe(dopt.augment, geom, false);
+  auto net = model::build(recipe, {geom.channels, classes.size()});
+  net->to(dev.device);
+  auto optimizer = optim::build(recipe, *net);
+  auto loss = loss::build(recipe, {classes.size()});
+  auto metric = metric::create(topt.metric, {classes.size()});
+
+  const int64_t max_batches = o.smoke ? 2 : -1;
+  const int64_t epochs = o.smoke ? 1 : topt.epochs;
+  const int64_t steps_per_epoch = data::num_batches(static_cast<int64_t>(train_rows.size()), topt.batch_size, true, max_batches);
+  auto schedule = optim::build_schedule(recipe, {optim::load_options(recipe).lr, epochs * steps_per_epoch, steps_per_epoch});
+
+  log(o, "kgtrain fit: " + dev.description + ", env " + o.env_name);
+  log(o, "  data    " + table.csv_path + ": " + std::to_string(table.size()) + " rows, " + std::to_string(classes.size()) +
+             " classes; fold " + std::to_string(cv.fold) + "/" + std::to_string(cv.folds) + ": " +
+             std::to_string(train_rows.size()) + " train, " + std::to_string(valid_rows.size()) + " valid; input " +
+             std::to_string(geom.channels) + "x" + std::to_string(geom.height) + "x" + std::to_string(geom.width));
+  log(o, "  model   " + model::model_name(recipe) + ", " + std::to_string(model::count_parameters(*net)) + " parameters");
+  log(o, "  train   " + std::to_string(epochs) + " epochs x " + std::to_string(steps_per_epoch) + " steps, batch " +
+             std::to_string(topt.batch_size) + ", " + std::to_string(dopt.num_workers) + " workers; metric " + topt.metric);
+  log(o, "  checking " + std::to_string(table.size()) + " images...");
+  data::check_images(table, geom, std::max<int>(1, static_cast<int>(dopt.num_workers)));
+  if (o.dry_run) {
+    log(o, "dry run: recipe valid, every component built, every image readable; nothing trained");
+    return kExitOk;
+  }
+
+  const std::string run_dir = prepare_run_dir(o);
+  log(o, "  run dir " + run_dir);
+  write_file_atomic((fs::path(run_dir) / "classes.json").string(), classes.to_json().dump(2) + "\n");
+  {
+    std::string f = "id,fold\n";
+    for (int64_t i = 0; i < table.size(); ++i) f += table.rows[static_cast<size_t>(i)].id + "," + std::to_string(folds[static_cast<size_t>(i)]) + "\n";
+    write_file_atomic((fs::path(run_dir) / "folds.csv").string(), f);
+  }
+  const std::string recipe_toml = config::to_toml(recipe, false);
+  const json prov = provenance(o);
+
+  train::ProgressStyle style{o.quiet, o.tty, topt.log_every_s};
+  std::string metrics_log;
+  json best = {{"metric", topt.metric}, {"value", nullptr}, {"epoch", nullptr}};
+  double best_value = metric->higher_is_better() ? -INFINITY : INFINITY;
+  int64_t step = 0, epochs_done = 0, train_images = 0;
+  double train_seconds = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  json summary = {{"command", "fit"}, {"run_dir", run_dir}};
+
+  for (int64_t epoch = 0; epoch < epochs; ++epoch) {
+    data::LoaderOptions lo{topt.batch_size, true, true, static_cast<int>(dopt.num_workers), static_cast<int>(dopt.prefetch),
+                           seed, epoch, max_batches};
+    train::EpochResult er;
+    {
+      data::Loader loader(table, train_rows, train_pipe, lo);
+      train::Progress progress(style, "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs), loader.size());
+      er = train::train_epoch(*net, *optimizer, *schedule, *loss, loader, dev.device, step, progress);
+    }
+    train_images += er.images;
+    train_seconds += er.seconds;
+    if (er.stopped) {
+      int sig = stop_signal().load();
+      train::save_checkpoint((fs::path(run_dir) / "checkpoints" / "last").string(), model::state_dict(*net),
+                             state_json(model::model_name(recipe), classes, geom, epoch, step, topt.metric, NAN), recipe_toml, prov);
+      summary.update({{"status", "interrupted"}, {"epochs_completed", epochs_done}, {"best", best}, {"wall_s", elapsed()},
+                      {"train_images_per_s", train_seconds > 0 ? train_images / train_seconds : 0.0}});
+      write_summary(run_dir, summary);
+      int code = sig == SIGTERM ? kExitSigterm : kExitSigint;
+      throw Interrupted(code, "stopped by signal " + std::to_string(sig) + " in epoch " + std::to_string(epoch + 1) +
+                                  "; weights saved to " + run_dir + "/checkpoints/last");
+    }
+    data::LoaderOptions vo{train::eval_batch_size(topt), false, false, static_cast<int>(dopt.num_workers),
+                           static_cast<int>(dopt.prefetch), seed, 0, max_batches};
+    data::Loader vloader(table, valid_rows, eval_pipe, vo);
+    auto pred = train::predict(*net, vloader, dev.device, loss.get());
+    metric->reset();
+    metric->update(pred.probs, pred.targets);
+    double value = metric->compute();
+    ++epochs_done;
+    json line = {{"epoch", epoch + 1}, {"step", step}, {"lr", er.lr}, {"train_loss", er.loss}, {"valid_loss", pred.loss},
+                 {topt.metric, value}, {"train_images_per_s", er.seconds > 0 ? er.images / er.seconds : 0.0},
+                 {"elapsed_s", elapsed()}};
+    metrics_log += line.dump() + "\n";
+    write_file_atomic((fs::path(run_dir) / "metrics.jsonl").string(), metrics_log);
+    auto state = state_json(model::model_name(recipe), classes, geom, epoch + 1, step, topt.metric, value);
+    auto weights = model::state_dict(*net);
+    train::save_checkpoint((fs::path(run_dir) / "checkpoints" / "last").string(), weights, state, recipe_toml, prov);
+    bool improved = metric->higher_is_better() ? value > best_value : value < best_value;
+    if (improved) {
+      best_value = value;
+      best = {{"metric", topt.metric}, {"value", value}, {"epoch", epoch + 1}};
+      train::save_checkpoint((fs::path(run_dir) / "checkpoints" / "best").string(), weights, state, recipe_toml, prov);
+    }
+    log(o, "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs) + "  train_loss " + fmt(er.loss) +
+               "  valid_loss " + fmt(pred.loss) + "  " + topt.metric + " " + fmt(value) + (improved ? " *" : "") + "  " +
+               fmt(er.seconds > 0 ? er.images / er.seconds : 0.0, 5) + " img/s  " + fmt(er.seconds, 3) + " s");
+  }
+
+  if (o.smoke) {
+    // Lightning's fast_dev_run also exercises prediction: two batches of the test table.
+    data::Table test = data::load_table(dopt, dopt.test_csv, dopt.test_image_dir, &classes, false);
+    std::vector<int64_t> rows(static_cast<size_t>(test.size()));
+    for (int64_t i = 0; i < test.size(); ++i) rows[static_cast<size_t>(i)] = i;
+    data::LoaderOptions po{train::eval_batch_size(topt), false, false, static_cast<int>(dopt.num_workers),
+                           static_cast<int>(dopt.prefetch), seed, 0, 2};
+    data::Loader ploader(test, rows, eval_pipe, po);
+    auto pred = train::predict(*net, ploader, dev.device, nullptr);
+    summary["smoke_predictions"] = pred.images;
+    log(o, "smoke: predicted " + std::to_string(pred.images) + " test rows");
+  }
+
+  double ips = train_seconds > 0 ? train_images / train_seconds : 0.0;
+  summary.update({{"status", "completed"}, {"smoke", o.smoke}, {"epochs_completed", epochs_done}, {"best", best},
+                  {"train_images_per_s", ips}, {"wall_s", elapsed()}, {"device", dev.description}});
+  write_summary(run_dir, summary);
+  std::cout << "fit completed: " << epochs_done << " epochs, best " << topt.metric << " "
+            << (best["value"].is_null() ? std::string("n/a") : fmt(best["value"].get<double>())) << " (epoch "
+            << (best["epoch"].is_null() ? std::string("-") : std::to_string(best["epoch"].get<int64_t>())) << "), "
+            << fmt(ips, 5) << " train img/s, " << fmt(elapsed(), 4) << " s\n"
+            << "run dir: " << run_dir << "\n";
+  return kExitOk;
+}
+
+}  // namespace kg::jobs

@@ -1,0 +1,38 @@
+// What every job receives from the app: a validated, immutable recipe and the command's options.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/tree.h"
+
+namespace kg::jobs {
+
+struct JobOptions {
+  std::string command;                // fit | tta-predict
+  config::Tree recipe;                // validated, defaults filled in
+  std::vector<std::string> layers;    // recipe files applied, in order
+  std::string env_name;               // environment layer chosen
+  std::string run_dir;                // --run-dir ("" = <paths.runs>/<run.name>/<UTC time>-<command>)
+  bool dry_run = false;               // build everything, print the plan, train nothing
+  bool smoke = false;                 // two training, two validation and two prediction batches
+  bool quiet = false;
+  bool tty = false;                   // stderr is a terminal: live progress bar
+  std::vector<std::string> checkpoints;  // tta-predict: checkpoint directories
+  std::string out;                    // tta-predict: submission path
+  std::string probs;                  // tta-predict: per-class probabilities path
+};
+
+int run_fit(const JobOptions& o);
+int run_tta_predict(const JobOptions& o);
+
+// Creates the run directory (never reusing a finished run's) and writes recipe.toml and provenance.json.
+std::string prepare_run_dir(const JobOptions& o);
+nlohmann::json provenance(const JobOptions& o);
+// summary.json, written atomically.
+void write_summary(const std::string& run_dir, nlohmann::json summary);
+// A line to stderr unless quiet.
+void log(const JobOptions& o, const std::string& line);
+
+}  // namespace kg::jobs

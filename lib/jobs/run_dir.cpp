@@ -1,0 +1,62 @@
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+
+#include "config/resolve.h"
+#include "core/error.h"
+#include "core/fs.h"
+#include "jobs/job.h"
+#include "train/options.h"
+
+namespace fs = std::filesystem;
+
+namespace kg::jobs {
+
+namespace {
+std::string utc_stamp() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+}  // namespace
+
+nlohmann::json provenance(const JobOptions& o) {
+  nlohmann::json keys = nlohmann::json::object();
+  for (auto& [k, e] : o.recipe.entries()) keys[k] = e.origin.str();
+  return {{"schema_version", 1}, {"env", o.env_name}, {"layers", o.layers}, {"keys", keys}};
+}
+
+std::string prepare_run_dir(const JobOptions& o) {
+  fs::path dir;
+  if (!o.run_dir.empty()) {
+    dir = o.run_dir;
+    KG_CHECK(!fs::exists(dir / "summary.json"), UsageError, "--run-dir ", o.run_dir,
+             " already holds a run (summary.json); kgtrain never overwrites a run: choose another folder or remove it");
+  } else {
+    auto run = train::load_run_options(o.recipe);
+    auto paths = train::load_paths_options(o.recipe);
+    fs::path base = fs::path(paths.runs) / run.name / (utc_stamp() + "-" + o.command);
+    dir = base;
+    for (int i = 2; fs::exists(dir); ++i) dir = base.string() + "-" + std::to_string(i);
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  KG_CHECK(!ec, DataError, "cannot create run folder ", dir.string(), ": ", ec.message());
+  write_file_atomic((dir / "recipe.toml").string(), config::to_toml(o.recipe, false));
+  write_file_atomic((dir / "provenance.json").string(), provenance(o).dump(2) + "\n");
+  return dir.string();
+}
+
+void write_summary(const std::string& run_dir, nlohmann::json summary) {
+  summary["schema_version"] = 1;
+  write_file_atomic((fs::path(run_dir) / "summary.json").string(), summary.dump(2) + "\n");
+}
+
+void log(const JobOptions& o, const std::string& line) {
+  if (!o.quiet) std::cerr << line << std::endl;
+}
+
+}  // namespace kg::jobs

@@ -1,0 +1,9 @@
+// Precompiled for every lib/ translation unit: LibTorch's headers dominate build time on 2 cores.
+#pragma once
+#include <torch/torch.h>
+#include <opencv2/core.hpp>
+#include <nlohmann/json.hpp>
+#include <toml++/toml.h>
+#include <map>
+#include <string>
+#include <vector>

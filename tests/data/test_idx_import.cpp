@@ -1,0 +1,203 @@
+#include <stdlib.h>
+#include <zlib.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <set>
+
+#include "core/error.h"
+#include "core/fs.h"
+#include "data/csv.h"
+#include "data/idx_import.h"
+#include "data/image_io.h"
+
+namespace stdfs = std::filesystem;
+using kg::data::IdxImportOptions;
+
+namespace {
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string t = (stdfs::temp_directory_path() / "kg_idx_XXXXXX").string();
+    REQUIRE(mkdtemp(t.data()) != nullptr);
+    path = t;
+  }
+  ~TempDir() { stdfs::remove_all(path); }
+};
+
+void be32(std::string& s, uint32_t v) {
+  for (int k = 24; k >= 0; k -= 8) s += static_cast<char>((v >> k) & 255);
+}
+
+std::string idx_images(int n, int h, int w, int salt) {
+  std::string s;
+  be32(s, 0x803);
+  be32(s, n);
+  be32(s, h);
+  be32(s, w);
+  for (int i = 0; i < n * h * w; ++i) s += static_cast<char>((i * 37 + salt) & 255);
+  return s;
+}
+
+std::string idx_labels(const std::vector<int>& y) {
+  std::string s;
+  be32(s, 0x801);
+  be32(s, static_cast<uint32_t>(y.size()));
+  for (int v : y) s += static_cast<char>(v);
+  return s;
+}
+
+void write_gz(const std::string& path, const std::string& bytes) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  REQUIRE(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) ==
+          static_cast<int>(bytes.size()));
+  REQUIRE(gzclose(f) == Z_OK);
+}
+
+const std::vector<int> kTrainY = {3, 0, 9, 1, 1, 4, 2};
+const std::vector<int> kTestY = {7, 0, 5};
+
+// Writes the tiny data set (7 train + 3 test images of 4 rows x 5 columns), raw or gzipped.
+IdxImportOptions tiny(const std::string& dir, bool gz) {
+  IdxImportOptions o;
+  auto put = [&](const std::string& name, const std::string& bytes) {
+    std::string p = dir + "/" + name + (gz ? ".gz" : "");
+    if (gz) write_gz(p, bytes);
+    else kg::write_file_atomic(p, bytes);
+    return p;
+  };
+  o.train_images = put("train-images", idx_images(7, 4, 5, 1));
+  o.train_labels = put("train-labels", idx_labels(kTrainY));
+  o.test_images = put("test-images", idx_images(3, 4, 5, 100));
+  o.test_labels = put("test-labels", idx_labels(kTestY));
+  o.out_dir = dir + "/DATA";
+  return o;
+}
+
+std::set<std::string> entries(const std::string& dir) {
+  std::set<std::string> s;
+  for (const auto& e : stdfs::directory_iterator(dir)) s.insert(e.path().filename().string());
+  return s;
+}
+
+std::string error_of(const IdxImportOptions& o) {
+  try {
+    kg::data::import_idx(o);
+  } catch (const kg::DataError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+}  // namespace
+
+TEST_CASE("import_idx: layout, CSVs and byte-exact pixels", "[unit]") {
+  TempDir d;
+  for (bool gz : {false, true}) {
+    INFO("gz " << gz);
+    IdxImportOptions o = tiny(d.path, gz);
+    o.threads = 3;
+    auto r = kg::data::import_idx(o);
+    CHECK(r.train == 7);
+    CHECK(r.test == 3);
+    CHECK(r.height == 4);
+    CHECK(r.width == 5);
+    const std::string D = o.out_dir;
+    CHECK(entries(D) == std::set<std::string>{"train", "test", "train.csv", "test.csv",
+                                              "sample_submission.csv", "test_labels.csv"});
+    CHECK(kg::read_file(D + "/train.csv") == "id,label\n1,3\n2,0\n3,9\n4,1\n5,1\n6,4\n7,2\n");
+    CHECK(kg::read_file(D + "/test.csv") == "id\n8\n9\n10\n");
+    CHECK(kg::read_file(D + "/sample_submission.csv") == "id,label\n8,0\n9,0\n10,0\n");
+    CHECK(kg::read_file(D + "/test_labels.csv") == "id,label\n8,7\n9,0\n10,5\n");
+    CHECK(kg::data::read_csv(D + "/train.csv").rows.size() == 7);
+    CHECK(entries(D + "/train").size() == 7);
+    CHECK(entries(D + "/test") == std::set<std::string>{"8.png", "9.png", "10.png"});
+
+    const std::string train_px = idx_images(7, 4, 5, 1).substr(16);
+    const std::string test_px = idx_images(3, 4, 5, 100).substr(16);
+    for (int i = 0; i < 10; ++i) {
+      const std::string split = i < 7 ? "train" : "test";
+      cv::Mat g = kg::data::decode_image(D + "/" + split + "/" + std::to_string(i + 1) + ".png", 1);
+      REQUIRE(g.type() == CV_8UC1);
+      REQUIRE(g.rows == 4);
+      REQUIRE(g.cols == 5);
+      const std::string& src = i < 7 ? train_px : test_px;
+      const size_t off = static_cast<size_t>(i < 7 ? i : i - 7) * 20;
+      CHECK(std::string(reinterpret_cast<const char*>(g.data), 20) == src.substr(off, 20));
+    }
+  }
+}
+
+TEST_CASE("import_idx: re-running gives identical bytes and drops stale images", "[unit]") {
+  TempDir d;
+  IdxImportOptions o = tiny(d.path, true);
+  o.class_names = {"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine, ten"};
+  kg::data::import_idx(o);
+  const std::string D = o.out_dir;
+  const std::string png = kg::read_file(D + "/train/5.png");
+  const std::string csv = kg::read_file(D + "/train.csv");
+  CHECK(kg::read_file(D + "/classes.csv").substr(0, 23) == "index,name\n0,zero\n1,one");
+  CHECK(kg::data::read_csv(D + "/classes.csv").rows.back() ==
+        std::vector<std::string>{"9", "nine, ten"});
+  kg::write_file_atomic(D + "/train/999.png", "stale");
+  o.threads = 1;
+  kg::data::import_idx(o);
+  CHECK(kg::read_file(D + "/train/5.png") == png);
+  CHECK(kg::read_file(D + "/train.csv") == csv);
+  CHECK(entries(D + "/train").count("999.png") == 0);
+  CHECK(entries(D).size() == 7);  // no staging directories or temp files left
+
+  o.class_names.resize(5);  // label 9 has no name now
+  CHECK_THAT(error_of(o), Catch::Contains("label 9") && Catch::Contains("train-labels"));
+}
+
+TEST_CASE("import_idx: malformed inputs are DataErrors naming the file", "[unit]") {
+  TempDir d;
+  IdxImportOptions o = tiny(d.path, false);
+
+  SECTION("labels given as images") {
+    o.train_images = o.train_labels;
+    CHECK(error_of(o) == o.train_labels +
+                             ": not an IDX image file (magic number 0x00000801, expected "
+                             "0x00000803); it holds labels");
+  }
+  SECTION("truncated raw image file") {
+    kg::write_file_atomic(o.train_images, idx_images(7, 4, 5, 1).substr(0, 150));
+    CHECK(error_of(o) == o.train_images +
+                             " is truncated: expected 7 images of 4x5 (156 bytes), file has "
+                             "150 bytes");
+  }
+  SECTION("truncated header") {
+    kg::write_file_atomic(o.test_labels, idx_labels(kTestY).substr(0, 6));
+    CHECK_THAT(error_of(o), Catch::Contains("test-labels is truncated"));
+  }
+  SECTION("extra bytes") {
+    kg::write_file_atomic(o.test_labels, idx_labels(kTestY) + "xx");
+    CHECK_THAT(error_of(o), Catch::Contains("has 2 bytes after its 3 labels"));
+  }
+  SECTION("truncated gzip stream") {
+    std::string gz = d.path + "/cut.gz";
+    write_gz(gz, idx_images(7, 4, 5, 1));
+    std::string bytes = kg::read_file(gz);
+    kg::write_file_atomic(gz, bytes.substr(0, bytes.size() / 2));
+    o.train_images = gz;
+    CHECK_THAT(error_of(o), Catch::Contains(gz) && Catch::Contains("truncated"));
+  }
+  SECTION("count mismatch") {
+    kg::write_file_atomic(o.train_labels, idx_labels({1, 2, 3}));
+    CHECK_THAT(error_of(o), Catch::Contains("differ in count"));
+  }
+  SECTION("train and test sizes differ") {
+    kg::write_file_atomic(o.test_images, idx_images(3, 5, 4, 0));
+    CHECK_THAT(error_of(o), Catch::Contains("are 4x5 but test images"));
+  }
+  SECTION("missing file") {
+    o.test_images = d.path + "/nope.gz";
+    CHECK_THAT(error_of(o), Catch::Contains("nope.gz") && Catch::Contains("No such file"));
+  }
+  SECTION("missing option") {
+    o.test_labels.clear();
+    CHECK_THROWS_AS(kg::data::import_idx(o), kg::UsageError);
+  }
+  CHECK_FALSE(stdfs::exists(o.out_dir + "/train.csv"));
+}
