@@ -50,11 +50,17 @@ bool type_ok(Type t, const json& v) {
   return false;
 }
 
+// Bounds read as people write them: 0 and 1, not 0.0 and 1.0.
+std::string bound(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+  return format_double(v);
+}
+
 std::string range_text(const KeySpec& s) {
   bool lo = std::isfinite(s.min), hi = std::isfinite(s.max);
-  if (lo && hi) return " in [" + format_double(s.min) + ", " + format_double(s.max) + "]";
-  if (lo) return std::string(s.min_exclusive ? " > " : " >= ") + format_double(s.min);
-  if (hi) return " <= " + format_double(s.max);
+  if (lo && hi) return " in [" + bound(s.min) + ", " + bound(s.max) + "]";
+  if (lo) return std::string(s.min_exclusive ? " > " : " >= ") + bound(s.min);
+  if (hi) return " <= " + bound(s.max);
   return "";
 }
 

@@ -65,6 +65,14 @@ auto with_context(const std::string& context, F&& f) -> decltype(f()) {
     throw ConfigError(p);
   } catch (const Interrupted&) {
     throw;
+  } catch (const DataError& e) {  // keep the type: callers and tests catch by it
+    throw DataError(context + ": " + e.what());
+  } catch (const CheckpointError& e) {
+    throw CheckpointError(context + ": " + e.what());
+  } catch (const DeviceError& e) {
+    throw DeviceError(context + ": " + e.what());
+  } catch (const UsageError& e) {
+    throw UsageError(context + ": " + e.what());
   } catch (const Error& e) {
     throw Error(e.exit_code(), context + ": " + e.what());
   }

@@ -21,10 +21,11 @@ struct IdxImportReport {
 
 // Writes DATA/train/<id>.png and DATA/test/<id>.png (8-bit gray), DATA/train.csv (id,label),
 // DATA/test.csv (id), DATA/sample_submission.csv (id,label with label 0), DATA/test_labels.csv
-// (id,label) and, with class names, DATA/classes.csv. Ids are 1..N_train for train and
-// N_train+1..N_train+N_test for test. The image directories are built aside and swapped in whole
-// (replace_directory), the CSVs written atomically afterwards, so a re-run gives identical bytes
-// and leaves no stale images. DataError for unreadable, malformed or inconsistent IDX files.
+// (id,label) and, with class names, DATA/classes.csv (index,name). Ids are 1..N_train for train
+// and N_train+1..N_train+N_test for test. A new image directory is built aside and renamed into
+// place; an existing one is updated file by file (unchanged images are not rewritten, stale files
+// are removed). CSVs are written atomically after the images. A re-run gives identical bytes.
+// DataError for unreadable, malformed or inconsistent IDX files; UsageError for missing options.
 IdxImportReport import_idx(const IdxImportOptions& options);
 
 }  // namespace kg::data

@@ -22,7 +22,7 @@ config::Fields<DataOptions> data_fields() {
   f.field("sample_submission", &DataOptions::sample_submission, "sample submission CSV whose format predictions follow");
   f.field("image_dir", &DataOptions::image_dir, "training images folder (relative to data.root)");
   f.field("test_image_dir", &DataOptions::test_image_dir, "test images folder (relative to data.root)");
-  f.field("id_col", &DataOptions::id_col, "id column: the image is <image_dir>/<id><image_ext>");
+  f.field("id_col", &DataOptions::id_col, "id column: the image file is image_dir/ID + image_ext");
   f.field("image_ext", &DataOptions::image_ext, "image file extension, with or without the dot");
   f.field("label_cols", &DataOptions::label_cols, "target column(s)").check([](const config::json& v) -> std::string {
     return v.empty() ? "expected at least one column name" : "";

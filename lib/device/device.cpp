@@ -4,6 +4,7 @@
 
 #include <ATen/Parallel.h>
 #include <ATen/Context.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/cuda.h>
 
 #include "config/sections.h"
@@ -39,7 +40,16 @@ bool cuda_available() { return torch::cuda::is_available(); }
 
 std::string cuda_build_info() {
   if (!at::hasCUDA()) return "";
-  return "CUDA build";
+  std::string s = "CUDA";
+  try {
+    long rt = at::detail::getCUDAHooks().versionCUDART();  // e.g. 12040 for 12.4
+    s += " " + std::to_string(rt / 1000) + "." + std::to_string(rt % 1000 / 10);
+    long dnn = at::detail::getCUDAHooks().versionCuDNN();
+    if (dnn > 0) s += ", cuDNN " + std::to_string(dnn);
+  } catch (const std::exception&) {
+    s += " (version unknown)";
+  }
+  return s;
 }
 
 DeviceInfo setup(const DeviceOptions& opts) {

@@ -82,17 +82,22 @@ TensorMap decode_safetensors(const std::string& bytes, const std::string& name) 
     if (!dt) throw bad(where + "unsupported dtype " + v["dtype"].dump());
     std::vector<int64_t> shape;
     uint64_t numel = 1;
+    if (!v["shape"].is_array()) throw bad(where + "shape must be an array, got " + v["shape"].dump());
     for (auto& s : v["shape"]) {
       if (!s.is_number_unsigned()) throw bad(where + "shape must hold non-negative integers, got " + v["shape"].dump());
-      shape.push_back(s.get<int64_t>());
-      numel *= s.get<uint64_t>();
+      uint64_t d = s.get<uint64_t>();
+      // A hostile header must not make us allocate or overflow: every size is bounded by the file.
+      if (d > static_cast<uint64_t>(INT64_MAX) || __builtin_mul_overflow(numel, d, &numel)) throw bad(where + "shape " + v["shape"].dump() + " overflows");
+      shape.push_back(static_cast<int64_t>(d));
     }
     auto& off = v["data_offsets"];
     if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
       throw bad(where + "data_offsets must be [begin, end]");
     uint64_t b = off[0].get<uint64_t>(), e = off[1].get<uint64_t>();
     if (b > e || e > data_size) throw bad(where + "data_offsets [" + std::to_string(b) + ", " + std::to_string(e) + "] point past the end of the data (" + std::to_string(data_size) + " bytes)");
-    uint64_t need = numel * c10::elementSize(dt->type);
+    uint64_t need = 0;
+    if (__builtin_mul_overflow(numel, static_cast<uint64_t>(c10::elementSize(dt->type)), &need) || need > data_size)
+      throw bad(where + "shape " + v["shape"].dump() + " of " + dt->name + " needs more bytes than the file holds");
     if (e - b != need) throw bad(where + "shape " + v["shape"].dump() + " of " + dt->name + " needs " + std::to_string(need) + " bytes, offsets give " + std::to_string(e - b));
     at::Tensor t = at::empty(shape, at::TensorOptions().dtype(dt->type));
     if (need) std::memcpy(t.data_ptr(), data + b, need);

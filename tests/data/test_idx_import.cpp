@@ -1,4 +1,5 @@
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <catch2/catch.hpp>
@@ -139,13 +140,34 @@ TEST_CASE("import_idx: re-running gives identical bytes and drops stale images",
   CHECK(kg::read_file(D + "/classes.csv").substr(0, 23) == "index,name\n0,zero\n1,one");
   CHECK(kg::data::read_csv(D + "/classes.csv").rows.back() ==
         std::vector<std::string>{"9", "nine, ten"});
-  kg::write_file_atomic(D + "/train/999.png", "stale");
+  for (const char* junk : {"999.png", "0.png", "05.png", "5.png.tmp", "notes.txt", "sub/x.png"})
+    kg::write_file_atomic(D + "/train/" + junk, "stale");
+  kg::write_file_atomic(D + "/test/3.png", "stale");  // a train id in the test directory
+  struct stat before {};
+  REQUIRE(stat((D + "/train/5.png").c_str(), &before) == 0);
   o.threads = 1;
   kg::data::import_idx(o);
   CHECK(kg::read_file(D + "/train/5.png") == png);
   CHECK(kg::read_file(D + "/train.csv") == csv);
-  CHECK(entries(D + "/train").count("999.png") == 0);
+  struct stat after {};
+  REQUIRE(stat((D + "/train/5.png").c_str(), &after) == 0);
+  CHECK(after.st_ino == before.st_ino);  // unchanged images are left alone
+  CHECK(entries(D + "/train").size() == 7);
+  CHECK(entries(D + "/test") == std::set<std::string>{"8.png", "9.png", "10.png"});
   CHECK(entries(D).size() == 7);  // no staging directories or temp files left
+
+  // New pixels for the same ids: changed files are replaced, and match a fresh import.
+  kg::write_file_atomic(d.path + "/other", idx_images(7, 4, 5, 2));
+  o.train_images = d.path + "/other";
+  kg::data::import_idx(o);
+  IdxImportOptions fresh = o;
+  fresh.out_dir = d.path + "/FRESH";
+  kg::data::import_idx(fresh);
+  for (int id = 1; id <= 10; ++id) {
+    const std::string rel = (id <= 7 ? "/train/" : "/test/") + std::to_string(id) + ".png";
+    CHECK(kg::read_file(D + rel) == kg::read_file(fresh.out_dir + rel));
+  }
+  CHECK(kg::read_file(D + "/train/5.png") != png);
 
   o.class_names.resize(5);  // label 9 has no name now
   CHECK_THAT(error_of(o), Catch::Contains("label 9") && Catch::Contains("train-labels"));

@@ -1,0 +1,36 @@
+// hflip: mirror left-right with probability p.
+#include <opencv2/core.hpp>
+
+#include "core/error.h"
+#include "data/transform.h"
+
+namespace kg::data {
+namespace {
+
+struct FlipOptions {
+  double p = 0.5;  ///< probability of flipping
+};
+
+class HFlip : public Transform {
+ public:
+  explicit HFlip(const FlipOptions& o) : p_(o.p) {}
+  bool random() const override { return true; }
+  void apply(cv::Mat& img, Rng& rng) const override {
+    if (rng.uniform() < p_) cv::flip(img, img, 1);
+  }
+
+ private:
+  double p_;
+};
+
+config::Fields<FlipOptions> flip_fields() {
+  config::Fields<FlipOptions> f;
+  f.field("p", &FlipOptions::p, "probability of flipping").range(0, 1);
+  return f;
+}
+KG_REGISTER(transform_registry(), "hflip", "mirror left-right with probability p",
+            "[[data.augment]]\nname = \"hflip\"", flip_fields(),
+            [](const FlipOptions& o, const ImageGeometry&) -> TransformPtr { return std::make_unique<HFlip>(o); });
+
+}  // namespace
+}  // namespace kg::data

@@ -1,0 +1,60 @@
+// normalize: (x - mean) / std in [0, 1] pixel units; turns the image into floats.
+#include <opencv2/core.hpp>
+
+#include "core/error.h"
+#include "data/transform.h"
+
+namespace kg::data {
+namespace {
+
+struct NormalizeOptions {
+  std::vector<double> mean{0.485, 0.456, 0.406};  ///< per-channel mean in [0, 1] pixel units (one value: all channels)
+  std::vector<double> std{0.229, 0.224, 0.225};   ///< per-channel std in [0, 1] pixel units (one value: all channels)
+};
+
+class Normalize : public Transform {
+ public:
+  Normalize(const NormalizeOptions& o, const ImageGeometry& g) {
+    auto pick = [&](const std::vector<double>& v, const char* key) {
+      KG_CHECK(v.size() == 1 || static_cast<int64_t>(v.size()) == g.channels, ConfigError, "normalize.", key, " has ",
+               v.size(), " values but data.channels = ", g.channels, " (give one value or one per channel)");
+      std::vector<double> out(static_cast<size_t>(g.channels));
+      for (size_t c = 0; c < out.size(); ++c) out[c] = v.size() == 1 ? v[0] : v[c];
+      return out;
+    };
+    mean_ = pick(o.mean, "mean");
+    std_ = pick(o.std, "std");
+    for (double s : std_) KG_CHECK(s > 0, ConfigError, "normalize.std values must be > 0");
+  }
+  bool random() const override { return false; }
+  void apply(cv::Mat& img, Rng&) const override {
+    cv::Mat f;
+    const double scale = img.depth() == CV_8U ? 1.0 / 255.0 : 1.0;
+    img.convertTo(f, CV_32F, scale);
+    const int c = f.channels();
+    for (int y = 0; y < f.rows; ++y) {
+      float* row = f.ptr<float>(y);
+      for (int x = 0; x < f.cols; ++x)
+        for (int k = 0; k < c; ++k) row[x * c + k] = static_cast<float>((row[x * c + k] - mean_[k]) / std_[k]);
+    }
+    img = f;
+  }
+
+ private:
+  std::vector<double> mean_, std_;
+};
+
+config::Fields<NormalizeOptions> normalize_fields() {
+  config::Fields<NormalizeOptions> f;
+  f.field("mean", &NormalizeOptions::mean, "mean in [0, 1] pixel units, one value or one per channel");
+  f.field("std", &NormalizeOptions::std, "std in [0, 1] pixel units, one value or one per channel")
+      .min(0, true);
+  return f;
+}
+
+KG_REGISTER(transform_registry(), "normalize", "(x - mean) / std in [0, 1] pixel units (ImageNet defaults)",
+            "[[data.augment]]\nname = \"normalize\"\nmean = [0.286]\nstd = [0.353]", normalize_fields(),
+            [](const NormalizeOptions& o, const ImageGeometry& g) -> TransformPtr { return std::make_unique<Normalize>(o, g); });
+
+}  // namespace
+}  // namespace kg::data

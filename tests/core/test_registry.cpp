@@ -1,0 +1,99 @@
+// Registry conformance: every registered component builds from its own documented example and does
+// one unit of work; unknown names list the known ones.
+#include <catch2/catch.hpp>
+
+#include <torch/torch.h>
+
+#include "config/resolve.h"
+#include "config/sections.h"
+#include "config/validate.h"
+#include "core/error.h"
+#include "core/random.h"
+#include "core/registry.h"
+#include "data/transform.h"
+#include "loss/loss.h"
+#include "metric/metric.h"
+#include "model/model.h"
+#include "optim/optimizer.h"
+#include "optim/schedule.h"
+
+namespace {
+
+kg::config::Tree example_recipe(const kg::ComponentInfo& c) {
+  return kg::config::validate(kg::config::parse_toml_string(c.example, c.name + " example")).tree;
+}
+
+void exercise(const std::string& kind, const kg::ComponentInfo& c) {
+  INFO(kind << " " << c.name << " example:\n" << c.example);
+  auto recipe = example_recipe(c);
+  torch::manual_seed(0);
+  if (kind == "model") {
+    auto net = kg::model::build(recipe, {3, 5});
+    auto y = net->forward(torch::randn({2, 3, 32, 32}));
+    CHECK(y.sizes() == torch::IntArrayRef({2, 5}));
+  } else if (kind == "optimizer") {
+    auto net = kg::model::build(kg::config::validate(kg::config::parse_toml_string("[model]\nwidth = 2\n", "m")).tree, {1, 2});
+    auto opt = kg::optim::build(recipe, *net);
+    auto before = net->parameters()[0].clone();
+    opt->zero_grad();
+    net->forward(torch::randn({2, 1, 16, 16})).sum().backward();
+    opt->set_lr(0.1);
+    opt->set_momentum(0.9);
+    opt->step();
+    CHECK_FALSE(torch::equal(before, net->parameters()[0]));
+  } else if (kind == "schedule") {
+    auto s = kg::optim::build_schedule(recipe, {0.1, 100, 10});
+    for (int64_t i = 0; i < 100; ++i) CHECK(std::isfinite(s->lr_at(i)));
+  } else if (kind == "loss") {
+    auto l = kg::loss::build(recipe, {4});
+    auto v = l->forward(torch::randn({3, 4}), torch::tensor({0, 1, 3}));
+    CHECK(v.dim() == 0);
+    CHECK(std::isfinite(v.item<double>()));
+  } else if (kind == "metric") {
+    auto m = kg::metric::create(c.name, {3});
+    m->update(torch::eye(3), torch::tensor({0, 1, 2}));
+    CHECK(std::isfinite(m->compute()));
+  } else if (kind == "transform") {
+    kg::data::ImageGeometry g{16, 16, 3};
+    kg::config::json list = recipe.at("data.augment").value;
+    kg::data::Pipeline p(list, g, true);
+    CHECK(p.size() == list.size());
+    cv::Mat img(16, 16, CV_8UC3, cv::Scalar(10, 20, 30));
+    std::vector<float> out(3 * 16 * 16);
+    kg::Rng rng(1);
+    p.process(img, rng, out.data());
+    for (float v : out) CHECK(std::isfinite(v));
+  } else {
+    FAIL("no conformance check for registry kind " << kind << ": add one here");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("no duplicate registrations and every section points at a real registry", "[unit][registry]") {
+  CHECK_NOTHROW(kg::RegistryBase::check_all());
+  CHECK_NOTHROW(kg::config::check_sections());
+  for (auto kind : {"model", "optimizer", "schedule", "loss", "metric", "transform"}) CHECK(kg::RegistryBase::by_kind(kind));
+}
+
+TEST_CASE("every component builds from its example and works", "[unit][registry]") {
+  for (auto& [kind, reg] : kg::RegistryBase::all())
+    for (auto* c : reg->components()) {
+      CHECK_FALSE(c->doc.empty());
+      CHECK_FALSE(c->example.empty());
+      for (auto& k : c->schema) CHECK_FALSE(k.doc.empty());
+      exercise(kind, *c);
+    }
+}
+
+TEST_CASE("an unknown component name lists the known ones", "[unit][registry]") {
+  try {
+    kg::model::model_registry().create("resnet1000", kg::config::Options(kg::config::json::object(), "model"), {3, 2});
+    FAIL("no error");
+  } catch (const kg::ConfigError& e) {
+    std::string m = e.what();
+    CHECK(m.find("unknown model \"resnet1000\"") != std::string::npos);
+    CHECK(m.find("known: ") != std::string::npos);
+    CHECK(m.find("resnet9") != std::string::npos);
+  }
+}

@@ -1,0 +1,104 @@
+// The loader's stream is a pure function of (seed, epoch, sample index).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "data/loader.h"
+#include "data/table.h"
+#include "support/fixtures.h"
+
+namespace {
+
+struct Setup {
+  kg::test::TempDir dir;
+  kg::data::DataOptions opts;
+  kg::data::ClassList classes;
+  kg::data::Table table;
+  Setup() {
+    auto ds = kg::test::make_tiny_dataset(dir, 37, 4);
+    opts.root = ds.root;
+    opts.channels = 1;
+    opts.image_size = 12;
+    classes = kg::data::infer_classes(opts);
+    table = kg::data::load_table(opts, opts.train_csv, opts.image_dir, &classes, true);
+  }
+};
+
+std::vector<kg::data::Batch> drain(const kg::data::Table& t, const kg::data::Pipeline& p, kg::data::LoaderOptions o) {
+  std::vector<int64_t> rows(static_cast<size_t>(t.size()));
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);
+  kg::data::Loader l(t, rows, p, o);
+  std::vector<kg::data::Batch> out;
+  kg::data::Batch b;
+  while (l.next(b)) out.push_back(b);
+  CHECK(static_cast<int64_t>(out.size()) == l.size());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("labels and classes come from the CSV", "[unit][data]") {
+  Setup s;
+  CHECK(s.classes.names == std::vector<std::string>{"left", "right"});
+  CHECK_FALSE(s.classes.numeric);
+  CHECK(s.table.size() == 37);
+  CHECK(s.table.targets[1] == 1);
+  CHECK(s.table.rows[3].where.find("row 4 (line 5)") != std::string::npos);
+}
+
+TEST_CASE("batches do not depend on the worker count or prefetch depth", "[unit][data]") {
+  Setup s;
+  auto aug = kg::config::json::parse(R"([{"name": "pad_crop", "pad": 3}, {"name": "hflip"}, {"name": "normalize", "mean": [0.5], "std": [0.25]}])");
+  kg::data::Pipeline p(aug, kg::data::geometry(s.opts), true);
+  kg::data::LoaderOptions o{8, true, false, 0, 1, 11, 2, -1};
+  auto ref = drain(s.table, p, o);
+  REQUIRE(ref.size() == 5);  // 37 rows, batch 8, keep the short last batch
+  CHECK(ref.back().images.size(0) == 5);
+  for (int workers : {1, 2, 5})
+    for (int prefetch : {1, 3}) {
+      o.workers = workers;
+      o.prefetch = prefetch;
+      auto got = drain(s.table, p, o);
+      REQUIRE(got.size() == ref.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        CHECK(got[i].rows == ref[i].rows);
+        CHECK(torch::equal(got[i].images, ref[i].images));
+        CHECK(torch::equal(got[i].targets, ref[i].targets));
+      }
+    }
+}
+
+TEST_CASE("shuffling depends on seed and epoch only", "[unit][data]") {
+  std::vector<int64_t> rows(100);
+  for (int i = 0; i < 100; ++i) rows[static_cast<size_t>(i)] = i;
+  auto a = kg::data::epoch_order(rows, 1, 0), b = kg::data::epoch_order(rows, 1, 0);
+  CHECK(a == b);
+  CHECK(a != kg::data::epoch_order(rows, 1, 1));
+  CHECK(a != kg::data::epoch_order(rows, 2, 0));
+  auto sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(sorted == rows);
+  CHECK(kg::data::num_batches(37, 8, true) == 4);
+  CHECK(kg::data::num_batches(37, 8, false) == 5);
+  CHECK(kg::data::num_batches(37, 8, false, 2) == 2);
+}
+
+TEST_CASE("a worker's data error reaches the consumer with the CSV row", "[unit][data]") {
+  Setup s;
+  std::filesystem::remove(s.opts.root + "/train/tr20.png");
+  kg::data::Pipeline p(kg::config::json::array(), kg::data::geometry(s.opts), false);
+  for (int workers : {0, 2}) {
+    kg::data::LoaderOptions o{8, false, false, workers, 2, 0, 0, -1};
+    try {
+      drain(s.table, p, o);
+      FAIL("no error");
+    } catch (const kg::DataError& e) {
+      std::string m = e.what();
+      CHECK(m.find("row 21") != std::string::npos);
+      CHECK(m.find("tr20") != std::string::npos);
+    }
+  }
+  CHECK_THROWS_AS(kg::data::check_images(s.table, kg::data::geometry(s.opts), 2), kg::DataError);
+}

@@ -1,0 +1,101 @@
+#include "support/fixtures.h"
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <opencv2/core.hpp>
+
+#include "config/resolve.h"
+#include "config/validate.h"
+#include "core/fs.h"
+#include "core/random.h"
+#include "data/image_io.h"
+#include "test_paths.h"
+
+namespace kg::test {
+
+TinyDataset make_tiny_dataset(const TempDir& dir, int train, int test, int size) {
+  TinyDataset d;
+  d.root = dir / "data";
+  d.train = train;
+  d.test = test;
+  Rng rng(7);
+  auto image = [&](bool right) {
+    cv::Mat m(size, size, CV_8UC1);
+    for (int y = 0; y < size; ++y)
+      for (int x = 0; x < size; ++x) {
+        bool lit = (x >= size / 2) == right;
+        m.at<uint8_t>(y, x) = static_cast<uint8_t>((lit ? 180 : 40) + rng.below(40));
+      }
+    return m;
+  };
+  std::string train_csv = "id,label\n", test_csv = "id\n", labels = "id,label\n";
+  for (int i = 0; i < train; ++i) {
+    bool right = i % 2;
+    std::string id = "tr" + std::to_string(i);
+    data::write_png_atomic(d.root + "/train/" + id + ".png", image(right));
+    train_csv += id + "," + (right ? "right" : "left") + "\n";
+  }
+  std::vector<std::string> ids;
+  for (int i = 0; i < test; ++i) {
+    bool right = i % 3 == 0;
+    std::string id = "te" + std::to_string(i);
+    data::write_png_atomic(d.root + "/test/" + id + ".png", image(right));
+    test_csv += id + "\n";
+    labels += id + "," + (right ? "right" : "left") + "\n";
+    ids.push_back(id);
+  }
+  // The sample submission lists the ids in another order: predictions must follow it.
+  for (size_t i = ids.size(); i > 1; --i) std::swap(ids[i - 1], ids[rng.below(i)]);
+  std::string sample = "id,label\n";
+  for (auto& id : ids) sample += id + ",left\n";
+  write_file_atomic(d.root + "/train.csv", train_csv);
+  write_file_atomic(d.root + "/test.csv", test_csv);
+  write_file_atomic(d.root + "/test_labels.csv", labels);
+  write_file_atomic(d.root + "/sample_submission.csv", sample);
+  return d;
+}
+
+config::Tree resolve_recipe(const std::vector<std::string>& files, const std::vector<std::string>& args) {
+  config::ResolveInput in;
+  in.recipe_files = files;
+  in.args = args;
+  in.builtin_recipes_dir = KGTRAIN_SOURCE_DIR "/recipes";
+  in.path_exists = [](const std::string&) { return false; };
+  in.default_of_in_tree = &config::default_of;
+  return config::validate(config::resolve(in).tree).tree;
+}
+
+RunResult run_kgtrain(const std::vector<std::string>& args) {
+  std::string cmd = "'" KGTRAIN_BINARY "'";
+  for (auto& a : args) {
+    std::string q;
+    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    cmd += " '" + q + "'";
+  }
+  cmd += " 2>&1";
+  RunResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string tiny_recipe(const std::string& data_root) {
+  return "[run]\nname = \"tiny\"\nseed = 3\n"
+         "[data]\nroot = \"" + data_root + "\"\nsample_submission = \"sample_submission.csv\"\n"
+         "channels = 1\nimage_size = 12\nnum_workers = 2\n"
+         "augment = [{ name = \"hflip\", p = 0.0 }, { name = \"normalize\", mean = [0.4], std = [0.3] }]\n"
+         "[cv]\nfolds = 4\nfold = 1\n"
+         "[model]\nname = \"resnet9\"\nwidth = 4\n"
+         "[optim]\nlr = 0.02\nweight_decay = 0.0\n"
+         "[train]\nepochs = 3\nbatch_size = 8\n"
+         "[device]\nthreads = 1\n";
+}
+
+}  // namespace kg::test

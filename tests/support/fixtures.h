@@ -1,0 +1,34 @@
+// Shared test fixtures: a tiny Kaggle-layout image dataset, recipe resolution, running the binary.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "config/temp_dir.h"
+#include "config/tree.h"
+
+namespace kg::test {
+
+struct TinyDataset {
+  std::string root;     // DATA folder
+  int train = 0, test = 0;
+};
+
+// A two-class dataset that a small CNN learns in one epoch: "left" images are bright on the left
+// half, "right" images on the right half, plus noise. 12x12 gray PNGs, string labels, a sample
+// submission whose rows are shuffled, test_labels.csv with the truth.
+TinyDataset make_tiny_dataset(const TempDir& dir, int train = 64, int test = 16, int size = 12);
+
+// Resolves and validates recipe files + overrides as the CLI does (builtin recipes = repository's).
+config::Tree resolve_recipe(const std::vector<std::string>& files, const std::vector<std::string>& args);
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout + stderr
+};
+// Runs the kgtrain binary with `args` (shell-quoted here).
+RunResult run_kgtrain(const std::vector<std::string>& args);
+
+// A recipe for the tiny dataset (resnet9 width 4, one epoch).
+std::string tiny_recipe(const std::string& data_root);
+
+}  // namespace kg::test
