@@ -9,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include "config/resolve.h"
+#include "core/strings.h"
 #include "core/error.h"
 
 namespace kg::config {
@@ -89,16 +90,7 @@ class Reader {
   std::string name_;
 };
 
-std::string format_float(double d) {
-  if (std::isnan(d)) return "nan";
-  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
-  char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof buf, d);
-  std::string s(buf, r.ptr);
-  // "3" would read back as an integer.
-  if (s.find_first_of(".eni") == std::string::npos) s += ".0";
-  return s;
-}
+std::string format_float(double d) { return kg::format_double(d); }
 
 std::string quote(const std::string& s) {
   std::string out = "\"";

@@ -2,7 +2,7 @@
 
 #include "config/resolve.h"
 #include "core/error.h"
-#include "temp_dir.h"
+#include "support/temp_dir.h"
 
 using namespace kg::config;
 using kg::test::TempDir;

@@ -4,7 +4,7 @@
 
 #include "config/resolve.h"
 #include "core/error.h"
-#include "temp_dir.h"
+#include "support/temp_dir.h"
 
 using namespace kg::config;
 

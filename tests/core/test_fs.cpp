@@ -1,25 +1,14 @@
-#include <stdlib.h>
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <set>
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "support/temp_dir.h"
 
 namespace stdfs = std::filesystem;
 
 namespace {
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string t = (stdfs::temp_directory_path() / "kg_fs_XXXXXX").string();
-    REQUIRE(mkdtemp(t.data()) != nullptr);
-    path = t;
-  }
-  ~TempDir() { stdfs::remove_all(path); }
-};
-
 std::set<std::string> entries(const std::string& dir) {
   std::set<std::string> s;
   for (const auto& e : stdfs::directory_iterator(dir)) s.insert(e.path().filename().string());
@@ -28,8 +17,8 @@ std::set<std::string> entries(const std::string& dir) {
 }  // namespace
 
 TEST_CASE("write_file_atomic writes, overwrites, creates parents, leaves no temp", "[unit]") {
-  TempDir d;
-  const std::string p = d.path + "/a/b/out.bin";
+  kg::test::TempDir d;
+  const std::string p = d / "a/b/out.bin";
   std::string bytes("x\0y\n", 4);
   kg::write_file_atomic(p, bytes);
   CHECK(kg::read_file(p) == bytes);
@@ -37,49 +26,49 @@ TEST_CASE("write_file_atomic writes, overwrites, creates parents, leaves no temp
   CHECK(kg::read_file(p) == "second");
   kg::write_file_atomic(p, "");
   CHECK(kg::read_file(p).empty());
-  CHECK(entries(d.path + "/a/b") == std::set<std::string>{"out.bin"});
+  CHECK(entries(d / "a/b") == std::set<std::string>{"out.bin"});
 }
 
 TEST_CASE("write_file_atomic failure is a DataError and leaves no temp", "[unit]") {
-  TempDir d;
-  kg::write_file_atomic(d.path + "/file", "x");
+  kg::test::TempDir d;
+  kg::write_file_atomic(d / "file", "x");
   // A directory where the file should go: the rename fails after the temp file was written.
-  stdfs::create_directories(d.path + "/dir/sub");
-  CHECK_THROWS_AS(kg::write_file_atomic(d.path + "/dir", "y"), kg::DataError);
-  CHECK(entries(d.path) == std::set<std::string>{"file", "dir"});
+  stdfs::create_directories(d / "dir/sub");
+  CHECK_THROWS_AS(kg::write_file_atomic(d / "dir", "y"), kg::DataError);
+  CHECK(entries(d.str()) == std::set<std::string>{"file", "dir"});
   // A file where a parent directory should be.
-  CHECK_THROWS_AS(kg::write_file_atomic(d.path + "/file/x", "y"), kg::DataError);
+  CHECK_THROWS_AS(kg::write_file_atomic(d / "file/x", "y"), kg::DataError);
 }
 
 TEST_CASE("read_file errors name the path and the reason", "[unit]") {
-  TempDir d;
+  kg::test::TempDir d;
   try {
-    kg::read_file(d.path + "/missing.txt");
+    kg::read_file(d / "missing.txt");
     FAIL("no throw");
   } catch (const kg::DataError& e) {
     CHECK_THAT(e.what(), Catch::Contains("missing.txt") && Catch::Contains("No such file"));
     CHECK(e.exit_code() == 3);
   }
-  CHECK_THROWS_WITH(kg::read_file(d.path), Catch::Contains("Is a directory"));
+  CHECK_THROWS_WITH(kg::read_file(d.str()), Catch::Contains("Is a directory"));
 }
 
 TEST_CASE("read_file reads large files whole", "[unit]") {
-  TempDir d;
+  kg::test::TempDir d;
   std::string big(3 << 20, '\0');
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 7 + (i >> 13));
-  kg::write_file_atomic(d.path + "/big", big);
-  CHECK(kg::read_file(d.path + "/big") == big);
+  kg::write_file_atomic(d / "big", big);
+  CHECK(kg::read_file(d / "big") == big);
 }
 
 TEST_CASE("replace_directory swaps contents and leaves nothing behind", "[unit]") {
-  TempDir d;
-  const std::string dst = d.path + "/out", src = d.path + "/out.new";
+  kg::test::TempDir d;
+  const std::string dst = d / "out", src = d / "out.new";
 
   SECTION("dst missing: plain rename") {
     kg::write_file_atomic(src + "/a.txt", "A");
     kg::replace_directory(src, dst);
     CHECK(kg::read_file(dst + "/a.txt") == "A");
-    CHECK(entries(d.path) == std::set<std::string>{"out"});
+    CHECK(entries(d.str()) == std::set<std::string>{"out"});
   }
   SECTION("dst present: exchanged, old tree removed") {
     kg::write_file_atomic(dst + "/old.txt", "old");
@@ -88,17 +77,17 @@ TEST_CASE("replace_directory swaps contents and leaves nothing behind", "[unit]"
     kg::replace_directory(src, dst);
     CHECK(entries(dst) == std::set<std::string>{"new.txt"});
     CHECK(kg::read_file(dst + "/new.txt") == "new");
-    CHECK(entries(d.path) == std::set<std::string>{"out"});
+    CHECK(entries(d.str()) == std::set<std::string>{"out"});
   }
   SECTION("src must be a directory") {
     kg::write_file_atomic(src, "file");
     CHECK_THROWS_AS(kg::replace_directory(src, dst), kg::DataError);
-    CHECK_THROWS_AS(kg::replace_directory(d.path + "/nope", dst), kg::DataError);
+    CHECK_THROWS_AS(kg::replace_directory(d / "nope", dst), kg::DataError);
   }
 }
 
 TEST_CASE("fsync_directory", "[unit]") {
-  TempDir d;
-  CHECK_NOTHROW(kg::fsync_directory(d.path));
-  CHECK_THROWS_AS(kg::fsync_directory(d.path + "/missing"), kg::DataError);
+  kg::test::TempDir d;
+  CHECK_NOTHROW(kg::fsync_directory(d.str()));
+  CHECK_THROWS_AS(kg::fsync_directory(d / "missing"), kg::DataError);
 }

@@ -1,4 +1,3 @@
-#include <stdlib.h>
 #include <sys/stat.h>
 #include <zlib.h>
 
@@ -11,21 +10,12 @@
 #include "data/csv.h"
 #include "data/idx_import.h"
 #include "data/image_io.h"
+#include "support/temp_dir.h"
 
 namespace stdfs = std::filesystem;
 using kg::data::IdxImportOptions;
 
 namespace {
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string t = (stdfs::temp_directory_path() / "kg_idx_XXXXXX").string();
-    REQUIRE(mkdtemp(t.data()) != nullptr);
-    path = t;
-  }
-  ~TempDir() { stdfs::remove_all(path); }
-};
-
 void be32(std::string& s, uint32_t v) {
   for (int k = 24; k >= 0; k -= 8) s += static_cast<char>((v >> k) & 255);
 }
@@ -93,10 +83,10 @@ std::string error_of(const IdxImportOptions& o) {
 }  // namespace
 
 TEST_CASE("import_idx: layout, CSVs and byte-exact pixels", "[unit]") {
-  TempDir d;
+  kg::test::TempDir d;
   for (bool gz : {false, true}) {
     INFO("gz " << gz);
-    IdxImportOptions o = tiny(d.path, gz);
+    IdxImportOptions o = tiny(d.str(), gz);
     o.threads = 3;
     auto r = kg::data::import_idx(o);
     CHECK(r.train == 7);
@@ -130,8 +120,8 @@ TEST_CASE("import_idx: layout, CSVs and byte-exact pixels", "[unit]") {
 }
 
 TEST_CASE("import_idx: re-running gives identical bytes and drops stale images", "[unit]") {
-  TempDir d;
-  IdxImportOptions o = tiny(d.path, true);
+  kg::test::TempDir d;
+  IdxImportOptions o = tiny(d.str(), true);
   o.class_names = {"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine, ten"};
   kg::data::import_idx(o);
   const std::string D = o.out_dir;
@@ -157,11 +147,11 @@ TEST_CASE("import_idx: re-running gives identical bytes and drops stale images",
   CHECK(entries(D).size() == 7);  // no staging directories or temp files left
 
   // New pixels for the same ids: changed files are replaced, and match a fresh import.
-  kg::write_file_atomic(d.path + "/other", idx_images(7, 4, 5, 2));
-  o.train_images = d.path + "/other";
+  kg::write_file_atomic(d / "other", idx_images(7, 4, 5, 2));
+  o.train_images = d / "other";
   kg::data::import_idx(o);
   IdxImportOptions fresh = o;
-  fresh.out_dir = d.path + "/FRESH";
+  fresh.out_dir = d / "FRESH";
   kg::data::import_idx(fresh);
   for (int id = 1; id <= 10; ++id) {
     const std::string rel = (id <= 7 ? "/train/" : "/test/") + std::to_string(id) + ".png";
@@ -174,8 +164,8 @@ TEST_CASE("import_idx: re-running gives identical bytes and drops stale images",
 }
 
 TEST_CASE("import_idx: malformed inputs are DataErrors naming the file", "[unit]") {
-  TempDir d;
-  IdxImportOptions o = tiny(d.path, false);
+  kg::test::TempDir d;
+  IdxImportOptions o = tiny(d.str(), false);
 
   SECTION("labels given as images") {
     o.train_images = o.train_labels;
@@ -198,7 +188,7 @@ TEST_CASE("import_idx: malformed inputs are DataErrors naming the file", "[unit]
     CHECK_THAT(error_of(o), Catch::Contains("has 2 bytes after its 3 labels"));
   }
   SECTION("truncated gzip stream") {
-    std::string gz = d.path + "/cut.gz";
+    std::string gz = d / "cut.gz";
     write_gz(gz, idx_images(7, 4, 5, 1));
     std::string bytes = kg::read_file(gz);
     kg::write_file_atomic(gz, bytes.substr(0, bytes.size() / 2));
@@ -214,7 +204,7 @@ TEST_CASE("import_idx: malformed inputs are DataErrors naming the file", "[unit]
     CHECK_THAT(error_of(o), Catch::Contains("are 4x5 but test images"));
   }
   SECTION("missing file") {
-    o.test_images = d.path + "/nope.gz";
+    o.test_images = d / "nope.gz";
     CHECK_THAT(error_of(o), Catch::Contains("nope.gz") && Catch::Contains("No such file"));
   }
   SECTION("missing option") {

@@ -4,8 +4,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
@@ -17,32 +15,13 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "model/safetensors.h"
+#include "support/temp_dir.h"
 #include "test_paths.h"
 
 using kg::model::TensorMap;
 using nlohmann::json;
-namespace fs = std::filesystem;
 
 namespace {
-
-// A fresh folder per test case, removed at the end.
-struct Scratch {
-  fs::path dir;
-  Scratch() {
-    std::string tmpl = (fs::temp_directory_path() / "kgtrain-st-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    dir = tmpl;
-  }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string write(const std::string& name, const std::string& bytes) const {
-    std::ofstream(dir / name, std::ios::binary) << bytes;
-    return (dir / name).string();
-  }
-  std::string operator/(const std::string& name) const { return (dir / name).string(); }
-};
 
 // The message of the CheckpointError `f` throws; fails the test on any other outcome.
 std::string checkpoint_error(const std::function<void()>& f) {
@@ -118,7 +97,7 @@ TORCH_MODULE(TinyNet);
 }  // namespace
 
 TEST_CASE("safetensors round trip keeps every dtype, shape and value", "[unit][safetensors]") {
-  Scratch s;
+  kg::test::TempDir s;
   TensorMap m = every_dtype();
   check_same(kg::model::decode_safetensors(kg::model::encode_safetensors(m), "mem"), m);
   kg::model::write_safetensors(s / "sub/dir/w.safetensors", m);  // creates parents
@@ -186,7 +165,7 @@ TEST_CASE("safetensors bytes depend only on names and values", "[unit][safetenso
   // A model's state_dict written twice gives identical files.
   torch::manual_seed(0);
   TinyNet net;
-  Scratch s;
+  kg::test::TempDir s;
   kg::model::write_safetensors(s / "a.safetensors", kg::model::state_dict(*net));
   kg::model::write_safetensors(s / "b.safetensors", kg::model::state_dict(*net));
   CHECK(kg::read_file(s / "a.safetensors") == kg::read_file(s / "b.safetensors"));
@@ -222,7 +201,7 @@ TEST_CASE("safetensors reads a file written by Python", "[unit][safetensors]") {
 }
 
 TEST_CASE("damaged safetensors files give CheckpointError with the reason", "[unit][safetensors]") {
-  Scratch s;
+  kg::test::TempDir s;
   const std::string good_header = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
   const std::string eight(8, '\x01');
 

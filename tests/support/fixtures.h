@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "config/temp_dir.h"
+#include "support/temp_dir.h"
 #include "config/tree.h"
 
 namespace kg::test {

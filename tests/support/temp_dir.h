@@ -1,8 +1,10 @@
-// A fresh directory per test for recipe files written inline; removed when the test ends.
+// A fresh directory per test (under the system temp folder); removed with everything in it when the test ends.
 #pragma once
-#include <cstdlib>
+#include <stdlib.h>  // mkdtemp
+
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 namespace kg::test {
@@ -10,7 +12,7 @@ namespace kg::test {
 class TempDir {
  public:
   TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "kgtrain-config-XXXXXX").string();
+    std::string tmpl = (std::filesystem::temp_directory_path() / "kgtrain-test-XXXXXX").string();
     if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
     path_ = tmpl;
   }
@@ -28,8 +30,11 @@ class TempDir {
     std::ofstream(p, std::ios::binary) << text;
     return p.string();
   }
+  // The full path of `rel` inside the directory.
   std::string operator/(const std::string& rel) const { return (path_ / rel).string(); }
   const std::filesystem::path& path() const { return path_; }
+  // The directory itself, as a string.
+  std::string str() const { return path_.string(); }
 
  private:
   std::filesystem::path path_;
