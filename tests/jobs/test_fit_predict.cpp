@@ -1,12 +1,17 @@
 // End to end through the real binary: fit on a tiny PNG dataset, then tta-predict its checkpoint.
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "core/fs.h"
 #include "data/csv.h"
 #include "support/fixtures.h"
+#include "test_paths.h"
 
 using nlohmann::json;
 namespace fs = std::filesystem;
@@ -152,4 +157,37 @@ TEST_CASE("fit --smoke runs the whole recipe on a few batches", "[integration][j
   CHECK(s["smoke_predictions"] == 8);
   auto m = json::parse(kg::read_file(dir / "s/metrics.jsonl"));
   CHECK(m["step"] == 2);
+}
+
+TEST_CASE("SIGTERM and SIGINT save checkpoints/last and exit 143 / 130", "[integration][jobs]") {
+  for (int sig : {SIGTERM, SIGINT}) {
+    kg::test::TempDir dir;
+    auto ds = kg::test::make_tiny_dataset(dir, 64, 4);
+    auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
+    std::string run = dir / "run";
+    std::vector<std::string> args{KGTRAIN_BINARY, "fit", recipe, "train.epochs=100000", "--run-dir", run, "--quiet"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      freopen("/dev/null", "w", stderr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    // Wait until training is under way (the first epoch's metrics are written), then signal.
+    for (int i = 0; i < 600 && !fs::exists(run + "/metrics.jsonl"); ++i) usleep(50 * 1000);
+    REQUIRE(fs::exists(run + "/metrics.jsonl"));
+    kill(pid, sig);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == (sig == SIGTERM ? 143 : 130));
+    auto s = read_json(run + "/summary.json");
+    CHECK(s["status"] == "interrupted");
+    CHECK(s["epochs_completed"].get<int>() >= 1);
+    CHECK(fs::exists(run + "/checkpoints/last/state.json"));
+    CHECK(fs::exists(run + "/checkpoints/last/model.safetensors"));
+  }
 }
