@@ -54,7 +54,12 @@ void Loader::produce(int64_t b, Batch& out) const {
     // One stream per sample: the same augmentation whatever thread or batch produces it.
     Rng rng(stream_seed(o_.seed, static_cast<uint64_t>(o_.epoch), static_cast<uint64_t>(row), 0xA06ULL));
     const Row& r = table_.rows[static_cast<size_t>(row)];
-    with_context(r.where + " (id " + r.id + ")", [&] { pipeline_.load(r.image, rng, dst + i * per_image); });
+    // The context string is built only on failure: this loop runs once per training image.
+    try {
+      pipeline_.load(r.image, rng, dst + i * per_image);
+    } catch (const Error&) {
+      with_context(r.where + " (id " + r.id + ")", [] { throw; });
+    }
   }
   if (table_.labeled()) {
     out.targets = at::empty({n}, at::kLong);
