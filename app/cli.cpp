@@ -66,18 +66,23 @@ struct Common {
   std::vector<std::string> words;  // recipes and overrides
   std::string run_dir, device;
   int64_t seed = -1;
-  bool dry_run = false, smoke = false, quiet = false;
+  bool dry_run = false, smoke = false, quiet = false, check_data = false;
 };
 
-void add_common(CLI::App* cmd, Common& c, bool training) {
+void add_common(CLI::App* cmd, Common& c, bool training, bool smoke = true) {
   cmd->add_option("words", c.words, "RECIPE.toml files, then overrides: key=value, +key=value, ~key, group=option")
       ->required();
   cmd->add_option("--run-dir", c.run_dir, "write every output exactly into DIR");
   cmd->add_option("--device", c.device, "auto | cpu | cuda | cuda:N (same as device.name=...)");
   cmd->add_option("--seed", c.seed, "same as run.seed=N")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--dry-run", c.dry_run, "resolve, validate, build every component, check the data, print the plan; no training");
-  if (training) cmd->add_flag("--smoke", c.smoke, "the whole recipe on 2 training, 2 validation and 2 prediction batches");
-  else cmd->add_flag("--smoke", c.smoke, "predict only 2 batches");
+  if (training) {
+    cmd->add_flag("--smoke", c.smoke, "the whole recipe on 2 training, 2 validation and 2 prediction batches");
+    cmd->add_flag("--check-data", c.check_data,
+                  "load the table and decode every image with the loader's threads; list bad rows (exit 3 unless "
+                  "data.on_bad_row = skip); no training");
+  }
+  else if (smoke) cmd->add_flag("--smoke", c.smoke, "predict only 2 batches");
   cmd->add_flag("--quiet,-q", c.quiet, "no progress output");
 }
 
@@ -106,6 +111,7 @@ jobs::JobOptions resolve_job(const std::string& command, const Common& c) {
   o.env_name = resolved.env_name + (resolved.env_file.empty() ? "" : " (" + resolved.env_file + ")");
   o.run_dir = c.run_dir;
   o.dry_run = c.dry_run;
+  o.check_data = c.check_data;
   o.smoke = c.smoke;
   o.quiet = c.quiet;
   o.tty = ::isatty(STDERR_FILENO);
@@ -141,6 +147,19 @@ int dispatch(int argc, char** argv) {
       ->required();
   pred->add_option("--out", out, "submission CSV path (default RUN_DIR/submission.csv)");
   pred->add_option("--probs", probs, "also write per-class probabilities to this CSV");
+
+  Common pack_c;
+  auto* pack = app.add_subcommand("pack", "pack the recipe's training/test table and its images into one memory-mapped file");
+  add_common(pack, pack_c, false, false);
+  std::string pack_split = "train", pack_out;
+  bool pack_raw = false;
+  std::vector<int64_t> pack_size;
+  int pack_threads = 0;
+  pack->add_option("--split", pack_split, "train | test | both (default train)");
+  pack->add_option("--out", pack_out, "pack file (default DATA_ROOT/<data.train_pack or data.test_pack>)");
+  pack->add_flag("--raw", pack_raw, "store decoded pixels resized to --size (no decoding at training time)");
+  pack->add_option("--size", pack_size, "--raw: H W of the stored pixels (default data.image_size)")->expected(2);
+  pack->add_option("--threads", pack_threads, "decode threads (default: all cores)")->check(CLI::NonNegativeNumber);
 
   auto* show = app.add_subcommand("show", "print the resolved recipe with the origin of each key, or the key reference");
   bool list = false, markdown = false;
@@ -182,6 +201,19 @@ int dispatch(int argc, char** argv) {
     o.out = out;
     o.probs = probs;
     return jobs::run_tta_predict(o);
+  }
+  if (*pack) {
+    auto o = resolve_job("pack", pack_c);
+    o.pack_split = pack_split;
+    o.out = pack_out;
+    o.pack_raw = pack_raw;
+    if (!pack_size.empty()) {
+      if (pack_size[0] <= 0 || pack_size[1] <= 0) throw UsageError("--size takes two positive integers H W");
+      o.pack_height = pack_size[0];
+      o.pack_width = pack_size[1];
+    }
+    o.pack_threads = pack_threads;
+    return jobs::run_pack(o);
   }
   if (*show) {
     if (list) {

@@ -56,16 +56,57 @@ void Loader::produce(int64_t b, Batch& out) const {
     const Row& r = table_.rows[static_cast<size_t>(row)];
     // The context string is built only on failure: this loop runs once per training image.
     try {
-      pipeline_.load(r.image, rng, dst + i * per_image);
+      cv::Mat img = o_.cache ? o_.cache->get(row) : cv::Mat();
+      if (img.empty()) {
+        img = table_.image(static_cast<size_t>(row), static_cast<int>(g.channels));
+        if (o_.cache) o_.cache->put(row, img);
+      }
+      pipeline_.process(std::move(img), rng, dst + i * per_image);
     } catch (const Error&) {
       with_context(r.where + " (id " + r.id + ")", [] { throw; });
     }
   }
-  if (table_.labeled()) {
+  auto gather = [&](const std::vector<float>& src, int64_t dim) {
+    at::Tensor t = at::empty({n, dim}, at::kFloat);
+    float* p = t.data_ptr<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      auto from = src.begin() + static_cast<std::ptrdiff_t>(out.rows[static_cast<size_t>(i)] * dim);
+      std::copy(from, from + dim, p + i * dim);
+    }
+    return t;
+  };
+  if (!table_.targets.empty()) {
     out.targets = at::empty({n}, at::kLong);
     auto* t = out.targets.data_ptr<int64_t>();
     for (int64_t i = 0; i < n; ++i) t[i] = table_.targets[static_cast<size_t>(out.rows[static_cast<size_t>(i)])];
+  } else if (!table_.values.empty()) {
+    out.targets = gather(table_.values, table_.value_dim);
   }
+  if (table_.feature_dim > 0) out.features = gather(table_.features, table_.feature_dim);
+}
+
+cv::Mat ImageCache::get(int64_t row) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = images_.find(row);
+  return it == images_.end() ? cv::Mat() : it->second.clone();
+}
+
+void ImageCache::put(int64_t row, const cv::Mat& img) {
+  const size_t b = img.total() * img.elemSize();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (bytes_ + b > max_bytes_ || images_.count(row)) return;
+  images_.emplace(row, img.clone());
+  bytes_ += b;
+}
+
+size_t ImageCache::bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_;
+}
+
+size_t ImageCache::count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return images_.size();
 }
 
 void Loader::worker() {

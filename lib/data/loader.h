@@ -7,6 +7,9 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
+
+#include <opencv2/core/mat.hpp>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -19,8 +22,28 @@ namespace kg::data {
 struct Batch {
   int64_t index = 0;             // batch number within the epoch
   at::Tensor images;             // float [B, C, H, W]
-  at::Tensor targets;            // int64 [B] (undefined for unlabeled tables)
+  at::Tensor targets;            // multiclass: int64 [B]; other tasks: float [B, D]; undefined when unlabeled
+  at::Tensor features;           // float [B, F] from data.feature_cols (undefined when none)
   std::vector<int64_t> rows;     // table row of each sample
+};
+
+// Decoded images kept in memory after their first use (data.cache = "ram"), up to a byte cap.
+// Shared by every loader of a run (epochs, folds, train and validation). Thread-safe.
+class ImageCache {
+ public:
+  explicit ImageCache(size_t max_bytes) : max_bytes_(max_bytes) {}
+  // The row's image (a clone the caller may modify), or an empty Mat when not cached.
+  cv::Mat get(int64_t row) const;
+  // Keeps `img` unless the cap is reached.
+  void put(int64_t row, const cv::Mat& img);
+  size_t bytes() const;
+  size_t count() const;
+
+ private:
+  size_t max_bytes_;
+  mutable std::mutex mu_;
+  std::unordered_map<int64_t, cv::Mat> images_;
+  size_t bytes_ = 0;
 };
 
 struct LoaderOptions {
@@ -32,6 +55,7 @@ struct LoaderOptions {
   uint64_t seed = 0;
   int64_t epoch = 0;
   int64_t max_batches = -1;      // stop after this many batches (smoke runs); -1 = all
+  ImageCache* cache = nullptr;   // data.cache = "ram" (keys are table rows: one cache per table)
 };
 
 // The order a shuffled epoch visits `rows` in.

@@ -7,15 +7,50 @@
 namespace kg::data {
 namespace {
 
+bool positive(const config::json& x) { return x.is_number_integer() && x.get<int64_t>() > 0; }
+bool is_size(const config::json& v) { return positive(v) || (v.is_array() && v.size() == 2 && positive(v[0]) && positive(v[1])); }
+
+ImageGeometry size_of(const config::json& v, int64_t channels) {
+  ImageGeometry g;
+  g.channels = channels;
+  if (v.is_array()) {
+    g.height = v[0].get<int64_t>();
+    g.width = v[1].get<int64_t>();
+  } else {
+    g.height = g.width = v.get<int64_t>();
+  }
+  return g;
+}
+
+bool is_schedule(const config::json& v) { return v.is_array() && !v.empty() && v[0].is_array(); }
+
 std::string check_image_size(const config::json& v) {
-  auto positive = [](const config::json& x) { return x.is_number_integer() && x.get<int64_t>() > 0; };
-  if (positive(v)) return "";
-  if (v.is_array() && v.size() == 2 && positive(v[0]) && positive(v[1])) return "";
-  return "expected a positive integer or [height, width] of positive integers, got " + v.dump();
+  if (is_size(v)) return "";
+  if (!is_schedule(v))
+    return "expected a positive integer, [height, width], or a schedule [[fraction, size], ...], got " + v.dump();
+  double prev = -1;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const auto& st = v[i];
+    std::string at = "stage " + std::to_string(i) + " " + st.dump() + ": ";
+    if (!st.is_array() || st.size() < 2 || st.size() > 3)
+      return at + "expected [fraction, size] or [fraction, size, batch_size]";
+    if (!st[0].is_number() || st[0].get<double>() < 0 || st[0].get<double>() >= 1)
+      return at + "the start fraction must be a number in [0, 1)";
+    if (st[0].get<double>() <= prev) return at + "start fractions must increase";
+    if (i == 0 && st[0].get<double>() != 0) return at + "the first stage must start at 0";
+    prev = st[0].get<double>();
+    if (!is_size(st[1])) return at + "size must be a positive integer or [height, width]";
+    if (st.size() == 3 && !positive(st[2])) return at + "batch_size must be a positive integer";
+  }
+  return "";
 }
 
 config::Fields<DataOptions> data_fields() {
   config::Fields<DataOptions> f;
+  f.field("format", &DataOptions::format,
+          "dataset layout: csv (table + image folder), folder (one sub-folder per class), pack (kgtrain pack file), "
+          "auto (csv when train_csv exists, else folder)")
+      .choices({"auto", "csv", "folder", "pack"});
   f.field("root", &DataOptions::root, "dataset folder (relative to the working directory)");
   f.field("train_csv", &DataOptions::train_csv, "training table (relative to data.root)");
   f.field("test_csv", &DataOptions::test_csv, "rows to predict (relative to data.root)");
@@ -24,22 +59,39 @@ config::Fields<DataOptions> data_fields() {
   f.field("test_image_dir", &DataOptions::test_image_dir, "test images folder (relative to data.root)");
   f.field("id_col", &DataOptions::id_col, "id column: the image file is image_dir/ID + image_ext");
   f.field("image_ext", &DataOptions::image_ext, "image file extension, with or without the dot");
-  f.field("label_cols", &DataOptions::label_cols, "target column(s)").check([](const config::json& v) -> std::string {
-    return v.empty() ? "expected at least one column name" : "";
-  });
-  f.field("task", &DataOptions::task, "prediction task").choices({"multiclass"});
+  f.field("path_col", &DataOptions::path_col,
+          "column of image paths relative to image_dir, sub-folders allowed (\"\" = id_col + image_ext)");
+  f.field("label_cols", &DataOptions::label_cols,
+          "target column(s): one for multiclass/binary, one per label (0/1) or one of names for multilabel, "
+          "one per target for regression")
+      .check([](const config::json& v) -> std::string { return v.empty() ? "expected at least one column name" : ""; });
+  f.field("label_sep", &DataOptions::label_sep, "multilabel: separator between label names in one column");
+  f.field("feature_cols", &DataOptions::feature_cols, "numeric columns passed to the model beside the image");
+  f.field("task", &DataOptions::task, "prediction task").choices({"multiclass", "multilabel", "binary", "regression"});
+  f.field("on_bad_row", &DataOptions::on_bad_row,
+          "a row with a missing/undecodable image, bad label or path outside root: error (exit 3, all listed) or "
+          "skip (train without it; run_dir/bad_rows.csv)")
+      .choices({"error", "skip"});
+  f.field("train_pack", &DataOptions::train_pack, "format pack: the training pack file (relative to data.root)");
+  f.field("test_pack", &DataOptions::test_pack, "format pack: the test pack file (relative to data.root)");
   f.field("num_classes", &DataOptions::num_classes, "number of classes (default: inferred from the labels)").min(2);
   f.field("channels", &DataOptions::channels, "channels fed to the model: 1 (gray) or 3 (RGB)")
       .check([](const config::json& v) -> std::string {
         auto c = v.get<int64_t>();
         return c == 1 || c == 3 ? "" : "expected 1 or 3, got " + std::to_string(c);
       });
-  f.field("image_size", &DataOptions::image_size, "model input size: N or [height, width] (images are resized to it)")
+  f.field("image_size", &DataOptions::image_size,
+          "model input size: N or [height, width]; or progressive resizing [[0, 96], [0.5, 128, 64], ...] = "
+          "[start fraction of training, size, optional batch size]; evaluation uses the last size")
       .check(check_image_size);
   f.field("num_workers", &DataOptions::num_workers, "decode/augment threads (0 = in the training thread)").range(0, 256);
   f.field("prefetch", &DataOptions::prefetch, "batches prepared ahead of the model").range(1, 1024);
   f.field("augment", &DataOptions::augment, "training transforms in order, e.g. [{ name = \"hflip\" }]").kind("transform")
       .check([](const config::json& v) -> std::string { return v.is_array() ? "" : "expected an array of tables"; });
+  f.field("cache", &DataOptions::cache, "none, or ram: keep decoded images in memory after their first use (k folds share it)")
+      .choices({"none", "ram"});
+  f.field("cache_max_gb", &DataOptions::cache_max_gb, "memory cap of the RAM cache in GiB; images past it are decoded each time")
+      .min(0);
   return f;
 }
 
@@ -47,6 +99,12 @@ config::Fields<CvOptions> cv_fields() {
   config::Fields<CvOptions> f;
   f.field("folds", &CvOptions::folds, "number of stratified cross-validation folds").min(2);
   f.field("fold", &CvOptions::fold, "the fold held out for validation (0-based)").min(0);
+  f.field("strategy", &CvOptions::strategy,
+          "auto (group when group_col is set, else stratified), stratified (by class; multilabel by rarest label; "
+          "regression by target quantile), group, random, column (the CSV's fold_col)")
+      .choices({"auto", "stratified", "group", "random", "column"});
+  f.field("group_col", &CvOptions::group_col, "strategy group: column whose rows must share a fold (patient, image set, ...)");
+  f.field("fold_col", &CvOptions::fold_col, "strategy column: column holding each row's fold 0..folds-1");
   return f;
 }
 
@@ -58,16 +116,30 @@ KG_REGISTER_SECTION("cv", "cross-validation split", cv_fields().schema(), "");
 DataOptions load_data_options(const config::Tree& recipe) { return data_fields().load(config::Options(&recipe, "data")); }
 CvOptions load_cv_options(const config::Tree& recipe) { return cv_fields().load(config::Options(&recipe, "cv")); }
 
-ImageGeometry geometry(const DataOptions& o) {
-  ImageGeometry g;
-  g.channels = o.channels;
-  if (o.image_size.is_array()) {
-    g.height = o.image_size[0].get<int64_t>();
-    g.width = o.image_size[1].get<int64_t>();
-  } else {
-    g.height = g.width = o.image_size.get<int64_t>();
+ImageGeometry geometry(const DataOptions& o) { return size_schedule(o).back().size; }
+
+std::vector<SizeStage> size_schedule(const DataOptions& o) {
+  std::vector<SizeStage> out;
+  if (!is_schedule(o.image_size)) {
+    out.push_back({0.0, size_of(o.image_size, o.channels), 0});
+    return out;
   }
-  return g;
+  for (const auto& st : o.image_size)
+    out.push_back({st[0].get<double>(), size_of(st[1], o.channels), st.size() == 3 ? st[2].get<int64_t>() : 0});
+  return out;
+}
+
+size_t stage_at(const std::vector<SizeStage>& s, int64_t epoch, int64_t epochs) {
+  const double f = epochs > 0 ? static_cast<double>(epoch) / static_cast<double>(epochs) : 0.0;
+  size_t k = 0;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i].start <= f + 1e-9) k = i;
+  return k;
+}
+
+std::string normalized_ext(const std::string& ext) {
+  if (ext.empty() || ext[0] == '.') return ext;
+  return "." + ext;
 }
 
 std::string data_path(const DataOptions& o, const std::string& rel) {
@@ -77,9 +149,7 @@ std::string data_path(const DataOptions& o, const std::string& rel) {
 }
 
 std::string image_path(const DataOptions& o, const std::string& dir, const std::string& id) {
-  std::string ext = o.image_ext;
-  if (!ext.empty() && ext[0] != '.') ext = "." + ext;
-  return (std::filesystem::path(data_path(o, dir)) / (id + ext)).string();
+  return (std::filesystem::path(data_path(o, dir)) / (id + normalized_ext(o.image_ext))).string();
 }
 
 }  // namespace kg::data

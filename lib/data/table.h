@@ -1,50 +1,131 @@
-// A competition table: one row per image, with its id, image path and (when labeled) class index.
+// A competition table: one row per image, with its id, where its pixels live, and (when labeled) its
+// targets in the form the task needs. Sources (lib/data/sources/) build tables from a CSV + image
+// folder, a folder-per-class layout or a packed file; the bad-row policy is applied here.
 #pragma once
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <opencv2/core/mat.hpp>
 
 #include "data/options.h"
 
 namespace kg::data {
 
-// The classes of a multiclass task. Integer labels keep their values ("0".."9"); string labels are
-// sorted, and predictions are written back with the same spelling.
+class PackReader;
+struct CsvTable;
+
+enum class Task { multiclass, multilabel, binary, regression };
+Task parse_task(const std::string& name);  // data.task (validated by the schema)
+const char* task_name(Task t);
+
+// The model's outputs, named. multiclass: the classes (integer labels keep their values "0".."9";
+// string labels are sorted and predictions are written back with the same spelling); binary: the
+// two classes, the model predicting the second; multilabel: the labels; regression: the target columns.
 struct ClassList {
   std::vector<std::string> names;
   bool numeric = true;
+  Task task = Task::multiclass;
 
   int64_t size() const { return static_cast<int64_t>(names.size()); }
+  // Model outputs: one per class/label/target, one for binary.
+  int64_t outputs() const { return task == Task::binary ? 1 : size(); }
   std::optional<int64_t> index_of(const std::string& label) const;
   nlohmann::json to_json() const;
-  static ClassList from_json(const nlohmann::json& j);  // DataError when malformed
+  static ClassList from_json(const nlohmann::json& j);  // CheckpointError when malformed
 };
 
 struct Row {
-  std::string id;
-  std::string image;   // path of the image file
+  std::string id;      // exactly as in the CSV (or the relative path, for folder layouts)
+  std::string image;   // path of the image file ("" for packed items)
   std::string where;   // "train.csv row 17 (line 18)" for messages
+  int64_t csv_row = 0; // 1-based data row of the source table
+  int64_t item = -1;   // item index in the pack (packed sources)
+};
+
+// A row that cannot be used, and why.
+struct BadRow {
+  int64_t csv_row = 0;
+  std::string id;
+  std::string reason;
+  std::string where;
 };
 
 struct Table {
   std::string csv_path;
   std::vector<Row> rows;
-  std::vector<int64_t> targets;  // class index per row; empty when the table has no labels
-  bool labeled() const { return !targets.empty(); }
+  Task task = Task::multiclass;
+  std::vector<int64_t> targets;  // multiclass: class index per row; empty when the table has no labels
+  std::vector<float> values;     // other tasks: value_dim floats per row (0/1 labels or regression targets)
+  int64_t value_dim = 0;
+  std::vector<float> features;   // data.feature_cols: feature_dim floats per row
+  int64_t feature_dim = 0;
+  std::shared_ptr<const PackReader> pack;  // set for packed sources
+  std::map<std::string, std::vector<std::string>> columns;  // kept CSV columns (cv.group_col, cv.fold_col)
+  std::vector<BadRow> dropped;   // rows removed under data.on_bad_row = "skip"
+
+  bool labeled() const { return !targets.empty() || !values.empty(); }
   int64_t size() const { return static_cast<int64_t>(rows.size()); }
+  // The row's image as 8-bit RGB or gray with `channels` channels; DataError when unreadable.
+  cv::Mat image(size_t row, int channels) const;
+  // The label used to balance folds: the class (multiclass, binary), the rarest present label
+  // (multilabel; K for none), a quantile bin of the first target (regression); -1 when unlabeled.
+  std::vector<int64_t> strata(int bins = 10) const;
+  // Keeps the rows whose keep[i] is true (targets and features follow).
+  void filter(const std::vector<bool>& keep);
 };
 
-// Classes from the training table's label column, checked against data.num_classes.
+// The parts of a source a table is built from.
+struct TableSource {
+  const CsvTable* csv = nullptr;
+  std::string image_dir;     // relative to data.root (loose files)
+  std::string id_col, path_col;
+  std::vector<std::string> label_cols;
+  std::shared_ptr<const PackReader> pack;  // item i = data row i
+  std::vector<std::string> keep_cols;      // columns copied into Table::columns (must exist)
+};
+
+// Classes / labels / targets from the training table, checked against data.num_classes.
+ClassList infer_classes(const DataOptions& o, const TableSource& src);
+
+// Builds a table. With `classes`, its label columns (when present, or required) are parsed for the
+// task; every bad row (unknown or out-of-range label, non-numeric target, empty or duplicate id,
+// a path outside data.root) is collected in `bad`, not thrown.
+Table build_table(const DataOptions& o, const TableSource& src, const ClassList* classes, bool require_labels,
+                  std::vector<BadRow>& bad);
+
+// Decodes every image once with `threads` threads and adds each missing, empty or undecodable one to `bad`.
+void scan_images(const Table& t, const ImageGeometry& g, int threads, std::vector<BadRow>& bad);
+
+// data.on_bad_row: "error" throws one DataError listing every bad row (exit 3); "skip" removes them
+// from the table into t.dropped. `what` names the table in messages.
+void apply_bad_row_policy(Table& t, std::vector<BadRow> bad, const std::string& policy);
+
+// bad_rows.csv: header row,id,reason; ids exactly as in the CSV.
+std::string bad_rows_csv(const std::vector<BadRow>& bad);
+
+// --- the recipe's sources (data.format) -----------------------------------------------------------
+
+enum class Split { train, test };
+
+// The classes of the recipe's training data (any source).
 ClassList infer_classes(const DataOptions& o);
 
-// Reads a table. With `classes`, its label column (when present, or required) is mapped to indices;
-// every bad row (unknown label, empty id, duplicate id) is reported at once in one DataError.
+// The split's table from the recipe's source, images scanned with `threads` threads when
+// `scan` and the bad-row policy applied. Test tables are labeled when their CSV has the label columns.
+Table load_split(const DataOptions& o, Split split, const ClassList& classes, bool scan, int threads,
+                 const std::vector<std::string>& keep_cols = {});
+
+// Compatibility for CSV tables (tests, tools): the CSV at `csv_rel` with images in `image_dir`,
+// bad rows fatal (DataError listing all of them).
 Table load_table(const DataOptions& o, const std::string& csv_rel, const std::string& image_dir,
                  const ClassList* classes, bool require_labels);
+ClassList infer_classes_csv(const DataOptions& o);
 
-// Decodes every image once with `threads` threads; DataError listing every missing or damaged one.
+// Decodes every image; DataError listing every missing or damaged one.
 void check_images(const Table& t, const ImageGeometry& g, int threads);
 
 }  // namespace kg::data

@@ -18,21 +18,30 @@ Pipeline::Pipeline(const config::json& augment, const ImageGeometry& g, bool tra
     auto tr = transform_registry().create(t.at("name").get<std::string>(), config::Options(t, where), g);
     if (train || !tr->random()) transforms_.push_back(std::move(tr));
   }
+  for (const auto& t : transforms_) presize_ = presize_ && !t->sizes_output();
 }
 
 void Pipeline::load(const std::string& path, Rng& rng, float* out) const {
   process(decode_image(path, static_cast<int>(g_.channels)), rng, out);
 }
 
+namespace {
+
+void resize_to(cv::Mat& img, const ImageGeometry& g) {
+  if (img.rows == g.height && img.cols == g.width) return;
+  cv::Mat resized;
+  bool shrink = img.rows > g.height || img.cols > g.width;
+  cv::resize(img, resized, cv::Size(static_cast<int>(g.width), static_cast<int>(g.height)), 0, 0,
+             shrink ? cv::INTER_AREA : cv::INTER_LINEAR);
+  img = resized;
+}
+
+}  // namespace
+
 void Pipeline::process(cv::Mat img, Rng& rng, float* out) const {
-  if (img.rows != g_.height || img.cols != g_.width) {
-    cv::Mat resized;
-    bool shrink = img.rows > g_.height || img.cols > g_.width;
-    cv::resize(img, resized, cv::Size(static_cast<int>(g_.width), static_cast<int>(g_.height)), 0, 0,
-               shrink ? cv::INTER_AREA : cv::INTER_LINEAR);
-    img = resized;
-  }
+  if (presize_) resize_to(img, g_);
   for (const auto& t : transforms_) t->apply(img, rng);
+  resize_to(img, g_);
   // Without a normalize transform pixels are scaled to [0, 1].
   const int c = img.channels();
   const int64_t plane = g_.height * g_.width;

@@ -13,9 +13,12 @@
 #include "core/fs.h"
 #include "core/stop.h"
 #include "core/strings.h"
+#include "data/csv.h"
 #include "data/folds.h"
 #include "data/loader.h"
+#include "data/mixup.h"
 #include "data/options.h"
+#include "data/source.h"
 #include "data/table.h"
 #include "device/device.h"
 #include "jobs/job.h"
@@ -68,37 +71,72 @@ int run_fit(const JobOptions& o) {
 
   KG_CHECK(cv.fold < cv.folds, ConfigError, "cv.fold = ", cv.fold, " but cv.folds = ", cv.folds,
            ": the held-out fold must be in [0, ", cv.folds - 1, "]");
+  const int threads = std::max<int>(1, static_cast<int>(dopt.num_workers));
   data::ClassList classes = data::infer_classes(dopt);
-  data::Table table = data::load_table(dopt, dopt.train_csv, dopt.image_dir, &classes, /*require_labels=*/true);
-  auto folds = data::stratified_folds(table.targets, static_cast<int>(cv.folds), seed);
+  // The table, every image decoded once, bad rows handled by data.on_bad_row before the first step.
+  log(o, "kgtrain fit: " + dev.description + ", env " + o.env_name + "; checking data...");
+  data::Table table = data::load_split(dopt, data::Split::train, classes, /*scan=*/true, threads, data::fold_columns(cv));
+  auto folds = data::assign_folds(table, cv, seed);
   std::vector<int64_t> train_rows, valid_rows;
   for (int64_t i = 0; i < table.size(); ++i) (folds[static_cast<size_t>(i)] == cv.fold ? valid_rows : train_rows).push_back(i);
+  KG_CHECK(!valid_rows.empty() && !train_rows.empty(), DataError, "fold ", cv.fold, " of ", cv.folds, " leaves ",
+           train_rows.size(), " training and ", valid_rows.size(), " validation rows; both need at least one");
 
+  const auto stages = data::size_schedule(dopt);
   const auto geom = data::geometry(dopt);
-  data::Pipeline train_pipe(dopt.augment, geom, true), eval_pipe(dopt.augment, geom, false);
-  auto net = model::build(recipe, {geom.channels, classes.size()});
+  std::vector<std::unique_ptr<data::Pipeline>> train_pipes;
+  for (auto& st : stages) train_pipes.push_back(std::make_unique<data::Pipeline>(dopt.augment, st.size, true));
+  data::Pipeline eval_pipe(dopt.augment, geom, false);
+  const auto mix = data::load_mixup_options(recipe);
+  const bool trainable = classes.task == data::Task::multiclass && table.feature_dim == 0;
+  auto net = model::build(recipe, {geom.channels, classes.outputs()});
   net->to(dev.device);
   auto optimizer = optim::build(recipe, *net);
-  auto loss = loss::build(recipe, {classes.size()});
-  auto metric = metric::create(topt.metric, {classes.size()});
+  auto loss = loss::build(recipe, {classes.outputs()});
+  auto metric = metric::create(topt.metric, {classes.outputs()});
+  std::unique_ptr<data::ImageCache> cache;
+  if (dopt.cache == "ram") cache = std::make_unique<data::ImageCache>(static_cast<size_t>(dopt.cache_max_gb * (1ull << 30)));
 
   const int64_t max_batches = o.smoke ? 2 : -1;
   const int64_t epochs = o.smoke ? 1 : topt.epochs;
-  const int64_t steps_per_epoch = data::num_batches(static_cast<int64_t>(train_rows.size()), topt.batch_size, true, max_batches);
-  auto schedule = optim::build_schedule(recipe, {optim::load_options(recipe).lr, epochs * steps_per_epoch, steps_per_epoch});
+  // Updates per epoch follow the stage's batch size; the schedule sees the true total.
+  auto batch_at = [&](int64_t epoch) {
+    auto& st = stages[data::stage_at(stages, epoch, epochs)];
+    return st.batch_size > 0 ? st.batch_size : topt.batch_size;
+  };
+  int64_t total_steps = 0;
+  for (int64_t e = 0; e < epochs; ++e)
+    total_steps += data::num_batches(static_cast<int64_t>(train_rows.size()), batch_at(e), true, max_batches);
+  const int64_t steps_per_epoch = data::num_batches(static_cast<int64_t>(train_rows.size()), batch_at(epochs - 1), true, max_batches);
+  auto schedule = optim::build_schedule(recipe, {optim::load_options(recipe).lr, total_steps, steps_per_epoch});
 
-  log(o, "kgtrain fit: " + dev.description + ", env " + o.env_name);
-  log(o, "  data    " + table.csv_path + ": " + std::to_string(table.size()) + " rows, " + std::to_string(classes.size()) +
-             " classes; fold " + std::to_string(cv.fold) + "/" + std::to_string(cv.folds) + ": " +
-             std::to_string(train_rows.size()) + " train, " + std::to_string(valid_rows.size()) + " valid; input " +
-             std::to_string(geom.channels) + "x" + std::to_string(geom.height) + "x" + std::to_string(geom.width));
+  std::string sizes;
+  for (auto& st : stages)
+    sizes += (sizes.empty() ? "" : ", ") + std::to_string(st.size.height) + "x" + std::to_string(st.size.width) +
+             (stages.size() > 1 ? " from " + fmt(st.start * 100, 3) + "%" : "");
+  log(o, "  data    " + table.csv_path + " (" + data::resolve_format(dopt) + "): " + std::to_string(table.size()) + " rows" +
+             (table.dropped.empty() ? "" : " (" + std::to_string(table.dropped.size()) + " bad rows skipped)") + ", " +
+             data::task_name(classes.task) + ", " + std::to_string(classes.size()) + " classes; fold " + std::to_string(cv.fold) +
+             "/" + std::to_string(cv.folds) + " (" + cv.strategy + "): " + std::to_string(train_rows.size()) + " train, " +
+             std::to_string(valid_rows.size()) + " valid; input " + std::to_string(geom.channels) + "x" + sizes);
+  for (auto& b : table.dropped) log(o, "  bad row skipped: " + b.where + ": id " + b.id + ": " + b.reason);
   log(o, "  model   " + model::model_name(recipe) + ", " + std::to_string(model::count_parameters(*net)) + " parameters");
-  log(o, "  train   " + std::to_string(epochs) + " epochs x " + std::to_string(steps_per_epoch) + " steps, batch " +
-             std::to_string(topt.batch_size) + ", " + std::to_string(dopt.num_workers) + " workers; metric " + topt.metric);
-  log(o, "  checking " + std::to_string(table.size()) + " images...");
-  data::check_images(table, geom, std::max<int>(1, static_cast<int>(dopt.num_workers)));
-  if (o.dry_run) {
-    log(o, "dry run: recipe valid, every component built, every image readable; nothing trained");
+  log(o, "  train   " + std::to_string(epochs) + " epochs, " + std::to_string(total_steps) + " steps, batch " +
+             std::to_string(topt.batch_size) + ", " + std::to_string(dopt.num_workers) + " workers; metric " + topt.metric +
+             (data::mixup_enabled(mix, 0) ? "; mixup/cutmix on" : ""));
+  // Not yet trainable here: say so before any work, rather than train on a silently wrong loss.
+  KG_CHECK(trainable || o.check_data, ConfigError,
+           classes.task != data::Task::multiclass
+               ? std::string("data.task = \"") + data::task_name(classes.task) +
+                     "\": the table loads (fit --check-data validates it), but this version trains multiclass tasks only; "
+                     "the task's loss and metrics arrive with the training-engine work"
+               : std::string("data.feature_cols: the features load (fit --check-data validates them), but no model of this "
+                             "version takes numeric features beside the image yet; remove data.feature_cols to train"));
+  if (o.dry_run || o.check_data) {
+    log(o, std::string(o.check_data ? "check-data" : "dry run") + ": recipe valid, every component built, " +
+               std::to_string(table.size()) + " rows usable" +
+               (table.dropped.empty() ? "" : ", " + std::to_string(table.dropped.size()) + " bad rows skipped") +
+               "; nothing trained");
     return kExitOk;
   }
 
@@ -106,10 +144,13 @@ int run_fit(const JobOptions& o) {
   log(o, "  run dir " + run_dir);
   write_file_atomic((fs::path(run_dir) / "classes.json").string(), classes.to_json().dump(2) + "\n");
   {
-    std::string f = "id,fold\n";
-    for (int64_t i = 0; i < table.size(); ++i) f += table.rows[static_cast<size_t>(i)].id + "," + std::to_string(folds[static_cast<size_t>(i)]) + "\n";
+    std::string f = data::csv_line({"id", "fold"});
+    for (int64_t i = 0; i < table.size(); ++i)
+      f += data::csv_line({table.rows[static_cast<size_t>(i)].id, std::to_string(folds[static_cast<size_t>(i)])});
     write_file_atomic((fs::path(run_dir) / "folds.csv").string(), f);
   }
+  if (!table.dropped.empty())
+    write_file_atomic((fs::path(run_dir) / "bad_rows.csv").string(), data::bad_rows_csv(table.dropped));
   const std::string recipe_toml = config::to_toml(recipe, false);
   const json prov = provenance(o);
 
@@ -124,13 +165,17 @@ int run_fit(const JobOptions& o) {
   json summary = {{"command", "fit"}, {"run_dir", run_dir}};
 
   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
-    data::LoaderOptions lo{topt.batch_size, true, true, static_cast<int>(dopt.num_workers), static_cast<int>(dopt.prefetch),
-                           seed, epoch, max_batches};
+    data::LoaderOptions lo{batch_at(epoch), true, true, static_cast<int>(dopt.num_workers), static_cast<int>(dopt.prefetch),
+                           seed, epoch, max_batches, cache.get()};
     train::EpochResult er;
     {
-      data::Loader loader(table, train_rows, train_pipe, lo);
+      const auto& pipe = *train_pipes[data::stage_at(stages, epoch, epochs)];
+      data::Loader loader(table, train_rows, pipe, lo);
       train::Progress progress(style, "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs), loader.size());
-      er = train::train_epoch(*net, *optimizer, *schedule, *loss, loader, dev.device, step, progress);
+      train::BatchHook mixing;
+      if (data::mixup_enabled(mix, epoch))
+        mixing = [&](data::Batch& b) { data::apply_mixup(mix, b.images, b.targets, classes.outputs(), seed, epoch, b.index); };
+      er = train::train_epoch(*net, *optimizer, *schedule, *loss, loader, dev.device, step, progress, mixing);
     }
     train_images += er.images;
     train_seconds += er.seconds;
@@ -146,7 +191,7 @@ int run_fit(const JobOptions& o) {
                                   "; weights saved to " + run_dir + "/checkpoints/last");
     }
     data::LoaderOptions vo{train::eval_batch_size(topt), false, false, static_cast<int>(dopt.num_workers),
-                           static_cast<int>(dopt.prefetch), seed, 0, max_batches};
+                           static_cast<int>(dopt.prefetch), seed, 0, max_batches, cache.get()};
     data::Loader vloader(table, valid_rows, eval_pipe, vo);
     auto pred = train::predict(*net, vloader, dev.device, loss.get());
     metric->reset();
@@ -174,7 +219,7 @@ int run_fit(const JobOptions& o) {
 
   if (o.smoke) {
     // Lightning's fast_dev_run also exercises prediction: two batches of the test table.
-    data::Table test = data::load_table(dopt, dopt.test_csv, dopt.test_image_dir, &classes, false);
+    data::Table test = data::load_split(dopt, data::Split::test, classes, false, threads);
     std::vector<int64_t> rows(static_cast<size_t>(test.size()));
     for (int64_t i = 0; i < test.size(); ++i) rows[static_cast<size_t>(i)] = i;
     data::LoaderOptions po{train::eval_batch_size(topt), false, false, static_cast<int>(dopt.num_workers),

@@ -16,16 +16,22 @@ struct JobOptions {
   std::string env_name;               // environment layer chosen
   std::string run_dir;                // --run-dir ("" = <paths.runs>/<run.name>/<UTC time>-<command>)
   bool dry_run = false;               // build everything, print the plan, train nothing
+  bool check_data = false;            // fit: load the table and decode every image, report bad rows, train nothing
   bool smoke = false;                 // two training, two validation and two prediction batches
   bool quiet = false;
   bool tty = false;                   // stderr is a terminal: live progress bar
   std::vector<std::string> checkpoints;  // tta-predict: checkpoint directories
   std::string out;                    // tta-predict: submission path
   std::string probs;                  // tta-predict: per-class probabilities path
+  std::string pack_split = "train";   // pack: train | test | both
+  bool pack_raw = false;              // pack: store pre-resized raw pixels instead of the encoded files
+  int64_t pack_height = 0, pack_width = 0;  // pack --raw --size H W (0 = data.image_size)
+  int pack_threads = 0;               // pack: decode threads (0 = all cores)
 };
 
 int run_fit(const JobOptions& o);
 int run_tta_predict(const JobOptions& o);
+int run_pack(const JobOptions& o);
 
 // Creates the run directory (never reusing a finished run's) and writes recipe.toml and provenance.json.
 std::string prepare_run_dir(const JobOptions& o);

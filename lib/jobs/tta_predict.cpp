@@ -44,10 +44,14 @@ int run_tta_predict(const JobOptions& o) {
     KG_CHECK(other.names == classes.names, UsageError, "checkpoints disagree on the classes: ", o.checkpoints[0], " has ",
              classes.size(), ", ", c.dir, " has ", other.size(), "; ensembles need the same classes");
   }
-  data::Table test = data::load_table(dopt, dopt.test_csv, dopt.test_image_dir, &classes, false);
+  KG_CHECK(classes.task == data::Task::multiclass, ConfigError, "tta-predict: checkpoints of a ", data::task_name(classes.task),
+           " task cannot be predicted yet; only multiclass models train in this version");
+  // Every test row needs a prediction: a bad test row is an error whatever data.on_bad_row says.
+  dopt.on_bad_row = "error";
+  data::Table test = data::load_split(dopt, data::Split::test, classes, /*scan=*/true,
+                                      std::max<int>(1, static_cast<int>(dopt.num_workers)));
   log(o, "kgtrain tta-predict: " + dev.description + "; " + std::to_string(test.size()) + " rows from " + test.csv_path +
              "; " + std::to_string(ckpts.size()) + " checkpoint(s)");
-  data::check_images(test, geom, std::max<int>(1, static_cast<int>(dopt.num_workers)));
   auto net = model::build(recipe, {geom.channels, classes.size()});
   for (auto& c : ckpts) model::load_state_dict(*net, c.weights, true, c.dir + "/model.safetensors");  // shape check up front
   if (o.dry_run) {

@@ -10,7 +10,7 @@ namespace kg::train {
 
 EpochResult train_epoch(model::Network& net, optim::Optimizer& opt, const optim::Schedule& schedule,
                         const loss::Loss& loss, data::Loader& loader, const c10::Device& device, int64_t& step,
-                        Progress& progress) {
+                        Progress& progress, const BatchHook& hook) {
   EpochResult r;
   net.train();
   auto t0 = std::chrono::steady_clock::now();
@@ -19,6 +19,7 @@ EpochResult train_epoch(model::Network& net, optim::Optimizer& opt, const optim:
   int64_t batches = 0;
   data::Batch b;
   while (loader.next(b)) {
+    if (hook) hook(b);
     r.lr = schedule.lr_at(step);
     opt.set_lr(r.lr);
     if (auto m = schedule.momentum_at(step)) opt.set_momentum(*m);

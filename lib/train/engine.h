@@ -2,6 +2,7 @@
 // pseudo-label): one optimizer update per batch, the schedule driven by the update index.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -24,10 +25,13 @@ struct EpochResult {
   bool stopped = false;   // a stop signal arrived; the epoch is incomplete
 };
 
+// Changes a batch on the host before it moves to the device (mixup/cutmix); empty = none.
+using BatchHook = std::function<void(data::Batch&)>;
+
 // Trains one epoch; `step` (optimizer updates so far) advances by one per batch.
 EpochResult train_epoch(model::Network& net, optim::Optimizer& opt, const optim::Schedule& schedule,
                         const loss::Loss& loss, data::Loader& loader, const c10::Device& device, int64_t& step,
-                        Progress& progress);
+                        Progress& progress, const BatchHook& hook = {});
 
 struct Predictions {
   at::Tensor probs;             // [N, K] float on the CPU, softmax of the logits

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "core/registry.h"
+#include "data/source.h"
 #include "data/transform.h"
 #include "loss/loss.h"
 #include "metric/metric.h"
@@ -63,6 +64,10 @@ void exercise(const std::string& kind, const kg::ComponentInfo& c) {
     kg::Rng rng(1);
     p.process(img, rng, out.data());
     for (float v : out) CHECK(std::isfinite(v));
+  } else if (kind == "source") {
+    // Sources read files; their behaviour is tested in tests/data/test_sources.cpp and test_pack.cpp.
+    CHECK(recipe.at("data.format").value.get<std::string>() == c.name);
+    CHECK(kg::data::source_registry().create(c.name, kg::config::Options(kg::config::json::object(), "data")) != nullptr);
   } else {
     FAIL("no conformance check for registry kind " << kind << ": add one here");
   }

@@ -16,7 +16,12 @@ class HFlip : public Transform {
   explicit HFlip(const FlipOptions& o) : p_(o.p) {}
   bool random() const override { return true; }
   void apply(cv::Mat& img, Rng& rng) const override {
-    if (rng.uniform() < p_) cv::flip(img, img, 1);
+    // Into a new buffer: the caller's image may be shared (cache, TTA views).
+    if (rng.uniform() < p_) {
+      cv::Mat out;
+      cv::flip(img, out, 1);
+      img = out;
+    }
   }
 
  private:

@@ -10,6 +10,7 @@ namespace {
 struct NormalizeOptions {
   std::vector<double> mean{0.485, 0.456, 0.406};  ///< per-channel mean in [0, 1] pixel units (one value: all channels)
   std::vector<double> std{0.229, 0.224, 0.225};   ///< per-channel std in [0, 1] pixel units (one value: all channels)
+  std::string preset;  ///< "" (use mean and std) | imagenet (wins over mean and std; 1 channel: 0.449 / 0.226)
 };
 
 class Normalize : public Transform {
@@ -22,8 +23,14 @@ class Normalize : public Transform {
       for (size_t c = 0; c < out.size(); ++c) out[c] = v.size() == 1 ? v[0] : v[c];
       return out;
     };
-    mean_ = pick(o.mean, "mean");
-    std_ = pick(o.std, "std");
+    if (o.preset == "imagenet") {
+      // Gray images use the channel averages, as timm does for in_chans = 1.
+      mean_ = g.channels == 1 ? std::vector<double>{0.449} : std::vector<double>{0.485, 0.456, 0.406};
+      std_ = g.channels == 1 ? std::vector<double>{0.226} : std::vector<double>{0.229, 0.224, 0.225};
+    } else {
+      mean_ = pick(o.mean, "mean");
+      std_ = pick(o.std, "std");
+    }
     for (double s : std_) KG_CHECK(s > 0, ConfigError, "normalize.std values must be > 0");
   }
   bool random() const override { return false; }
@@ -49,6 +56,8 @@ config::Fields<NormalizeOptions> normalize_fields() {
   f.field("mean", &NormalizeOptions::mean, "mean in [0, 1] pixel units, one value or one per channel");
   f.field("std", &NormalizeOptions::std, "std in [0, 1] pixel units, one value or one per channel")
       .min(0, true);
+  f.field("preset", &NormalizeOptions::preset, "\"\" = use mean and std; imagenet = ImageNet statistics (overrides mean and std)")
+      .choices({"", "imagenet"});
   return f;
 }
 

@@ -1,0 +1,59 @@
+// Batch-level mixup / cutmix, the `[mixup]` recipe section. Semantics and key names follow timm's
+// Mixup (timm/data/mixup.py): the partner of sample i is sample B-1-i (the flipped batch), lambda
+// is drawn from Beta(alpha, alpha), cutmix pastes one box and corrects lambda by its clipped area,
+// and the targets come out as (label-smoothed) soft targets mixed with the same lambda.
+// Unlike timm, randomness is a pure function of (seed, epoch, batch index), never of a global RNG.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "config/tree.h"
+
+namespace kg::data {
+
+struct MixupOptions {
+  double mixup_alpha = 0.0;     ///< Beta(alpha, alpha) for mixup; 0 = no mixup (default: off)
+  double cutmix_alpha = 0.0;    ///< Beta(alpha, alpha) for cutmix; 0 = no cutmix (default: off)
+  std::optional<std::vector<double>> cutmix_minmax;  ///< [lo, hi] box side as a fraction of the image; replaces cutmix_alpha
+  double prob = 1.0;            ///< probability of mixing a batch (or an element, in elem/pair mode)
+  double switch_prob = 0.5;     ///< with both alphas set: probability of cutmix instead of mixup
+  std::string mode = "batch";   ///< batch: one lambda per batch; pair: per pair (i, B-1-i); elem: per sample
+  bool correct_lam = true;      ///< cutmix: recompute lambda from the clipped box area
+  double label_smoothing = 0.0; ///< smoothing inside the soft targets: off = s/K, on = 1 - s + s/K
+  int64_t off_epoch = 0;        ///< from this 0-based epoch on, mixing is off (0 = never off)
+};
+
+MixupOptions load_mixup_options(const config::Tree& recipe);
+
+// Whether mixing can happen in `epoch`: an alpha (or cutmix_minmax) is set, prob > 0, and
+// off_epoch has not been reached. When false the loop may skip apply_mixup entirely.
+bool mixup_enabled(const MixupOptions& o, int64_t epoch);
+
+// Mixes `images` (float [B, C, H, W], changed in place) and turns `targets` (int64 [B] class
+// indices, or float [B, K] soft / multi-label targets) into float [B, K] soft targets. Without
+// mixing (disabled, or lambda = 1) targets still come out as smoothed one-hot rows.
+// A pure function of (seed, epoch, batch_index) for given inputs.
+// Odd batch sizes: the middle sample is its own partner (in pair mode it is left unmixed).
+// InternalError (a caller bug: the table checked the labels) for targets of the wrong shape or type
+// or class indices outside [0, num_classes).
+void apply_mixup(const MixupOptions& o, at::Tensor& images, at::Tensor& targets, int64_t num_classes, uint64_t seed,
+                 int64_t epoch, int64_t batch_index);
+
+// The mixing drawn for one batch, exposed for tests and logging: per-sample lambda (the weight of the
+// sample's own target) and, for cutmix, its box [y0, y1) x [x0, x1) (empty box for mixup).
+struct MixPlan {
+  struct Elem {
+    double lam = 1.0;
+    bool cutmix = false;
+    int64_t y0 = 0, y1 = 0, x0 = 0, x1 = 0;
+  };
+  std::vector<Elem> elems;  // one per sample
+};
+MixPlan plan_mixup(const MixupOptions& o, int64_t batch, int64_t height, int64_t width, uint64_t seed, int64_t epoch,
+                   int64_t batch_index);
+
+}  // namespace kg::data

@@ -1,0 +1,118 @@
+#include "data/source.h"
+
+#include <filesystem>
+#include <mutex>
+#include <thread>
+#include <atomic>
+
+#include "core/error.h"
+#include "data/image_io.h"
+
+namespace fs = std::filesystem;
+
+namespace kg::data {
+
+SourceRegistry& source_registry() {
+  static SourceRegistry r("source");
+  return r;
+}
+
+std::string resolve_format(const DataOptions& o) {
+  if (o.format != "auto") return o.format;
+  std::error_code ec;
+  if (fs::is_regular_file(data_path(o, o.train_csv), ec)) return "csv";
+  const fs::path dir = data_path(o, o.image_dir);
+  if (fs::is_directory(dir, ec))
+    for (auto& e : fs::directory_iterator(dir, ec))
+      if (e.is_directory()) return "folder";
+  if (fs::is_regular_file(data_path(o, o.train_pack), ec)) return "pack";
+  throw DataError("data.format = \"auto\" found no dataset under " + o.root + ": no " + data_path(o, o.train_csv) +
+                  ", no class sub-folders in " + dir.string() + ", no " + data_path(o, o.train_pack) +
+                  " (set data.root, data.train_csv or data.format)");
+}
+
+void open_source(const DataOptions& o, Split split, OpenedSource& out) {
+  const std::string fmt = resolve_format(o);
+  config::json empty = config::json::object();
+  auto src = source_registry().create(fmt, config::Options(empty, "data.format"));
+  src->open(o, split, out);
+  out.src.csv = &out.csv;
+}
+
+ClassList infer_classes(const DataOptions& o) {
+  OpenedSource s;
+  open_source(o, Split::train, s);
+  return infer_classes(o, s.src);
+}
+
+void scan_images(const Table& t, const ImageGeometry& g, int threads, std::vector<BadRow>& bad) {
+  std::mutex mu;
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < t.rows.size();) {
+      const Row& r = t.rows[i];
+      if (!t.pack && r.image.empty()) continue;  // already bad (path refused)
+      try {
+        t.image(i, static_cast<int>(g.channels));
+      } catch (const Error& e) {
+        std::lock_guard<std::mutex> lock(mu);
+        bad.push_back({r.csv_row, r.id, e.what(), r.where});
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int k = 1; k < std::max(1, threads); ++k) pool.emplace_back(work);
+  work();
+  for (auto& th : pool) th.join();
+}
+
+Table load_split(const DataOptions& o, Split split, const ClassList& classes, bool scan, int threads,
+                 const std::vector<std::string>& keep_cols) {
+  OpenedSource s;
+  open_source(o, split, s);
+  s.src.keep_cols = keep_cols;
+  std::vector<BadRow> bad;
+  Table t = build_table(o, s.src, &classes, split == Split::train, bad);
+  if (scan) scan_images(t, geometry(o), threads, bad);
+  apply_bad_row_policy(t, std::move(bad), o.on_bad_row);
+  KG_CHECK(!t.rows.empty(), DataError, t.csv_path, " has no rows");
+  return t;
+}
+
+namespace {
+void open_csv(const DataOptions& o, const std::string& csv_rel, const std::string& image_dir, OpenedSource& out) {
+  out.csv = read_csv(data_path(o, csv_rel));
+  out.src.csv = &out.csv;
+  out.src.image_dir = image_dir;
+  out.src.id_col = o.id_col;
+  out.src.path_col = o.path_col;
+  out.src.label_cols = o.label_cols;
+}
+}  // namespace
+
+ClassList infer_classes_csv(const DataOptions& o) {
+  OpenedSource s;
+  open_csv(o, o.train_csv, o.image_dir, s);
+  return infer_classes(o, s.src);
+}
+
+Table load_table(const DataOptions& o, const std::string& csv_rel, const std::string& image_dir,
+                 const ClassList* classes, bool require_labels) {
+  OpenedSource s;
+  open_csv(o, csv_rel, image_dir, s);
+  std::vector<BadRow> bad;
+  Table t = build_table(o, s.src, classes, require_labels, bad);
+  apply_bad_row_policy(t, std::move(bad), "error");
+  KG_CHECK(!t.rows.empty(), DataError, t.csv_path, " has no rows");
+  return t;
+}
+
+void check_images(const Table& t, const ImageGeometry& g, int threads) {
+  std::vector<BadRow> bad;
+  scan_images(t, g, threads, bad);
+  Table copy;
+  copy.csv_path = t.csv_path + " images";
+  apply_bad_row_policy(copy, std::move(bad), "error");
+}
+
+}  // namespace kg::data

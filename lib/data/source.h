@@ -1,0 +1,40 @@
+// Data sources, selected by data.format: each turns a dataset layout into the CSV table and image
+// location a Table is built from (lib/data/table.h). One self-registering file per layout in sources/.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "core/registry.h"
+#include "data/csv.h"
+#include "data/table.h"
+
+namespace kg::data {
+
+// A split's table as the source found it. `src.csv` points at `csv`: keep the object where it is.
+struct OpenedSource {
+  CsvTable csv;
+  TableSource src;
+  OpenedSource() = default;
+  OpenedSource(const OpenedSource&) = delete;
+  OpenedSource& operator=(const OpenedSource&) = delete;
+};
+
+class Source {
+ public:
+  virtual ~Source() = default;
+  // Reads the split's table; DataError when the layout is not there. `out` is filled in place.
+  virtual void open(const DataOptions& o, Split split, OpenedSource& out) const = 0;
+};
+using SourcePtr = std::unique_ptr<Source>;
+
+using SourceRegistry = Registry<SourcePtr()>;
+SourceRegistry& source_registry();
+
+// data.format, with "auto" resolved: "pack" when data.format says so, "csv" when the training CSV
+// exists, "folder" when the image folder holds one sub-folder per class.
+std::string resolve_format(const DataOptions& o);
+
+// Opens the recipe's source for a split.
+void open_source(const DataOptions& o, Split split, OpenedSource& out);
+
+}  // namespace kg::data

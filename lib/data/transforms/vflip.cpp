@@ -1,0 +1,39 @@
+// vflip: mirror top-bottom with probability p.
+#include <opencv2/core.hpp>
+
+#include "core/error.h"
+#include "data/transform.h"
+
+namespace kg::data {
+namespace {
+
+struct VFlipOptions {
+  double p = 0.5;  ///< probability of flipping
+};
+
+class VFlip : public Transform {
+ public:
+  explicit VFlip(const VFlipOptions& o) : p_(o.p) {}
+  bool random() const override { return true; }
+  void apply(cv::Mat& img, Rng& rng) const override {
+    if (rng.uniform() >= p_) return;
+    cv::Mat out;  // a new buffer: the caller's image may be shared
+    cv::flip(img, out, 0);
+    img = out;
+  }
+
+ private:
+  double p_;
+};
+
+config::Fields<VFlipOptions> vflip_fields() {
+  config::Fields<VFlipOptions> f;
+  f.field("p", &VFlipOptions::p, "probability of flipping").range(0, 1);
+  return f;
+}
+KG_REGISTER(transform_registry(), "vflip", "mirror top-bottom with probability p",
+            "[[data.augment]]\nname = \"vflip\"", vflip_fields(),
+            [](const VFlipOptions& o, const ImageGeometry&) -> TransformPtr { return std::make_unique<VFlip>(o); });
+
+}  // namespace
+}  // namespace kg::data

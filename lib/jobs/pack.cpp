@@ -1,0 +1,129 @@
+// `kgtrain pack`: turns the recipe's training or test table (csv or folder layout) into ONE file
+// the loader memory-maps (lib/data/pack.h): encoded image bytes as they are on disk (bit-exact),
+// or pre-resized raw pixels (--raw). Bad rows follow data.on_bad_row, exactly as in fit.
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include <opencv2/imgproc.hpp>
+
+#include "core/error.h"
+#include "core/fs.h"
+#include "data/csv.h"
+#include "data/image_io.h"
+#include "data/pack.h"
+#include "data/source.h"
+#include "jobs/job.h"
+#include "build_info.h"
+
+namespace fs = std::filesystem;
+
+namespace kg::jobs {
+namespace {
+
+// One split into one pack file; returns the number of items.
+int64_t pack_split(const JobOptions& o, const data::DataOptions& dopt, data::Split split, const std::string& out_path) {
+  const std::string fmt = data::resolve_format(dopt);
+  KG_CHECK(fmt != "pack", UsageError, "data.format = \"pack\": the recipe already reads a pack; pack a csv or folder layout");
+  const bool train = split == data::Split::train;
+  const int threads = std::max(1, o.pack_threads > 0 ? o.pack_threads : static_cast<int>(std::thread::hardware_concurrency()));
+  data::OpenedSource s;
+  data::open_source(dopt, split, s);
+  std::vector<data::BadRow> bad;
+  // Labels are checked where they are used (fit); the pack keeps every column of the table.
+  data::Table t = data::build_table(dopt, s.src, nullptr, false, bad);
+  data::ImageGeometry g = data::geometry(dopt);
+  if (o.pack_raw && o.pack_height > 0) g.height = o.pack_height, g.width = o.pack_width;
+  data::scan_images(t, g, threads, bad);
+  data::apply_bad_row_policy(t, bad, dopt.on_bad_row);
+
+  // The stored table holds exactly the packed rows, in order: item i = data row i.
+  std::string table_csv = data::csv_line(s.csv.header);
+  for (auto& r : t.rows) table_csv += data::csv_line(s.csv.rows[static_cast<size_t>(r.csv_row - 1)]);
+  nlohmann::json meta = {{"kind", o.pack_raw ? "raw" : "encoded"},
+                         {"table_csv", table_csv},
+                         {"id_col", s.src.id_col},
+                         {"source", fmt + ":" + s.csv.path},
+                         {"split", train ? "train" : "test"},
+                         {"created_by", std::string("kgtrain ") + KGTRAIN_VERSION}};
+  if (o.pack_raw) meta.update({{"height", g.height}, {"width", g.width}, {"channels", g.channels}});
+  data::PackWriter w(out_path, meta);
+
+  // Items are prepared by `threads` threads in chunks and written in table order.
+  const size_t n = t.rows.size(), chunk = 256;
+  std::vector<std::string> items(std::min(n, chunk));
+  auto t0 = std::chrono::steady_clock::now();
+  for (size_t base = 0; base < n; base += chunk) {
+    const size_t m = std::min(chunk, n - base);
+    std::atomic<size_t> next{0};
+    std::exception_ptr err;
+    std::mutex mu;
+    auto work = [&] {
+      for (size_t k; (k = next++) < m;) {
+        try {
+          const auto& r = t.rows[base + k];
+          if (!o.pack_raw) {
+            items[k] = read_file(r.image);
+            continue;
+          }
+          cv::Mat img = data::decode_image(r.image, static_cast<int>(g.channels));
+          if (img.rows != g.height || img.cols != g.width) {
+            cv::Mat resized;
+            bool shrink = img.rows > g.height || img.cols > g.width;
+            cv::resize(img, resized, cv::Size(static_cast<int>(g.width), static_cast<int>(g.height)), 0, 0,
+                       shrink ? cv::INTER_AREA : cv::INTER_LINEAR);
+            img = resized;
+          }
+          if (!img.isContinuous()) img = img.clone();
+          items[k].assign(reinterpret_cast<const char*>(img.data), img.total() * img.elemSize());
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(mu);
+          if (!err) err = std::current_exception();
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int i = 1; i < threads; ++i) pool.emplace_back(work);
+    work();
+    for (auto& th : pool) th.join();
+    if (err) std::rethrow_exception(err);
+    for (size_t k = 0; k < m; ++k) w.add(items[k]);
+  }
+  std::string hash = w.finish();
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::error_code ec;
+  auto bytes = fs::file_size(out_path, ec);
+  std::cout << "packed " << n << " " << (train ? "training" : "test") << " images (" << (o.pack_raw ? "raw " : "encoded ")
+            << (o.pack_raw ? std::to_string(g.height) + "x" + std::to_string(g.width) + "x" + std::to_string(g.channels) : "")
+            << ") from " << s.csv.path << " into " << out_path << ": " << bytes / (1 << 20) << " MiB, hash " << hash << ", "
+            << secs << " s" << (t.dropped.empty() ? "" : ", " + std::to_string(t.dropped.size()) + " bad rows skipped")
+            << "\n";
+  for (auto& b : t.dropped) std::cerr << "  bad row skipped: " << b.where << ": id " << b.id << ": " << b.reason << "\n";
+  if (!t.dropped.empty()) write_file_atomic(out_path + ".bad_rows.csv", data::bad_rows_csv(t.dropped));
+  return static_cast<int64_t>(n);
+}
+
+}  // namespace
+
+int run_pack(const JobOptions& o) {
+  auto dopt = data::load_data_options(o.recipe);
+  KG_CHECK(o.pack_split == "train" || o.pack_split == "test" || o.pack_split == "both", UsageError,
+           "--split must be train, test or both, got \"", o.pack_split, "\"");
+  KG_CHECK(o.pack_split != "both" || o.out.empty(), UsageError, "--out names one file: use it with --split train or test");
+  KG_CHECK(!o.pack_raw || (o.pack_height >= 0 && o.pack_width >= 0), UsageError, "--size takes positive H W");
+  for (auto split : {data::Split::train, data::Split::test}) {
+    bool train = split == data::Split::train;
+    if (o.pack_split != "both" && o.pack_split != (train ? "train" : "test")) continue;
+    std::string out = !o.out.empty() ? o.out : data::data_path(dopt, train ? dopt.train_pack : dopt.test_pack);
+    if (o.dry_run) {
+      std::cout << "dry run: would pack the " << (train ? "training" : "test") << " table into " << out << "\n";
+      continue;
+    }
+    pack_split(o, dopt, split, out);
+  }
+  return kExitOk;
+}
+
+}  // namespace kg::jobs
