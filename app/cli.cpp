@@ -161,6 +161,32 @@ int dispatch(int argc, char** argv) {
   pack->add_option("--size", pack_size, "--raw: H W of the stored pixels (default data.image_size)")->expected(2);
   pack->add_option("--threads", pack_threads, "decode threads (default: all cores)")->check(CLI::NonNegativeNumber);
 
+  Common bench_c;
+  auto* bench = app.add_subcommand("bench-data", "time the recipe's input pipeline without the model: decode, "
+                                                 "decode + augmentation, the loader end to end");
+  add_common(bench, bench_c, false, false);
+  std::string bench_batches = "20", bench_split = "train", bench_json;
+  std::vector<int> bench_threads;
+  std::vector<std::string> bench_sections{"decode", "augment", "loader"};
+  double bench_rate = 0;
+  int bench_repeats = 3;
+  bench->add_option("--batches", bench_batches, "loader batches timed after one warm-up batch, or \"all\": one whole "
+                                                "epoch timed from the start (default 20)");
+  bench->add_option("--threads", bench_threads, "loader worker counts, e.g. 0,1,4 (default 0,1,data.num_workers)")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber);
+  bench->add_option("--split", bench_split, "train (training folds, training augmentation) | valid (held-out fold, "
+                                            "evaluation transforms); default train")
+      ->check(CLI::IsMember({"train", "valid"}));
+  bench->add_option("--json", bench_json, "also write the report as JSON (schema_version 1) to FILE");
+  bench->add_option("--compute-rate", bench_rate, "the model's training img/s (fit's train_images_per_s): "
+                                                  "say whether the loader is the bottleneck")
+      ->check(CLI::PositiveNumber);
+  bench->add_option("--sections", bench_sections, "what to time: decode,augment,loader (default all three)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"decode", "augment", "loader"}));
+  bench->add_option("--repeats", bench_repeats, "loader repeats, the median reported (default 3)")->check(CLI::PositiveNumber);
+
   auto* show = app.add_subcommand("show", "print the resolved recipe with the origin of each key, or the key reference");
   bool list = false, markdown = false;
   show->add_option("words", show_c.words, "RECIPE.toml files and overrides");
@@ -214,6 +240,27 @@ int dispatch(int argc, char** argv) {
     }
     o.pack_threads = pack_threads;
     return jobs::run_pack(o);
+  }
+  if (*bench) {
+    auto o = resolve_job("bench-data", bench_c);
+    if (bench_batches == "all") o.bench_batches = -1;
+    else {
+      size_t used = 0;
+      try {
+        o.bench_batches = std::stoll(bench_batches, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != bench_batches.size() || o.bench_batches <= 0)
+        throw UsageError("--batches takes a positive count or \"all\", got \"" + bench_batches + "\"");
+    }
+    o.bench_threads = bench_threads;
+    o.bench_split = bench_split;
+    o.bench_json = bench_json;
+    o.bench_compute_rate = bench_rate;
+    o.bench_sections = bench_sections;
+    o.bench_repeats = bench_repeats;
+    return jobs::run_bench_data(o);
   }
   if (*show) {
     if (list) {

@@ -30,7 +30,8 @@ struct MixupOptions {
 MixupOptions load_mixup_options(const config::Tree& recipe);
 
 // Whether mixing can happen in `epoch`: an alpha (or cutmix_minmax) is set, prob > 0, and
-// off_epoch has not been reached. When false the loop may skip apply_mixup entirely.
+// off_epoch has not been reached. When false, apply_mixup only turns the targets into smoothed
+// one-hot rows: a loop may skip it then (and use class targets with its loss's own smoothing).
 bool mixup_enabled(const MixupOptions& o, int64_t epoch);
 
 // Mixes `images` (float [B, C, H, W], changed in place) and turns `targets` (int64 [B] class

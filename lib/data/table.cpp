@@ -367,20 +367,20 @@ Table build_table(const DataOptions& o, const TableSource& src, const ClassList*
 void apply_bad_row_policy(Table& t, std::vector<BadRow> bad, const std::string& policy) {
   if (bad.empty()) return;
   std::stable_sort(bad.begin(), bad.end(), [](const BadRow& a, const BadRow& b) { return a.csv_row < b.csv_row; });
-  if (policy != "skip")
-    throw DataError(list_rows(t.csv_path, bad) +
-                    "\n(fix the rows, or set data.on_bad_row = \"skip\" to train without them and list them in bad_rows.csv)");
-  std::set<int64_t> drop;
-  for (auto& b : bad) drop.insert(b.csv_row);
-  std::vector<bool> keep(t.rows.size());
-  for (size_t i = 0; i < t.rows.size(); ++i) keep[i] = !drop.count(t.rows[i].csv_row);
-  t.filter(keep);
-  // One line per bad row, even when a row has several problems.
+  // One entry per bad row, even when a row has several problems.
   std::vector<BadRow> merged;
   for (auto& b : bad) {
     if (!merged.empty() && merged.back().csv_row == b.csv_row) merged.back().reason += "; " + b.reason;
     else merged.push_back(b);
   }
+  if (policy != "skip")
+    throw DataError(list_rows(t.csv_path, merged) +
+                    "\n(fix the rows, or set data.on_bad_row = \"skip\" to train without them and list them in bad_rows.csv)");
+  std::set<int64_t> drop;
+  for (auto& b : merged) drop.insert(b.csv_row);
+  std::vector<bool> keep(t.rows.size());
+  for (size_t i = 0; i < t.rows.size(); ++i) keep[i] = !drop.count(t.rows[i].csv_row);
+  t.filter(keep);
   t.dropped.insert(t.dropped.end(), merged.begin(), merged.end());
   KG_CHECK(!t.rows.empty(), DataError, t.csv_path, ": every row is bad; nothing left to use\n", list_rows(t.csv_path, merged));
 }

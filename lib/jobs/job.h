@@ -27,11 +27,20 @@ struct JobOptions {
   bool pack_raw = false;              // pack: store pre-resized raw pixels instead of the encoded files
   int64_t pack_height = 0, pack_width = 0;  // pack --raw --size H W (0 = data.image_size)
   int pack_threads = 0;               // pack: decode threads (0 = all cores)
+  int64_t bench_batches = 20;         // bench-data: loader batches timed after the warm-up batch (-1 = one whole epoch)
+  std::vector<int> bench_threads;     // bench-data: loader worker counts (empty = 0, 1, data.num_workers)
+  std::string bench_split = "train";  // bench-data: train | valid (the held-out fold, evaluation pipeline)
+  std::string bench_json;             // bench-data: JSON report path ("" = none)
+  double bench_compute_rate = 0;      // bench-data: the model's img/s for the verdict (0 = not given)
+  std::vector<std::string> bench_sections{"decode", "augment", "loader"};  // bench-data: what to measure
+  int bench_repeats = 3;              // bench-data: loader repeats; the median is reported
 };
 
 int run_fit(const JobOptions& o);
 int run_tta_predict(const JobOptions& o);
 int run_pack(const JobOptions& o);
+// `kgtrain bench-data`: the input pipeline's throughput without the model (lib/jobs/bench_data.cpp).
+int run_bench_data(const JobOptions& o);
 
 // Creates the run directory (never reusing a finished run's) and writes recipe.toml and provenance.json.
 std::string prepare_run_dir(const JobOptions& o);

@@ -95,7 +95,7 @@ int64_t pack_split(const JobOptions& o, const data::DataOptions& dopt, data::Spl
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::error_code ec;
   auto bytes = fs::file_size(out_path, ec);
-  std::cout << "packed " << n << " " << (train ? "training" : "test") << " images (" << (o.pack_raw ? "raw " : "encoded ")
+  std::cout << "packed " << n << " " << (train ? "training" : "test") << " images (" << (o.pack_raw ? "raw " : "encoded")
             << (o.pack_raw ? std::to_string(g.height) + "x" + std::to_string(g.width) + "x" + std::to_string(g.channels) : "")
             << ") from " << s.csv.path << " into " << out_path << ": " << bytes / (1 << 20) << " MiB, hash " << hash << ", "
             << secs << " s" << (t.dropped.empty() ? "" : ", " + std::to_string(t.dropped.size()) + " bad rows skipped")

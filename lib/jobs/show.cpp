@@ -26,10 +26,18 @@ std::string constraint_text(const config::KeySpec& k) {
   return c;
 }
 
+// A Markdown table cell: a bare '|' would end the cell.
+std::string cell(const std::string& s) {
+  std::string out;
+  for (char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
 void keys_table(std::string& out, const std::string& prefix, const config::Schema& schema, bool md) {
   for (auto& k : schema) {
     std::string key = prefix.empty() ? k.key : prefix + "." + k.key;
-    if (md) out += "| `" + key + "` | " + constraint_text(k) + " | `" + default_text(k) + "` | " + k.doc + " |\n";
+    if (md)
+      out += "| `" + key + "` | " + cell(constraint_text(k)) + " | `" + cell(default_text(k)) + "` | " + cell(k.doc) + " |\n";
     else out += "  " + key + " = " + default_text(k) + "    # " + k.doc + " (" + constraint_text(k) + ")\n";
   }
 }

@@ -1,0 +1,308 @@
+// `kgtrain bench-data`: the recipe's input pipeline timed without the model, so a competitor can tell
+// whether data loading starves training: decode alone, decode + the split's transforms, and the
+// threaded Loader end to end, with a verdict against the model's rate when it is given.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include <ATen/core/Tensor.h>
+
+#include "core/error.h"
+#include "core/fs.h"
+#include "core/random.h"
+#include "core/strings.h"
+#include "data/folds.h"
+#include "data/loader.h"
+#include "data/options.h"
+#include "data/source.h"
+#include "data/table.h"
+#include "data/transform.h"
+#include "jobs/job.h"
+#include "train/options.h"
+
+using nlohmann::json;
+
+namespace kg::jobs {
+namespace {
+
+constexpr int kBenchSchema = 1;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string num(double v, int decimals = 0) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+json rate_json(int threads, int64_t images, double secs) {
+  double ips = secs > 0 ? static_cast<double>(images) / secs : 0.0;
+  return {{"threads", threads}, {"images", images}, {"seconds", secs}, {"images_per_s", ips},
+          {"images_per_s_per_thread", ips / std::max(1, threads)}};
+}
+
+// Runs work(i, worker) for i in [0, n) on `threads` threads; returns the wall time. The first
+// exception stops the others and is rethrown.
+double time_parallel(int threads, size_t n, const std::function<void(size_t, int)>& work) {
+  std::atomic<size_t> next{0};
+  std::exception_ptr err;
+  std::mutex mu;
+  auto body = [&](int worker) {
+    for (size_t i; (i = next++) < n;) {
+      try {
+        work(i, worker);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!err) err = std::current_exception();
+        next = n;
+      }
+    }
+  };
+  auto t0 = Clock::now();
+  std::vector<std::thread> pool;
+  for (int w = 1; w < threads; ++w) pool.emplace_back(body, w);
+  body(0);
+  for (auto& t : pool) t.join();
+  double secs = seconds_since(t0);
+  if (err) std::rethrow_exception(err);
+  return secs;
+}
+
+struct LoaderTiming {
+  double seconds = 0;
+  int64_t batches = 0, images = 0;
+};
+
+// `batches` batches after one warm-up batch, crossing into further epochs when one is too short
+// (a new Loader per epoch, as fit does); batches < 0: one whole epoch timed from construction.
+LoaderTiming time_loader(const data::Table& t, const std::vector<int64_t>& rows, const data::Pipeline& pipe,
+                         data::LoaderOptions lo, int64_t batches, int64_t& epoch) {
+  Clock::time_point t0 = Clock::now();
+  lo.epoch = epoch++;
+  auto loader = std::make_unique<data::Loader>(t, rows, pipe, lo);
+  KG_CHECK(loader->size() > 0, DataError, "bench-data: the split has no batch of ", lo.batch_size, " rows");
+  data::Batch b;
+  auto next = [&] {
+    while (!loader->next(b)) {
+      loader.reset();
+      lo.epoch = epoch++;
+      loader = std::make_unique<data::Loader>(t, rows, pipe, lo);
+    }
+    return b.images.size(0);
+  };
+  LoaderTiming r;
+  if (batches < 0) {
+    while (loader->next(b)) ++r.batches, r.images += b.images.size(0);
+  } else {
+    next();  // warm-up: threads started, first batch prefetched
+    t0 = Clock::now();
+    for (int64_t i = 0; i < batches; ++i) r.images += next(), ++r.batches;
+  }
+  r.seconds = seconds_since(t0);
+  return r;
+}
+
+std::string verdict_text(double loader_ips, int workers, double compute_ips) {
+  std::string x = num(loader_ips, 1);
+  if (compute_ips <= 0)
+    return "loader delivers " + x + " img/s with " + std::to_string(workers) +
+           " workers; give --compute-rate IMG_PER_S (fit's train_images_per_s, or kgtrain_compute_bench) to compare "
+           "with the model";
+  return "loader delivers " + x + " img/s, the model consumes " + num(compute_ips, 1) + " img/s: the loader " +
+         (loader_ips < compute_ips ? "is" : "is not") + " the bottleneck (" + num(loader_ips / compute_ips, 2) +
+         "x the model's rate with " + std::to_string(workers) + " workers)";
+}
+
+}  // namespace
+
+int run_bench_data(const JobOptions& o) {
+  const auto& recipe = o.recipe;
+  auto run = train::load_run_options(recipe);
+  auto topt = train::load_train_options(recipe);
+  auto dopt = data::load_data_options(recipe);
+  auto cv = data::load_cv_options(recipe);
+  const auto seed = static_cast<uint64_t>(run.seed);
+  auto has = [&](const char* s) { return std::find(o.bench_sections.begin(), o.bench_sections.end(), s) != o.bench_sections.end(); };
+  KG_CHECK(o.bench_split == "train" || o.bench_split == "valid", UsageError, "--split must be train or valid, got \"",
+           o.bench_split, "\"");
+  KG_CHECK(o.bench_batches == -1 || o.bench_batches > 0, UsageError, "--batches must be a positive count or \"all\", got ",
+           o.bench_batches);
+  KG_CHECK(o.bench_repeats > 0, UsageError, "--repeats must be positive, got ", o.bench_repeats);
+  for (auto& s : o.bench_sections)
+    KG_CHECK(s == "decode" || s == "augment" || s == "loader", UsageError, "--sections: unknown section \"", s,
+             "\" (known: decode, augment, loader)");
+  KG_CHECK(cv.fold < cv.folds, ConfigError, "cv.fold = ", cv.fold, " but cv.folds = ", cv.folds,
+           ": the held-out fold must be in [0, ", cv.folds - 1, "]");
+  const bool train = o.bench_split == "train";
+  const int workers = static_cast<int>(dopt.num_workers);
+  const int threads = std::max(1, workers);
+
+  // The rows fit would use: the training folds (train) or the held-out fold (valid).
+  log(o, "kgtrain bench-data: loading the table (images not scanned)...");
+  data::ClassList classes = data::infer_classes(dopt);
+  data::Table table = data::load_split(dopt, data::Split::train, classes, /*scan=*/false, threads, data::fold_columns(cv));
+  auto folds = data::assign_folds(table, cv, seed);
+  std::vector<int64_t> rows;
+  for (int64_t i = 0; i < table.size(); ++i)
+    if ((folds[static_cast<size_t>(i)] == cv.fold) != train) rows.push_back(i);
+  KG_CHECK(!rows.empty(), DataError, "fold ", cv.fold, " of ", cv.folds, " leaves no ", o.bench_split, " rows");
+
+  // Training runs at the schedule's last stage (the largest, as a rule); validation at data.image_size.
+  const auto stages = data::size_schedule(dopt);
+  const auto geom = train ? stages.back().size : data::geometry(dopt);
+  const int64_t batch = train ? (stages.back().batch_size > 0 ? stages.back().batch_size : topt.batch_size)
+                              : train::eval_batch_size(topt);
+  data::Pipeline pipe(dopt.augment, geom, train);
+  std::vector<std::string> transforms;
+  for (auto& t : dopt.augment)
+    if (t.contains("name")) transforms.push_back(t["name"].get<std::string>());
+  std::vector<int> thread_list = o.bench_threads;
+  if (thread_list.empty()) thread_list = {0, 1, workers};
+  std::sort(thread_list.begin(), thread_list.end());
+  thread_list.erase(std::unique(thread_list.begin(), thread_list.end()), thread_list.end());
+  for (int w : thread_list) KG_CHECK(w >= 0, UsageError, "--threads: worker counts must be >= 0, got ", w);
+
+  // Decode sections use a shuffled sample the size of the timed loader run (the whole split for "all").
+  const auto shuffled = data::epoch_order(rows, seed, 0);
+  const size_t sample = o.bench_batches < 0 ? rows.size()
+                                            : std::min(rows.size(), static_cast<size_t>(std::max<int64_t>(64, batch * o.bench_batches)));
+  const std::string format = data::resolve_format(dopt);
+  std::string head = "bench-data: " + join(o.layers, " + ") + ", " + o.bench_split + " split: " + std::to_string(rows.size()) +
+                     " rows (" + format + "), input " + std::to_string(geom.channels) + "x" + std::to_string(geom.height) + "x" +
+                     std::to_string(geom.width) + ", batch " + std::to_string(batch) + ", " + std::to_string(workers) +
+                     " workers, prefetch " + std::to_string(dopt.prefetch) + "\n  transforms (" +
+                     (train ? "training" : "evaluation") + "): " + (transforms.empty() ? "none" : join(transforms, ", ")) +
+                     (train ? "" : " (random ones skipped)") + "\n";
+  if (o.dry_run) {
+    std::cout << head << "dry run: would time " << (has("decode") ? "decode, " : "") << (has("augment") ? "decode+augment, " : "")
+              << sample << "-image sample on 1 and " << threads << " threads; loader workers " << [&] {
+                   std::string s;
+                   for (int w : thread_list) s += (s.empty() ? "" : ",") + std::to_string(w);
+                   return s;
+                 }()
+              << "\n";
+    return kExitOk;
+  }
+
+  json report = {{"schema_version", kBenchSchema},
+                 {"command", "bench-data"},
+                 {"recipe", o.layers},
+                 {"split", o.bench_split},
+                 {"format", format},
+                 {"rows", rows.size()},
+                 {"input", {{"channels", geom.channels}, {"height", geom.height}, {"width", geom.width}}},
+                 {"batch_size", batch},
+                 {"num_workers", workers},
+                 {"prefetch", dopt.prefetch},
+                 {"transforms", transforms},
+                 {"cache", dopt.cache}};
+  std::string table_txt = "section          threads    images   seconds       img/s  img/s/thread\n";
+  auto add_line = [&](const std::string& name, const json& r) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%-15s %8d %9lld %9.3f %11.1f %13.1f\n", name.c_str(), r["threads"].get<int>(),
+                  static_cast<long long>(r["images"].get<int64_t>()), r["seconds"].get<double>(),
+                  r["images_per_s"].get<double>(), r["images_per_s_per_thread"].get<double>());
+    table_txt += buf;
+  };
+  std::vector<int> decode_threads{1};
+  if (threads > 1) decode_threads.push_back(threads);
+  auto rate_key = [](int t) { return t == 1 ? "one_thread" : "all_workers"; };
+
+  if (has("decode")) {
+    json sec = {{"sample", sample}};
+    for (int t : decode_threads) {
+      log(o, "  decode, " + std::to_string(t) + " thread(s), " + std::to_string(sample) + " images...");
+      double secs = time_parallel(t, sample, [&](size_t i, int) {
+        table.image(static_cast<size_t>(shuffled[i]), static_cast<int>(geom.channels));
+      });
+      sec[rate_key(t)] = rate_json(t, static_cast<int64_t>(sample), secs);
+      add_line("decode", sec[rate_key(t)]);
+    }
+    if (threads == 1) sec["all_workers"] = sec["one_thread"];
+    report["decode"] = sec;
+  }
+  if (has("augment")) {
+    json sec = {{"sample", sample}, {"pipeline", train ? "train" : "eval"}};
+    const size_t per_image = static_cast<size_t>(geom.channels * geom.height * geom.width);
+    for (int t : decode_threads) {
+      log(o, "  decode + transforms, " + std::to_string(t) + " thread(s), " + std::to_string(sample) + " images...");
+      std::vector<std::vector<float>> out(static_cast<size_t>(t), std::vector<float>(per_image));
+      double secs = time_parallel(t, sample, [&](size_t i, int w) {
+        const auto row = shuffled[i];
+        Rng rng(stream_seed(seed, 0, static_cast<uint64_t>(row), 0xA06ULL));  // the loader's per-sample stream
+        pipe.process(table.image(static_cast<size_t>(row), static_cast<int>(geom.channels)), rng, out[static_cast<size_t>(w)].data());
+      });
+      sec[rate_key(t)] = rate_json(t, static_cast<int64_t>(sample), secs);
+      add_line("decode+augment", sec[rate_key(t)]);
+    }
+    if (threads == 1) sec["all_workers"] = sec["one_thread"];
+    report["decode_augment"] = sec;
+  }
+
+  json verdict = {{"loader_images_per_s", nullptr}, {"loader_workers", nullptr},
+                  {"compute_images_per_s", o.bench_compute_rate > 0 ? json(o.bench_compute_rate) : json(nullptr)},
+                  {"bottleneck", nullptr}};
+  if (has("loader")) {
+    std::string ltxt = "loader         workers   batches   seconds   batches/s       img/s   (median of " +
+                       std::to_string(o.bench_repeats) + ")\n";
+    json runs = json::array();
+    int64_t epoch = 0;
+    for (int w : thread_list) {
+      log(o, "  loader, " + std::to_string(w) + " workers, " +
+                 (o.bench_batches < 0 ? std::string("one epoch") : std::to_string(o.bench_batches) + " batches") + " x " +
+                 std::to_string(o.bench_repeats) + "...");
+      // data.cache = "ram" is honoured; each worker count starts from an empty cache.
+      std::unique_ptr<data::ImageCache> cache;
+      if (dopt.cache == "ram") cache = std::make_unique<data::ImageCache>(static_cast<size_t>(dopt.cache_max_gb * (1ull << 30)));
+      data::LoaderOptions lo{batch, train, train, w, static_cast<int>(dopt.prefetch), seed, 0, -1, cache.get()};
+      std::vector<LoaderTiming> reps;
+      for (int k = 0; k < o.bench_repeats; ++k) reps.push_back(time_loader(table, rows, pipe, lo, o.bench_batches, epoch));
+      std::vector<double> secs;
+      for (auto& r : reps) secs.push_back(r.seconds);
+      std::sort(reps.begin(), reps.end(), [](auto& a, auto& b) { return a.seconds < b.seconds; });
+      const LoaderTiming& med = reps[reps.size() / 2];
+      double bps = med.seconds > 0 ? med.batches / med.seconds : 0.0, ips = med.seconds > 0 ? med.images / med.seconds : 0.0;
+      runs.push_back({{"workers", w}, {"batches", med.batches}, {"images", med.images}, {"seconds", med.seconds},
+                      {"batches_per_s", bps}, {"images_per_s", ips}, {"repeat_seconds", secs}});
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%-15s %7d %9lld %9.3f %11.2f %11.1f\n", "loader", w, static_cast<long long>(med.batches),
+                    med.seconds, bps, ips);
+      ltxt += buf;
+    }
+    report["loader"] = {{"batches", o.bench_batches < 0 ? json("all") : json(o.bench_batches)},
+                        {"warmup_batches", o.bench_batches < 0 ? 0 : 1},
+                        {"repeats", o.bench_repeats},
+                        {"runs", runs}};
+    table_txt += (has("decode") || has("augment") ? "\n" : "") + ltxt;
+    // The rate fit will see: the recipe's worker count when measured, else the best one measured.
+    const json* pick = nullptr;
+    for (auto& r : runs)
+      if (r["workers"] == workers) pick = &r;
+    if (!pick)
+      for (auto& r : runs)
+        if (!pick || r["images_per_s"].get<double>() > (*pick)["images_per_s"].get<double>()) pick = &r;
+    double ips = (*pick)["images_per_s"].get<double>();
+    verdict["loader_images_per_s"] = ips;
+    verdict["loader_workers"] = (*pick)["workers"];
+    if (o.bench_compute_rate > 0) verdict["bottleneck"] = ips < o.bench_compute_rate;
+    verdict["text"] = verdict_text(ips, (*pick)["workers"].get<int>(), o.bench_compute_rate);
+  } else {
+    verdict["text"] = "loader not measured (--sections without loader): no verdict";
+  }
+  report["verdict"] = verdict;
+
+  std::cout << head << table_txt << "verdict: " << verdict["text"].get<std::string>() << "\n";
+  if (!o.bench_json.empty()) {
+    write_file_atomic(o.bench_json, report.dump(2) + "\n");
+    log(o, "report: " + o.bench_json);
+  }
+  return kExitOk;
+}
+
+}  // namespace kg::jobs
