@@ -45,9 +45,16 @@ void Loader::produce(int64_t b, Batch& out) const {
   int64_t end = std::min<int64_t>(begin + o_.batch_size, static_cast<int64_t>(order_.size()));
   int64_t n = end - begin;
   out.index = b;
-  out.images = at::empty({n, g.channels, g.height, g.width}, at::kFloat);
+  const bool u8 = pipeline_.outputs_u8();
+  out.images = at::empty({n, g.channels, g.height, g.width},
+                         at::TensorOptions().dtype(u8 ? at::kByte : at::kFloat).pinned_memory(o_.pin_memory));
   out.rows.assign(order_.begin() + begin, order_.begin() + end);
-  float* dst = out.images.data_ptr<float>();
+  if (u8) {
+    out.norm_mean = pipeline_.device_mean();
+    out.norm_std = pipeline_.device_std();
+  }
+  float* dst = u8 ? nullptr : out.images.data_ptr<float>();
+  uint8_t* dst8 = u8 ? out.images.data_ptr<uint8_t>() : nullptr;
   const int64_t per_image = g.channels * g.height * g.width;
   for (int64_t i = 0; i < n; ++i) {
     int64_t row = out.rows[static_cast<size_t>(i)];
@@ -61,7 +68,8 @@ void Loader::produce(int64_t b, Batch& out) const {
         img = table_.image(static_cast<size_t>(row), static_cast<int>(g.channels));
         if (o_.cache) o_.cache->put(row, img);
       }
-      pipeline_.process(std::move(img), rng, dst + i * per_image);
+      if (u8) pipeline_.process_u8(std::move(img), rng, dst8 + i * per_image);
+      else pipeline_.process(std::move(img), rng, dst + i * per_image);
     } catch (const Error&) {
       with_context(r.where + " (id " + r.id + ")", [] { throw; });
     }
@@ -83,6 +91,20 @@ void Loader::produce(int64_t b, Batch& out) const {
     out.targets = gather(table_.values, table_.value_dim);
   }
   if (table_.feature_dim > 0) out.features = gather(table_.features, table_.feature_dim);
+}
+
+at::Tensor to_model_input(const Batch& b, const c10::Device& device) {
+  at::Tensor x = b.images.to(device, /*non_blocking=*/true);
+  if (x.scalar_type() != at::kByte) return x;
+  x = x.to(at::kFloat).div_(255.0);
+  if (!b.norm_mean.empty()) {
+    const int64_t c = x.size(1);
+    auto stat = [&](const std::vector<double>& v) {
+      return at::tensor(std::vector<float>(v.begin(), v.end())).view({1, c, 1, 1}).to(device);
+    };
+    x.sub_(stat(b.norm_mean)).div_(stat(b.norm_std));
+  }
+  return x;
 }
 
 cv::Mat ImageCache::get(int64_t row) const {

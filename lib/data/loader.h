@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 #include "data/table.h"
 #include "data/transform.h"
@@ -21,11 +22,16 @@ namespace kg::data {
 
 struct Batch {
   int64_t index = 0;             // batch number within the epoch
-  at::Tensor images;             // float [B, C, H, W]
+  at::Tensor images;             // float [B, C, H, W], or uint8 with data.uint8_transfer (see to_model_input)
   at::Tensor targets;            // multiclass: int64 [B]; other tasks: float [B, D]; undefined when unlabeled
   at::Tensor features;           // float [B, F] from data.feature_cols (undefined when none)
   std::vector<int64_t> rows;     // table row of each sample
+  std::vector<double> norm_mean, norm_std;  // uint8 batches: the normalization left to the device
 };
+
+// The batch's images on `device` as the model's float input: uint8 batches are scaled to [0, 1] and
+// normalized there (data.uint8_transfer), float batches are copied (non-blocking from pinned memory).
+at::Tensor to_model_input(const Batch& b, const c10::Device& device);
 
 // Decoded images kept in memory after their first use (data.cache = "ram"), up to a byte cap.
 // Shared by every loader of a run (epochs, folds, train and validation). Thread-safe.
@@ -56,6 +62,7 @@ struct LoaderOptions {
   int64_t epoch = 0;
   int64_t max_batches = -1;      // stop after this many batches (smoke runs); -1 = all
   ImageCache* cache = nullptr;   // data.cache = "ram" (keys are table rows: one cache per table)
+  bool pin_memory = false;       // page-locked batches for asynchronous host-to-GPU copies (CUDA only)
 };
 
 // The order a shuffled epoch visits `rows` in.

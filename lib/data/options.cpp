@@ -88,6 +88,10 @@ config::Fields<DataOptions> data_fields() {
   f.field("prefetch", &DataOptions::prefetch, "batches prepared ahead of the model").range(1, 1024);
   f.field("augment", &DataOptions::augment, "training transforms in order, e.g. [{ name = \"hflip\" }]").kind("transform")
       .check([](const config::json& v) -> std::string { return v.is_array() ? "" : "expected an array of tables"; });
+  f.field("pin_memory", &DataOptions::pin_memory, "on CUDA: page-locked host batches and non-blocking copies (ignored on CPU)");
+  f.field("uint8_transfer", &DataOptions::uint8_transfer,
+          "ship batches as uint8 (4x fewer bytes) and scale + normalize on the device, timm's PrefetchLoader; "
+          "normalize must be the last transform");
   f.field("cache", &DataOptions::cache, "none, or ram: keep decoded images in memory after their first use (k folds share it)")
       .choices({"none", "ram"});
   f.field("cache_max_gb", &DataOptions::cache_max_gb, "memory cap of the RAM cache in GiB; images past it are decoded each time")

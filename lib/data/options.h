@@ -32,6 +32,8 @@ struct DataOptions {
   int64_t num_workers = 2;                 ///< decode/augment threads (0 = in the training thread)
   int64_t prefetch = 4;                    ///< batches prepared ahead of the model
   config::json augment = config::json::array();  ///< training transforms, in order: [{ name = "hflip" }, ...]
+  bool pin_memory = true;                  ///< CUDA: page-locked batches, copied asynchronously
+  bool uint8_transfer = false;             ///< ship uint8 batches, scale + normalize on the device (timm PrefetchLoader)
   std::string cache = "none";              ///< none | ram: keep decoded images in memory after first use
   double cache_max_gb = 4.0;               ///< memory cap of the RAM cache, GiB
 };

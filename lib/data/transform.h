@@ -23,6 +23,8 @@ class Transform {
   // random_resized_crop): the pipeline then hands them the decoded image at its own size instead of
   // resizing it first. Transforms before the first such one also see the original size.
   virtual bool sizes_output() const { return false; }
+  // normalize reports its per-channel statistics so the pipeline can leave it to the device.
+  virtual bool normalization(std::vector<double>& mean, std::vector<double>& std) const { return false; }
 };
 using TransformPtr = std::unique_ptr<Transform>;
 
@@ -32,12 +34,20 @@ TransformRegistry& transform_registry();
 class Pipeline {
  public:
   // `augment` is the data.augment array; `train` false keeps only deterministic transforms.
-  Pipeline(const config::json& augment, const ImageGeometry& g, bool train);
+  // With `defer_normalize` (data.uint8_transfer) a final normalize is left out and reported by
+  // device_normalization(): batches stay uint8 and are normalized on the device (timm's PrefetchLoader).
+  Pipeline(const config::json& augment, const ImageGeometry& g, bool train, bool defer_normalize = false);
   // Decodes `path`, resizes to the model size, applies the transforms and writes CHW floats to `out`.
   void load(const std::string& path, Rng& rng, float* out) const;
   // The same from an already decoded 8-bit image. Unless a transform sizes the output itself, the
   // image is first resized to data.image_size; whatever size the transforms leave is resized to it last.
   void process(cv::Mat img, Rng& rng, float* out) const;
+  // The same into uint8 CHW (defer_normalize pipelines); DataError when a transform produced floats.
+  void process_u8(cv::Mat img, Rng& rng, uint8_t* out) const;
+  bool outputs_u8() const { return defer_normalize_; }
+  // Mean and std of the deferred normalize, [0, 1] units, one per channel (empty: scale to [0, 1] only).
+  const std::vector<double>& device_mean() const { return mean_; }
+  const std::vector<double>& device_std() const { return std_; }
   const ImageGeometry& geometry() const { return g_; }
   size_t size() const { return transforms_.size(); }
 
@@ -45,6 +55,9 @@ class Pipeline {
   ImageGeometry g_;
   std::vector<TransformPtr> transforms_;
   bool presize_ = true;  // no transform sizes the output: resize before the first transform
+  bool defer_normalize_ = false;
+  std::vector<double> mean_, std_;
+  void transform(cv::Mat& img, Rng& rng) const;
 };
 
 }  // namespace kg::data

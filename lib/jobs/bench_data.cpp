@@ -11,6 +11,7 @@
 #include <thread>
 
 #include <ATen/core/Tensor.h>
+#include <opencv2/core/utility.hpp>
 
 #include "core/error.h"
 #include "core/fs.h"
@@ -176,7 +177,8 @@ int run_bench_data(const JobOptions& o) {
   std::string head = "bench-data: " + join(o.layers, " + ") + ", " + o.bench_split + " split: " + std::to_string(rows.size()) +
                      " rows (" + format + "), input " + std::to_string(geom.channels) + "x" + std::to_string(geom.height) + "x" +
                      std::to_string(geom.width) + ", batch " + std::to_string(batch) + ", " + std::to_string(workers) +
-                     " workers, prefetch " + std::to_string(dopt.prefetch) + "\n  transforms (" +
+                     " workers, prefetch " + std::to_string(dopt.prefetch) + ", OpenCV threads " +
+                     std::to_string(cv::getNumThreads()) + "\n  transforms (" +
                      (train ? "training" : "evaluation") + "): " + (transforms.empty() ? "none" : join(transforms, ", ")) +
                      (train ? "" : " (random ones skipped)") + "\n";
   if (o.dry_run) {
@@ -201,8 +203,9 @@ int run_bench_data(const JobOptions& o) {
                  {"num_workers", workers},
                  {"prefetch", dopt.prefetch},
                  {"transforms", transforms},
-                 {"cache", dopt.cache}};
-  std::string table_txt = "section          threads    images   seconds       img/s  img/s/thread\n";
+                 {"cache", dopt.cache},
+                 {"opencv_threads", cv::getNumThreads()}};
+  std::string table_txt = has("decode") || has("augment") ? "section          threads    images   seconds       img/s  img/s/thread\n" : "";
   auto add_line = [&](const std::string& name, const json& r) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "%-15s %8d %9lld %9.3f %11.1f %13.1f\n", name.c_str(), r["threads"].get<int>(),

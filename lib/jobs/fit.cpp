@@ -85,8 +85,10 @@ int run_fit(const JobOptions& o) {
   const auto stages = data::size_schedule(dopt);
   const auto geom = data::geometry(dopt);
   std::vector<std::unique_ptr<data::Pipeline>> train_pipes;
-  for (auto& st : stages) train_pipes.push_back(std::make_unique<data::Pipeline>(dopt.augment, st.size, true));
-  data::Pipeline eval_pipe(dopt.augment, geom, false);
+  const bool u8 = dopt.uint8_transfer;
+  for (auto& st : stages) train_pipes.push_back(std::make_unique<data::Pipeline>(dopt.augment, st.size, true, u8));
+  data::Pipeline eval_pipe(dopt.augment, geom, false, u8);
+  const bool pin = dopt.pin_memory && dev.device.is_cuda();
   const auto mix = data::load_mixup_options(recipe);
   const bool trainable = classes.task == data::Task::multiclass && table.feature_dim == 0;
   auto net = model::build(recipe, {geom.channels, classes.outputs()});
@@ -166,7 +168,7 @@ int run_fit(const JobOptions& o) {
 
   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
     data::LoaderOptions lo{batch_at(epoch), true, true, static_cast<int>(dopt.num_workers), static_cast<int>(dopt.prefetch),
-                           seed, epoch, max_batches, cache.get()};
+                           seed, epoch, max_batches, cache.get(), pin};
     train::EpochResult er;
     {
       const auto& pipe = *train_pipes[data::stage_at(stages, epoch, epochs)];
@@ -174,7 +176,9 @@ int run_fit(const JobOptions& o) {
       train::Progress progress(style, "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs), loader.size());
       train::BatchHook mixing;
       if (data::mixup_enabled(mix, epoch))
-        mixing = [&](data::Batch& b) { data::apply_mixup(mix, b.images, b.targets, classes.outputs(), seed, epoch, b.index); };
+        mixing = [&](at::Tensor& x, at::Tensor& y, int64_t index) {
+          data::apply_mixup(mix, x, y, classes.outputs(), seed, epoch, index);
+        };
       er = train::train_epoch(*net, *optimizer, *schedule, *loss, loader, dev.device, step, progress, mixing);
     }
     train_images += er.images;
@@ -191,7 +195,7 @@ int run_fit(const JobOptions& o) {
                                   "; weights saved to " + run_dir + "/checkpoints/last");
     }
     data::LoaderOptions vo{train::eval_batch_size(topt), false, false, static_cast<int>(dopt.num_workers),
-                           static_cast<int>(dopt.prefetch), seed, 0, max_batches, cache.get()};
+                           static_cast<int>(dopt.prefetch), seed, 0, max_batches, cache.get(), pin};
     data::Loader vloader(table, valid_rows, eval_pipe, vo);
     auto pred = train::predict(*net, vloader, dev.device, loss.get());
     metric->reset();

@@ -61,7 +61,7 @@ int run_tta_predict(const JobOptions& o) {
   const std::string run_dir = prepare_run_dir(o);
   net->to(dev.device);
 
-  data::Pipeline pipe(dopt.augment, geom, false);
+  data::Pipeline pipe(dopt.augment, geom, false, dopt.uint8_transfer);
   std::vector<int64_t> rows(static_cast<size_t>(test.size()));
   for (int64_t i = 0; i < test.size(); ++i) rows[static_cast<size_t>(i)] = i;
   const int64_t max_batches = o.smoke ? 2 : -1;
@@ -72,7 +72,8 @@ int run_tta_predict(const JobOptions& o) {
   for (auto& c : ckpts) {
     model::load_state_dict(*net, c.weights, true, c.dir + "/model.safetensors");
     data::LoaderOptions lo{train::eval_batch_size(topt), false, false, static_cast<int>(dopt.num_workers),
-                           static_cast<int>(dopt.prefetch), 0, 0, max_batches};
+                           static_cast<int>(dopt.prefetch), 0, 0, max_batches, nullptr,
+                           dopt.pin_memory && dev.device.is_cuda()};
     data::Loader loader(test, rows, pipe, lo);
     auto pred = train::predict(*net, loader, dev.device, nullptr);
     predicted = pred.images;

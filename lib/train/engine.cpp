@@ -19,12 +19,12 @@ EpochResult train_epoch(model::Network& net, optim::Optimizer& opt, const optim:
   int64_t batches = 0;
   data::Batch b;
   while (loader.next(b)) {
-    if (hook) hook(b);
     r.lr = schedule.lr_at(step);
     opt.set_lr(r.lr);
     if (auto m = schedule.momentum_at(step)) opt.set_momentum(*m);
-    auto x = b.images.to(device, /*non_blocking=*/true);
+    auto x = data::to_model_input(b, device);
     auto y = b.targets.to(device, /*non_blocking=*/true);
+    if (hook) hook(x, y, b.index);
     opt.zero_grad();
     auto l = loss.forward(net.forward(x), y);
     l.backward();
@@ -54,7 +54,7 @@ Predictions predict(model::Network& net, data::Loader& loader, const c10::Device
   double loss_sum = 0;
   data::Batch b;
   while (loader.next(b)) {
-    auto logits = net.forward(b.images.to(device, true));
+    auto logits = net.forward(data::to_model_input(b, device));
     if (loss && b.targets.defined()) loss_sum += loss->forward(logits, b.targets.to(device, true)).item<double>() * logits.size(0);
     probs.push_back(torch::softmax(logits.to(torch::kFloat), 1).to(torch::kCPU));
     if (b.targets.defined()) targets.push_back(b.targets);

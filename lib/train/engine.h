@@ -25,8 +25,8 @@ struct EpochResult {
   bool stopped = false;   // a stop signal arrived; the epoch is incomplete
 };
 
-// Changes a batch on the host before it moves to the device (mixup/cutmix); empty = none.
-using BatchHook = std::function<void(data::Batch&)>;
+// Changes a batch's model input and targets on the device (mixup/cutmix); empty = none.
+using BatchHook = std::function<void(at::Tensor& x, at::Tensor& y, int64_t batch_index)>;
 
 // Trains one epoch; `step` (optimizer updates so far) advances by one per batch.
 EpochResult train_epoch(model::Network& net, optim::Optimizer& opt, const optim::Schedule& schedule,

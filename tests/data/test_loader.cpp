@@ -102,3 +102,43 @@ TEST_CASE("a worker's data error reaches the consumer with the CSV row", "[unit]
   }
   CHECK_THROWS_AS(kg::data::check_images(s.table, kg::data::geometry(s.opts), 2), kg::DataError);
 }
+
+TEST_CASE("uint8 transfer: the device normalization equals the host one", "[unit][data]") {
+  Setup s;
+  auto aug = kg::config::json::parse(R"([{"name": "pad_crop", "pad": 2}, {"name": "hflip"}, {"name": "normalize", "mean": [0.4], "std": [0.3]}])");
+  auto g = kg::data::geometry(s.opts);
+  kg::data::Pipeline host(aug, g, true), dev(aug, g, true, /*defer_normalize=*/true);
+  CHECK_FALSE(host.outputs_u8());
+  REQUIRE(dev.outputs_u8());
+  CHECK(dev.size() == 2);
+  CHECK(dev.device_mean() == std::vector<double>{0.4});
+  kg::data::LoaderOptions o{8, true, false, 2, 2, 11, 0, -1};
+  auto a = drain(s.table, host, o), b = drain(s.table, dev, o);
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK(b[i].images.scalar_type() == torch::kByte);
+    auto x = kg::data::to_model_input(b[i], torch::kCPU);
+    CHECK(torch::allclose(x, a[i].images, 1e-5, 1e-5));
+  }
+  // Transforms after normalize would need float pixels on the host.
+  auto bad = kg::config::json::parse(R"([{"name": "normalize", "mean": [0.4], "std": [0.3]}, {"name": "hflip"}])");
+  CHECK_THROWS_AS(kg::data::Pipeline(bad, g, true, true), kg::ConfigError);
+}
+
+TEST_CASE("the RAM cache serves decoded images and respects its cap", "[unit][data]") {
+  Setup s;
+  kg::data::Pipeline p(kg::config::json::array(), kg::data::geometry(s.opts), false);
+  kg::data::ImageCache cache(1 << 20);
+  kg::data::LoaderOptions o{8, false, false, 2, 2, 1, 0, -1, &cache};
+  auto first = drain(s.table, p, o);
+  CHECK(cache.count() == 37);
+  CHECK(cache.bytes() == 37 * 12 * 12);
+  // With the files gone the cached epoch is unchanged.
+  for (auto& r : s.table.rows) std::filesystem::remove(r.image);
+  auto second = drain(s.table, p, o);
+  for (size_t i = 0; i < first.size(); ++i) CHECK(torch::equal(first[i].images, second[i].images));
+  kg::data::ImageCache tiny(12 * 12 * 3);
+  kg::data::LoaderOptions t{8, false, false, 0, 1, 1, 0, -1, &tiny};
+  CHECK_THROWS_AS(drain(s.table, p, t), kg::DataError);  // only 3 fit; the rest must be read and are gone
+  CHECK(tiny.count() == 0);
+}

@@ -34,6 +34,11 @@ class Normalize : public Transform {
     for (double s : std_) KG_CHECK(s > 0, ConfigError, "normalize.std values must be > 0");
   }
   bool random() const override { return false; }
+  bool normalization(std::vector<double>& mean, std::vector<double>& std) const override {
+    mean = mean_;
+    std = std_;
+    return true;
+  }
   void apply(cv::Mat& img, Rng&) const override {
     cv::Mat f;
     const double scale = img.depth() == CV_8U ? 1.0 / 255.0 : 1.0;
