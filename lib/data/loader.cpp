@@ -39,15 +39,22 @@ Loader::~Loader() {
   for (auto& t : threads_) t.join();
 }
 
-void Loader::produce(int64_t b, Batch& out) const {
+at::Tensor Loader::buffer(const std::vector<int64_t>& shape, bool u8) {
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  for (auto& t : pool_)
+    if (t.use_count() == 1 && t.storage().use_count() == 1 && t.sizes().vec() == shape && (t.scalar_type() == at::kByte) == u8) return t;
+  pool_.push_back(at::empty(shape, at::TensorOptions().dtype(u8 ? at::kByte : at::kFloat).pinned_memory(o_.pin_memory)));
+  return pool_.back();
+}
+
+void Loader::produce(int64_t b, Batch& out) {
   const auto& g = pipeline_.geometry();
   int64_t begin = b * o_.batch_size;
   int64_t end = std::min<int64_t>(begin + o_.batch_size, static_cast<int64_t>(order_.size()));
   int64_t n = end - begin;
   out.index = b;
   const bool u8 = pipeline_.outputs_u8();
-  out.images = at::empty({n, g.channels, g.height, g.width},
-                         at::TensorOptions().dtype(u8 ? at::kByte : at::kFloat).pinned_memory(o_.pin_memory));
+  out.images = buffer({n, g.channels, g.height, g.width}, u8);
   out.rows.assign(order_.begin() + begin, order_.begin() + end);
   if (u8) {
     out.norm_mean = pipeline_.device_mean();

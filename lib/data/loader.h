@@ -82,7 +82,10 @@ class Loader {
 
  private:
   void worker();
-  void produce(int64_t b, Batch& out) const;
+  void produce(int64_t b, Batch& out);
+  // An image buffer of this shape no batch uses any more (reused: no allocation, no page faults,
+  // and no page-locking per batch), or a new one.
+  at::Tensor buffer(const std::vector<int64_t>& shape, bool u8);
 
   const Table& table_;
   const Pipeline& pipeline_;
@@ -98,6 +101,8 @@ class Loader {
   std::exception_ptr error_;
   bool stop_ = false;
   std::vector<std::thread> threads_;
+  std::mutex pool_mu_;
+  std::vector<at::Tensor> pool_;  // every image buffer handed out; reusable when only the pool holds it
 };
 
 }  // namespace kg::data

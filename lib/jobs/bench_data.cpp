@@ -182,13 +182,15 @@ int run_bench_data(const JobOptions& o) {
                      (train ? "training" : "evaluation") + "): " + (transforms.empty() ? "none" : join(transforms, ", ")) +
                      (train ? "" : " (random ones skipped)") + "\n";
   if (o.dry_run) {
-    std::cout << head << "dry run: would time " << (has("decode") ? "decode, " : "") << (has("augment") ? "decode+augment, " : "")
-              << sample << "-image sample on 1 and " << threads << " threads; loader workers " << [&] {
-                   std::string s;
-                   for (int w : thread_list) s += (s.empty() ? "" : ",") + std::to_string(w);
-                   return s;
-                 }()
-              << "\n";
+    std::vector<std::string> plan, ws;
+    for (int w : thread_list) ws.push_back(std::to_string(w));
+    if (has("decode")) plan.push_back("decode");
+    if (has("augment")) plan.push_back("decode + transforms");
+    std::string what = plan.empty() ? "" : join(plan, " and ") + " of " + std::to_string(sample) + " images on 1 and " +
+                                               std::to_string(threads) + " threads";
+    if (has("loader"))
+      what += (what.empty() ? "" : "; ") + std::string("the loader with ") + join(ws, ", ") + " workers";
+    std::cout << head << "dry run: would time " << what << "; nothing timed\n";
     return kExitOk;
   }
 

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <set>
 #include <torch/torch.h>
 
 #include "core/error.h"
@@ -141,4 +142,28 @@ TEST_CASE("the RAM cache serves decoded images and respects its cap", "[unit][da
   kg::data::LoaderOptions t{8, false, false, 0, 1, 1, 0, -1, &tiny};
   CHECK_THROWS_AS(drain(s.table, p, t), kg::DataError);  // only 3 fit; the rest must be read and are gone
   CHECK(tiny.count() == 0);
+}
+
+TEST_CASE("batch buffers are reused once the consumer lets go, without changing the stream", "[unit][data]") {
+  Setup s;
+  auto aug = kg::config::json::parse(R"([{"name": "pad_crop", "pad": 3}, {"name": "hflip"}])");
+  kg::data::Pipeline p(aug, kg::data::geometry(s.opts), true);
+  for (int workers : {0, 2}) {
+    kg::data::LoaderOptions o{4, true, true, workers, 2, 5, 1, -1};
+    auto ref = drain(s.table, p, o);  // keeps every batch: no reuse possible
+    std::vector<int64_t> rows(static_cast<size_t>(s.table.size()));
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);
+    kg::data::Loader l(s.table, rows, p, o);
+    std::set<const void*> buffers;
+    kg::data::Batch b;
+    size_t k = 0;
+    while (l.next(b)) {
+      buffers.insert(b.images.data_ptr());
+      REQUIRE(k < ref.size());
+      CHECK(torch::equal(b.images, ref[k].images));
+      ++k;
+    }
+    CHECK(k == ref.size());
+    CHECK(buffers.size() < ref.size());  // 9 batches from a handful of buffers
+  }
 }
