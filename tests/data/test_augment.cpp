@@ -14,19 +14,14 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "data/transform.h"
+#include "support/images.h"
 
 using kg::config::json;
 using kg::data::ImageGeometry;
 
 namespace {
 
-cv::Mat ramp(int h, int w, int c) {
-  cv::Mat m(h, w, CV_8UC(c));
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x)
-      for (int k = 0; k < c; ++k) m.ptr<uint8_t>(y)[x * c + k] = static_cast<uint8_t>(10 * x + y + 50 * k);
-  return m;
-}
+using kg::test::ramp;
 
 // Values 1..255 (never 0) with no structure, so flips, crops and blurs all change something.
 cv::Mat noise(int h, int w, int c, uint64_t seed = 42) {

@@ -5,16 +5,11 @@
 
 #include "core/random.h"
 #include "data/transform.h"
+#include "support/images.h"
 
 namespace {
 
-cv::Mat ramp(int h, int w, int c) {
-  cv::Mat m(h, w, CV_8UC(c));
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x)
-      for (int k = 0; k < c; ++k) m.ptr<uint8_t>(y)[x * c + k] = static_cast<uint8_t>(10 * x + y + 50 * k);
-  return m;
-}
+using kg::test::ramp;
 
 std::vector<float> run(const std::string& json_list, const kg::data::ImageGeometry& g, uint64_t seed, bool train = true,
                        cv::Mat img = cv::Mat()) {
