@@ -159,7 +159,8 @@ int run_bench_data(const JobOptions& o) {
   const auto geom = train ? stages.back().size : data::geometry(dopt);
   const int64_t batch = train ? (stages.back().batch_size > 0 ? stages.back().batch_size : topt.batch_size)
                               : train::eval_batch_size(topt);
-  data::Pipeline pipe(dopt.augment, geom, train);
+  // data.uint8_transfer is honoured (uint8 batches, normalize left to the device); pinning needs CUDA: off here.
+  data::Pipeline pipe(dopt.augment, geom, train, dopt.uint8_transfer);
   std::vector<std::string> transforms;
   for (auto& t : dopt.augment)
     if (t.contains("name")) transforms.push_back(t["name"].get<std::string>());
@@ -178,7 +179,7 @@ int run_bench_data(const JobOptions& o) {
                      " rows (" + format + "), input " + std::to_string(geom.channels) + "x" + std::to_string(geom.height) + "x" +
                      std::to_string(geom.width) + ", batch " + std::to_string(batch) + ", " + std::to_string(workers) +
                      " workers, prefetch " + std::to_string(dopt.prefetch) + ", OpenCV threads " +
-                     std::to_string(cv::getNumThreads()) + "\n  transforms (" +
+                     std::to_string(cv::getNumThreads()) + (pipe.outputs_u8() ? ", uint8 batches" : "") + "\n  transforms (" +
                      (train ? "training" : "evaluation") + "): " + (transforms.empty() ? "none" : join(transforms, ", ")) +
                      (train ? "" : " (random ones skipped)") + "\n";
   if (o.dry_run) {
@@ -206,6 +207,7 @@ int run_bench_data(const JobOptions& o) {
                  {"prefetch", dopt.prefetch},
                  {"transforms", transforms},
                  {"cache", dopt.cache},
+                 {"uint8_transfer", dopt.uint8_transfer},
                  {"opencv_threads", cv::getNumThreads()}};
   std::string table_txt = has("decode") || has("augment") ? "section          threads    images   seconds       img/s  img/s/thread\n" : "";
   auto add_line = [&](const std::string& name, const json& r) {
@@ -237,11 +239,14 @@ int run_bench_data(const JobOptions& o) {
     const size_t per_image = static_cast<size_t>(geom.channels * geom.height * geom.width);
     for (int t : decode_threads) {
       log(o, "  decode + transforms, " + std::to_string(t) + " thread(s), " + std::to_string(sample) + " images...");
-      std::vector<std::vector<float>> out(static_cast<size_t>(t), std::vector<float>(per_image));
+      std::vector<std::vector<float>> out(static_cast<size_t>(t), std::vector<float>(pipe.outputs_u8() ? 0 : per_image));
+      std::vector<std::vector<uint8_t>> out8(static_cast<size_t>(t), std::vector<uint8_t>(pipe.outputs_u8() ? per_image : 0));
       double secs = time_parallel(t, sample, [&](size_t i, int w) {
         const auto row = shuffled[i];
         Rng rng(stream_seed(seed, 0, static_cast<uint64_t>(row), 0xA06ULL));  // the loader's per-sample stream
-        pipe.process(table.image(static_cast<size_t>(row), static_cast<int>(geom.channels)), rng, out[static_cast<size_t>(w)].data());
+        cv::Mat img = table.image(static_cast<size_t>(row), static_cast<int>(geom.channels));
+        if (pipe.outputs_u8()) pipe.process_u8(std::move(img), rng, out8[static_cast<size_t>(w)].data());
+        else pipe.process(std::move(img), rng, out[static_cast<size_t>(w)].data());
       });
       sec[rate_key(t)] = rate_json(t, static_cast<int64_t>(sample), secs);
       add_line("decode+augment", sec[rate_key(t)]);

@@ -63,6 +63,16 @@ TEST_CASE("bench-data times decode, augmentation and the loader on the recipe", 
     CHECK(k["loader"]["batches"] == "all");
     CHECK(k["verdict"]["bottleneck"] == true);
   }
+  SECTION("data.uint8_transfer: the loader's uint8 batches are timed") {
+    auto u = kg::test::run_kgtrain({"bench-data", recipe, "data.uint8_transfer=true", "--batches", "1", "--repeats", "1",
+                                    "--json", out, "--quiet"});
+    INFO(u.output);
+    REQUIRE(u.exit_code == 0);
+    auto k = json::parse(kg::read_file(out));
+    CHECK(k["uint8_transfer"] == true);
+    CHECK(k["decode_augment"]["one_thread"]["images_per_s"].get<double>() > 0);
+    CHECK(k["loader"]["runs"][2]["images_per_s"].get<double>() > 0);
+  }
   SECTION("a bad recipe key exits 2") {
     auto b = kg::test::run_kgtrain({"bench-data", recipe, "data.num_workerz=4", "--batches", "2"});
     CHECK(b.exit_code == 2);
