@@ -40,18 +40,17 @@ HAVE_PEER=1
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/kgtrain-bench-XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
-# LIMIT: a copy of the layout with the first N rows of each table (images linked, not copied).
+# LIMIT: the first N rows of each table, written elsewhere and named by absolute path; the images stay
+# where they are (kgtrain refuses image paths that leave data.root, links included).
 KG_DATA_ARGS=()
 PY_LIMIT=()
 if (( LIMIT > 0 )); then
   SUB="$TMP/data"
   mkdir -p "$SUB"
-  ln -s "$REPO/$DATA/train" "$SUB/train"
-  ln -s "$REPO/$DATA/test" "$SUB/test"
   for f in train.csv test.csv test_labels.csv sample_submission.csv; do
     [[ -f "$DATA/$f" ]] && head -n "$((LIMIT + 1))" "$DATA/$f" > "$SUB/$f"
   done
-  KG_DATA_ARGS=("data.root=$SUB")
+  KG_DATA_ARGS=("data.train_csv=$SUB/train.csv" "data.test_csv=$SUB/test.csv" "data.sample_submission=$SUB/sample_submission.csv")
   PY_LIMIT=(--limit "$LIMIT")
 fi
 
