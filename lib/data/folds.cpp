@@ -112,6 +112,13 @@ std::vector<std::string> fold_columns(const CvOptions& cv) {
   return {};
 }
 
+FoldSplit split_folds(const Table& t, const CvOptions& cv, uint64_t seed) {
+  FoldSplit s;
+  s.fold = assign_folds(t, cv, seed);
+  for (int64_t i = 0; i < t.size(); ++i) (s.fold[static_cast<size_t>(i)] == cv.fold ? s.valid : s.train).push_back(i);
+  return s;
+}
+
 std::vector<int> assign_folds(const Table& t, const CvOptions& cv, uint64_t seed) {
   const int k = static_cast<int>(cv.folds);
   std::string s = cv.strategy == "auto" ? (cv.group_col.empty() ? "stratified" : "group") : cv.strategy;

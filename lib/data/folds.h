@@ -15,6 +15,13 @@ std::vector<int> assign_folds(const Table& t, const CvOptions& cv, uint64_t seed
 // The CSV columns assign_folds needs kept.
 std::vector<std::string> fold_columns(const CvOptions& cv);
 
+// Table rows on either side of the held-out fold cv.fold.
+struct FoldSplit {
+  std::vector<int> fold;                   // fold of every row
+  std::vector<int64_t> train, valid;       // row indices
+};
+FoldSplit split_folds(const Table& t, const CvOptions& cv, uint64_t seed);
+
 // Fold index (0..folds-1) for each row. Each class's rows are shuffled (Fisher–Yates, kg::Rng seeded
 // by stream_seed(seed, class)) and dealt round-robin, the fold counter running on across classes in
 // ascending label order: overall fold sizes differ by at most 1, and so do each class's per-fold

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "config/sections.h"
+#include "core/error.h"
 
 namespace kg::data {
 namespace {
@@ -118,7 +119,12 @@ KG_REGISTER_SECTION("cv", "cross-validation split", cv_fields().schema(), "");
 }  // namespace
 
 DataOptions load_data_options(const config::Tree& recipe) { return data_fields().load(config::Options(&recipe, "data")); }
-CvOptions load_cv_options(const config::Tree& recipe) { return cv_fields().load(config::Options(&recipe, "cv")); }
+CvOptions load_cv_options(const config::Tree& recipe) {
+  auto cv = cv_fields().load(config::Options(&recipe, "cv"));
+  KG_CHECK(cv.fold < cv.folds, ConfigError, "cv.fold = ", cv.fold, " but cv.folds = ", cv.folds,
+           ": the held-out fold must be in [0, ", cv.folds - 1, "]");
+  return cv;
+}
 
 ImageGeometry geometry(const DataOptions& o) { return size_schedule(o).back().size; }
 

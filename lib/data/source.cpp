@@ -90,12 +90,6 @@ void open_csv(const DataOptions& o, const std::string& csv_rel, const std::strin
 }
 }  // namespace
 
-ClassList infer_classes_csv(const DataOptions& o) {
-  OpenedSource s;
-  open_csv(o, o.train_csv, o.image_dir, s);
-  return infer_classes(o, s.src);
-}
-
 Table load_table(const DataOptions& o, const std::string& csv_rel, const std::string& image_dir,
                  const ClassList* classes, bool require_labels) {
   OpenedSource s;

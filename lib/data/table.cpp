@@ -73,9 +73,8 @@ std::string list_rows(const std::string& what, const std::vector<BadRow>& bad) {
 }
 
 // Where a path from the CSV lands, or a reason it must not be read.
-std::string resolve_image(const DataOptions& o, const TableSource& s, const std::string& id, const std::string& rel,
-                          std::string& reason) {
-  const fs::path root = fs::path(o.root).lexically_normal();
+std::string resolve_image(const DataOptions& o, const TableSource& s, const std::string& rel, std::string& reason) {
+  const fs::path root = fs::path(o.root.empty() ? "." : o.root).lexically_normal();
   fs::path relp(rel);
   if (relp.is_absolute()) {
     reason = "path \"" + rel + "\" is absolute; image paths must lie under data.root";
@@ -84,11 +83,7 @@ std::string resolve_image(const DataOptions& o, const TableSource& s, const std:
   fs::path full = (fs::path(data_path(o, s.image_dir)) / relp).lexically_normal();
   // Lexically outside the root ("../x.png"): never read.
   auto r = full.lexically_relative(root);
-  if (!root.empty() && root != "." && (r.empty() || *r.begin() == "..")) {
-    reason = "path \"" + rel + "\" leaves data.root (" + o.root + ")";
-    return "";
-  }
-  if (root == "." && !full.empty() && *full.begin() == "..") {
+  if (r.empty() || *r.begin() == "..") {
     reason = "path \"" + rel + "\" leaves data.root (" + o.root + ")";
     return "";
   }
@@ -105,7 +100,6 @@ std::string resolve_image(const DataOptions& o, const TableSource& s, const std:
       }
     }
   }
-  (void)id;
   return full.string();
 }
 
@@ -316,7 +310,7 @@ Table build_table(const DataOptions& o, const TableSource& src, const ClassList*
       std::string rel = path_col >= 0 ? r[static_cast<size_t>(path_col)] : row.id + normalized_ext(o.image_ext);
       std::string reason;
       if (trim(rel).empty()) reason = "empty image path";
-      else row.image = resolve_image(o, src, row.id, rel, reason);
+      else row.image = resolve_image(o, src, rel, reason);
       if (!reason.empty()) problems.push_back(reason);
     }
     // Targets.

@@ -123,7 +123,6 @@ Table load_split(const DataOptions& o, Split split, const ClassList& classes, bo
 // bad rows fatal (DataError listing all of them).
 Table load_table(const DataOptions& o, const std::string& csv_rel, const std::string& image_dir,
                  const ClassList* classes, bool require_labels);
-ClassList infer_classes_csv(const DataOptions& o);
 
 // Decodes every image; DataError listing every missing or damaged one.
 void check_images(const Table& t, const ImageGeometry& g, int threads);

@@ -32,12 +32,6 @@ Pipeline::Pipeline(const config::json& augment, const ImageGeometry& g, bool tra
   }
 }
 
-void Pipeline::load(const std::string& path, Rng& rng, float* out) const {
-  process(decode_image(path, static_cast<int>(g_.channels)), rng, out);
-}
-
-namespace {
-
 void resize_to(cv::Mat& img, const ImageGeometry& g) {
   if (img.rows == g.height && img.cols == g.width) return;
   cv::Mat resized;
@@ -46,8 +40,6 @@ void resize_to(cv::Mat& img, const ImageGeometry& g) {
              shrink ? cv::INTER_AREA : cv::INTER_LINEAR);
   img = resized;
 }
-
-}  // namespace
 
 void Pipeline::transform(cv::Mat& img, Rng& rng) const {
   if (presize_) resize_to(img, g_);

@@ -29,6 +29,9 @@ class Transform {
 using TransformPtr = std::unique_ptr<Transform>;
 
 using TransformRegistry = Registry<TransformPtr(const ImageGeometry&)>;
+
+// Resizes to g's height x width (area when shrinking, linear when growing); no-op at that size.
+void resize_to(cv::Mat& img, const ImageGeometry& g);
 TransformRegistry& transform_registry();
 
 class Pipeline {
@@ -37,9 +40,7 @@ class Pipeline {
   // With `defer_normalize` (data.uint8_transfer) a final normalize is left out and reported by
   // device_normalization(): batches stay uint8 and are normalized on the device (timm's PrefetchLoader).
   Pipeline(const config::json& augment, const ImageGeometry& g, bool train, bool defer_normalize = false);
-  // Decodes `path`, resizes to the model size, applies the transforms and writes CHW floats to `out`.
-  void load(const std::string& path, Rng& rng, float* out) const;
-  // The same from an already decoded 8-bit image. Unless a transform sizes the output itself, the
+  // Resizes and transforms a decoded 8-bit image and writes CHW floats to `out`. Unless a transform sizes the output itself, the
   // image is first resized to data.image_size; whatever size the transforms leave is resized to it last.
   void process(cv::Mat img, Rng& rng, float* out) const;
   // The same into uint8 CHW (defer_normalize pipelines); DataError when a transform produced floats.

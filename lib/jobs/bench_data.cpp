@@ -138,8 +138,6 @@ int run_bench_data(const JobOptions& o) {
   for (auto& s : o.bench_sections)
     KG_CHECK(s == "decode" || s == "augment" || s == "loader", UsageError, "--sections: unknown section \"", s,
              "\" (known: decode, augment, loader)");
-  KG_CHECK(cv.fold < cv.folds, ConfigError, "cv.fold = ", cv.fold, " but cv.folds = ", cv.folds,
-           ": the held-out fold must be in [0, ", cv.folds - 1, "]");
   const bool train = o.bench_split == "train";
   const int workers = static_cast<int>(dopt.num_workers);
   const int threads = std::max(1, workers);
@@ -148,10 +146,8 @@ int run_bench_data(const JobOptions& o) {
   log(o, "kgtrain bench-data: loading the table (images not scanned)...");
   data::ClassList classes = data::infer_classes(dopt);
   data::Table table = data::load_split(dopt, data::Split::train, classes, /*scan=*/false, threads, data::fold_columns(cv));
-  auto folds = data::assign_folds(table, cv, seed);
-  std::vector<int64_t> rows;
-  for (int64_t i = 0; i < table.size(); ++i)
-    if ((folds[static_cast<size_t>(i)] == cv.fold) != train) rows.push_back(i);
+  auto split = data::split_folds(table, cv, seed);
+  const std::vector<int64_t>& rows = train ? split.train : split.valid;
   KG_CHECK(!rows.empty(), DataError, "fold ", cv.fold, " of ", cv.folds, " leaves no ", o.bench_split, " rows");
 
   // Training runs at the schedule's last stage (the largest, as a rule); validation at data.image_size.

@@ -69,16 +69,15 @@ int run_fit(const JobOptions& o) {
   torch::manual_seed(static_cast<uint64_t>(run.seed));
   const auto seed = static_cast<uint64_t>(run.seed);
 
-  KG_CHECK(cv.fold < cv.folds, ConfigError, "cv.fold = ", cv.fold, " but cv.folds = ", cv.folds,
-           ": the held-out fold must be in [0, ", cv.folds - 1, "]");
   const int threads = std::max<int>(1, static_cast<int>(dopt.num_workers));
   data::ClassList classes = data::infer_classes(dopt);
   // The table, every image decoded once, bad rows handled by data.on_bad_row before the first step.
   log(o, "kgtrain fit: " + dev.description + ", env " + o.env_name + "; checking data...");
   data::Table table = data::load_split(dopt, data::Split::train, classes, /*scan=*/true, threads, data::fold_columns(cv));
-  auto folds = data::assign_folds(table, cv, seed);
-  std::vector<int64_t> train_rows, valid_rows;
-  for (int64_t i = 0; i < table.size(); ++i) (folds[static_cast<size_t>(i)] == cv.fold ? valid_rows : train_rows).push_back(i);
+  auto split = data::split_folds(table, cv, seed);
+  const auto& folds = split.fold;
+  const auto& train_rows = split.train;
+  const auto& valid_rows = split.valid;
   KG_CHECK(!valid_rows.empty() && !train_rows.empty(), DataError, "fold ", cv.fold, " of ", cv.folds, " leaves ",
            train_rows.size(), " training and ", valid_rows.size(), " validation rows; both need at least one");
 

@@ -7,14 +7,13 @@
 #include <iostream>
 #include <thread>
 
-#include <opencv2/imgproc.hpp>
-
 #include "core/error.h"
 #include "core/fs.h"
 #include "data/csv.h"
 #include "data/image_io.h"
 #include "data/pack.h"
 #include "data/source.h"
+#include "data/transform.h"
 #include "jobs/job.h"
 #include "build_info.h"
 
@@ -69,13 +68,7 @@ int64_t pack_split(const JobOptions& o, const data::DataOptions& dopt, data::Spl
             continue;
           }
           cv::Mat img = data::decode_image(r.image, static_cast<int>(g.channels));
-          if (img.rows != g.height || img.cols != g.width) {
-            cv::Mat resized;
-            bool shrink = img.rows > g.height || img.cols > g.width;
-            cv::resize(img, resized, cv::Size(static_cast<int>(g.width), static_cast<int>(g.height)), 0, 0,
-                       shrink ? cv::INTER_AREA : cv::INTER_LINEAR);
-            img = resized;
-          }
+          data::resize_to(img, g);
           if (!img.isContinuous()) img = img.clone();
           items[k].assign(reinterpret_cast<const char*>(img.data), img.total() * img.elemSize());
         } catch (...) {
