@@ -138,13 +138,18 @@ int dispatch(int argc, char** argv) {
   Common fit_c, pred_c, show_c;
   auto* fit = app.add_subcommand("fit", "train a model on a recipe (k-fold split, validation, checkpoints)");
   add_common(fit, fit_c, true);
+  std::string fit_weights;
+  fit->add_option("--weights", fit_weights, "initial weights (safetensors, timm/torchvision names), as model.pretrained: "
+                                            "a head of another shape is re-initialised");
 
   auto* pred = app.add_subcommand("tta-predict", "predict the test table with checkpoints, write the submission");
   add_common(pred, pred_c, false);
   std::vector<std::string> checkpoints;
   std::string out, probs;
-  pred->add_option("--checkpoint", checkpoints, "checkpoint directory (repeat to ensemble), e.g. RUN/checkpoints/best")
-      ->required();
+  std::vector<std::string> pred_weights;
+  pred->add_option("--checkpoint", checkpoints, "checkpoint directory (repeat to ensemble), e.g. RUN/checkpoints/best");
+  pred->add_option("--weights", pred_weights, "a safetensors weights file for the recipe's model and the classes of its "
+                                              "data (repeat to ensemble; mixes with --checkpoint)");
   pred->add_option("--out", out, "submission CSV path (default RUN_DIR/submission.csv)");
   pred->add_option("--probs", probs, "also write per-class probabilities to this CSV");
 
@@ -194,6 +199,30 @@ int dispatch(int argc, char** argv) {
   show->add_option("--seed", show_c.seed, "same as run.seed=N");
   show->add_flag("--list", list, "list every section and registered component with keys and defaults");
   show->add_flag("--markdown", markdown, "with --list: Markdown (the README's recipe reference)");
+  bool show_model = false, show_json = false;
+  show->add_flag("--model", show_model, "build the recipe's model for its data (data.num_classes when the data is "
+                                        "absent): summary (parameters, GFLOPs, training memory) and layer groups");
+  show->add_flag("--json", show_json, "with --model: JSON (schema_version 1)");
+
+  Common bm_c;
+  auto* bm = app.add_subcommand("bench-model", "time training steps (forward, backward, AdamW) of the recipe's model or "
+                                               "others on synthetic input: NCHW vs channels_last, grad checkpointing");
+  add_common(bm, bm_c, false, false);
+  jobs::JobOptions bm_o;
+  bm->add_option("--models", bm_o.bench_model_models, "model names, e.g. resnet18,efficientnet_b0 (default: the recipe's model)")
+      ->delimiter(',');
+  bm->add_option("--size", bm_o.bench_model_size, "square input side in pixels (default data.image_size)")
+      ->check(CLI::PositiveNumber);
+  bm->add_option("--batch", bm_o.bench_model_batch, "images per step (default train.batch_size)")->check(CLI::PositiveNumber);
+  bm->add_option("--steps", bm_o.bench_model_steps, "timed steps per configuration, the median reported (default 5)")
+      ->check(CLI::PositiveNumber);
+  bm->add_option("--warmup", bm_o.bench_model_warmup, "untimed steps before them (default 1)")->check(CLI::NonNegativeNumber);
+  bm->add_option("--layouts", bm_o.bench_model_layouts, "memory layouts: nchw,channels_last (default both)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"nchw", "channels_last"}));
+  bm->add_flag("--grad-checkpointing", bm_o.bench_model_grad_checkpointing,
+               "also time each configuration with gradient checkpointing, with the activation memory held after forward");
+  bm->add_option("--json", bm_o.bench_model_json, "also write the report as JSON (schema_version 1) to FILE");
 
   auto* imp = app.add_subcommand("import-idx", "convert MNIST-format IDX files (.gz or raw) into the Kaggle CSV + PNG layout");
   data::IdxImportOptions io;
@@ -218,12 +247,15 @@ int dispatch(int argc, char** argv) {
   config::check_sections();
   if (*fit) {
     install_signal_handlers();
-    return jobs::run_fit(resolve_job("fit", fit_c));
+    auto o = resolve_job("fit", fit_c);
+    if (!fit_weights.empty()) o.weights = {fit_weights};
+    return jobs::run_fit(o);
   }
   if (*pred) {
     install_signal_handlers();
     auto o = resolve_job("tta-predict", pred_c);
     o.checkpoints = checkpoints;
+    o.weights = pred_weights;
     o.out = out;
     o.probs = probs;
     return jobs::run_tta_predict(o);
@@ -262,7 +294,25 @@ int dispatch(int argc, char** argv) {
     o.bench_repeats = bench_repeats;
     return jobs::run_bench_data(o);
   }
+  if (*bm) {
+    auto o = resolve_job("bench-model", bm_c);
+    o.bench_model_models = bm_o.bench_model_models;
+    o.bench_model_size = bm_o.bench_model_size;
+    o.bench_model_batch = bm_o.bench_model_batch;
+    o.bench_model_steps = bm_o.bench_model_steps;
+    o.bench_model_warmup = bm_o.bench_model_warmup;
+    o.bench_model_layouts = bm_o.bench_model_layouts;
+    o.bench_model_grad_checkpointing = bm_o.bench_model_grad_checkpointing;
+    o.bench_model_json = bm_o.bench_model_json;
+    return jobs::run_bench_model(o);
+  }
   if (*show) {
+    if (show_model) {
+      if (show_c.words.empty()) throw UsageError("show --model needs RECIPE.toml files");
+      std::cout << jobs::show_model(resolve_job("show", show_c), show_json);
+      return kExitOk;
+    }
+    if (show_json) throw UsageError("--json goes with show --model");
     if (list) {
       std::cout << jobs::reference(markdown);
       return kExitOk;

@@ -23,6 +23,9 @@ config::Fields<DeviceOptions> fields() {
         return "expected auto, cpu, cuda or cuda:N, got \"" + s + "\"";
       });
   f.field("threads", &DeviceOptions::threads, "intra-op CPU threads; 0 = all cores available to the process").min(0);
+  f.field("channels_last", &DeviceOptions::channels_last,
+          "NHWC (channels_last) memory layout for the model's weights and inputs; helps convolutions on GPUs "
+          "with tensor cores (see README Performance for CPU figures)");
   return f;
 }
 KG_REGISTER_SECTION("device", "where the model runs", fields().schema(), "");
@@ -56,6 +59,7 @@ DeviceInfo setup(const DeviceOptions& opts) {
   DeviceInfo info;
   // Debian's LibTorch starts with one intra-op thread; kgtrain sets it explicitly.
   info.threads = opts.threads > 0 ? static_cast<int>(opts.threads) : available_cores();
+  info.channels_last = opts.channels_last;
   at::set_num_threads(info.threads);
   std::string name = opts.name;
   if (name == "auto") name = cuda_available() ? "cuda" : "cpu";

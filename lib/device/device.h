@@ -11,10 +11,12 @@ namespace kg::device {
 struct DeviceOptions {
   std::string name = "auto";  ///< auto | cpu | cuda | cuda:N
   int64_t threads = 0;        ///< intra-op CPU threads; 0 = every core this process may use
+  bool channels_last = false; ///< NHWC memory layout for convolution models (faster with cuDNN on tensor cores)
 };
 
 struct DeviceInfo {
   c10::Device device{c10::kCPU};
+  bool channels_last = false;
   int threads = 1;
   std::string description;  // "cpu (2 threads)" / "cuda:0 (NVIDIA H100, 80 GB)"
 };

@@ -22,10 +22,13 @@
 #include "data/table.h"
 #include "device/device.h"
 #include "jobs/job.h"
+#include "jobs/model_setup.h"
 #include "loss/loss.h"
 #include "metric/metric.h"
 #include "model/model.h"
 #include "model/safetensors.h"
+#include "model/summary.h"
+#include "model/weights.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
 #include "train/checkpoint.h"
@@ -89,9 +92,19 @@ int run_fit(const JobOptions& o) {
   data::Pipeline eval_pipe(dopt.augment, geom, false, u8);
   const bool pin = dopt.pin_memory && dev.device.is_cuda();
   const auto mix = data::load_mixup_options(recipe);
-  const bool trainable = classes.task == data::Task::multiclass && table.feature_dim == 0;
-  auto net = model::build(recipe, {geom.channels, classes.outputs()});
+  const bool trainable = classes.task == data::Task::multiclass;
+  auto net = model::build(recipe, model_context(geom, classes, table.feature_dim));
+  std::vector<std::string> weight_notes;
+  if (auto& r = net->pretrained_report()) weight_notes.push_back("model.pretrained " + model::load_options(recipe).pretrained + ": " + r->str());
+  for (auto& f : o.weights)
+    weight_notes.push_back("--weights " + f + ": " + model::load_weights(*net, model::read_safetensors(f), {}, f).str());
+  // Measured on the CPU before the move, at the final (largest) size and its batch: FLOPs from the
+  // dispatched operators, memory from a training-mode forward.
+  const auto msum = model::summarize(*net, geom.channels, geom.height, geom.width,
+                                     stages.back().batch_size > 0 ? stages.back().batch_size : topt.batch_size,
+                                     table.feature_dim);
   net->to(dev.device);
+  if (dev.channels_last) net->set_channels_last(true);
   auto optimizer = optim::build(recipe, *net);
   auto loss = loss::build(recipe, {classes.outputs()});
   auto metric = metric::create(topt.metric, {classes.outputs()});
@@ -121,18 +134,21 @@ int run_fit(const JobOptions& o) {
              "/" + std::to_string(cv.folds) + " (" + cv.strategy + "): " + std::to_string(train_rows.size()) + " train, " +
              std::to_string(valid_rows.size()) + " valid; input " + std::to_string(geom.channels) + "x" + sizes);
   for (auto& b : table.dropped) log(o, "  bad row skipped: " + b.where + ": id " + b.id + ": " + b.reason);
-  log(o, "  model   " + model::model_name(recipe) + ", " + std::to_string(model::count_parameters(*net)) + " parameters");
+  log(o, "  model   " + model::model_name(recipe) + ", " + std::to_string(model::count_parameters(*net)) + " parameters" +
+             (table.feature_dim ? ", " + std::to_string(table.feature_dim) + " numeric features into the head" : "") +
+             (dev.channels_last ? ", channels_last" : "") + (net->grad_checkpointing() ? ", gradient checkpointing" : ""));
+  for (auto& n : weight_notes) log(o, "  weights " + n);
+  {
+    std::istringstream lines(msum.str());
+    for (std::string l; std::getline(lines, l);) log(o, "          " + l);
+  }
   log(o, "  train   " + std::to_string(epochs) + " epochs, " + std::to_string(total_steps) + " steps, batch " +
              std::to_string(topt.batch_size) + ", " + std::to_string(dopt.num_workers) + " workers; metric " + topt.metric +
              (data::mixup_enabled(mix, 0) ? "; mixup/cutmix on" : ""));
   // Not yet trainable here: say so before any work, rather than train on a silently wrong loss.
-  KG_CHECK(trainable || o.check_data, ConfigError,
-           classes.task != data::Task::multiclass
-               ? std::string("data.task = \"") + data::task_name(classes.task) +
-                     "\": the table loads (fit --check-data validates it), but this version trains multiclass tasks only; "
-                     "the task's loss and metrics arrive with the training-engine work"
-               : std::string("data.feature_cols: the features load (fit --check-data validates them), but no model of this "
-                             "version takes numeric features beside the image yet; remove data.feature_cols to train"));
+  KG_CHECK(trainable || o.check_data, ConfigError, "data.task = \"", data::task_name(classes.task),
+           "\": the table loads (fit --check-data validates it), but this version trains multiclass tasks only; "
+           "the task's loss and metrics arrive with the training-engine work");
   if (o.dry_run || o.check_data) {
     log(o, std::string(o.check_data ? "check-data" : "dry run") + ": recipe valid, every component built, " +
                std::to_string(table.size()) + " rows usable" +
@@ -163,7 +179,7 @@ int run_fit(const JobOptions& o) {
   double train_seconds = 0;
   auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-  json summary = {{"command", "fit"}, {"run_dir", run_dir}};
+  json summary = {{"command", "fit"}, {"run_dir", run_dir}, {"model", msum.to_json()}};
 
   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
     data::LoaderOptions lo{batch_at(epoch), true, true, static_cast<int>(dopt.num_workers), static_cast<int>(dopt.prefetch),

@@ -21,6 +21,7 @@ struct JobOptions {
   bool quiet = false;
   bool tty = false;                   // stderr is a terminal: live progress bar
   std::vector<std::string> checkpoints;  // tta-predict: checkpoint directories
+  std::vector<std::string> weights;   // fit: initial weights file; tta-predict: weights files to predict with
   std::string out;                    // tta-predict: submission path
   std::string probs;                  // tta-predict: per-class probabilities path
   std::string pack_split = "train";   // pack: train | test | both
@@ -34,6 +35,14 @@ struct JobOptions {
   double bench_compute_rate = 0;      // bench-data: the model's img/s for the verdict (0 = not given)
   std::vector<std::string> bench_sections{"decode", "augment", "loader"};  // bench-data: what to measure
   int bench_repeats = 3;              // bench-data: loader repeats; the median is reported
+  std::vector<std::string> bench_model_models;  // bench-model: model names (empty = the recipe's model)
+  int64_t bench_model_size = 0;       // bench-model: square input side in pixels (0 = data.image_size)
+  int64_t bench_model_batch = 0;      // bench-model: images per step (0 = train.batch_size)
+  int64_t bench_model_steps = 5;      // bench-model: timed steps per configuration; the median is reported
+  int64_t bench_model_warmup = 1;     // bench-model: untimed steps before them
+  std::vector<std::string> bench_model_layouts{"nchw", "channels_last"};  // bench-model: memory layouts
+  bool bench_model_grad_checkpointing = false;  // bench-model: also every configuration with checkpointing on
+  std::string bench_model_json;       // bench-model: JSON report path ("" = none)
 };
 
 int run_fit(const JobOptions& o);
@@ -41,6 +50,8 @@ int run_tta_predict(const JobOptions& o);
 int run_pack(const JobOptions& o);
 // `kgtrain bench-data`: the input pipeline's throughput without the model (lib/jobs/bench_data.cpp).
 int run_bench_data(const JobOptions& o);
+// `kgtrain bench-model`: training-step images/s of the recipe's model or others on synthetic input (lib/jobs/bench_model.cpp).
+int run_bench_model(const JobOptions& o);
 
 // Creates the run directory (never reusing a finished run's) and writes recipe.toml and provenance.json.
 std::string prepare_run_dir(const JobOptions& o);

@@ -1,9 +1,17 @@
 #include "jobs/show.h"
 
+#include <cstdio>
+
 #include "config/resolve.h"
 #include "config/sections.h"
 #include "core/registry.h"
 #include "core/strings.h"
+#include "data/options.h"
+#include "device/device.h"
+#include "jobs/recipe_model.h"
+#include "model/model.h"
+#include "model/summary.h"
+#include "train/options.h"
 
 namespace kg::jobs {
 namespace {
@@ -80,6 +88,60 @@ std::string reference(bool md) {
     }
   }
   return out;
+}
+
+std::string show_model(const JobOptions& o, bool as_json) {
+  const auto in = recipe_model_input(o.recipe);
+  const auto& ctx = in.ctx;
+  auto net = model::build(o.recipe, ctx);
+  if (device::load_options(o.recipe).channels_last) net->set_channels_last(true);
+  // The memory estimate is for the largest training stage's batch, as fit would run it.
+  const auto stages = data::size_schedule(data::load_data_options(o.recipe));
+  const int64_t batch =
+      stages.back().batch_size > 0 ? stages.back().batch_size : train::load_train_options(o.recipe).batch_size;
+  const auto s = model::summarize(*net, ctx.in_chans, ctx.height, ctx.width, batch, ctx.num_features);
+  const std::string name = model::model_name(o.recipe);
+
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& g : net->layer_groups()) {
+    int64_t trainable = 0;
+    for (const auto& [pname, t] : g.params)
+      if (t.requires_grad()) trainable += t.numel();
+    groups.push_back({{"name", g.name}, {"parameters", g.numel()}, {"trainable_parameters", trainable},
+                      {"trainable", trainable == g.numel()}});
+  }
+  if (as_json) {
+    nlohmann::json j = {{"schema_version", 1},
+                        {"command", "show --model"},
+                        {"recipe", o.layers},
+                        {"model", name},
+                        {"task", data::task_name(in.classes.task)},
+                        {"outputs", ctx.num_outputs},
+                        {"outputs_from", in.outputs_from},
+                        {"pool", net->pool()},
+                        {"pooled_features", net->num_features()},
+                        {"first_conv", net->first_conv()},
+                        {"classifier", net->classifier()},
+                        {"summary", s.to_json()},
+                        {"layer_groups", groups}};
+    return j.dump(2) + "\n";
+  }
+  std::string out = "model " + name + ": " + std::to_string(ctx.num_outputs) + " output" +
+                    (ctx.num_outputs == 1 ? "" : "s") + " (" + data::task_name(in.classes.task) + ", from " +
+                    in.outputs_from + "), " + net->pool() + " pool over " + std::to_string(net->num_features()) +
+                    " features, classifier " + net->classifier() + "\n" + s.str() + "\n\n";
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%-16s %14s %14s\n", "layer group", "parameters", "trainable");
+  out += buf;
+  for (const auto& g : groups) {
+    std::snprintf(buf, sizeof buf, "%-16s %14lld %14lld\n", g["name"].get<std::string>().c_str(),
+                  static_cast<long long>(g["parameters"].get<int64_t>()),
+                  static_cast<long long>(g["trainable_parameters"].get<int64_t>()));
+    out += buf;
+  }
+  std::snprintf(buf, sizeof buf, "%-16s %14lld %14lld\n", "total", static_cast<long long>(s.total_params),
+                static_cast<long long>(s.trainable_params));
+  return out + buf;
 }
 
 }  // namespace kg::jobs

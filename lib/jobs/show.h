@@ -11,5 +11,8 @@ std::string show_recipe(const JobOptions& o);
 // Every section, its keys and every registered component with its keys, defaults and docs.
 // `markdown` gives the README's recipe reference.
 std::string reference(bool markdown);
+// `show --model`: the recipe's network built for its data (or data.num_classes when the data is
+// absent): the model summary and its layer groups as a table, or as JSON (schema_version 1).
+std::string show_model(const JobOptions& o, bool as_json);
 
 }  // namespace kg::jobs

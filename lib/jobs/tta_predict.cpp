@@ -14,9 +14,11 @@
 #include "data/table.h"
 #include "device/device.h"
 #include "jobs/job.h"
+#include "jobs/model_setup.h"
 #include "metric/metric.h"
 #include "model/model.h"
 #include "model/safetensors.h"
+#include "model/weights.h"
 #include "train/checkpoint.h"
 #include "train/engine.h"
 #include "train/options.h"
@@ -27,7 +29,8 @@ using nlohmann::json;
 namespace kg::jobs {
 
 int run_tta_predict(const JobOptions& o) {
-  KG_CHECK(!o.checkpoints.empty(), UsageError, "tta-predict needs at least one --checkpoint DIR (e.g. RUN/checkpoints/best)");
+  KG_CHECK(!o.checkpoints.empty() || !o.weights.empty(), UsageError,
+           "tta-predict needs at least one --checkpoint DIR (e.g. RUN/checkpoints/best) or --weights FILE.safetensors");
   const auto& recipe = o.recipe;
   auto t0 = std::chrono::steady_clock::now();
   auto topt = train::load_train_options(recipe);
@@ -35,14 +38,30 @@ int run_tta_predict(const JobOptions& o) {
   auto dev = device::setup(device::load_options(recipe));
   const auto geom = data::geometry(dopt);
 
-  // The class list travels with each checkpoint, so predictions use the training spelling.
-  std::vector<train::Checkpoint> ckpts;
-  for (auto& dir : o.checkpoints) ckpts.push_back(train::load_checkpoint(dir));
-  data::ClassList classes = data::ClassList::from_json(ckpts[0].state.at("classes"));
-  for (auto& c : ckpts) {
-    auto other = data::ClassList::from_json(c.state.at("classes"));
-    KG_CHECK(other.names == classes.names, UsageError, "checkpoints disagree on the classes: ", o.checkpoints[0], " has ",
-             classes.size(), ", ", c.dir, " has ", other.size(), "; ensembles need the same classes");
+  // Each model to average: a kgtrain checkpoint (weights + class list) or a bare weights file, which
+  // uses the recipe's model and the class list of the recipe's data.
+  struct Source {
+    std::string name;
+    model::TensorMap weights;
+  };
+  std::vector<Source> sources;
+  data::ClassList classes;
+  bool have_classes = false;
+  for (auto& dir : o.checkpoints) {
+    auto c = train::load_checkpoint(dir);
+    auto cl = data::ClassList::from_json(c.state.at("classes"));
+    if (!have_classes) classes = cl, have_classes = true;
+    KG_CHECK(cl.names == classes.names, UsageError, "checkpoints disagree on the classes: ", o.checkpoints[0], " has ",
+             classes.size(), ", ", c.dir, " has ", cl.size(), "; ensembles need the same classes");
+    sources.push_back({c.dir + "/model.safetensors", std::move(c.weights)});
+  }
+  if (!o.weights.empty()) {
+    auto cl = data::infer_classes(dopt);
+    if (have_classes)
+      KG_CHECK(cl.names == classes.names, UsageError, "--weights use the recipe's classes (", cl.size(),
+               ") but the checkpoints have ", classes.size(), "; ensembles need the same classes");
+    classes = cl;
+    for (auto& f : o.weights) sources.push_back({f, model::read_safetensors(f)});
   }
   KG_CHECK(classes.task == data::Task::multiclass, ConfigError, "tta-predict: checkpoints of a ", data::task_name(classes.task),
            " task cannot be predicted yet; only multiclass models train in this version");
@@ -51,15 +70,18 @@ int run_tta_predict(const JobOptions& o) {
   data::Table test = data::load_split(dopt, data::Split::test, classes, /*scan=*/true,
                                       std::max<int>(1, static_cast<int>(dopt.num_workers)));
   log(o, "kgtrain tta-predict: " + dev.description + "; " + std::to_string(test.size()) + " rows from " + test.csv_path +
-             "; " + std::to_string(ckpts.size()) + " checkpoint(s)");
-  auto net = model::build(recipe, {geom.channels, classes.size()});
-  for (auto& c : ckpts) model::load_state_dict(*net, c.weights, true, c.dir + "/model.safetensors");  // shape check up front
+             "; " + std::to_string(sources.size()) + " model(s)");
+  auto net = model::build(recipe, model_context(geom, classes, test.feature_dim));
+  // Every source must fit the model exactly (head included) before anything is predicted.
+  const model::LoadPolicy exact{/*strict=*/true, /*reinit_head=*/false};
+  for (auto& src : sources) model::load_weights(*net, src.weights, exact, src.name);
   if (o.dry_run) {
     log(o, "dry run: recipe valid, checkpoints match the model, every test image readable; nothing predicted");
     return kExitOk;
   }
   const std::string run_dir = prepare_run_dir(o);
   net->to(dev.device);
+  if (dev.channels_last) net->set_channels_last(true);
 
   data::Pipeline pipe(dopt.augment, geom, false, dopt.uint8_transfer);
   std::vector<int64_t> rows(static_cast<size_t>(test.size()));
@@ -69,8 +91,8 @@ int run_tta_predict(const JobOptions& o) {
   json per_ckpt = json::array();
   auto metric = metric::create(topt.metric, {classes.size()});
   int64_t predicted = 0;
-  for (auto& c : ckpts) {
-    model::load_state_dict(*net, c.weights, true, c.dir + "/model.safetensors");
+  for (auto& src : sources) {
+    model::load_weights(*net, src.weights, exact, src.name);
     data::LoaderOptions lo{train::eval_batch_size(topt), false, false, static_cast<int>(dopt.num_workers),
                            static_cast<int>(dopt.prefetch), 0, 0, max_batches, nullptr,
                            dopt.pin_memory && dev.device.is_cuda()};
@@ -78,7 +100,7 @@ int run_tta_predict(const JobOptions& o) {
     auto pred = train::predict(*net, loader, dev.device, nullptr);
     predicted = pred.images;
     sum = sum.defined() ? sum + pred.probs : pred.probs;
-    json entry = {{"checkpoint", c.dir}, {"images_per_s", pred.seconds > 0 ? pred.images / pred.seconds : 0.0}};
+    json entry = {{"weights", src.name}, {"images_per_s", pred.seconds > 0 ? pred.images / pred.seconds : 0.0}};
     if (pred.targets.defined()) {
       metric->reset();
       metric->update(pred.probs, pred.targets);
@@ -86,13 +108,13 @@ int run_tta_predict(const JobOptions& o) {
     }
     per_ckpt.push_back(entry);
   }
-  at::Tensor probs = sum / static_cast<double>(ckpts.size());
+  at::Tensor probs = sum / static_cast<double>(sources.size());
   data::Table scored = test;
   if (predicted < test.size()) {  // smoke: only the predicted rows
     scored.rows.resize(static_cast<size_t>(predicted));
     if (scored.labeled()) scored.targets.resize(static_cast<size_t>(predicted));
   }
-  json summary = {{"command", "tta-predict"}, {"run_dir", run_dir}, {"checkpoints", per_ckpt}, {"rows", predicted}};
+  json summary = {{"command", "tta-predict"}, {"run_dir", run_dir}, {"models", per_ckpt}, {"rows", predicted}};
   if (scored.labeled()) {
     metric->reset();
     metric->update(probs, torch::tensor(scored.targets));

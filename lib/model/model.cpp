@@ -1,6 +1,12 @@
 #include "model/model.h"
 
+#include <torch/torch.h>
+
 #include "config/sections.h"
+#include "core/error.h"
+#include "core/strings.h"
+#include "model/grad_checkpoint.h"
+#include "model/weights.h"
 
 namespace kg::model {
 
@@ -11,18 +17,145 @@ ModelRegistry& model_registry() {
 
 namespace {
 config::Fields<ModelOptions> fields() {
+  auto positive_list = [](const config::json& v) -> std::string {
+    for (auto& x : v)
+      if (!x.is_number_integer() || x.get<int64_t>() < 1) return "expected a list of positive layer sizes, got " + v.dump();
+    return "";
+  };
   config::Fields<ModelOptions> f;
   f.field("name", &ModelOptions::name, "network architecture").kind("model");
+  f.field("pretrained", &ModelOptions::pretrained,
+          "safetensors file of initial weights with timm/torchvision names (a differing head is re-initialised; "
+          "the first conv is adapted to data.channels); \"\" = random init");
+  f.field("pretrained_strict", &ModelOptions::pretrained_strict,
+          "fail when a backbone tensor of model.pretrained is missing or unexpected (default: report and go on)");
+  f.field("drop_rate", &ModelOptions::drop_rate, "dropout before the classifier (timm drop_rate)").range(0, 0.99);
+  f.field("drop_path_rate", &ModelOptions::drop_path_rate,
+          "stochastic depth: per-block drop probability rising linearly from 0 to about this value over the blocks, as in timm (resnet18+, efficientnet, convnext)")
+      .range(0, 0.99);
+  f.field("global_pool", &ModelOptions::global_pool, "pooling before the head; \"\" = the family's own (avg; max for resnet9)")
+      .choices({"", "avg", "max", "avgmax", "catavgmax"});
+  f.field("head_hidden", &ModelOptions::head_hidden,
+          "hidden layer sizes of a fastai create_head head (BatchNorm, dropout, linear, ReLU each), e.g. [512]; [] = one linear layer")
+      .check(positive_list);
+  f.field("head_dropout", &ModelOptions::head_dropout, "fastai ps with head_hidden: dropout before the last linear layer (half before hidden ones)")
+      .range(0, 0.99);
+  f.field("feature_hidden", &ModelOptions::feature_hidden,
+          "MLP layer sizes that data.feature_cols pass through before joining the pooled image features; [] = joined directly (after BatchNorm)")
+      .check(positive_list);
+  f.field("grad_checkpointing", &ModelOptions::grad_checkpointing,
+          "recompute each stage's activations during backward: less activation memory, about a third more compute");
   return f;
 }
 KG_REGISTER_SECTION("model", "the network", fields().schema(), "model");
 }  // namespace
 
-std::string model_name(const config::Tree& recipe) { return fields().load(config::Options(&recipe, "model")).name; }
+ModelOptions load_options(const config::Tree& recipe) { return fields().load(config::Options(&recipe, "model")); }
+std::string model_name(const config::Tree& recipe) { return load_options(recipe).name; }
 
-NetworkPtr build(const config::Tree& recipe, const ModelContext& ctx) {
+int64_t LayerGroup::numel() const {
+  int64_t n = 0;
+  for (auto& [name, t] : params) n += t.numel();
+  return n;
+}
+
+at::Tensor Network::forward(const at::Tensor& input, const at::Tensor& features) {
+  at::Tensor x = channels_last_ && input.dim() == 4 ? input.contiguous(at::MemoryFormat::ChannelsLast) : input;
+  at::Tensor pooled = pre_logits(global_pool(forward_features(x), pool_));
+  return head_.forward(pooled, features);
+}
+
+void Network::add_group(std::string name, std::vector<std::string> prefixes) {
+  groups_.emplace_back(std::move(name), std::move(prefixes));
+}
+
+namespace {
+bool has_prefix(const std::string& name, const std::string& p) {
+  return name == p || name.compare(0, p.size() + 1, p + ".") == 0;
+}
+}  // namespace
+
+std::vector<LayerGroup> Network::layer_groups() const {
+  std::vector<LayerGroup> out;
+  for (auto& [g, prefixes] : groups_) out.push_back({g, {}});
+  out.push_back({"head", {}});
+  for (const auto& p : named_parameters(true)) {
+    const std::string& name = p.key();
+    LayerGroup* dst = nullptr;
+    if (head_.owns(name)) {
+      dst = &out.back();
+    } else {
+      for (size_t i = 0; i < groups_.size() && !dst; ++i)
+        for (auto& pre : groups_[i].second)
+          if (has_prefix(name, pre)) dst = &out[i];
+    }
+    KG_ASSERT(dst, "parameter ", name, " belongs to no layer group");
+    dst->params.emplace_back(name, p.value());
+  }
+  return out;
+}
+
+std::vector<std::string> Network::group_names() const {
+  std::vector<std::string> names;
+  for (auto& [g, p] : groups_) names.push_back(g);
+  names.push_back("head");
+  return names;
+}
+
+void Network::finish(const ModelContext& ctx, torch::nn::Module& fc_parent, const std::string& fc_path,
+                     const std::string& default_pool) {
+  pool_ = ctx.model.global_pool.empty() ? default_pool : ctx.model.global_pool;
+  KG_CHECK(known_pool(pool_), ConfigError, "model.global_pool: unknown pool \"", pool_, "\" (known: avg, max, avgmax, catavgmax)");
+  int64_t width = 0;
+  {
+    // What nn.LazyLinear does in Python: one forward pass reveals the feature width.
+    torch::NoGradGuard no_grad;
+    bool was_training = is_training();
+    eval();
+    at::Tensor f = forward_features(torch::zeros({1, ctx.in_chans, ctx.height, ctx.width}));
+    train(was_training);
+    KG_CHECK(f.dim() == 4 || f.dim() == 2, DataError, "the backbone returned shape ", f.sizes(), " for a 1x", ctx.in_chans,
+             "x", ctx.height, "x", ctx.width, " input; expected a feature map [N, C, H, W] or pooled features [N, C]");
+    width = f.size(1) * (f.dim() == 4 ? pool_multiplier(pool_) : 1);
+  }
+  build_pre_logits(width);
+  HeadSpec spec;
+  spec.in_features = width;
+  spec.num_outputs = ctx.num_outputs;
+  spec.num_features = ctx.num_features;
+  spec.hidden = ctx.model.head_hidden;
+  spec.hidden_dropout = ctx.model.head_dropout;
+  spec.feature_hidden = ctx.model.feature_hidden;
+  spec.drop_rate = ctx.model.drop_rate;
+  KG_CHECK(spec.num_outputs > 0, ConfigError, "the model needs at least one output (classes, labels or targets), got ", spec.num_outputs);
+  head_.build(*this, fc_parent, fc_path, spec);
+  grad_checkpointing_ = ctx.model.grad_checkpointing;
+}
+
+at::Tensor Network::run_stage(const std::shared_ptr<torch::nn::Module>& stage,
+                              const std::function<at::Tensor(const at::Tensor&)>& fn, const at::Tensor& x) {
+  if (grad_checkpointing_ && is_training() && at::GradMode::is_enabled()) return checkpoint(stage, fn, x);
+  return fn(x);
+}
+
+void Network::set_channels_last(bool on) {
+  torch::NoGradGuard no_grad;
+  const auto fmt = on ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+  for (auto& p : parameters(true))
+    if (p.dim() == 4) p.set_data(p.contiguous(fmt));
+  for (auto& b : buffers(true))
+    if (b.dim() == 4) b.set_data(b.contiguous(fmt));
+  channels_last_ = on;
+}
+
+NetworkPtr build(const config::Tree& recipe, ModelContext ctx) {
   config::Options opts(&recipe, "model");
-  return model_registry().create(model_name(recipe), opts, ctx);
+  ctx.model = load_options(recipe);
+  NetworkPtr net = with_context("while building model " + ctx.model.name,
+                                [&] { return model_registry().create(ctx.model.name, opts, ctx); });
+  if (!ctx.model.pretrained.empty())
+    net->set_pretrained_report(load_pretrained(*net, ctx.model.pretrained, ctx.model.pretrained_strict));
+  return net;
 }
 
 int64_t count_parameters(const torch::nn::Module& m, bool trainable_only) {

@@ -1,37 +1,125 @@
-// Models: a registry of networks built from `model.*` keys for a task's input and output sizes.
+// Models: a registry of backbone families (resnet, efficientnet, convnext, torchscript, ...) built
+// from `model.*` keys. Every network is backbone + head: the backbone's parameters keep timm's /
+// torchvision's names (conv1, layer1.0.conv1, blocks.1.0.conv_dw, stages.0.blocks.0.mlp.fc1, ...) so
+// weights move between kgtrain and Python; the head (pooling, optional hidden layers, numeric
+// features, classifier) is sized by a dry forward pass at build time, as nn.LazyLinear would be.
 #pragma once
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <torch/nn/module.h>
+#include <torch/nn/modules/container/sequential.h>
 
 #include "config/tree.h"
 #include "core/registry.h"
+#include "model/head.h"
+#include "model/safetensors.h"
 
 namespace kg::model {
 
-// A network maps a batch of images [N, C, H, W] to outputs [N, num_outputs].
+// The keys every model shares (`[model]`); a family adds its own (resnet's small_input, ...).
+struct ModelOptions {
+  std::string name = "resnet9";         ///< backbone family (see `kgtrain show --list`)
+  std::string pretrained;               ///< safetensors file of initial weights (timm/torchvision names); "" = random init
+  bool pretrained_strict = false;       ///< fail when a backbone tensor is missing or unexpected (a differing head is always re-initialised)
+  double drop_rate = 0.0;               ///< dropout before the classifier (timm drop_rate)
+  double drop_path_rate = 0.0;          ///< stochastic depth, rising linearly over the blocks to about this value (timm's per-family rule)
+  std::string global_pool;              ///< avg | max | avgmax | catavgmax; "" = the family's own (avg; max for resnet9)
+  std::vector<int64_t> head_hidden;     ///< hidden layer sizes of a fastai-style head (BN, dropout, linear, ReLU); [] = one linear layer
+  double head_dropout = 0.5;            ///< fastai's ps: dropout before the last linear layer, half of it before hidden ones
+  std::vector<int64_t> feature_hidden;  ///< MLP sizes for data.feature_cols before they join the pooled image features; [] = direct
+  bool grad_checkpointing = false;      ///< recompute each stage's activations in backward (less memory, ~30% more compute)
+};
+
+// What the data decides: input channels, outputs of the task, numeric features, image size.
+struct ModelContext {
+  int64_t in_chans = 3;       // data.channels
+  int64_t num_outputs = 0;    // classes, labels or regression targets
+  int64_t num_features = 0;   // data.feature_cols
+  int64_t height = 64;        // input size for the build-time dry forward (and the summary)
+  int64_t width = 64;
+  ModelOptions model;         // the shared [model] keys
+};
+
+// A named set of parameters that trains together (fastai's layer groups): stem, stages, head.
+struct LayerGroup {
+  std::string name;
+  std::vector<std::pair<std::string, at::Tensor>> params;
+  int64_t numel() const;
+};
+
 class Network : public torch::nn::Module {
  public:
-  virtual torch::Tensor forward(const torch::Tensor& x) = 0;
+  // images [N, C, H, W] (+ features [N, F] when the model takes data.feature_cols) -> outputs [N, num_outputs].
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& features = {});
+  // The backbone alone: a feature map [N, C, h, w] (or already pooled [N, C]).
+  virtual at::Tensor forward_features(const at::Tensor& x) = 0;
+
+  // Stem first, head last; every parameter is in exactly one group.
+  std::vector<LayerGroup> layer_groups() const;
+  std::vector<std::string> group_names() const;
+  const std::string& first_conv() const { return first_conv_; }   // "conv1.weight"; "" when there is none
+  std::string classifier() const { return head_.classifier_name(); }  // "fc.weight"'s module: "fc"
+  bool is_head_param(const std::string& name) const { return head_.owns(name); }
+  int64_t num_features() const { return head_.in_features(); }    // pooled backbone width
+  int64_t num_outputs() const { return head_.num_outputs(); }
+  const std::string& pool() const { return pool_; }
+
+  void set_grad_checkpointing(bool on) { grad_checkpointing_ = on; }
+  bool grad_checkpointing() const { return grad_checkpointing_; }
+  // Converts 4-D parameters/buffers and every input to NHWC (channels_last) memory layout.
+  void set_channels_last(bool on);
+  bool channels_last() const { return channels_last_; }
+
+  // What model.pretrained loaded, when it was set.
+  const std::optional<LoadReport>& pretrained_report() const { return pretrained_report_; }
+  void set_pretrained_report(LoadReport r) { pretrained_report_ = std::move(r); }
+
+ protected:
+  // Declares a layer group by module-name prefixes, in forward order ("stem", {"conv1", "bn1"}).
+  void add_group(std::string name, std::vector<std::string> prefixes);
+  void set_first_conv(std::string param) { first_conv_ = std::move(param); }
+  // Called last in a family's constructor: a dry forward finds the feature width, then the head is
+  // built with its classifier registered as `fc_name` under `fc_parent` (timm's name for the family).
+  void finish(const ModelContext& ctx, torch::nn::Module& fc_parent, const std::string& fc_path,
+              const std::string& default_pool = "avg");
+  // Applied to pooled features before the head (convnext's head.norm); identity by default.
+  virtual at::Tensor pre_logits(const at::Tensor& pooled) { return pooled; }
+  // Builds modules that depend on the pooled width (convnext's head.norm) before the head.
+  virtual void build_pre_logits(int64_t /*pooled_width*/) {}
+
+  // Runs one stage; with grad_checkpointing while training, its activations are recomputed in backward.
+  at::Tensor run_stage(const std::shared_ptr<torch::nn::Module>& stage,
+                       const std::function<at::Tensor(const at::Tensor&)>& fn, const at::Tensor& x);
+  template <class Holder>
+  at::Tensor run_stage(Holder& stage, const at::Tensor& x) {
+    Holder h = stage;  // the recompute closure keeps the stage alive
+    return run_stage(stage.ptr(), [h](const at::Tensor& t) mutable { return h->forward(t); }, x);
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups_;
+  std::string first_conv_;
+  std::string pool_ = "avg";
+  Head head_;
+  bool grad_checkpointing_ = false;
+  bool channels_last_ = false;
+  std::optional<LoadReport> pretrained_report_;
 };
 using NetworkPtr = std::shared_ptr<Network>;
-
-struct ModelContext {
-  int64_t in_chans = 3;     // from data.channels
-  int64_t num_outputs = 0;  // classes for multiclass
-};
 
 using ModelRegistry = Registry<NetworkPtr(const ModelContext&)>;
 ModelRegistry& model_registry();
 
-struct ModelOptions {
-  std::string name = "resnet9";  ///< backbone name (see `kgtrain show --list`)
-};
-
-// Builds the recipe's model (model.name + its keys).
-NetworkPtr build(const config::Tree& recipe, const ModelContext& ctx);
+ModelOptions load_options(const config::Tree& recipe);
 std::string model_name(const config::Tree& recipe);
+// Builds the recipe's model (model.name + its keys) and loads model.pretrained when set.
+// `ctx.model` is filled from the recipe.
+NetworkPtr build(const config::Tree& recipe, ModelContext ctx);
 int64_t count_parameters(const torch::nn::Module& m, bool trainable_only = false);
 
 }  // namespace kg::model

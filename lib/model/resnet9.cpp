@@ -7,6 +7,9 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/functional/pooling.h>
+#include <torch/nn/modules/container/functional.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/torch.h>
 
 #include "model/model.h"
 
@@ -36,27 +39,30 @@ struct ResidualImpl : torch::nn::Module {
 };
 TORCH_MODULE(Residual);
 
-class Resnet9 : public Network {
+class Resnet9 final : public Network {
  public:
-  Resnet9(int64_t in_chans, int64_t w, int64_t num_outputs)
-      : prep(register_module("prep", ConvBn(in_chans, w))),
-        layer1(register_module("layer1", ConvBn(w, 2 * w))),
-        res1(register_module("res1", Residual(2 * w))),
-        layer2(register_module("layer2", ConvBn(2 * w, 4 * w))),
-        layer3(register_module("layer3", ConvBn(4 * w, 8 * w))),
-        res3(register_module("res3", Residual(8 * w))),
-        fc(register_module("fc", torch::nn::Linear(8 * w, num_outputs))) {}
+  Resnet9(const Resnet9Options& o, const ModelContext& ctx)
+      : prep(register_module("prep", ConvBn(ctx.in_chans, o.width))),
+        layer1(register_module("layer1", ConvBn(o.width, 2 * o.width))),
+        res1(register_module("res1", Residual(2 * o.width))),
+        layer2(register_module("layer2", ConvBn(2 * o.width, 4 * o.width))),
+        layer3(register_module("layer3", ConvBn(4 * o.width, 8 * o.width))),
+        res3(register_module("res3", Residual(8 * o.width))) {
+    add_group("stem", {"prep"});
+    add_group("layer1", {"layer1", "res1"});
+    add_group("layer2", {"layer2"});
+    add_group("layer3", {"layer3", "res3"});
+    set_first_conv("prep.conv.weight");
+    finish(ctx, *this, "fc", "max");  // the peer's global max pool
+  }
 
-  torch::Tensor forward(const torch::Tensor& input) override {
+  at::Tensor forward_features(const at::Tensor& input) override {
     namespace F = torch::nn::functional;
     auto x = prep->forward(input);
-    x = F::max_pool2d(layer1->forward(x), F::MaxPool2dFuncOptions(2));
-    x = res1->forward(x);
+    x = run_stage(stage1_, x);
     x = F::max_pool2d(layer2->forward(x), F::MaxPool2dFuncOptions(2));
-    x = F::max_pool2d(layer3->forward(x), F::MaxPool2dFuncOptions(2));
-    x = res3->forward(x);
-    x = std::get<0>(x.flatten(2).max(2));  // global max pool
-    return fc->forward(x);
+    x = run_stage(stage3_, x);
+    return x;
   }
 
  private:
@@ -64,7 +70,10 @@ class Resnet9 : public Network {
   Residual res1;
   ConvBn layer2, layer3;
   Residual res3;
-  torch::nn::Linear fc;
+  // The stages as callables for checkpointing; they hold the registered modules, not copies.
+  torch::nn::Sequential stage1_{layer1, torch::nn::Functional(pool2), res1};
+  torch::nn::Sequential stage3_{layer3, torch::nn::Functional(pool2), res3};
+  static at::Tensor pool2(const at::Tensor& t) { return torch::max_pool2d(t, {2, 2}); }
 };
 
 config::Fields<Resnet9Options> fields() {
@@ -75,9 +84,7 @@ config::Fields<Resnet9Options> fields() {
 
 KG_REGISTER(model_registry(), "resnet9", "Page's DAWNBench ResNet-9 for small images (28-64 px)",
             "[model]\nname = \"resnet9\"\nwidth = 16", fields(),
-            [](const Resnet9Options& o, const ModelContext& ctx) -> NetworkPtr {
-              return std::make_shared<Resnet9>(ctx.in_chans, o.width, ctx.num_outputs);
-            });
+            [](const Resnet9Options& o, const ModelContext& ctx) -> NetworkPtr { return std::make_shared<Resnet9>(o, ctx); });
 
 }  // namespace
 }  // namespace kg::model

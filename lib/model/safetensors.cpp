@@ -1,6 +1,8 @@
 #include "model/safetensors.h"
 
+#include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -71,6 +73,7 @@ TensorMap decode_safetensors(const std::string& bytes, const std::string& name) 
   const uint64_t data_size = bytes.size() - 8 - len;
   const char* data = bytes.data() + 8 + len;
   TensorMap out;
+  std::vector<std::tuple<uint64_t, uint64_t, std::string>> spans;  // every tensor's [begin, end)
   for (auto& [key, v] : header.items()) {
     if (key == "__metadata__") continue;
     std::string where = "tensor \"" + key + "\": ";
@@ -99,10 +102,23 @@ TensorMap decode_safetensors(const std::string& bytes, const std::string& name) 
     if (__builtin_mul_overflow(numel, static_cast<uint64_t>(c10::elementSize(dt->type)), &need) || need > data_size)
       throw bad(where + "shape " + v["shape"].dump() + " of " + dt->name + " needs more bytes than the file holds");
     if (e - b != need) throw bad(where + "shape " + v["shape"].dump() + " of " + dt->name + " needs " + std::to_string(need) + " bytes, offsets give " + std::to_string(e - b));
+    spans.emplace_back(b, e, key);
     at::Tensor t = at::empty(shape, at::TensorOptions().dtype(dt->type));
     if (need) std::memcpy(t.data_ptr(), data + b, need);
     out.emplace(key, t);
   }
+  // As the reference reader: the tensors tile the data exactly, with no gap, overlap or trailing bytes.
+  std::sort(spans.begin(), spans.end());
+  uint64_t pos = 0;
+  for (auto& [b, e, key] : spans) {
+    if (b != pos)
+      throw bad("tensor \"" + key + "\" starts at byte " + std::to_string(b) + " of the data but the previous tensor ends at " +
+                std::to_string(pos) + (b < pos ? " (overlapping tensors)" : " (a gap)"));
+    pos = e;
+  }
+  if (pos != data_size)
+    throw bad("the tensors cover " + std::to_string(pos) + " bytes of data but the file holds " + std::to_string(data_size) +
+              " (trailing bytes)");
   return out;
 }
 
@@ -134,6 +150,8 @@ std::string LoadReport::str() const {
   part("missing", missing);
   part("unexpected", unexpected);
   part("shape mismatch", mismatched);
+  part("head re-initialised for the new task", reinitialized);
+  part("first conv adapted", adapted);
   return s.empty() ? "all tensors matched" : s;
 }
 
@@ -151,6 +169,7 @@ LoadReport load_state_dict(torch::nn::Module& m, const TensorMap& tensors, bool 
       r.mismatched.push_back(name + " " + c10::str(it->second.sizes()) + " vs model " + c10::str(dst.sizes()));
     } else {
       dst.copy_(it->second.to(dst.dtype()));
+      ++r.loaded;
     }
   }
   for (auto& [name, t] : tensors)

@@ -25,6 +25,9 @@ TensorMap state_dict(const torch::nn::Module& m);
 
 struct LoadReport {
   std::vector<std::string> missing, unexpected, mismatched;
+  std::vector<std::string> reinitialized;  // head tensors of another shape (a new task): left at their init
+  std::vector<std::string> adapted;        // first conv converted to the model's input channels
+  int64_t loaded = 0;                      // tensors copied
   bool clean() const { return missing.empty() && unexpected.empty() && mismatched.empty(); }
   std::string str() const;
 };

@@ -26,7 +26,8 @@ EpochResult train_epoch(model::Network& net, optim::Optimizer& opt, const optim:
     auto y = b.targets.to(device, /*non_blocking=*/true);
     if (hook) hook(x, y, b.index);
     opt.zero_grad();
-    auto l = loss.forward(net.forward(x), y);
+    at::Tensor f = b.features.defined() ? b.features.to(device, /*non_blocking=*/true) : at::Tensor();
+    auto l = loss.forward(net.forward(x, f), y);
     l.backward();
     opt.step();
     ++step;
@@ -54,7 +55,8 @@ Predictions predict(model::Network& net, data::Loader& loader, const c10::Device
   double loss_sum = 0;
   data::Batch b;
   while (loader.next(b)) {
-    auto logits = net.forward(data::to_model_input(b, device));
+    at::Tensor f = b.features.defined() ? b.features.to(device, /*non_blocking=*/true) : at::Tensor();
+    auto logits = net.forward(data::to_model_input(b, device), f);
     if (loss && b.targets.defined()) loss_sum += loss->forward(logits, b.targets.to(device, true)).item<double>() * logits.size(0);
     probs.push_back(torch::softmax(logits.to(torch::kFloat), 1).to(torch::kCPU));
     if (b.targets.defined()) targets.push_back(b.targets);

@@ -272,6 +272,16 @@ TEST_CASE("damaged safetensors files give CheckpointError with the reason", "[un
     CHECK_THAT(decode_error(file_of(R"({"w":{"dtype":"F32","shape":[2,-1],"data_offsets":[0,8]}})", eight)),
                Catch::Contains("shape"));
   }
+  SECTION("tensors must tile the data: no gap, overlap or trailing bytes (as the reference reader)") {
+    auto gap = decode_error(file_of(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                                    eight + "abcd"));
+    CHECK_THAT(gap, Catch::Contains("tensor \"b\" starts at byte 8"));
+    CHECK_THAT(gap, Catch::Contains("a gap"));
+    auto overlap = decode_error(file_of(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                                        eight));
+    CHECK_THAT(overlap, Catch::Contains("overlapping"));
+    CHECK_THAT(decode_error(file_of(good_header, eight + "xy")), Catch::Contains("trailing bytes"));
+  }
   SECTION("the good header itself decodes (the cases above differ from it in one point)") {
     auto m = kg::model::decode_safetensors(file_of(good_header, eight), "ok");
     REQUIRE(m.count("w") == 1);

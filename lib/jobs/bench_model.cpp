@@ -1,0 +1,271 @@
+// `kgtrain bench-model`: what a training step costs the model alone — forward, backward and an AdamW
+// step on synthetic images in memory (no decoding, no loader), for the recipe's model or a list of
+// families built for the recipe's data, in NCHW and channels_last layouts, optionally with gradient
+// checkpointing and the activation memory it saves (glibc heap held after the forward pass).
+#include <malloc.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include <torch/torch.h>
+
+#include "config/sections.h"
+#include "core/error.h"
+#include "core/fs.h"
+#include "core/strings.h"
+#include "device/device.h"
+#include "jobs/job.h"
+#include "jobs/recipe_model.h"
+#include "model/model.h"
+#include "model/summary.h"
+#include "train/options.h"
+
+using nlohmann::json;
+
+namespace kg::jobs {
+namespace {
+
+constexpr int kBenchSchema = 1;
+using Clock = std::chrono::steady_clock;
+
+// Bytes the process's malloc hands out (every arena, small blocks and mmap'ed ones); -1 where glibc
+// cannot say. LibTorch's CPU allocator is plain malloc, so a delta is tensor memory.
+int64_t heap_in_use() {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+  struct mallinfo2 m = mallinfo2();
+  return static_cast<int64_t>(m.uordblks + m.hblkhd);
+#else
+  return -1;
+#endif
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// The recipe with model.name = `name`. Another family keeps only the keys every model shares
+// (resnet9's width means nothing to convnext); no model loads model.pretrained here.
+config::Tree model_recipe(const config::Tree& recipe, const std::string& name) {
+  config::Tree t = recipe;
+  if (name != model::model_name(recipe)) {
+    std::set<std::string> shared;
+    for (const auto& k : config::sections().at("model").schema) shared.insert("model." + k.key);
+    for (const auto& key : t.keys_under("model"))
+      if (!shared.count(key)) t.erase(key);
+    config::Entry e;
+    e.value = name;
+    e.origin = config::Origin::command_line();
+    t.set("model.name", e);
+  }
+  t.erase("model.pretrained");
+  return t;
+}
+
+struct Step {
+  double seconds = 0;
+  int64_t held_bytes = -1;  // heap held after the forward pass (activations autograd keeps + output)
+};
+
+// One training step on fixed synthetic tensors. Gradients are dropped (set to none) first, as fit's
+// AdamW does, so the heap before the forward pass holds no gradient of the previous step.
+Step train_step(model::Network& net, torch::optim::Optimizer& opt, const at::Tensor& x, const at::Tensor& feats,
+                const std::function<at::Tensor(const at::Tensor&)>& loss_fn, const at::Tensor& sync_param) {
+  for (auto& g : opt.param_groups())
+    for (auto& p : g.params()) p.mutable_grad() = at::Tensor();
+  Step s;
+  const auto t0 = Clock::now();
+  const int64_t before = heap_in_use();
+  {
+    at::Tensor loss = loss_fn(net.forward(x, feats));
+    const int64_t after = heap_in_use();
+    if (before >= 0 && after >= 0) s.held_bytes = after - before;
+    loss.backward();
+  }
+  opt.step();
+  (void)sync_param.reshape(-1)[0].item<float>();  // waits for queued device work (CUDA runs asynchronously)
+  s.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return s;
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+}  // namespace
+
+int run_bench_model(const JobOptions& o) {
+  const auto& recipe = o.recipe;
+  KG_CHECK(o.bench_model_steps > 0, UsageError, "--steps must be positive, got ", o.bench_model_steps);
+  KG_CHECK(o.bench_model_warmup >= 0, UsageError, "--warmup must be >= 0, got ", o.bench_model_warmup);
+  KG_CHECK(o.bench_model_size >= 0, UsageError, "--size must be positive, got ", o.bench_model_size);
+  KG_CHECK(o.bench_model_batch >= 0, UsageError, "--batch must be positive, got ", o.bench_model_batch);
+  KG_CHECK(!o.bench_model_layouts.empty(), UsageError, "--layouts needs at least one of nchw, channels_last");
+  for (const auto& l : o.bench_model_layouts)
+    KG_CHECK(l == "nchw" || l == "channels_last", UsageError, "--layouts: unknown layout \"", l,
+             "\" (known: nchw, channels_last)");
+  std::vector<std::string> names = o.bench_model_models;
+  if (names.empty()) names.push_back(model::model_name(recipe));
+  for (const auto& n : names)
+    if (!model::model_registry().find_info(n)) model::model_registry().unknown(n, "--models");
+
+  auto in = recipe_model_input(recipe);
+  const auto dev = device::setup(device::load_options(recipe));
+  const auto run = train::load_run_options(recipe);
+  auto ctx = in.ctx;
+  if (o.bench_model_size > 0) ctx.height = ctx.width = o.bench_model_size;
+  const int64_t batch = o.bench_model_batch > 0 ? o.bench_model_batch : train::load_train_options(recipe).batch_size;
+  std::vector<bool> ckpt_modes{false};
+  if (o.bench_model_grad_checkpointing) ckpt_modes.push_back(true);
+  const bool measure_heap = dev.device.is_cpu() && heap_in_use() >= 0;
+
+  const std::string shape = std::to_string(ctx.in_chans) + "x" + std::to_string(ctx.height) + "x" + std::to_string(ctx.width);
+  std::string head = "bench-model: " + join(o.layers, " + ") + ": " + join(names, ", ") + "; input " + shape +
+                     (ctx.num_features > 0 ? " + " + std::to_string(ctx.num_features) + " features" : "") + ", " +
+                     std::to_string(ctx.num_outputs) + " outputs (" + data::task_name(in.classes.task) + "), batch " +
+                     std::to_string(batch) + ", " + std::to_string(o.bench_model_warmup) + " warm-up + " +
+                     std::to_string(o.bench_model_steps) + " timed steps (median), " + dev.description +
+                     "; forward + backward + AdamW step on synthetic data\n";
+  if (o.dry_run) {
+    std::cout << head << "dry run: would time " << names.size() * o.bench_model_layouts.size() * ckpt_modes.size()
+              << " configurations (layouts " << join(o.bench_model_layouts, ", ")
+              << (o.bench_model_grad_checkpointing ? "; grad checkpointing off and on" : "") << "); nothing timed\n";
+    return kExitOk;
+  }
+
+  // Synthetic batch and targets of the task's shape (seeded: every model sees the same data).
+  torch::manual_seed(static_cast<uint64_t>(run.seed));
+  auto fopts = torch::TensorOptions().dtype(torch::kFloat).device(dev.device);
+  const at::Tensor x = torch::randn({batch, ctx.in_chans, ctx.height, ctx.width}, fopts);
+  const at::Tensor feats = ctx.num_features > 0 ? torch::randn({batch, ctx.num_features}, fopts) : at::Tensor();
+  std::function<at::Tensor(const at::Tensor&)> loss_fn;
+  namespace F = torch::nn::functional;
+  switch (in.classes.task) {
+    case data::Task::multiclass: {
+      at::Tensor y = torch::randint(0, ctx.num_outputs, {batch}, torch::TensorOptions().dtype(torch::kLong).device(dev.device));
+      loss_fn = [y](const at::Tensor& out) { return F::cross_entropy(out, y); };
+      break;
+    }
+    case data::Task::regression: {
+      at::Tensor y = torch::randn({batch, ctx.num_outputs}, fopts);
+      loss_fn = [y](const at::Tensor& out) { return F::mse_loss(out, y); };
+      break;
+    }
+    default: {  // binary, multilabel: 0/1 targets per output
+      at::Tensor y = torch::randint(0, 2, {batch, ctx.num_outputs}, fopts);
+      loss_fn = [y](const at::Tensor& out) { return F::binary_cross_entropy_with_logits(out, y); };
+    }
+  }
+
+  json models = json::array(), rows = json::array();
+  char buf[256];
+  std::string table = "";
+  std::snprintf(buf, sizeof buf, "%-16s %-14s %-5s %9s %10s %10s %14s\n", "model", "layout", "ckpt", "GFLOPs", "step s",
+                "img/s", "held after fw");
+  table += buf;
+  std::string notes;
+  for (const auto& name : names) {
+    log(o, "  building " + name + "...");
+    const config::Tree tree = model_recipe(recipe, name);
+    torch::manual_seed(static_cast<uint64_t>(run.seed));
+    auto net = model::build(tree, ctx);
+    net->to(dev.device);
+    net->set_channels_last(false);
+    net->set_grad_checkpointing(false);
+    const auto summary = model::summarize(*net, ctx.in_chans, ctx.height, ctx.width, batch, ctx.num_features);
+    models.push_back({{"name", name}, {"summary", summary.to_json()}});
+    at::Tensor sync_param;
+    for (const auto& p : net->parameters())
+      if (p.requires_grad()) sync_param = p;
+    KG_CHECK(sync_param.defined(), UsageError, "bench-model: ", name, " has no trainable parameter to train");
+    net->train();
+    std::map<std::pair<std::string, bool>, json> by_config;
+    for (const auto& layout : o.bench_model_layouts) {
+      net->set_channels_last(layout == "channels_last");
+      for (bool ckpt : ckpt_modes) {
+        net->set_grad_checkpointing(ckpt);
+        log(o, "  " + name + ", " + layout + (ckpt ? ", grad checkpointing" : "") + ": " +
+                   std::to_string(o.bench_model_warmup) + " + " + std::to_string(o.bench_model_steps) + " steps...");
+        // A fresh AdamW per configuration: its moments take each layout's memory format.
+        torch::optim::AdamW opt(net->parameters(), torch::optim::AdamWOptions(1e-4).weight_decay(0.01));
+        for (int64_t i = 0; i < o.bench_model_warmup; ++i) train_step(*net, opt, x, feats, loss_fn, sync_param);
+        std::vector<double> secs, held;
+        for (int64_t i = 0; i < o.bench_model_steps; ++i) {
+          Step s = train_step(*net, opt, x, feats, loss_fn, sync_param);
+          secs.push_back(s.seconds);
+          held.push_back(static_cast<double>(s.held_bytes));
+        }
+        const double med = median(secs);
+        const double ips = med > 0 ? static_cast<double>(batch) / med : 0.0;
+        json held_json = measure_heap ? json(static_cast<int64_t>(median(held))) : json(nullptr);
+        json row = {{"model", name},
+                    {"layout", layout},
+                    {"grad_checkpointing", ckpt},
+                    {"batch_size", batch},
+                    {"warmup_steps", o.bench_model_warmup},
+                    {"steps", o.bench_model_steps},
+                    {"step_seconds", secs},
+                    {"median_step_seconds", med},
+                    {"images_per_s", ips},
+                    {"held_after_forward_bytes", held_json}};
+        rows.push_back(row);
+        by_config[{layout, ckpt}] = row;
+        std::snprintf(buf, sizeof buf, "%-16s %-14s %-5s %9.3f %10.3f %10.1f %14s\n", name.c_str(), layout.c_str(),
+                      ckpt ? "on" : "off", summary.gflops, med, ips,
+                      measure_heap ? model::bytes_text(held_json.get<int64_t>()).c_str() : "n/a");
+        table += buf;
+      }
+    }
+    net->set_channels_last(false);
+    net->set_grad_checkpointing(false);
+    // Checkpointing's trade, per layout: activation memory against speed.
+    if (o.bench_model_grad_checkpointing)
+      for (const auto& layout : o.bench_model_layouts) {
+        const json& off = by_config[{layout, false}];
+        const json& on = by_config[{layout, true}];
+        const double speed = on["images_per_s"].get<double>() / std::max(1e-12, off["images_per_s"].get<double>());
+        std::string mem = "memory not measured on " + dev.description;
+        if (measure_heap) {
+          const auto a = off["held_after_forward_bytes"].get<int64_t>(), b = on["held_after_forward_bytes"].get<int64_t>();
+          mem = "holds " + model::bytes_text(b) + " after the forward pass instead of " + model::bytes_text(a) +
+                (a > 0 ? " (" + fixed(100.0 * static_cast<double>(b - a) / static_cast<double>(a), 0) + "%)" : "");
+        }
+        notes += name + " " + layout + ": grad checkpointing " + mem + ", at " + fixed(speed, 2) + "x the speed\n";
+      }
+  }
+
+  std::cout << head << table << (notes.empty() ? "" : "\n" + notes);
+  if (!o.bench_model_json.empty()) {
+    json report = {{"schema_version", kBenchSchema},
+                   {"command", "bench-model"},
+                   {"recipe", o.layers},
+                   {"device", dev.description},
+                   {"threads", dev.threads},
+                   {"input", {{"channels", ctx.in_chans}, {"height", ctx.height}, {"width", ctx.width}}},
+                   {"feature_dim", ctx.num_features},
+                   {"outputs", ctx.num_outputs},
+                   {"task", data::task_name(in.classes.task)},
+                   {"batch_size", batch},
+                   {"warmup_steps", o.bench_model_warmup},
+                   {"steps", o.bench_model_steps},
+                   {"layouts", o.bench_model_layouts},
+                   {"optimizer", "adamw"},
+                   {"held_after_forward", measure_heap ? "glibc mallinfo2 uordblks + hblkhd delta over the forward pass"
+                                                       : "not measured (CPU only)"},
+                   {"models", models},
+                   {"runs", rows}};
+    write_file_atomic(o.bench_model_json, report.dump(2) + "\n");
+    log(o, "report: " + o.bench_model_json);
+  }
+  return kExitOk;
+}
+
+}  // namespace kg::jobs

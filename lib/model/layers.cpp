@@ -1,0 +1,33 @@
+#include "model/layers.h"
+
+#include <torch/torch.h>
+
+namespace kg::model {
+
+at::Tensor drop_path(const at::Tensor& x, double p, bool training) {
+  if (p <= 0.0 || !training) return x;
+  const double keep = 1.0 - p;
+  std::vector<int64_t> shape(static_cast<size_t>(x.dim()), 1);
+  shape[0] = x.size(0);
+  at::Tensor mask = torch::empty(shape, x.options()).bernoulli_(keep);
+  return x * mask.div_(keep);
+}
+
+double block_drop_path(double rate, int64_t index, int64_t blocks) {
+  return blocks > 1 ? rate * static_cast<double>(index) / static_cast<double>(blocks - 1) : 0.0;
+}
+
+void init_cnn(torch::nn::Module& m) {
+  torch::NoGradGuard no_grad;
+  for (auto& mod : m.modules(/*include_self=*/false)) {  // constructors call this before make_shared
+    if (auto* c = mod->as<torch::nn::Conv2d>()) {
+      torch::nn::init::kaiming_normal_(c->weight, 0.0, torch::kFanOut, torch::kReLU);
+      if (c->bias.defined()) c->bias.zero_();
+    } else if (auto* b = mod->as<torch::nn::BatchNorm2d>()) {
+      if (b->weight.defined()) b->weight.fill_(1.0);
+      if (b->bias.defined()) b->bias.zero_();
+    }
+  }
+}
+
+}  // namespace kg::model

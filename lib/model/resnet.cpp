@@ -1,0 +1,138 @@
+// ResNet-18/34/50 (He et al. 2015, v1.5: stride on the 3x3 conv), torchvision's and timm's layout
+// and parameter names: conv1, bn1, layer1.0.conv1, ..., layer4.1.downsample.0, fc. timm's drop_path
+// on the residual branch and zero-initialised last BatchNorm of each block (zero_init_last).
+#include <torch/torch.h>
+
+#include "model/layers.h"
+#include "model/model.h"
+
+namespace kg::model {
+namespace {
+
+struct ResNetOptions {
+  bool small_input = false;  ///< 3x3 stride-1 stem without max-pool, for 28-64 px images (default: torchvision's 7x7/2 stem + pool)
+};
+
+torch::nn::Conv2d conv(int64_t cin, int64_t cout, int64_t k, int64_t stride) {
+  return torch::nn::Conv2d(torch::nn::Conv2dOptions(cin, cout, k).stride(stride).padding(k / 2).bias(false));
+}
+
+// torchvision's downsample: 1x1 conv (stride) + BN, when the shortcut changes shape.
+torch::nn::Sequential downsample(int64_t cin, int64_t cout, int64_t stride) {
+  if (stride == 1 && cin == cout) return nullptr;
+  return torch::nn::Sequential(conv(cin, cout, 1, stride), torch::nn::BatchNorm2d(cout));
+}
+
+struct BasicBlockImpl : torch::nn::Module {
+  static constexpr int64_t kExpansion = 1;
+  BasicBlockImpl(int64_t cin, int64_t planes, int64_t stride, double dp) : drop_path_rate(dp) {
+    conv1 = register_module("conv1", conv(cin, planes, 3, stride));
+    bn1 = register_module("bn1", torch::nn::BatchNorm2d(planes));
+    conv2 = register_module("conv2", conv(planes, planes, 3, 1));
+    bn2 = register_module("bn2", torch::nn::BatchNorm2d(planes));
+    if (auto d = downsample(cin, planes, stride)) ds = register_module("downsample", d);
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    auto y = bn1->forward(conv1->forward(x)).relu_();
+    y = drop_path(bn2->forward(conv2->forward(y)), drop_path_rate, is_training());
+    return (y + (ds ? ds->forward(x) : x)).relu_();
+  }
+  void zero_init_last() { torch::NoGradGuard g; bn2->weight.zero_(); }
+  double drop_path_rate;
+  torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
+  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
+  torch::nn::Sequential ds{nullptr};
+};
+TORCH_MODULE(BasicBlock);
+
+struct BottleneckImpl : torch::nn::Module {
+  static constexpr int64_t kExpansion = 4;
+  BottleneckImpl(int64_t cin, int64_t planes, int64_t stride, double dp) : drop_path_rate(dp) {
+    conv1 = register_module("conv1", conv(cin, planes, 1, 1));
+    bn1 = register_module("bn1", torch::nn::BatchNorm2d(planes));
+    conv2 = register_module("conv2", conv(planes, planes, 3, stride));
+    bn2 = register_module("bn2", torch::nn::BatchNorm2d(planes));
+    conv3 = register_module("conv3", conv(planes, planes * kExpansion, 1, 1));
+    bn3 = register_module("bn3", torch::nn::BatchNorm2d(planes * kExpansion));
+    if (auto d = downsample(cin, planes * kExpansion, stride)) ds = register_module("downsample", d);
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    auto y = bn1->forward(conv1->forward(x)).relu_();
+    y = bn2->forward(conv2->forward(y)).relu_();
+    y = drop_path(bn3->forward(conv3->forward(y)), drop_path_rate, is_training());
+    return (y + (ds ? ds->forward(x) : x)).relu_();
+  }
+  void zero_init_last() { torch::NoGradGuard g; bn3->weight.zero_(); }
+  double drop_path_rate;
+  torch::nn::Conv2d conv1{nullptr}, conv2{nullptr}, conv3{nullptr};
+  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
+  torch::nn::Sequential ds{nullptr};
+};
+TORCH_MODULE(Bottleneck);
+
+template <class Block>
+class ResNet final : public Network {
+ public:
+  ResNet(std::array<int64_t, 4> depths, const ResNetOptions& o, const ModelContext& ctx) : small_input_(o.small_input) {
+    conv1 = register_module("conv1", small_input_ ? conv(ctx.in_chans, 64, 3, 1) : conv(ctx.in_chans, 64, 7, 2));
+    bn1 = register_module("bn1", torch::nn::BatchNorm2d(64));
+    const int64_t total = depths[0] + depths[1] + depths[2] + depths[3];
+    int64_t cin = 64, index = 0;
+    std::vector<typename Block::Impl*> blocks;
+    for (int s = 0; s < 4; ++s) {
+      const int64_t planes = 64 << s;
+      torch::nn::Sequential stage;
+      for (int64_t b = 0; b < depths[static_cast<size_t>(s)]; ++b) {
+        Block block(cin, planes, (s > 0 && b == 0) ? 2 : 1, block_drop_path(ctx.model.drop_path_rate, index++, total));
+        blocks.push_back(block.get());
+        stage->push_back(block);
+        cin = planes * Block::Impl::kExpansion;
+      }
+      layers[static_cast<size_t>(s)] = register_module("layer" + std::to_string(s + 1), stage);
+    }
+    init_cnn(*this);
+    for (auto* b : blocks) b->zero_init_last();
+    add_group("stem", {"conv1", "bn1"});
+    for (int s = 1; s <= 4; ++s) add_group("layer" + std::to_string(s), {"layer" + std::to_string(s)});
+    set_first_conv("conv1.weight");
+    finish(ctx, *this, "fc");
+  }
+
+  at::Tensor forward_features(const at::Tensor& input) override {
+    auto x = bn1->forward(conv1->forward(input)).relu_();
+    if (!small_input_) x = torch::max_pool2d(x, {3, 3}, {2, 2}, {1, 1});
+    for (auto& l : layers) x = run_stage(l, x);
+    return x;
+  }
+
+ private:
+  bool small_input_;
+  torch::nn::Conv2d conv1{nullptr};
+  torch::nn::BatchNorm2d bn1{nullptr};
+  std::array<torch::nn::Sequential, 4> layers{nullptr, nullptr, nullptr, nullptr};
+};
+
+config::Fields<ResNetOptions> fields() {
+  config::Fields<ResNetOptions> f;
+  f.field("small_input", &ResNetOptions::small_input,
+          "3x3 stride-1 stem without max-pool for 28-64 px images (its conv1 no longer fits ImageNet weights)");
+  return f;
+}
+
+template <class Block>
+void add_resnet(const char* name, const char* doc, std::array<int64_t, 4> depths) {
+  model_registry().add(name, doc, std::string("[model]\nname = \"") + name + "\"\nsmall_input = true", fields(),
+                       [depths](const ResNetOptions& o, const ModelContext& ctx) -> NetworkPtr {
+                         return std::make_shared<ResNet<Block>>(depths, o, ctx);
+                       });
+}
+
+const bool kRegistered = [] {
+  add_resnet<BasicBlock>("resnet18", "ResNet-18 (torchvision/timm names; 11.7M parameters at 1000 classes)", {2, 2, 2, 2});
+  add_resnet<BasicBlock>("resnet34", "ResNet-34 (torchvision/timm names; 21.8M parameters at 1000 classes)", {3, 4, 6, 3});
+  add_resnet<Bottleneck>("resnet50", "ResNet-50 v1.5 (torchvision/timm names; 25.6M parameters at 1000 classes)", {3, 4, 6, 3});
+  return true;
+}();
+
+}  // namespace
+}  // namespace kg::model

@@ -1,0 +1,92 @@
+#include "model/weights.h"
+
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+
+namespace kg::model {
+
+namespace {
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
+at::Tensor adapt_input_conv(const at::Tensor& w0, int64_t in_chans, const std::string& where) {
+  KG_CHECK(w0.dim() == 4, CheckpointError, where, ": first conv weight has shape ", w0.sizes(), "; expected [out, in, kh, kw]");
+  const int64_t have = w0.size(1);
+  if (have == in_chans) return w0;
+  at::Tensor w = w0.to(at::kFloat);
+  if (in_chans == 1) {
+    if (have > 3) {
+      KG_CHECK(have % 3 == 0, CheckpointError, where, ": cannot adapt a ", have, "-channel first conv to 1 channel (needs a multiple of 3)");
+      w = w.reshape({w.size(0), have / 3, 3, w.size(2), w.size(3)}).sum(2);
+    } else {
+      w = w.sum(1, /*keepdim=*/true);
+    }
+  } else {
+    KG_CHECK(have == 3, CheckpointError, where, ": cannot adapt a ", have, "-channel first conv to ", in_chans,
+             " channels (only 3-channel weights convert, as in timm)");
+    const int64_t repeat = (in_chans + 2) / 3;
+    w = w.repeat({1, repeat, 1, 1}).slice(1, 0, in_chans) * (3.0 / static_cast<double>(in_chans));
+  }
+  return w.to(w0.scalar_type()).contiguous();
+}
+
+LoadReport load_weights(Network& net, TensorMap tensors, const LoadPolicy& policy, const std::string& source) {
+  std::map<std::string, at::Tensor> model;
+  for (auto& p : net.named_parameters(true)) model.emplace(p.key(), p.value());
+  for (auto& b : net.named_buffers(true)) model.emplace(b.key(), b.value());
+
+  std::vector<std::string> adapted, reinit;
+  const std::string& fc = net.first_conv();
+  if (!fc.empty() && tensors.count(fc) && model.count(fc)) {
+    at::Tensor& w = tensors[fc];
+    const auto& want = model[fc];
+    if (w.dim() == 4 && want.dim() == 4 && w.size(1) != want.size(1) && w.size(0) == want.size(0)) {
+      w = adapt_input_conv(w, want.size(1), source + ": " + fc);
+      adapted.push_back(fc + " " + std::to_string(tensors[fc].size(1)) + " channels");
+    }
+  }
+  if (policy.reinit_head) {
+    for (auto& [name, t] : model) {
+      if (!net.is_head_param(name)) continue;
+      auto it = tensors.find(name);
+      if (it == tensors.end()) {
+        reinit.push_back(name);
+      } else if (it->second.sizes() != t.sizes()) {
+        reinit.push_back(name + " " + c10::str(it->second.sizes()) + " vs model " + c10::str(t.sizes()));
+        tensors.erase(it);
+      }
+    }
+  }
+  LoadReport r = load_state_dict(net, tensors, /*strict=*/false, source);
+  r.adapted = adapted;
+  r.reinitialized = reinit;
+  std::vector<std::string> missing;
+  for (auto& m : r.missing) {
+    if (ends_with(m, "num_batches_tracked")) continue;  // older torchvision files lack it
+    if (policy.reinit_head && net.is_head_param(m)) continue;  // listed as re-initialised
+    missing.push_back(m);
+  }
+  r.missing = missing;
+  if (!r.mismatched.empty())
+    throw CheckpointError(source + " does not fit the model (" + std::to_string(r.mismatched.size()) +
+                          " tensors of another shape; is model.name right?): " + r.str());
+  if (policy.strict && !r.clean())
+    throw CheckpointError(source + " does not match the model (model.pretrained_strict / a checkpoint must match exactly): " + r.str());
+  int64_t backbone = 0;  // a file that only matches the head leaves the backbone random: refuse it too
+  for (auto& [name, t] : model)
+    if (!net.is_head_param(name) && tensors.count(name) && tensors.at(name).sizes() == t.sizes()) ++backbone;
+  if (backbone == 0)
+    throw CheckpointError(source + ": no backbone tensor name matches the model, so nothing would load (is model.name right?): " + r.str());
+  return r;
+}
+
+LoadReport load_pretrained(Network& net, const std::string& path, bool strict) {
+  return load_weights(net, read_safetensors(path), {strict, true}, path);
+}
+
+}  // namespace kg::model

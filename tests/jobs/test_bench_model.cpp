@@ -1,0 +1,82 @@
+// `kgtrain bench-model` through the binary: training-step rates of a tiny model in both memory
+// layouts, with and without gradient checkpointing, the JSON report, and option errors.
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "core/fs.h"
+#include "support/fixtures.h"
+
+using nlohmann::json;
+
+TEST_CASE("bench-model times training steps of the recipe's model in both layouts", "[integration][jobs]") {
+  kg::test::TempDir dir;
+  auto ds = kg::test::make_tiny_dataset(dir, 24, 4);
+  auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
+  const std::string out = dir / "bm.json";
+
+  auto r = kg::test::run_kgtrain({"bench-model", recipe, "--steps", "2", "--size", "32", "--batch", "16",
+                                  "--grad-checkpointing", "--json", out, "--quiet"});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("img/s") != std::string::npos);
+  CHECK(r.output.find("grad checkpointing holds") != std::string::npos);
+  auto j = json::parse(kg::read_file(out));
+  CHECK(j["schema_version"] == 1);
+  CHECK(j["command"] == "bench-model");
+  CHECK(j["input"] == json({{"channels", 1}, {"height", 32}, {"width", 32}}));
+  CHECK(j["outputs"] == 2);
+  CHECK(j["batch_size"] == 16);
+  REQUIRE(j["models"].size() == 1);
+  CHECK(j["models"][0]["name"] == "resnet9");
+  CHECK(j["models"][0]["summary"]["gflops_per_image"].get<double>() > 0);
+  REQUIRE(j["runs"].size() == 4);  // 2 layouts x checkpointing off/on
+  std::set<std::pair<std::string, bool>> configs;
+  for (auto& run : j["runs"]) {
+    INFO(run.dump());
+    configs.insert({run["layout"].get<std::string>(), run["grad_checkpointing"].get<bool>()});
+    CHECK(run["model"] == "resnet9");
+    CHECK(run["images_per_s"].get<double>() > 0);
+    CHECK(run["step_seconds"].size() == 2);
+    CHECK(run["median_step_seconds"].get<double>() > 0);
+    CHECK(run["images_per_s"].get<double>() == Approx(16 / run["median_step_seconds"].get<double>()));
+    CHECK(run["held_after_forward_bytes"].get<int64_t>() > 0);
+  }
+  CHECK(configs == std::set<std::pair<std::string, bool>>{
+                       {"nchw", false}, {"nchw", true}, {"channels_last", false}, {"channels_last", true}});
+  // Checkpointing drops the activations of resnet9's two checkpointed stages: well under the plain run.
+  for (size_t i = 0; i < 4; i += 2) {
+    const auto plain = j["runs"][i]["held_after_forward_bytes"].get<int64_t>();
+    const auto ckpt = j["runs"][i + 1]["held_after_forward_bytes"].get<int64_t>();
+    CHECK(ckpt < plain * 3 / 4);
+  }
+
+  SECTION("--models builds each listed family for the recipe's data; --layouts picks one") {
+    auto m = kg::test::run_kgtrain({"bench-model", recipe, "--models", "resnet9,resnet18", "--layouts", "channels_last",
+                                    "--steps", "1", "--warmup", "0", "--batch", "4", "--json", out, "--quiet"});
+    INFO(m.output);
+    REQUIRE(m.exit_code == 0);
+    auto k = json::parse(kg::read_file(out));
+    REQUIRE(k["runs"].size() == 2);
+    CHECK(k["runs"][0]["model"] == "resnet9");
+    CHECK(k["runs"][1]["model"] == "resnet18");
+    CHECK(k["runs"][1]["layout"] == "channels_last");
+    CHECK(k["runs"][1]["images_per_s"].get<double>() > 0);
+    CHECK(k["models"][1]["summary"]["parameters"]["total"].get<int64_t>() > 11000000);
+    CHECK(k["input"]["height"] == 12);  // data.image_size
+  }
+  SECTION("bad options and unknown models exit 2") {
+    auto u = kg::test::run_kgtrain({"bench-model", recipe, "--models", "resnet19"});
+    CHECK(u.exit_code == 2);
+    CHECK(u.output.find("resnet18") != std::string::npos);  // the known names are listed
+    CHECK(kg::test::run_kgtrain({"bench-model", recipe, "--layouts", "nhwc"}).exit_code == 2);
+    CHECK(kg::test::run_kgtrain({"bench-model", recipe, "--steps", "0"}).exit_code == 2);
+  }
+  SECTION("--dry-run times nothing") {
+    auto d = kg::test::run_kgtrain({"bench-model", recipe, "--dry-run", "--grad-checkpointing"});
+    CHECK(d.exit_code == 0);
+    CHECK(d.output.find("would time 4 configurations") != std::string::npos);
+  }
+}
