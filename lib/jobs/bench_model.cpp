@@ -20,7 +20,7 @@
 #include "core/strings.h"
 #include "device/device.h"
 #include "jobs/job.h"
-#include "jobs/recipe_model.h"
+#include "jobs/model_setup.h"
 #include "model/model.h"
 #include "model/summary.h"
 #include "train/options.h"

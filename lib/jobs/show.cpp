@@ -8,7 +8,7 @@
 #include "core/strings.h"
 #include "data/options.h"
 #include "device/device.h"
-#include "jobs/recipe_model.h"
+#include "jobs/model_setup.h"
 #include "model/model.h"
 #include "model/summary.h"
 #include "train/options.h"

@@ -79,9 +79,13 @@ at::Tensor Head::forward(const at::Tensor& pooled, const at::Tensor& features) {
   return fc_->forward(x);
 }
 
+bool in_module(const std::string& name, const std::string& p) {
+  return name == p || name.compare(0, p.size() + 1, p + ".") == 0;
+}
+
 bool Head::owns(const std::string& name) const {
   for (auto& p : prefixes_)
-    if (name == p || name.compare(0, p.size() + 1, p + ".") == 0) return true;
+    if (in_module(name, p)) return true;
   return false;
 }
 

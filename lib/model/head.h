@@ -18,6 +18,8 @@ namespace kg::model {
 at::Tensor global_pool(const at::Tensor& x, const std::string& type);
 int64_t pool_multiplier(const std::string& type);  // 2 for catavgmax, else 1
 bool known_pool(const std::string& type);
+// Is `name` the module path `prefix` or inside it ("fc" holds "fc.weight", not "fcx.weight")?
+bool in_module(const std::string& name, const std::string& prefix);
 
 struct HeadSpec {
   int64_t in_features = 0;   // pooled backbone width

@@ -69,12 +69,6 @@ void Network::add_group(std::string name, std::vector<std::string> prefixes) {
   groups_.emplace_back(std::move(name), std::move(prefixes));
 }
 
-namespace {
-bool has_prefix(const std::string& name, const std::string& p) {
-  return name == p || name.compare(0, p.size() + 1, p + ".") == 0;
-}
-}  // namespace
-
 std::vector<LayerGroup> Network::layer_groups() const {
   std::vector<LayerGroup> out;
   for (auto& [g, prefixes] : groups_) out.push_back({g, {}});
@@ -87,7 +81,7 @@ std::vector<LayerGroup> Network::layer_groups() const {
     } else {
       for (size_t i = 0; i < groups_.size() && !dst; ++i)
         for (auto& pre : groups_[i].second)
-          if (has_prefix(name, pre)) dst = &out[i];
+          if (in_module(name, pre)) dst = &out[i];
     }
     KG_ASSERT(dst, "parameter ", name, " belongs to no layer group");
     dst->params.emplace_back(name, p.value());

@@ -5,14 +5,9 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "core/strings.h"
 
 namespace kg::model {
-
-namespace {
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-}  // namespace
 
 at::Tensor adapt_input_conv(const at::Tensor& w0, int64_t in_chans, const std::string& where) {
   KG_CHECK(w0.dim() == 4, CheckpointError, where, ": first conv weight has shape ", w0.sizes(), "; expected [out, in, kh, kw]");
