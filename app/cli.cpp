@@ -70,8 +70,8 @@ struct Common {
 };
 
 void add_common(CLI::App* cmd, Common& c, bool training, bool smoke = true) {
-  cmd->add_option("words", c.words, "RECIPE.toml files, then overrides: key=value, +key=value, ~key, group=option")
-      ->required();
+  auto* words = cmd->add_option("words", c.words, "RECIPE.toml files, then overrides: key=value, +key=value, ~key, group=option");
+  if (!training) words->required();
   cmd->add_option("--run-dir", c.run_dir, "write every output exactly into DIR");
   cmd->add_option("--device", c.device, "auto | cpu | cuda | cuda:N (same as device.name=...)");
   cmd->add_option("--seed", c.seed, "same as run.seed=N")->check(CLI::NonNegativeNumber);
@@ -138,9 +138,20 @@ int dispatch(int argc, char** argv) {
   Common fit_c, pred_c, show_c;
   auto* fit = app.add_subcommand("fit", "train a model on a recipe (k-fold split, validation, checkpoints)");
   add_common(fit, fit_c, true);
-  std::string fit_weights;
+  std::string fit_weights, fit_resume, fit_plot;
   fit->add_option("--weights", fit_weights, "initial weights (safetensors, timm/torchvision names), as model.pretrained: "
                                             "a head of another shape is re-initialised");
+  fit->add_option("--resume", fit_resume, "auto (the newest unfinished run of run.name, or --run-dir), a run directory, or a "
+                                          "checkpoint directory: continue exactly where it stopped (RECIPE optional: the "
+                                          "run's recipe.toml is used when none is given)");
+  fit->add_option("--plot-schedule", fit_plot, "draw the planned learning rate (and momentum) per update to this PNG and exit");
+
+  auto* merge = app.add_subcommand("merge-oof", "merge out-of-fold predictions of fold runs (fit cv.fold=k on several "
+                                                "machines, or cv.fold=all) into oof.csv + cv.json");
+  std::vector<std::string> merge_dirs;
+  std::string merge_out;
+  merge->add_option("dirs", merge_dirs, "run directories or fold directories holding oof_fold.csv + fold.json")->required();
+  merge->add_option("--out", merge_out, "folder for oof.csv and cv.json")->required();
 
   auto* pred = app.add_subcommand("tta-predict", "predict the test table with checkpoints, write the submission");
   add_common(pred, pred_c, false);
@@ -247,10 +258,23 @@ int dispatch(int argc, char** argv) {
   config::check_sections();
   if (*fit) {
     install_signal_handlers();
+    bool has_recipe = false;
+    for (auto& w : fit_c.words) has_recipe = has_recipe || (ends_with(w, ".toml") && w.find('=') == std::string::npos);
+    if (!has_recipe && !fit_resume.empty() && fit_resume != "auto") {
+      // The run's own resolved recipe (it holds every key, defaults included).
+      fs::path p(fit_resume);
+      for (int up = 0; up < 4 && !fs::exists(p / "recipe.toml"); ++up) p = p.parent_path();
+      if (fs::exists(p / "recipe.toml")) fit_c.words.insert(fit_c.words.begin(), (p / "recipe.toml").string());
+    }
+    if (fit_c.words.empty()) throw UsageError("fit needs RECIPE.toml files (or --resume RUN_DIR, which reuses the run's recipe)");
     auto o = resolve_job("fit", fit_c);
     if (!fit_weights.empty()) o.weights = {fit_weights};
+    o.resume = fit_resume;
+    o.plot_schedule = fit_plot;
+    if (!fit_resume.empty() && fit_resume != "auto" && o.run_dir.empty()) o.run_dir = "";
     return jobs::run_fit(o);
   }
+  if (*merge) return jobs::run_merge_oof(merge_dirs, merge_out);
   if (*pred) {
     install_signal_handlers();
     auto o = resolve_job("tta-predict", pred_c);

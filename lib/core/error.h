@@ -14,6 +14,7 @@ enum ExitCode : int {
   kExitConfig = 2,   // usage or recipe problems, impossible requests
   kExitData = 3,     // missing/damaged inputs, images, CSVs, weight and checkpoint files
   kExitDevice = 4,   // device or runtime failures (out of memory, ...)
+  kExitDiverged = 5, // training diverged: non-finite loss/gradients (train.nan_policy = "abort")
   kExitSigint = 130,
   kExitSigterm = 143,
 };
@@ -30,6 +31,7 @@ struct InternalError : Error { explicit InternalError(const std::string& m) : Er
 struct UsageError : Error { explicit UsageError(const std::string& m) : Error(kExitConfig, m) {} };
 struct DataError : Error { explicit DataError(const std::string& m) : Error(kExitData, m) {} };
 struct CheckpointError : Error { explicit CheckpointError(const std::string& m) : Error(kExitData, m) {} };
+struct DivergedError : Error { explicit DivergedError(const std::string& m) : Error(kExitDiverged, m) {} };
 struct DeviceError : Error { explicit DeviceError(const std::string& m) : Error(kExitDevice, m) {} };
 
 // A signal stopped the job at a step boundary after its state was saved.

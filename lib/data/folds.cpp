@@ -115,7 +115,7 @@ std::vector<std::string> fold_columns(const CvOptions& cv) {
 FoldSplit split_folds(const Table& t, const CvOptions& cv, uint64_t seed) {
   FoldSplit s;
   s.fold = assign_folds(t, cv, seed);
-  for (int64_t i = 0; i < t.size(); ++i) (s.fold[static_cast<size_t>(i)] == cv.fold ? s.valid : s.train).push_back(i);
+  for (int64_t i = 0; i < t.size(); ++i) (s.fold[static_cast<size_t>(i)] == cv.held_out ? s.valid : s.train).push_back(i);
   return s;
 }
 

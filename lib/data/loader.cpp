@@ -26,6 +26,9 @@ Loader::Loader(const Table& table, std::vector<int64_t> rows, const Pipeline& pi
   order_ = o_.shuffle ? epoch_order(std::move(rows), o_.seed, o_.epoch) : std::move(rows);
   num_batches_ = num_batches(static_cast<int64_t>(order_.size()), o_.batch_size, o_.drop_last, o_.max_batches);
   o_.prefetch = std::max(1, o_.prefetch);
+  KG_ASSERT(o_.start_batch >= 0, "start_batch ", o_.start_batch);
+  // Skipped batches are never produced: both cursors start past them (a start at or past the end yields nothing).
+  next_to_make_ = next_to_give_ = std::min(o_.start_batch, num_batches_);
   slots_.resize(static_cast<size_t>(o_.prefetch));
   for (int i = 0; i < o_.workers; ++i) threads_.emplace_back([this] { worker(); });
 }

@@ -63,6 +63,9 @@ struct LoaderOptions {
   int64_t max_batches = -1;      // stop after this many batches (smoke runs); -1 = all
   ImageCache* cache = nullptr;   // data.cache = "ram" (keys are table rows: one cache per table)
   bool pin_memory = false;       // page-locked batches for asynchronous host-to-GPU copies (CUDA only)
+  // Resume mid-epoch: yield batches start_batch.. of this epoch's order (the earlier ones are skipped
+  // without being read or decoded). size() and Batch::index still count from the epoch's first batch.
+  int64_t start_batch = 0;
 };
 
 // The order a shuffled epoch visits `rows` in.
@@ -76,6 +79,7 @@ class Loader {
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
+  // Batches in the whole epoch (a start_batch does not change it).
   int64_t size() const { return num_batches_; }
   // The next batch in order; false at the end of the epoch. Rethrows a worker's DataError.
   bool next(Batch& out);

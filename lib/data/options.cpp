@@ -1,5 +1,7 @@
 #include "data/options.h"
 
+#include <algorithm>
+
 #include <filesystem>
 
 #include "config/sections.h"
@@ -103,7 +105,18 @@ config::Fields<DataOptions> data_fields() {
 config::Fields<CvOptions> cv_fields() {
   config::Fields<CvOptions> f;
   f.field("folds", &CvOptions::folds, "number of stratified cross-validation folds").min(2);
-  f.field("fold", &CvOptions::fold, "the fold held out for validation (0-based)").min(0);
+  f.field("fold", &CvOptions::fold,
+          "held-out fold (0-based), a list of folds, or \"all\": fit trains each listed fold in fold_<k>/ and writes oof.csv + cv.json")
+      .check([](const config::json& v) -> std::string {
+        auto ok_int = [](const config::json& x) { return x.is_number_integer() && x.get<int64_t>() >= 0; };
+        if (ok_int(v) || (v.is_string() && v.get<std::string>() == "all")) return "";
+        if (v.is_array() && !v.empty()) {
+          for (auto& x : v)
+            if (!ok_int(x)) return "expected fold indices >= 0 in the list, got " + x.dump();
+          return "";
+        }
+        return "expected a fold index >= 0, a non-empty list of them, or \"all\", got " + v.dump();
+      });
   f.field("strategy", &CvOptions::strategy,
           "auto (group when group_col is set, else stratified), stratified (by class; multilabel by rarest label; "
           "regression by target quantile), group, random, column (the CSV's fold_col)")
@@ -121,8 +134,23 @@ KG_REGISTER_SECTION("cv", "cross-validation split", cv_fields().schema(), "");
 DataOptions load_data_options(const config::Tree& recipe) { return data_fields().load(config::Options(&recipe, "data")); }
 CvOptions load_cv_options(const config::Tree& recipe) {
   auto cv = cv_fields().load(config::Options(&recipe, "cv"));
-  KG_CHECK(cv.fold < cv.folds, ConfigError, "cv.fold = ", cv.fold, " but cv.folds = ", cv.folds,
-           ": the held-out fold must be in [0, ", cv.folds - 1, "]");
+  cv.run_folds.clear();
+  if (cv.fold.is_string()) {
+    for (int64_t k = 0; k < cv.folds; ++k) cv.run_folds.push_back(k);
+  } else if (cv.fold.is_array()) {
+    for (auto& x : cv.fold) {
+      int64_t k = x.get<int64_t>();
+      KG_CHECK(std::find(cv.run_folds.begin(), cv.run_folds.end(), k) == cv.run_folds.end(), ConfigError,
+               "cv.fold lists fold ", k, " twice");
+      cv.run_folds.push_back(k);
+    }
+  } else {
+    cv.run_folds.push_back(cv.fold.get<int64_t>());
+  }
+  for (int64_t k : cv.run_folds)
+    KG_CHECK(k < cv.folds, ConfigError, "cv.fold = ", cv.fold.dump(), " names fold ", k, " but cv.folds = ", cv.folds,
+             ": held-out folds must be in [0, ", cv.folds - 1, "]");
+  cv.held_out = cv.run_folds.front();
   return cv;
 }
 

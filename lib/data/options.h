@@ -40,7 +40,9 @@ struct DataOptions {
 
 struct CvOptions {
   int64_t folds = 5;           ///< number of cross-validation folds
-  int64_t fold = 0;            ///< the fold held out for validation
+  config::json fold = 0;       ///< held-out fold: an index, a list of indices, or "all" (train every fold)
+  std::vector<int64_t> run_folds;  // cv.fold expanded (filled by load_cv_options)
+  int64_t held_out = 0;        // the fold split_folds holds out (the first of run_folds)
   std::string strategy = "auto";  ///< auto | stratified | group | random | column
   std::string group_col;       ///< strategy group: rows sharing this column's value stay in one fold
   std::string fold_col = "fold";  ///< strategy column: the CSV's own fold column

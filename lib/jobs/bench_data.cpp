@@ -148,7 +148,7 @@ int run_bench_data(const JobOptions& o) {
   data::Table table = data::load_split(dopt, data::Split::train, classes, /*scan=*/false, threads, data::fold_columns(cv));
   auto split = data::split_folds(table, cv, seed);
   const std::vector<int64_t>& rows = train ? split.train : split.valid;
-  KG_CHECK(!rows.empty(), DataError, "fold ", cv.fold, " of ", cv.folds, " leaves no ", o.bench_split, " rows");
+  KG_CHECK(!rows.empty(), DataError, "fold ", cv.held_out, " of ", cv.folds, " leaves no ", o.bench_split, " rows");
 
   // Training runs at the schedule's last stage (the largest, as a rule); validation at data.image_size.
   const auto stages = data::size_schedule(dopt);

@@ -1,11 +1,14 @@
-// `kgtrain fit`: split, train, validate every epoch, keep checkpoints/last and checkpoints/best.
+// `kgtrain fit`: split, then for each fold of cv.fold (one, a list, or "all"): build the model,
+// optimizer, plan and callbacks, train (resuming from a checkpoint when asked), predict the fold's
+// validation rows with the best weights (oof_fold.csv). Several folds are merged into oof.csv + cv.json.
 #include <torch/torch.h>
 
 #include <chrono>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "config/resolve.h"
@@ -23,20 +26,27 @@
 #include "device/device.h"
 #include "jobs/job.h"
 #include "jobs/model_setup.h"
+#include "jobs/oof.h"
 #include "loss/loss.h"
 #include "metric/metric.h"
+#include "metric/metric_set.h"
 #include "model/model.h"
 #include "model/safetensors.h"
 #include "model/summary.h"
 #include "model/weights.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
+#include "report/plot.h"
+#include "train/callback.h"
 #include "train/checkpoint.h"
 #include "train/engine.h"
 #include "train/options.h"
+#include "train/plan.h"
+#include "train/trainer.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using Clock = std::chrono::steady_clock;
 
 namespace kg::jobs {
 namespace {
@@ -48,41 +58,128 @@ std::string fmt(double v, int prec = 4) {
   return os.str();
 }
 
-json state_json(const std::string& model_name, const data::ClassList& classes, const data::ImageGeometry& g,
-                int64_t epoch, int64_t step, const std::string& metric, double value) {
-  return {{"schema_version", train::kCheckpointSchema},
-          {"kgtrain", "fit"},
-          {"model", model_name},
-          {"classes", classes.to_json()},
-          {"input", {{"channels", g.channels}, {"height", g.height}, {"width", g.width}}},
-          {"epoch", epoch},
-          {"step", step},
-          {"metric", {{"name", metric}, {"value", value}}}};
+// The recipe with the task's default loss when [loss] name was not set (bce for binary/multilabel,
+// mse for regression): the schema's default is the multiclass one.
+config::Tree with_task_defaults(const config::Tree& recipe, const std::string& task) {
+  config::Tree r = recipe;
+  const config::Entry* e = r.find("loss.name");
+  if (!e || e->origin.kind == config::Origin::Kind::Default) {
+    config::Entry d;
+    d.value = loss::default_loss(task);
+    r.set("loss.name", d);
+  }
+  return r;
 }
+
+// Where a resumed run lives: --run-dir, the run of a given checkpoint, or the newest unfinished run.
+struct ResumeTarget {
+  std::string run_dir;        // "" = start fresh
+  std::string checkpoint;     // a specific checkpoint dir ("" = newest per fold)
+  std::string note;
+};
+
+bool unfinished(const fs::path& run) {
+  if (!fs::exists(run / "summary.json")) return true;
+  try {
+    auto s = json::parse(read_file((run / "summary.json").string()));
+    return s.value("status", "") != "completed";
+  } catch (const std::exception&) {
+    return true;
+  }
+}
+
+ResumeTarget resume_target(const JobOptions& o) {
+  ResumeTarget t;
+  if (o.resume.empty()) return t;
+  if (o.resume != "auto") {
+    fs::path p(o.resume);
+    KG_CHECK(fs::exists(p), UsageError, "--resume ", o.resume, ": no such directory (give a run directory, a checkpoint "
+                                        "such as RUN/checkpoints/last, or \"auto\")");
+    if (fs::exists(p / "state.json") || fs::exists(p / "MANIFEST.json")) {
+      t.checkpoint = p.string();
+      fs::path run = p.parent_path().parent_path();  // RUN[/fold_k]/checkpoints/<name>
+      if (starts_with(run.filename().string(), "fold_")) run = run.parent_path();
+      t.run_dir = run.string();
+    } else {
+      t.run_dir = starts_with(p.filename().string(), "fold_") ? p.parent_path().string() : p.string();
+    }
+    return t;
+  }
+  if (!o.run_dir.empty()) {
+    if (fs::exists(o.run_dir)) t.run_dir = o.run_dir;
+    else t.note = "--resume auto: " + o.run_dir + " does not exist yet: starting fresh";
+    return t;
+  }
+  auto run = train::load_run_options(o.recipe);
+  auto paths = train::load_paths_options(o.recipe);
+  fs::path base = fs::path(paths.runs) / run.name;
+  std::vector<fs::path> cands;
+  if (fs::is_directory(base))
+    for (auto& e : fs::directory_iterator(base))
+      if (e.is_directory() && e.path().filename().string().find("-fit") != std::string::npos) cands.push_back(e.path());
+  std::sort(cands.begin(), cands.end());
+  for (auto it = cands.rbegin(); it != cands.rend(); ++it)
+    if (unfinished(*it)) {
+      t.run_dir = it->string();
+      return t;
+    }
+  t.note = "--resume auto: no unfinished fit run under " + base.string() + ": starting fresh";
+  return t;
+}
+
+// Keys whose values differ between two recipes in TOML form (line-wise), for the resume warning.
+std::vector<std::string> changed_lines(const std::string& a, const std::string& b) {
+  auto lines = [](const std::string& s) {
+    std::set<std::string> out;
+    std::istringstream is(s);
+    for (std::string l; std::getline(is, l);)
+      if (!trim(l).empty() && trim(l)[0] != '#') out.insert(l);
+    return out;
+  };
+  auto la = lines(a), lb = lines(b);
+  std::vector<std::string> out;
+  for (auto& l : lb)
+    if (!la.count(l)) out.push_back(l);
+  return out;
+}
+
+struct FoldOutcome {
+  std::string status;
+  int signal = 0;
+  json summary;
+};
 
 }  // namespace
 
+int run_merge_oof(const std::vector<std::string>& dirs, const std::string& out_dir) {
+  auto cv = merge_oof(dirs, out_dir);
+  std::cout << "cv " << cv["metric"].get<std::string>() << ": oof " << fmt(cv["oof"].get<double>()) << ", mean "
+            << fmt(cv["mean"].get<double>()) << " +- " << fmt(cv["std"].get<double>()) << " over " << cv["folds"].size()
+            << " folds (" << cv["rows"].get<int64_t>() << " rows" << (cv["complete"].get<bool>() ? "" : "; not every fold present")
+            << ")\n";
+  for (auto& f : cv["folds"]) std::cout << "  fold " << f["fold"].get<int64_t>() << ": " << fmt(f["value"].get<double>()) << "\n";
+  std::cout << "wrote " << (fs::path(out_dir) / "oof.csv").string() << " and cv.json\n";
+  return kExitOk;
+}
+
 int run_fit(const JobOptions& o) {
-  const auto& recipe = o.recipe;
-  auto run = train::load_run_options(recipe);
-  auto topt = train::load_train_options(recipe);
-  auto dopt = data::load_data_options(recipe);
-  auto cv = data::load_cv_options(recipe);
-  auto dev = device::setup(device::load_options(recipe));
-  torch::manual_seed(static_cast<uint64_t>(run.seed));
+  const auto run = train::load_run_options(o.recipe);
+  const auto topt = train::load_train_options(o.recipe);
+  const auto copt = train::load_checkpoint_options(o.recipe);
+  const auto dopt = data::load_data_options(o.recipe);
+  const auto cv = data::load_cv_options(o.recipe);
+  auto dev = device::setup(device::load_options(o.recipe));
   const auto seed = static_cast<uint64_t>(run.seed);
+  const auto t_start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t_start).count(); };
 
   const int threads = std::max<int>(1, static_cast<int>(dopt.num_workers));
   data::ClassList classes = data::infer_classes(dopt);
-  // The table, every image decoded once, bad rows handled by data.on_bad_row before the first step.
+  const std::string task = data::task_name(classes.task);
+  const config::Tree recipe = with_task_defaults(o.recipe, task);
   log(o, "kgtrain fit: " + dev.description + ", env " + o.env_name + "; checking data...");
   data::Table table = data::load_split(dopt, data::Split::train, classes, /*scan=*/true, threads, data::fold_columns(cv));
-  auto split = data::split_folds(table, cv, seed);
-  const auto& folds = split.fold;
-  const auto& train_rows = split.train;
-  const auto& valid_rows = split.valid;
-  KG_CHECK(!valid_rows.empty() && !train_rows.empty(), DataError, "fold ", cv.fold, " of ", cv.folds, " leaves ",
-           train_rows.size(), " training and ", valid_rows.size(), " validation rows; both need at least one");
+  const std::vector<int> folds = data::assign_folds(table, cv, seed);
 
   const auto stages = data::size_schedule(dopt);
   const auto geom = data::geometry(dopt);
@@ -92,150 +189,277 @@ int run_fit(const JobOptions& o) {
   data::Pipeline eval_pipe(dopt.augment, geom, false, u8);
   const bool pin = dopt.pin_memory && dev.device.is_cuda();
   const auto mix = data::load_mixup_options(recipe);
-  const bool trainable = classes.task == data::Task::multiclass;
-  auto net = model::build(recipe, model_context(geom, classes, table.feature_dim));
-  std::vector<std::string> weight_notes;
-  if (auto& r = net->pretrained_report()) weight_notes.push_back("model.pretrained " + model::load_options(recipe).pretrained + ": " + r->str());
-  for (auto& f : o.weights)
-    weight_notes.push_back("--weights " + f + ": " + model::load_weights(*net, model::read_safetensors(f), {}, f).str());
-  // Measured on the CPU before the move, at the final (largest) size and its batch: FLOPs from the
-  // dispatched operators, memory from a training-mode forward.
-  const auto msum = model::summarize(*net, geom.channels, geom.height, geom.width,
-                                     stages.back().batch_size > 0 ? stages.back().batch_size : topt.batch_size,
-                                     table.feature_dim);
-  net->to(dev.device);
-  if (dev.channels_last) net->set_channels_last(true);
-  auto optimizer = optim::build(recipe, *net);
-  auto loss = loss::build(recipe, {classes.outputs()});
-  auto metric = metric::create(topt.metric, {classes.outputs()});
+  const bool mixing_possible = classes.task != data::Task::regression;
+  const int64_t K = classes.outputs();
   std::unique_ptr<data::ImageCache> cache;
   if (dopt.cache == "ram") cache = std::make_unique<data::ImageCache>(static_cast<size_t>(dopt.cache_max_gb * (1ull << 30)));
 
   const int64_t max_batches = o.smoke ? 2 : -1;
   const int64_t epochs = o.smoke ? 1 : topt.epochs;
-  // Updates per epoch follow the stage's batch size; the schedule sees the true total.
-  auto batch_at = [&](int64_t epoch) {
-    auto& st = stages[data::stage_at(stages, epoch, epochs)];
+  auto batch_at = [&](int64_t epoch, int64_t n_epochs) {
+    auto& st = stages[data::stage_at(stages, epoch, n_epochs)];
     return st.batch_size > 0 ? st.batch_size : topt.batch_size;
   };
-  int64_t total_steps = 0;
-  for (int64_t e = 0; e < epochs; ++e)
-    total_steps += data::num_batches(static_cast<int64_t>(train_rows.size()), batch_at(e), true, max_batches);
-  const int64_t steps_per_epoch = data::num_batches(static_cast<int64_t>(train_rows.size()), batch_at(epochs - 1), true, max_batches);
-  auto schedule = optim::build_schedule(recipe, {optim::load_options(recipe).lr, total_steps, steps_per_epoch});
+  const metric::MetricSet metrics(recipe, task, K);
+  const auto loss = loss::build(recipe, {K, task});
+  const std::string monitor = metrics.monitor();
 
+  // Rows of fold k: (train, valid).
+  auto split_of = [&](int64_t k) {
+    std::pair<std::vector<int64_t>, std::vector<int64_t>> s;
+    for (int64_t i = 0; i < table.size(); ++i) (folds[static_cast<size_t>(i)] == k ? s.second : s.first).push_back(i);
+    KG_CHECK(!s.first.empty() && !s.second.empty(), DataError, "fold ", k, " of ", cv.folds, " leaves ", s.first.size(),
+             " training and ", s.second.size(), " validation rows; both need at least one");
+    return s;
+  };
+  auto make_steps_of = [&](int64_t n_train) {
+    return [&, n_train](int64_t epoch, int64_t n_epochs) {
+      int64_t b = data::num_batches(n_train, batch_at(epoch, n_epochs), true, max_batches);
+      return (b + topt.accum_steps - 1) / topt.accum_steps;
+    };
+  };
+
+  // --- the plan, printed once (the first fold's sizes) ---
+  const auto first_split = split_of(cv.run_folds.front());
   std::string sizes;
   for (auto& st : stages)
     sizes += (sizes.empty() ? "" : ", ") + std::to_string(st.size.height) + "x" + std::to_string(st.size.width) +
              (stages.size() > 1 ? " from " + fmt(st.start * 100, 3) + "%" : "");
+  std::string fold_text;
+  for (auto k : cv.run_folds) fold_text += (fold_text.empty() ? "" : ",") + std::to_string(k);
   log(o, "  data    " + table.csv_path + " (" + data::resolve_format(dopt) + "): " + std::to_string(table.size()) + " rows" +
-             (table.dropped.empty() ? "" : " (" + std::to_string(table.dropped.size()) + " bad rows skipped)") + ", " +
-             data::task_name(classes.task) + ", " + std::to_string(classes.size()) + " classes; fold " + std::to_string(cv.fold) +
-             "/" + std::to_string(cv.folds) + " (" + cv.strategy + "): " + std::to_string(train_rows.size()) + " train, " +
-             std::to_string(valid_rows.size()) + " valid; input " + std::to_string(geom.channels) + "x" + sizes);
+             (table.dropped.empty() ? "" : " (" + std::to_string(table.dropped.size()) + " bad rows skipped)") + ", " + task +
+             ", " + std::to_string(classes.size()) + " classes; fold" + (cv.run_folds.size() > 1 ? "s " : " ") + fold_text +
+             " of " + std::to_string(cv.folds) + " (" + cv.strategy + "): " + std::to_string(first_split.first.size()) +
+             " train, " + std::to_string(first_split.second.size()) + " valid; input " + std::to_string(geom.channels) + "x" + sizes);
   for (auto& b : table.dropped) log(o, "  bad row skipped: " + b.where + ": id " + b.id + ": " + b.reason);
-  log(o, "  model   " + model::model_name(recipe) + ", " + std::to_string(model::count_parameters(*net)) + " parameters" +
-             (table.feature_dim ? ", " + std::to_string(table.feature_dim) + " numeric features into the head" : "") +
-             (dev.channels_last ? ", channels_last" : "") + (net->grad_checkpointing() ? ", gradient checkpointing" : ""));
-  for (auto& n : weight_notes) log(o, "  weights " + n);
+
+  // Builds fold k's model (seeded the same for every fold: a fold trained alone equals the same fold in "all").
+  std::vector<std::string> weight_notes;
+  auto build_net = [&]() {
+    torch::manual_seed(seed);
+    auto net = model::build(recipe, model_context(geom, classes, table.feature_dim));
+    weight_notes.clear();
+    if (auto& r = net->pretrained_report()) weight_notes.push_back("model.pretrained " + model::load_options(recipe).pretrained + ": " + r->str());
+    for (auto& f : o.weights)
+      weight_notes.push_back("--weights " + f + ": " + model::load_weights(*net, model::read_safetensors(f), {}, f).str());
+    return net;
+  };
   {
+    auto net = build_net();
+    const auto msum = model::summarize(*net, geom.channels, geom.height, geom.width,
+                                       stages.back().batch_size > 0 ? stages.back().batch_size : topt.batch_size, table.feature_dim);
+    train::Plan plan(recipe, epochs, make_steps_of(static_cast<int64_t>(first_split.first.size())), net->group_names());
+    auto opt = optim::build(recipe, *net);
+    log(o, "  model   " + model::model_name(recipe) + ", " + std::to_string(model::count_parameters(*net)) + " parameters" +
+               (table.feature_dim ? ", " + std::to_string(table.feature_dim) + " numeric features into the head" : "") +
+               (dev.channels_last ? ", channels_last" : "") + (net->grad_checkpointing() ? ", gradient checkpointing" : "") +
+               "; groups " + join(net->group_names(), ", "));
+    for (auto& n : weight_notes) log(o, "  weights " + n);
     std::istringstream lines(msum.str());
     for (std::string l; std::getline(lines, l);) log(o, "          " + l);
+    std::vector<std::string> cbs;
+    for (auto& cb : train::build_callbacks(recipe)) cbs.push_back(cb->name());
+    log(o, "  optim   " + opt->describe());
+    log(o, "  plan    " + plan.describe() + "; batch " + std::to_string(topt.batch_size) +
+               (topt.accum_steps > 1 ? " x " + std::to_string(topt.accum_steps) + " accumulated" : "") + ", " +
+               std::to_string(dopt.num_workers) + " workers; loss " + recipe.at("loss.name").value.get<std::string>() +
+               "; metrics " + join(metrics.names(), ", ") + " (monitor " + monitor + ")" +
+               (mixing_possible && data::mixup_enabled(mix, 0) ? "; mixup/cutmix on" : "") + "; callbacks " + join(cbs, ", "));
+    if (!o.plot_schedule.empty()) {
+      auto tr = std::vector<double>{}, xs = std::vector<double>{};
+      report::Series lr{"lr", {}, {}, false}, mom{"momentum", {}, {}, false};
+      const double spe = static_cast<double>(std::max<int64_t>(1, plan.steps_in_epoch(0)));
+      bool has_mom = false;
+      for (int64_t s = 0; s < plan.total_steps(); ++s) {
+        lr.x.push_back(static_cast<double>(s) / spe);
+        lr.y.push_back(plan.lr_at(s));
+        if (auto m = plan.momentum_at(s)) {
+          mom.x.push_back(static_cast<double>(s) / spe);
+          mom.y.push_back(*m);
+          has_mom = true;
+        }
+      }
+      report::line_plot(o.plot_schedule, {lr}, {"learning rate: " + plan.describe(), "epoch", "lr"});
+      std::string mom_png;
+      if (has_mom) {
+        mom_png = fs::path(o.plot_schedule).replace_extension("").string() + "_momentum.png";
+        report::line_plot(mom_png, {mom}, {"momentum / beta1", "epoch", "momentum"});
+      }
+      std::cout << "wrote " << o.plot_schedule << (mom_png.empty() ? "" : " and " + mom_png) << " (" << plan.total_steps()
+                << " updates, peak lr " << fmt(*std::max_element(lr.y.begin(), lr.y.end())) << ")\n";
+      return kExitOk;
+    }
   }
-  log(o, "  train   " + std::to_string(epochs) + " epochs, " + std::to_string(total_steps) + " steps, batch " +
-             std::to_string(topt.batch_size) + ", " + std::to_string(dopt.num_workers) + " workers; metric " + topt.metric +
-             (data::mixup_enabled(mix, 0) ? "; mixup/cutmix on" : ""));
-  // Not yet trainable here: say so before any work, rather than train on a silently wrong loss.
-  KG_CHECK(trainable || o.check_data, ConfigError, "data.task = \"", data::task_name(classes.task),
-           "\": the table loads (fit --check-data validates it), but this version trains multiclass tasks only; "
-           "the task's loss and metrics arrive with the training-engine work");
   if (o.dry_run || o.check_data) {
     log(o, std::string(o.check_data ? "check-data" : "dry run") + ": recipe valid, every component built, " +
                std::to_string(table.size()) + " rows usable" +
-               (table.dropped.empty() ? "" : ", " + std::to_string(table.dropped.size()) + " bad rows skipped") +
-               "; nothing trained");
+               (table.dropped.empty() ? "" : ", " + std::to_string(table.dropped.size()) + " bad rows skipped") + "; nothing trained");
     return kExitOk;
   }
 
-  const std::string run_dir = prepare_run_dir(o);
-  log(o, "  run dir " + run_dir);
-  write_file_atomic((fs::path(run_dir) / "classes.json").string(), classes.to_json().dump(2) + "\n");
-  {
+  // --- the run directory: fresh, or the run being resumed ---
+  auto target = resume_target(o);
+  if (!target.note.empty()) log(o, "  " + target.note);
+  const bool resuming = !target.run_dir.empty();
+  std::string run_dir;
+  const std::string recipe_toml = config::to_toml(recipe, false);
+  if (resuming) {
+    run_dir = target.run_dir;
+    KG_CHECK(fs::exists(fs::path(run_dir) / "folds.csv"), UsageError, "--resume: ", run_dir,
+             " is not a kgtrain fit run (no folds.csv)");
+    if (fs::exists(fs::path(run_dir) / "recipe.toml")) {
+      auto diff = changed_lines(read_file((fs::path(run_dir) / "recipe.toml").string()), config::to_toml(o.recipe, false));
+      if (!diff.empty())
+        log(o, "  warning: the recipe differs from the run's recipe.toml; resuming with the new values: " + join(diff, " | "));
+    }
+    log(o, "  resume  " + run_dir);
+  } else {
+    run_dir = prepare_run_dir(o);
+    log(o, "  run dir " + run_dir);
+    write_file_atomic((fs::path(run_dir) / "classes.json").string(), classes.to_json().dump(2) + "\n");
     std::string f = data::csv_line({"id", "fold"});
     for (int64_t i = 0; i < table.size(); ++i)
       f += data::csv_line({table.rows[static_cast<size_t>(i)].id, std::to_string(folds[static_cast<size_t>(i)])});
     write_file_atomic((fs::path(run_dir) / "folds.csv").string(), f);
+    if (!table.dropped.empty()) write_file_atomic((fs::path(run_dir) / "bad_rows.csv").string(), data::bad_rows_csv(table.dropped));
   }
-  if (!table.dropped.empty())
-    write_file_atomic((fs::path(run_dir) / "bad_rows.csv").string(), data::bad_rows_csv(table.dropped));
-  const std::string recipe_toml = config::to_toml(recipe, false);
   const json prov = provenance(o);
-
+  const double budget = train::parse_duration(run.time_limit);
+  const bool multi = cv.run_folds.size() > 1;
+  json summary = {{"command", "fit"}, {"run_dir", run_dir}, {"folds", json::array()}, {"metric", monitor}};
   train::ProgressStyle style{o.quiet, o.tty, topt.log_every_s};
-  std::string metrics_log;
-  json best = {{"metric", topt.metric}, {"value", nullptr}, {"epoch", nullptr}};
-  double best_value = metric->higher_is_better() ? -INFINITY : INFINITY;
-  int64_t step = 0, epochs_done = 0, train_images = 0;
-  double train_seconds = 0;
-  auto t0 = std::chrono::steady_clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-  json summary = {{"command", "fit"}, {"run_dir", run_dir}, {"model", msum.to_json()}};
 
-  for (int64_t epoch = 0; epoch < epochs; ++epoch) {
-    data::LoaderOptions lo{batch_at(epoch), true, true, static_cast<int>(dopt.num_workers), static_cast<int>(dopt.prefetch),
-                           seed, epoch, max_batches, cache.get(), pin};
-    train::EpochResult er;
-    {
-      const auto& pipe = *train_pipes[data::stage_at(stages, epoch, epochs)];
-      data::Loader loader(table, train_rows, pipe, lo);
-      train::Progress progress(style, "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs), loader.size());
-      train::BatchHook mixing;
-      if (data::mixup_enabled(mix, epoch))
-        mixing = [&](at::Tensor& x, at::Tensor& y, int64_t index) {
-          data::apply_mixup(mix, x, y, classes.outputs(), seed, epoch, index);
-        };
-      er = train::train_epoch(*net, *optimizer, *schedule, *loss, loader, dev.device, step, progress, mixing);
+  auto train_fold = [&](size_t fi, int64_t k) -> FoldOutcome {
+    FoldOutcome out;
+    const fs::path dir = multi ? fs::path(run_dir) / ("fold_" + std::to_string(k)) : fs::path(run_dir);
+    fs::create_directories(dir);
+    if (resuming && fs::exists(dir / "fold.json") && fs::exists(dir / "oof_fold.csv")) {
+      log(o, "fold " + std::to_string(k) + ": already finished in " + dir.string() + "; skipped");
+      out.status = "completed";
+      out.summary = json::parse(read_file((dir / "fold.json").string()));
+      return out;
     }
-    train_images += er.images;
-    train_seconds += er.seconds;
-    if (er.stopped) {
-      int sig = stop_signal().load();
-      train::save_checkpoint((fs::path(run_dir) / "checkpoints" / "last").string(), model::state_dict(*net),
-                             state_json(model::model_name(recipe), classes, geom, epoch, step, topt.metric, NAN), recipe_toml, prov);
-      summary.update({{"status", "interrupted"}, {"epochs_completed", epochs_done}, {"best", best}, {"wall_s", elapsed()},
-                      {"train_images_per_s", train_seconds > 0 ? train_images / train_seconds : 0.0}});
+    auto [train_rows, valid_rows] = split_of(k);
+    auto net = build_net();
+    net->to(dev.device);
+    if (dev.channels_last) net->set_channels_last(true);
+    auto opt = optim::build(recipe, *net);
+    train::Plan plan(recipe, epochs, make_steps_of(static_cast<int64_t>(train_rows.size())), net->group_names());
+    auto train_loader = [&, rows = train_rows](int64_t epoch, int64_t start) {
+      data::LoaderOptions lo{batch_at(epoch, plan.epochs()), true, true, static_cast<int>(dopt.num_workers),
+                             static_cast<int>(dopt.prefetch), seed, epoch, max_batches, cache.get(), pin};
+      lo.start_batch = start;
+      const auto& pipe = *train_pipes[data::stage_at(stages, std::min(epoch, plan.epochs() - 1), plan.epochs())];
+      return std::make_unique<data::Loader>(table, rows, pipe, lo);
+    };
+    auto valid_loader = [&, rows = valid_rows]() {
+      data::LoaderOptions vo{train::eval_batch_size(topt), false, false, static_cast<int>(dopt.num_workers),
+                             static_cast<int>(dopt.prefetch), seed, 0, max_batches, cache.get(), pin};
+      return std::make_unique<data::Loader>(table, rows, eval_pipe, vo);
+    };
+    train::MixFn mixing;
+    if (mixing_possible && (data::mixup_enabled(mix, 0) || mix.off_epoch > 0))
+      mixing = [&](at::Tensor& x, at::Tensor& y, int64_t epoch, int64_t index) {
+        if (data::mixup_enabled(mix, epoch)) data::apply_mixup(mix, x, y, K, seed, epoch, index);
+      };
+    train::TrainerIO io;
+    io.dir = dir.string();
+    io.label = multi ? "fold " + std::to_string(k) : "";
+    io.recipe_toml = recipe_toml;
+    io.provenance = prov;
+    io.state_fields = {{"kgtrain", "fit"},
+                       {"model", model::model_name(recipe)},
+                       {"classes", classes.to_json()},
+                       {"task", task},
+                       {"input", {{"channels", geom.channels}, {"height", geom.height}, {"width", geom.width}}},
+                       {"fold", k},
+                       {"folds", cv.folds}};
+    io.progress = style;
+    io.log = [&](const std::string& l) { log(o, l); };
+    if (budget > 0) {
+      // The budget left is shared by the folds still to train.
+      double left = budget - elapsed();
+      double share = left / static_cast<double>(cv.run_folds.size() - fi);
+      io.deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, share) * 1000));
+    }
+    train::Trainer trainer({net.get(), opt.get(), loss.get(), &metrics, dev.device, task}, plan, topt, copt, train_loader,
+                           valid_loader, mixing, train::build_callbacks(recipe), io);
+    if (resuming) {
+      std::string ck = target.checkpoint;
+      if (!ck.empty()) {
+        auto st = train::load_checkpoint(ck, true).state;
+        if (st.value("fold", int64_t{-1}) != k) ck.clear();  // a specific checkpoint of another fold
+      }
+      std::vector<std::string> skipped;
+      if (ck.empty()) {
+        if (auto latest = train::find_latest((dir / "checkpoints").string(), &skipped)) ck = *latest;
+      }
+      for (auto& s : skipped) log(o, "  resume: skipped damaged checkpoint " + s);
+      if (!ck.empty()) {
+        auto c = train::load_checkpoint(ck, true);
+        trainer.resume(c);
+        log(o, (multi ? "fold " + std::to_string(k) + ": " : std::string()) + "resumed from " + ck + " (epoch " +
+                   std::to_string(trainer.state().epoch) + ", update " + std::to_string(trainer.state().step) + ", batch " +
+                   std::to_string(trainer.state().batch) + ")");
+      } else {
+        log(o, (multi ? "fold " + std::to_string(k) + ": " : std::string()) + "no complete checkpoint to resume: starting fresh");
+      }
+    }
+    auto outcome = trainer.fit();
+    const auto& s = trainer.state();
+    out.status = outcome.status;
+    out.signal = outcome.signal;
+    out.summary = {{"fold", k},
+                   {"status", outcome.status},
+                   {"epochs_completed", s.epoch},
+                   {"updates", s.step},
+                   {"skipped_updates", s.skipped_updates},
+                   {"best", {{"metric", monitor}, {"value", s.best ? json(*s.best) : json()}, {"epoch", s.best_epoch}, {"from", s.best_from}}},
+                   {"train_images_per_s", s.train_seconds > 0 ? static_cast<double>(s.train_images) / s.train_seconds : 0.0},
+                   {"dir", dir.string()}};
+    if (!s.stop_reason.empty()) out.summary["stop_reason"] = s.stop_reason;
+    if (outcome.status == "interrupted") return out;
+    // Out-of-fold predictions with the weights tta-predict uses by default: checkpoints/best.
+    const fs::path best = dir / "checkpoints" / "best";
+    std::string used = "final weights";
+    if (fs::exists(best) && train::checkpoint_problem(best.string(), false).empty()) {
+      model::load_state_dict(*net, train::load_checkpoint(best.string(), false).weights, true, best.string());
+      used = "checkpoints/best";
+    }
+    auto vl = valid_loader();
+    auto pred = train::predict(*net, *vl, dev.device, nullptr, task);
+    double value = metrics.compute(pred.probs, pred.targets).at(monitor == "valid_loss" ? metrics.names().front() : monitor);
+    out.summary["oof"] = {{"weights", used}, {"rows", pred.images}};
+    write_oof_fold(dir.string(), table, classes, dopt.id_col, k, cv.folds, monitor == "valid_loss" ? metrics.names().front() : monitor,
+                   pred, out.summary);
+    log(o, (multi ? "fold " + std::to_string(k) + ": " : std::string()) + "out-of-fold " +
+               (monitor == "valid_loss" ? metrics.names().front() : monitor) + " " + fmt(value) + " on " +
+               std::to_string(pred.images) + " rows (" + used + ")");
+    if (multi) write_summary(dir.string(), out.summary);
+    return out;
+  };
+
+  double best_single = NAN;
+  for (size_t fi = 0; fi < cv.run_folds.size(); ++fi) {
+    auto r = train_fold(fi, cv.run_folds[fi]);
+    summary["folds"].push_back(r.summary);
+    if (r.summary.contains("best") && r.summary["best"]["value"].is_number()) best_single = r.summary["best"]["value"].get<double>();
+    if (r.status == "interrupted") {
+      summary.update({{"status", "interrupted"}, {"wall_s", elapsed()}, {"epochs_completed", r.summary["epochs_completed"]},
+                      {"best", r.summary["best"]}});
       write_summary(run_dir, summary);
-      int code = sig == SIGTERM ? kExitSigterm : kExitSigint;
-      throw Interrupted(code, "stopped by signal " + std::to_string(sig) + " in epoch " + std::to_string(epoch + 1) +
-                                  "; weights saved to " + run_dir + "/checkpoints/last");
+      int code = r.signal == SIGTERM ? kExitSigterm : kExitSigint;
+      throw Interrupted(code, "stopped by signal " + std::to_string(r.signal) + " in fold " + std::to_string(cv.run_folds[fi]) +
+                                  "; everything is saved: continue with kgtrain fit ... --resume " + run_dir);
     }
-    data::LoaderOptions vo{train::eval_batch_size(topt), false, false, static_cast<int>(dopt.num_workers),
-                           static_cast<int>(dopt.prefetch), seed, 0, max_batches, cache.get(), pin};
-    data::Loader vloader(table, valid_rows, eval_pipe, vo);
-    auto pred = train::predict(*net, vloader, dev.device, loss.get());
-    metric->reset();
-    metric->update(pred.probs, pred.targets);
-    double value = metric->compute();
-    ++epochs_done;
-    json line = {{"epoch", epoch + 1}, {"step", step}, {"lr", er.lr}, {"train_loss", er.loss}, {"valid_loss", pred.loss},
-                 {topt.metric, value}, {"train_images_per_s", er.seconds > 0 ? er.images / er.seconds : 0.0},
-                 {"elapsed_s", elapsed()}};
-    metrics_log += line.dump() + "\n";
-    write_file_atomic((fs::path(run_dir) / "metrics.jsonl").string(), metrics_log);
-    auto state = state_json(model::model_name(recipe), classes, geom, epoch + 1, step, topt.metric, value);
-    auto weights = model::state_dict(*net);
-    train::save_checkpoint((fs::path(run_dir) / "checkpoints" / "last").string(), weights, state, recipe_toml, prov);
-    bool improved = metric->higher_is_better() ? value > best_value : value < best_value;
-    if (improved) {
-      best_value = value;
-      best = {{"metric", topt.metric}, {"value", value}, {"epoch", epoch + 1}};
-      train::save_checkpoint((fs::path(run_dir) / "checkpoints" / "best").string(), weights, state, recipe_toml, prov);
-    }
-    log(o, "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs) + "  train_loss " + fmt(er.loss) +
-               "  valid_loss " + fmt(pred.loss) + "  " + topt.metric + " " + fmt(value) + (improved ? " *" : "") + "  " +
-               fmt(er.seconds > 0 ? er.images / er.seconds : 0.0, 5) + " img/s  " + fmt(er.seconds, 3) + " s");
   }
-
+  if (multi) {
+    auto cvj = merge_oof({run_dir}, run_dir);
+    summary["cv"] = cvj;
+    log(o, "cv " + cvj["metric"].get<std::string>() + ": oof " + fmt(cvj["oof"].get<double>()) + ", folds mean " +
+               fmt(cvj["mean"].get<double>()) + " +- " + fmt(cvj["std"].get<double>()));
+  }
   if (o.smoke) {
     // Lightning's fast_dev_run also exercises prediction: two batches of the test table.
     data::Table test = data::load_split(dopt, data::Split::test, classes, false, threads);
@@ -244,19 +468,29 @@ int run_fit(const JobOptions& o) {
     data::LoaderOptions po{train::eval_batch_size(topt), false, false, static_cast<int>(dopt.num_workers),
                            static_cast<int>(dopt.prefetch), seed, 0, 2};
     data::Loader ploader(test, rows, eval_pipe, po);
-    auto pred = train::predict(*net, ploader, dev.device, nullptr);
+    auto net = build_net();
+    net->to(dev.device);
+    auto pred = train::predict(*net, ploader, dev.device, nullptr, task);
     summary["smoke_predictions"] = pred.images;
     log(o, "smoke: predicted " + std::to_string(pred.images) + " test rows");
   }
-
-  double ips = train_seconds > 0 ? train_images / train_seconds : 0.0;
-  summary.update({{"status", "completed"}, {"smoke", o.smoke}, {"epochs_completed", epochs_done}, {"best", best},
-                  {"train_images_per_s", ips}, {"wall_s", elapsed()}, {"device", dev.description}});
+  std::string finish = "completed";  // or why a fold ended early: early_stopped, time_budget
+  for (auto& f : summary["folds"])
+    if (f["status"] != "completed") finish = f["status"].get<std::string>();
+  const auto& last = summary["folds"].back();
+  summary.update({{"status", "completed"},
+                  {"finish", finish},
+                  {"smoke", o.smoke},
+                  {"best", last["best"]},
+                  {"epochs_completed", last["epochs_completed"]},
+                  {"train_images_per_s", last["train_images_per_s"]},
+                  {"wall_s", elapsed()},
+                  {"device", dev.description}});
   write_summary(run_dir, summary);
-  std::cout << "fit completed: " << epochs_done << " epochs, best " << topt.metric << " "
-            << (best["value"].is_null() ? std::string("n/a") : fmt(best["value"].get<double>())) << " (epoch "
-            << (best["epoch"].is_null() ? std::string("-") : std::to_string(best["epoch"].get<int64_t>())) << "), "
-            << fmt(ips, 5) << " train img/s, " << fmt(elapsed(), 4) << " s\n"
+  std::cout << "fit completed: " << cv.run_folds.size() << (multi ? " folds" : " fold") << ", " << monitor << " ";
+  if (multi) std::cout << "oof " << fmt(summary["cv"]["oof"].get<double>()) << " (folds mean " << fmt(summary["cv"]["mean"].get<double>()) << ")";
+  else std::cout << "best " << (std::isnan(best_single) ? std::string("n/a") : fmt(best_single)) << " (epoch " << last["best"]["epoch"] << ")";
+  std::cout << ", " << fmt(last["train_images_per_s"].get<double>(), 5) << " train img/s, " << fmt(elapsed(), 4) << " s\n"
             << "run dir: " << run_dir << "\n";
   return kExitOk;
 }

@@ -22,6 +22,8 @@ struct JobOptions {
   bool tty = false;                   // stderr is a terminal: live progress bar
   std::vector<std::string> checkpoints;  // tta-predict: checkpoint directories
   std::vector<std::string> weights;   // fit: initial weights file; tta-predict: weights files to predict with
+  std::string resume;                 // fit: "" (fresh), "auto" (newest unfinished run / checkpoint), or a run or checkpoint dir
+  std::string plot_schedule;          // fit: draw the planned lr curve to this PNG and exit (no training)
   std::string out;                    // tta-predict: submission path
   std::string probs;                  // tta-predict: per-class probabilities path
   std::string pack_split = "train";   // pack: train | test | both
@@ -46,6 +48,8 @@ struct JobOptions {
 };
 
 int run_fit(const JobOptions& o);
+// `kgtrain merge-oof DIR... --out DIR`: oof.csv + cv.json from fold outputs of one or several runs.
+int run_merge_oof(const std::vector<std::string>& dirs, const std::string& out_dir);
 int run_tta_predict(const JobOptions& o);
 int run_pack(const JobOptions& o);
 // `kgtrain bench-data`: the input pipeline's throughput without the model (lib/jobs/bench_data.cpp).

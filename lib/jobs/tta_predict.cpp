@@ -16,6 +16,7 @@
 #include "jobs/job.h"
 #include "jobs/model_setup.h"
 #include "metric/metric.h"
+#include "metric/metric_set.h"
 #include "model/model.h"
 #include "model/safetensors.h"
 #include "model/weights.h"
@@ -89,7 +90,7 @@ int run_tta_predict(const JobOptions& o) {
   const int64_t max_batches = o.smoke ? 2 : -1;
   at::Tensor sum;
   json per_ckpt = json::array();
-  auto metric = metric::create(topt.metric, {classes.size()});
+  const metric::MetricSet metrics(recipe, data::task_name(classes.task), classes.outputs());
   int64_t predicted = 0;
   for (auto& src : sources) {
     model::load_weights(*net, src.weights, exact, src.name);
@@ -101,11 +102,8 @@ int run_tta_predict(const JobOptions& o) {
     predicted = pred.images;
     sum = sum.defined() ? sum + pred.probs : pred.probs;
     json entry = {{"weights", src.name}, {"images_per_s", pred.seconds > 0 ? pred.images / pred.seconds : 0.0}};
-    if (pred.targets.defined()) {
-      metric->reset();
-      metric->update(pred.probs, pred.targets);
-      entry[topt.metric] = metric->compute();
-    }
+    if (pred.targets.defined())
+      for (auto& [name, v] : metrics.compute(pred.probs, pred.targets)) entry[name] = v;
     per_ckpt.push_back(entry);
   }
   at::Tensor probs = sum / static_cast<double>(sources.size());
@@ -116,11 +114,13 @@ int run_tta_predict(const JobOptions& o) {
   }
   json summary = {{"command", "tta-predict"}, {"run_dir", run_dir}, {"models", per_ckpt}, {"rows", predicted}};
   if (scored.labeled()) {
-    metric->reset();
-    metric->update(probs, torch::tensor(scored.targets));
-    double v = metric->compute();
-    summary["metric"] = {{"name", topt.metric}, {"value", v}};
-    std::cout << topt.metric << " on " << test.csv_path << ": " << v << "\n";
+    auto values = metrics.compute(probs, torch::tensor(scored.targets));
+    json all = json::object();
+    for (auto& [name, v] : values) all[name] = v;
+    const std::string name = metrics.names().front();
+    summary["metric"] = {{"name", name}, {"value", values.at(name)}};
+    summary["metrics"] = all;
+    for (auto& n : metrics.names()) std::cout << n << " on " << test.csv_path << ": " << values.at(n) << "\n";
   }
   std::string out = o.out.empty() ? (fs::path(run_dir) / "submission.csv").string() : o.out;
   data::DataOptions fmt = dopt;

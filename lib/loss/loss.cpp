@@ -1,6 +1,12 @@
 #include "loss/loss.h"
 
+#include <map>
+
+#include <torch/torch.h>
+
 #include "config/sections.h"
+#include "core/error.h"
+#include "core/strings.h"
 
 namespace kg::loss {
 
@@ -10,17 +16,84 @@ LossRegistry& loss_registry() {
 }
 
 namespace {
+
+const std::vector<std::string> kTasks{"multiclass", "multilabel", "binary", "regression"};
+
+std::map<std::string, std::vector<std::string>>& task_table() {
+  static std::map<std::string, std::vector<std::string>> t;
+  return t;
+}
+
+void check_task_name(const std::string& task) {
+  for (auto& t : kTasks)
+    if (t == task) return;
+  throw ConfigError("data.task = \"" + task + "\" is not a task (allowed: " + join(kTasks, ", ") + ")");
+}
+
 config::Fields<LossOptions> fields() {
   config::Fields<LossOptions> f;
-  f.field("name", &LossOptions::name, "loss function").kind("loss");
+  f.field("name", &LossOptions::name,
+          "loss function; when not set, fit uses the task's default: cross_entropy (multiclass), "
+          "bce_with_logits (binary, multilabel), mse (regression)")
+      .kind("loss");
   return f;
 }
 KG_REGISTER_SECTION("loss", "the training loss", fields().schema(), "loss");
+
 }  // namespace
 
-LossPtr build(const config::Tree& recipe, const LossContext& ctx) {
-  auto o = fields().load(config::Options(&recipe, "loss"));
-  return loss_registry().create(o.name, config::Options(&recipe, "loss"), ctx);
+bool add_loss_tasks(const std::string& name, std::vector<std::string> tasks) {
+  task_table()[name] = std::move(tasks);
+  return true;
 }
+
+const std::vector<std::string>& supported_tasks(const std::string& name) {
+  static const std::vector<std::string> none;
+  auto it = task_table().find(name);
+  return it == task_table().end() ? none : it->second;
+}
+
+std::vector<std::string> losses_for(const std::string& task) {
+  std::vector<std::string> out;
+  for (auto& [name, tasks] : task_table())
+    for (auto& t : tasks)
+      if (t == task) out.push_back(name);
+  return out;
+}
+
+std::string default_loss(const std::string& task) {
+  check_task_name(task);
+  if (task == "multiclass") return "cross_entropy";
+  if (task == "regression") return "mse";
+  return "bce_with_logits";
+}
+
+LossPtr build(const config::Tree& recipe, const LossContext& ctx) {
+  check_task_name(ctx.task);
+  const config::Options opts(&recipe, "loss");
+  // validate() fills in the schema default ("cross_entropy"); only a name someone set counts.
+  const config::Entry* set = recipe.find("loss.name");
+  const bool explicit_name = set && set->origin.kind != config::Origin::Kind::Default;
+  const std::string name = explicit_name ? fields().load(opts).name : default_loss(ctx.task);
+  const auto& tasks = supported_tasks(name);
+  if (loss_registry().find_info(name) && !tasks.empty()) {
+    bool ok = false;
+    for (auto& t : tasks) ok = ok || t == ctx.task;
+    KG_CHECK(ok, ConfigError, opts.where("name"), ": loss \"", name, "\" does not fit data.task = \"", ctx.task,
+             "\" (it supports ", join(tasks, ", "), "; losses for ", ctx.task, ": ", join(losses_for(ctx.task), ", "), ")");
+  }
+  return with_context("while building loss " + name, [&] { return loss_registry().create(name, opts, ctx); });
+}
+
+namespace detail {
+at::Tensor dense_targets(const at::Tensor& logits, const at::Tensor& targets, const char* loss) {
+  KG_CHECK(logits.dim() == 2, DataError, "loss ", loss, ": expected logits [N, K], got ", logits.sizes());
+  at::Tensor t = targets;
+  if (t.dim() == 1 && logits.size(1) == 1) t = t.unsqueeze(1);
+  KG_CHECK(t.sizes() == logits.sizes(), DataError, "loss ", loss, ": expected targets shaped like the logits ",
+           logits.sizes(), ", got ", targets.sizes());
+  return t.to(logits.dtype());
+}
+}  // namespace detail
 
 }  // namespace kg::loss

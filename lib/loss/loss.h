@@ -1,8 +1,10 @@
-// Losses: (logits [N, K], targets) -> scalar. Targets are class indices [N] (int64) or soft
-// probabilities [N, K] (float) — mixup and soft pseudo-labels produce the latter.
+// Losses: (logits [N, K], targets) -> scalar, the mean over the batch. Target forms by task
+// (data.task): multiclass int64 [N] class indices or float [N, K] soft probabilities (mixup, soft
+// pseudo-labels); binary float [N, 1] and multilabel float [N, K] in [0, 1]; regression float [N, K].
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -14,20 +16,47 @@ namespace kg::loss {
 class Loss {
  public:
   virtual ~Loss() = default;
+  // Mean over the batch; differentiable in `logits`.
   virtual at::Tensor forward(const at::Tensor& logits, const at::Tensor& targets) const = 0;
 };
 using LossPtr = std::unique_ptr<Loss>;
 
+// What a loss is built for: K model outputs and the task (data.task).
 struct LossContext {
-  int64_t num_classes = 0;
+  int64_t num_outputs = 0;
+  std::string task = "multiclass";
 };
 
 using LossRegistry = Registry<LossPtr(const LossContext&)>;
 LossRegistry& loss_registry();
 
+// Tasks each loss supports, declared next to its registration (KG_LOSS_TASKS).
+bool add_loss_tasks(const std::string& name, std::vector<std::string> tasks);
+const std::vector<std::string>& supported_tasks(const std::string& name);  // empty for unknown names
+// Losses that apply to `task`, sorted.
+std::vector<std::string> losses_for(const std::string& task);
+
 struct LossOptions {
-  std::string name = "cross_entropy";  ///< loss function
+  std::string name = "cross_entropy";  ///< loss function; fit uses default_loss(data.task) when the recipe does not set it
 };
+
+// The loss for a task when loss.name is not set: cross_entropy (multiclass), bce_with_logits
+// (binary, multilabel), mse (regression). ConfigError for an unknown task.
+std::string default_loss(const std::string& task);
+
+// Builds [loss] for ctx.task. When the recipe does not set loss.name, default_loss(ctx.task) is used.
+// ConfigError when the loss does not fit the task (naming the losses that do) or its options do not
+// fit ctx (loss.class_weights length != K, ...).
 LossPtr build(const config::Tree& recipe, const LossContext& ctx);
 
+namespace detail {
+// `targets` as float [N, K] shaped like `logits` ([N] is accepted when K = 1), for element-wise
+// losses; DataError naming `loss` when the shapes do not match.
+at::Tensor dense_targets(const at::Tensor& logits, const at::Tensor& targets, const char* loss);
+}  // namespace detail
+
 }  // namespace kg::loss
+
+// KG_LOSS_TASKS("bce_with_logits", {"binary", "multilabel"})
+#define KG_LOSS_TASKS(name, ...) \
+  static const bool KG_CONCAT(kg_loss_tasks_, __LINE__) = ::kg::loss::add_loss_tasks(name, __VA_ARGS__)

@@ -1,5 +1,14 @@
 #include "metric/metric.h"
 
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "core/strings.h"
+
 namespace kg::metric {
 
 MetricRegistry& metric_registry() {
@@ -7,8 +16,109 @@ MetricRegistry& metric_registry() {
   return r;
 }
 
-MetricPtr create(const std::string& name, const MetricContext& ctx) {
-  return metric_registry().create(name, config::Options(config::json::object(), "train.metric"), ctx);
+namespace {
+
+const std::vector<std::string> kTasks{"multiclass", "multilabel", "binary", "regression"};
+
+std::map<std::string, std::vector<std::string>>& task_table() {
+  static std::map<std::string, std::vector<std::string>> t;
+  return t;
 }
 
+void check_task_name(const std::string& task) {
+  for (auto& t : kTasks)
+    if (t == task) return;
+  throw ConfigError("data.task = \"" + task + "\" is not a task (allowed: " + join(kTasks, ", ") + ")");
+}
+
+}  // namespace
+
+at::Tensor activate(const at::Tensor& logits, const std::string& task) {
+  check_task_name(task);
+  auto x = logits.to(torch::kFloat);
+  if (task == "multiclass") return torch::softmax(x, x.dim() - 1);
+  if (task == "regression") return x;
+  return torch::sigmoid(x);
+}
+
+bool add_metric_tasks(const std::string& name, std::vector<std::string> tasks) {
+  task_table()[name] = std::move(tasks);
+  return true;
+}
+
+const std::vector<std::string>& supported_tasks(const std::string& name) {
+  static const std::vector<std::string> none;
+  auto it = task_table().find(name);
+  return it == task_table().end() ? none : it->second;
+}
+
+std::vector<std::string> metrics_for(const std::string& task) {
+  std::vector<std::string> out;
+  for (auto& [name, tasks] : task_table())
+    for (auto& t : tasks)
+      if (t == task) out.push_back(name);
+  return out;
+}
+
+MetricPtr create(const std::string& name, const MetricContext& ctx) {
+  check_task_name(ctx.task);
+  if (!metric_registry().find_info(name)) metric_registry().unknown(name, "");
+  const auto& tasks = supported_tasks(name);
+  bool ok = tasks.empty();
+  for (auto& t : tasks) ok = ok || t == ctx.task;
+  KG_CHECK(ok, ConfigError, "metric \"", name, "\" does not apply to data.task = \"", ctx.task, "\" (it supports ",
+           join(tasks, ", "), "; metrics for ", ctx.task, ": ", join(metrics_for(ctx.task), ", "), ")");
+  return metric_registry().create(name, config::Options(config::json::object(), "metric"), ctx);
+}
+
+double evaluate(const std::string& name, const MetricContext& ctx, const at::Tensor& preds, const at::Tensor& targets) {
+  auto m = create(name, ctx);
+  m->update(preds, targets);
+  return m->compute();
+}
+
+namespace detail {
+
+at::Tensor preds_2d(const at::Tensor& preds, const char* metric) {
+  at::Tensor p = preds.detach().to(torch::kCPU, torch::kDouble);
+  if (p.dim() == 1) p = p.unsqueeze(1);
+  KG_CHECK(p.dim() == 2, DataError, "metric ", metric, ": expected predictions [N, K], got ", preds.sizes());
+  return p;
+}
+
+at::Tensor class_targets(const at::Tensor& targets, int64_t n, const char* metric) {
+  at::Tensor t = targets.detach().to(torch::kCPU);
+  if (t.dim() == 2 && t.is_floating_point()) t = t.argmax(1);
+  KG_CHECK(t.dim() == 1 && t.size(0) == n, DataError, "metric ", metric, ": expected ", n,
+           " class indices [N] (or soft targets [N, K]), got ", targets.sizes());
+  return t.to(torch::kLong);
+}
+
+at::Tensor dense_targets(const at::Tensor& targets, const at::Tensor& preds2d, const char* metric) {
+  at::Tensor t = targets.detach().to(torch::kCPU, torch::kDouble);
+  if (t.dim() == 1 && preds2d.size(1) == 1) t = t.unsqueeze(1);
+  KG_CHECK(t.sizes() == preds2d.sizes(), DataError, "metric ", metric, ": expected targets shaped like the predictions ",
+           preds2d.sizes(), ", got ", targets.sizes());
+  return t;
+}
+
+void RowsMetric::reset() {
+  preds_.clear();
+  targets_.clear();
+}
+
+void RowsMetric::update(const at::Tensor& preds, const at::Tensor& targets) {
+  preds_.push_back(preds.detach().to(torch::kCPU, torch::kDouble, /*non_blocking=*/false, /*copy=*/true));
+  targets_.push_back(targets.detach().to(torch::kCPU, targets.scalar_type(), false, true));
+}
+
+double RowsMetric::compute() const {
+  if (preds_.empty()) return std::numeric_limits<double>::quiet_NaN();
+  auto p = torch::cat(preds_, 0);
+  auto t = torch::cat(targets_, 0);
+  if (p.size(0) == 0) return std::numeric_limits<double>::quiet_NaN();
+  return compute_rows(p, t);
+}
+
+}  // namespace detail
 }  // namespace kg::metric

@@ -1,52 +1,115 @@
-// Optimizers: LibTorch optimizers behind one small interface the schedules drive.
+// Optimizers: kgtrain's own implementations (PyTorch's update rules, step for step) over parameter
+// groups with per-group lr multipliers and weight decay, and state that checkpoints and restores exactly.
+//
+// Checkpoint layout (save_state / load_state, prefix "optim." by default):
+//   tensors  "<prefix><param name>.<slot>", e.g. "optim.layer1.0.conv1.weight.exp_avg"; every slot is
+//            shaped like its parameter (exp_avg, exp_avg_sq, max_exp_avg_sq, momentum_buffer,
+//            square_avg, grad_avg; lookahead's slow)
+//   meta["<prefix without its trailing dot>"] = {
+//     "name": "adamw", "lr": 0.001, "momentum": 0.9 (or null),
+//     "params": {"<param name>": {"step": 12, "slots": ["exp_avg", "exp_avg_sq"]}, ...},
+//     ...optimizer scalars (lookahead: "counter") }
+//   A parameter that never had a gradient has no entry and no tensors. Lookahead saves its inner
+//   optimizer with the prefix "<prefix>inner." (meta key "optim.inner").
 #pragma once
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include <torch/optim/optimizer.h>
+#include <ATen/core/Tensor.h>
 
 #include "config/tree.h"
 #include "core/registry.h"
+#include "model/safetensors.h"
+#include "optim/param_groups.h"
 
 namespace kg::optim {
 
-struct OptimOptions {
-  std::string name = "adamw";    ///< optimizer
-  double lr = 1e-3;              ///< peak learning rate (the schedule's maximum)
-  double weight_decay = 0.01;    ///< decoupled (AdamW) or L2 (SGD) weight decay
-  bool decay_norm_bias = false;  ///< also decay biases and normalization weights (timm/fastai: false)
+// One parameter's optimizer state: its update count (PyTorch's per-parameter `step`, used for bias
+// correction) and its slot tensors.
+struct ParamState {
+  int64_t step = 0;
+  std::map<std::string, at::Tensor> slots;
+  bool empty() const { return step == 0 && slots.empty(); }
 };
-
-// Parameters split for weight decay: biases and normalization weights (1-d tensors) get none.
-struct ParamGroups {
-  std::vector<torch::Tensor> decay;
-  std::vector<torch::Tensor> no_decay;
-};
-ParamGroups split_for_decay(const torch::nn::Module& model, bool decay_norm_bias);
 
 class Optimizer {
  public:
-  virtual ~Optimizer() = default;
-  virtual void set_lr(double lr) = 0;
-  // Momentum (SGD) or beta1 (Adam family); cycled by one-cycle schedules.
-  virtual void set_momentum(double m) = 0;
-  virtual void step() = 0;
-  virtual void zero_grad() = 0;
-  virtual torch::optim::Optimizer& torch_optimizer() = 0;
+  explicit Optimizer(std::vector<ParamGroup> groups);
+  virtual ~Optimizer();
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // The schedule's lr; each group steps with lr * lr_mult.
+  virtual void set_lr(double lr);
+  double lr() const { return lr_; }
+  // Changes groups()[group].lr_mult (a plan phase's multipliers, fine_tune's lr slice after unfreezing).
+  virtual void set_lr_mult(size_t group, double mult);
+  // SGD/RMSprop momentum or the Adam family's beta1 (one_cycle cycles it). An optimizer built with
+  // momentum 0 has none to cycle (fastai): the value is ignored and momentum() is empty.
+  virtual void set_momentum(double m);
+  virtual std::optional<double> momentum() const;
+
+  // Under NoGradGuard: every parameter with a defined gradient gets one update. Parameters without
+  // one are skipped entirely (no decay, no state change): frozen layers stay bit-identical.
+  virtual void step();
+  void zero_grad();  // set_to_none: the next backward writes fresh gradients
+  // Lookahead: pulls the slow weights toward the fast ones and resets the fast ones to them (timm's
+  // sync_lookahead). Called before every evaluation and checkpoint; a no-op elsewhere.
+  virtual void sync() {}
+
+  // The layout is described at the top of this file. Tensors are copies (a snapshot, not live state).
+  virtual void save_state(model::TensorMap& tensors, config::json& meta, const std::string& prefix = "optim.") const;
+  // Restores exactly: subsequent steps are bit-identical to an uninterrupted run. CheckpointError when
+  // the saved optimizer, a parameter name, a slot or a shape does not match.
+  virtual void load_state(const model::TensorMap& tensors, const config::json& meta, const std::string& prefix = "optim.");
+
+  const std::vector<ParamGroup>& groups() const { return groups_; }
+  const std::string& name() const { return name_; }
+  // One line for the log: "adamw lr 0.001, wd 0.01 (no decay on 42 bias/norm tensors), 5 groups x [0.01, ..., 1]".
+  virtual std::string describe() const;
+  // The state kept for a parameter by its name; nullptr when it has none (it never had a gradient).
+  const ParamState* state_of(const std::string& param) const;
+
+ protected:
+  struct StepArgs {
+    double lr;            // schedule lr * group lr_mult
+    double weight_decay;  // the group's
+  };
+  // One parameter's update; `grad` is defined and `s.step` already counts this update.
+  virtual void update(const at::Tensor& p, const at::Tensor& grad, ParamState& s, const StepArgs& a) = 0;
+  // Scalars beyond lr, momentum and per-parameter state (lookahead's counter).
+  virtual void save_extra(config::json& /*meta*/) const {}
+  virtual void load_extra(const config::json& /*meta*/) {}
+  // A slot of `s`, created as zeros shaped like `p` on first use.
+  static at::Tensor& slot(ParamState& s, const char* name, const at::Tensor& p);
+  ParamState& state_at(size_t group, size_t index) { return state_[group][index]; }
+
+  std::string name_ = "optimizer";  // the registry name, set by each implementation
+  std::optional<double> momentum_;  // current momentum / beta1; empty when the optimizer has none
+
+ private:
+  std::vector<ParamGroup> groups_;
+  std::vector<std::vector<ParamState>> state_;  // parallel to groups_[g].params
+  double lr_ = 1e-3;
 };
 using OptimizerPtr = std::unique_ptr<Optimizer>;
 
+// What a factory gets besides its options: the groups, and the recipe and key prefix for wrappers that
+// build a nested optimizer (lookahead: optimizer_registry().create(name, Options(recipe, prefix + ".inner"), ...)).
 struct OptimContext {
-  ParamGroups params;
-  double lr = 1e-3;
-  double weight_decay = 0.0;
+  std::vector<ParamGroup> groups;
+  const config::Tree* recipe = nullptr;
+  std::string prefix = "optim";
 };
-
 using OptimizerRegistry = Registry<OptimizerPtr(const OptimContext&)>;
 OptimizerRegistry& optimizer_registry();
 
-OptimOptions load_options(const config::Tree& recipe);
-OptimizerPtr build(const config::Tree& recipe, const torch::nn::Module& model);
+// The recipe's optimizer over the network's parameter groups (build_param_groups), lr set to the peak.
+OptimizerPtr build(const config::Tree& recipe, const model::Network& net);
+// For tests and other tools: an optimizer over explicit groups (names unique across groups).
+OptimizerPtr build(const config::Tree& recipe, std::vector<ParamGroup> groups);
 
 }  // namespace kg::optim

@@ -1,51 +1,464 @@
 #include "train/checkpoint.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>  // renameat2, RENAME_EXCHANGE
+#include <cstring>
+#include <ctime>
 #include <filesystem>
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/sha256.h"
 
 namespace fs = std::filesystem;
+using nlohmann::json;
 
 namespace kg::train {
+namespace {
+
+constexpr const char* kManifest = "MANIFEST.json";
+const char* const kRequired[] = {"model.safetensors", "state.safetensors", "state.json"};
+
+struct FileEntry {
+  std::string name;
+  uint64_t bytes = 0;
+  std::string sha256;
+};
+
+// What inspect() found: the manifest's schema and files, and their bytes when asked to keep them.
+struct Inspection {
+  int schema = 0;
+  std::vector<FileEntry> files;
+  std::map<std::string, std::string> contents;
+};
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// A manifest names files inside the checkpoint folder only: no separators, no hidden or parent entries.
+bool plain_name(const std::string& n) { return !n.empty() && n[0] != '.' && n.find('/') == std::string::npos; }
+
+bool valid_extra_name(const std::string& n) {
+  if (n.empty() || n == "model" || n == "state") return false;
+  return std::all_of(n.begin(), n.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'; });
+}
+
+std::optional<json> parse_json(const std::string& text) {
+  try {
+    return json::parse(text);
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
+// Schema 1 had no manifest: state.json (schema_version 1) was written last and marked completeness.
+std::string inspect_schema1(const fs::path& dir, Inspection& out) {
+  std::error_code ec;
+  if (!fs::exists(dir / "state.json", ec) || !fs::exists(dir / "model.safetensors", ec))
+    return std::string("no ") + kManifest + " (interrupted while saving, or not a kgtrain checkpoint)";
+  std::string text;
+  try {
+    text = read_file((dir / "state.json").string());
+  } catch (const Error& e) {
+    return e.what();
+  }
+  auto j = parse_json(text);
+  if (!j || !j->is_object() || j->value("schema_version", 0) != 1)
+    return std::string("no ") + kManifest + " and state.json is not a schema-1 checkpoint's: the checkpoint is incomplete (interrupted while saving?)";
+  out.schema = 1;
+  return "";
+}
+
+// "" when `dir` is complete; else the reason. `keep` reads every file into out.contents (load path: each
+// file is read once, hashed and decoded from the same bytes).
+std::string inspect(const std::string& dir_s, bool deep, bool keep, Inspection& out) {
+  const fs::path dir(dir_s);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return fs::exists(dir, ec) ? "not a directory" : "does not exist";
+  if (!fs::exists(dir / kManifest, ec)) return inspect_schema1(dir, out);
+  std::string text;
+  try {
+    text = read_file((dir / kManifest).string());
+  } catch (const Error& e) {
+    return e.what();
+  }
+  auto m = parse_json(text);
+  if (!m) return std::string(kManifest) + " is not valid JSON (damaged)";
+  if (!m->is_object() || !m->contains("files") || !(*m)["files"].is_array() || !(*m)["schema_version"].is_number_integer())
+    return std::string(kManifest) + " is malformed: expected {\"schema_version\", \"files\": [...]}";
+  // The manifest guards itself too: a hash of its own dump without this field (nlohmann's dump is canonical:
+  // sorted keys, fixed number format), so a flipped byte in a name or a hash is not read as another file.
+  auto self = m->find("manifest_sha256");
+  if (self == m->end() || !self->is_string()) return std::string(kManifest) + " is malformed: it has no manifest_sha256";
+  const std::string recorded = self->get<std::string>();
+  m->erase("manifest_sha256");
+  if (sha256_hex(m->dump()) != recorded) return std::string(kManifest) + " is corrupt: its own SHA-256 does not match";
+  out.schema = (*m)["schema_version"].get<int>();
+  if (out.schema < 2 || out.schema > kCheckpointSchema)
+    return std::string(kManifest) + " has schema_version " + std::to_string(out.schema) + "; this kgtrain reads 1 to " +
+           std::to_string(kCheckpointSchema) + " (written by a newer kgtrain?)";
+  for (const auto& e : (*m)["files"]) {
+    if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("bytes") ||
+        !e["bytes"].is_number_unsigned() || !e.contains("sha256") || !e["sha256"].is_string() ||
+        !plain_name(e["name"].get<std::string>()))
+      return std::string(kManifest) + " is malformed: a file entry needs a plain name, bytes and sha256, got " + e.dump();
+    out.files.push_back({e["name"].get<std::string>(), e["bytes"].get<uint64_t>(), e["sha256"].get<std::string>()});
+  }
+  for (const char* req : kRequired)
+    if (std::none_of(out.files.begin(), out.files.end(), [&](const FileEntry& f) { return f.name == req; }))
+      return std::string(kManifest) + " does not list " + req;
+  for (const auto& f : out.files) {
+    const fs::path p = dir / f.name;
+    uint64_t size = fs::file_size(p, ec);
+    if (ec) return f.name + " is missing";
+    if (size != f.bytes)
+      return f.name + " is truncated or altered: " + std::to_string(size) + " bytes, the manifest says " + std::to_string(f.bytes);
+    std::string got;
+    if (keep) {
+      std::string bytes;
+      try {
+        bytes = read_file(p.string());
+      } catch (const Error& e) {
+        return e.what();
+      }
+      if (bytes.size() != f.bytes) return f.name + " changed while being read";
+      if (deep) got = sha256_hex(bytes);
+      out.contents[f.name] = std::move(bytes);
+    } else if (deep) {
+      try {
+        got = sha256_file_hex(p.string());
+      } catch (const Error& e) {
+        return e.what();
+      }
+    }
+    if (deep && got != f.sha256) return f.name + " is corrupt: its SHA-256 differs from the manifest's";
+  }
+  return "";
+}
+
+[[noreturn]] void fail(const std::string& dir, const std::string& problem) {
+  throw CheckpointError("checkpoint " + dir + " is incomplete or damaged: " + problem +
+                        " (use another checkpoint, e.g. an older step-* or best, or train again)");
+}
+
+json parse_state(const std::string& dir, const std::string& text) {
+  auto j = parse_json(text);
+  KG_CHECK(j && j->is_object(), CheckpointError, "checkpoint ", dir, "/state.json is not a JSON object (damaged)");
+  return *j;
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+bool process_alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
+
+// Removes .tmp-<name>-<pid> folders of saves that crashed (ours or of a process that is gone). A live
+// process's temp folder is left alone: it may be mid-save.
+void clean_stale_temps(const fs::path& parent, const std::string& name) {
+  const std::string prefix = ".tmp-" + name + "-";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(parent, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind(prefix, 0) != 0) continue;
+    const std::string suffix = n.substr(prefix.size());
+    long pid = -1;
+    if (!suffix.empty() && std::all_of(suffix.begin(), suffix.end(), is_digit) && suffix.size() < 10) pid = std::stol(suffix);
+    if (pid == static_cast<long>(::getpid()) || !process_alive(pid)) fs::remove_all(e.path(), ec);
+  }
+}
+
+void rename_or_throw(const fs::path& from, const fs::path& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0)
+    throw DataError("cannot rename " + from.string() + " to " + to.string() + ": " + std::strerror(errno));
+}
+
+// Puts `tmp` at `target`; the previous `target` ends up at `rotated`, never missing while both exist.
+void swap_and_rotate(const fs::path& tmp, const fs::path& target, const fs::path& rotated) {
+  std::error_code ec;
+  fs::remove_all(rotated, ec);
+  if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) {
+    fsync_directory(target.parent_path().string());
+    rename_or_throw(tmp, rotated);  // tmp now holds the previous checkpoint
+  } else if (errno == EINVAL || errno == ENOSYS || errno == ENOTSUP) {
+    // No exchange here: for a moment only `rotated` holds a complete checkpoint (find_latest still finds it).
+    rename_or_throw(target, rotated);
+    try {
+      rename_or_throw(tmp, target);
+    } catch (...) {
+      ::rename(rotated.c_str(), target.c_str());
+      throw;
+    }
+  } else {
+    throw DataError("cannot exchange " + tmp.string() + " and " + target.string() + ": " + std::strerror(errno));
+  }
+  fsync_directory(target.parent_path().string());
+}
+
+std::optional<int64_t> state_step(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir / "state.json", ec)) return std::nullopt;
+  try {
+    auto j = parse_json(read_file((dir / "state.json").string()));
+    if (j && j->is_object() && j->contains("step") && (*j)["step"].is_number_integer()) return (*j)["step"].get<int64_t>();
+  } catch (const Error&) {
+  }
+  return std::nullopt;
+}
+
+std::string padded(int64_t v, int width) {
+  std::string s = std::to_string(v);
+  return s.size() < static_cast<size_t>(width) ? std::string(static_cast<size_t>(width) - s.size(), '0') + s : s;
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& dir, const CheckpointFiles& f, const std::string& rotate_to) {
+  fs::path target = fs::path(dir).lexically_normal();
+  if (!target.has_filename()) target = target.parent_path();  // "checkpoints/last/"
+  const std::string name = target.filename().string();
+  KG_ASSERT(plain_name(name), "checkpoint folder ", dir);
+  for (const auto& [extra, tensors] : f.extra_weights) KG_ASSERT(valid_extra_name(extra), "extra weights name \"", extra, "\"");
+  KG_ASSERT(f.state.is_object() || f.state.is_null(), "checkpoint state must be a JSON object");
+  const fs::path parent = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  fs::path rotated;
+  if (!rotate_to.empty()) {
+    rotated = parent / fs::path(rotate_to).filename();
+    KG_ASSERT(plain_name(rotated.filename().string()) && rotated.filename() != target.filename(), "rotate_to ", rotate_to);
+  }
+  with_context("while saving checkpoint " + dir, [&] {
+    std::error_code ec;
+    fs::create_directories(parent, ec);
+    KG_CHECK(!ec, DataError, "cannot create ", parent.string(), ": ", ec.message());
+    clean_stale_temps(parent, name);
+    const fs::path tmp = parent / (".tmp-" + name + "-" + std::to_string(::getpid()));
+    fs::create_directories(tmp, ec);
+    KG_CHECK(!ec, DataError, "cannot create checkpoint folder ", tmp.string(), ": ", ec.message());
+    try {
+      json files = json::array();
+      auto put = [&](const std::string& file, const std::string& bytes) {
+        write_file_atomic((tmp / file).string(), bytes);  // written, fsynced, renamed
+        files.push_back({{"name", file}, {"bytes", static_cast<uint64_t>(bytes.size())}, {"sha256", sha256_hex(bytes)}});
+      };
+      put("model.safetensors", model::encode_safetensors(f.model));
+      put("state.safetensors", model::encode_safetensors(f.state_tensors));
+      for (const auto& [extra, tensors] : f.extra_weights) put(extra + ".safetensors", model::encode_safetensors(tensors));
+      put("recipe.toml", f.recipe_toml);
+      put("provenance.json", (f.provenance.is_null() ? json::object() : f.provenance).dump(2) + "\n");
+      json state = f.state.is_null() ? json::object() : f.state;
+      state["schema_version"] = kCheckpointSchema;
+      put("state.json", state.dump(2) + "\n");
+      // The manifest last: its presence (and matching sizes and hashes) marks a complete checkpoint.
+      json manifest = {{"schema_version", kCheckpointSchema}, {"files", files}, {"created_utc", utc_now()}};
+      manifest["manifest_sha256"] = sha256_hex(manifest.dump());
+      write_file_atomic((tmp / kManifest).string(), manifest.dump(2) + "\n");
+      fsync_directory(tmp.string());
+
+      if (!rotated.empty() && fs::exists(target, ec) && checkpoint_problem(target.string(), false).empty())
+        swap_and_rotate(tmp, target, rotated);
+      else
+        replace_directory(tmp.string(), target.string());
+    } catch (...) {
+      fs::remove_all(tmp, ec);
+      throw;
+    }
+  });
+}
 
 void save_checkpoint(const std::string& dir, const model::TensorMap& weights, const nlohmann::json& state,
                      const std::string& recipe_toml, const nlohmann::json& provenance) {
-  fs::path target(dir);
-  fs::path tmp = target.parent_path() / (".tmp-" + target.filename().string() + "-" + std::to_string(::getpid()));
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp, ec);
-  KG_CHECK(!ec, DataError, "cannot create checkpoint folder ", tmp.string(), ": ", ec.message());
-  model::write_safetensors((tmp / "model.safetensors").string(), weights);
-  write_file_atomic((tmp / "recipe.toml").string(), recipe_toml);
-  write_file_atomic((tmp / "provenance.json").string(), provenance.dump(2) + "\n");
-  // state.json last: its presence marks a complete checkpoint.
-  write_file_atomic((tmp / "state.json").string(), state.dump(2) + "\n");
-  replace_directory(tmp.string(), target.string());
+  CheckpointFiles f;
+  f.model = weights;
+  f.state = state;
+  f.recipe_toml = recipe_toml;
+  f.provenance = provenance;
+  save_checkpoint(dir, f);
 }
 
-Checkpoint load_checkpoint(const std::string& dir) {
+std::string checkpoint_problem(const std::string& dir, bool deep) {
+  Inspection ins;
+  return inspect(dir, deep, false, ins);
+}
+
+Checkpoint load_checkpoint(const std::string& dir, bool verify) {
+  Inspection ins;
+  std::string problem = inspect(dir, verify, true, ins);
+  if (problem == "does not exist" || problem == "not a directory")
+    throw CheckpointError("checkpoint " + dir + " " + problem +
+                          " (expected a folder such as RUN/checkpoints/best holding MANIFEST.json, model.safetensors and state.json)");
+  if (!problem.empty()) fail(dir, problem);
   Checkpoint c;
   c.dir = dir;
-  fs::path p(dir);
-  KG_CHECK(fs::is_directory(p), CheckpointError, "checkpoint ", dir,
-           " is not a directory (expected a folder such as RUN/checkpoints/best holding model.safetensors and state.json)");
-  KG_CHECK(fs::exists(p / "state.json"), CheckpointError, "checkpoint ", dir,
-           " has no state.json: it is incomplete (interrupted while saving?) or not a kgtrain checkpoint");
-  try {
-    c.state = nlohmann::json::parse(read_file((p / "state.json").string()));
-  } catch (const nlohmann::json::exception& e) {
-    throw CheckpointError("checkpoint " + dir + "/state.json is not valid JSON: " + e.what());
-  } catch (const Error& e) {
-    throw CheckpointError(e.what());
+  c.schema_version = ins.schema;
+  const fs::path p(dir);
+  if (ins.schema == 1) {
+    c.state = parse_state(dir, read_file((p / "state.json").string()));
+    c.weights = model::read_safetensors((p / "model.safetensors").string());
+    std::error_code ec;
+    if (fs::exists(p / "recipe.toml", ec)) c.recipe_toml = read_file((p / "recipe.toml").string());
+    return c;
   }
-  KG_CHECK(c.state.is_object() && c.state.value("schema_version", 0) == kCheckpointSchema, CheckpointError, "checkpoint ",
-           dir, "/state.json: unsupported schema_version (this kgtrain reads version ", kCheckpointSchema, ")");
-  c.weights = model::read_safetensors((p / "model.safetensors").string());
+  auto& bytes = ins.contents;
+  auto decode = [&](const std::string& file) { return model::decode_safetensors(bytes.at(file), dir + "/" + file); };
+  c.weights = decode("model.safetensors");
+  c.state_tensors = decode("state.safetensors");
+  for (const auto& f : ins.files) {
+    const std::string suffix = ".safetensors";
+    if (f.name == "model.safetensors" || f.name == "state.safetensors" || f.name.size() <= suffix.size() ||
+        f.name.compare(f.name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    c.extra_weights[f.name.substr(0, f.name.size() - suffix.size())] = decode(f.name);
+  }
+  c.state = parse_state(dir, bytes.at("state.json"));
+  if (bytes.count("recipe.toml")) c.recipe_toml = bytes.at("recipe.toml");
   return c;
+}
+
+std::optional<std::string> find_latest(const std::string& checkpoints_dir, std::vector<std::string>* skipped) {
+  std::error_code ec;
+  if (!fs::is_directory(checkpoints_dir, ec)) return std::nullopt;
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(checkpoints_dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.empty() || n[0] == '.' || !e.is_directory(ec)) continue;  // .tmp-* are unfinished saves
+    dirs.push_back(e.path());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  auto skip = [&](const fs::path& d, const std::string& why) {
+    if (skipped) skipped->push_back(d.string() + ": " + why);
+  };
+  struct Candidate {
+    int64_t step;
+    bool last;
+    fs::path path;
+  };
+  std::vector<Candidate> cands;
+  for (const auto& d : dirs) {  // cheap pass: manifest and sizes
+    Inspection ins;
+    std::string why = inspect(d.string(), false, false, ins);
+    if (!why.empty()) {
+      skip(d, why);
+      continue;
+    }
+    auto step = state_step(d);
+    if (!step) {
+      skip(d, "state.json has no integer \"step\"");
+      continue;
+    }
+    cands.push_back({*step, d.filename() == "last", d});
+  }
+  std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.step != b.step) return a.step > b.step;
+    if (a.last != b.last) return a.last;
+    return a.path < b.path;
+  });
+  for (const auto& c : cands) {  // hash only until the newest complete one is found
+    std::string why = checkpoint_problem(c.path.string(), true);
+    if (why.empty()) return c.path.string();
+    skip(c.path, why);
+  }
+  return std::nullopt;
+}
+
+// ---- CheckpointStore ----
+
+CheckpointStore::CheckpointStore(std::string checkpoints_dir, int keep_last, int top_k, bool higher_is_better)
+    : dir_(std::move(checkpoints_dir)), keep_last_(keep_last), top_k_(top_k), higher_is_better_(higher_is_better) {
+  KG_CHECK(keep_last_ >= 1, ConfigError, "checkpoint keep_last: expected an integer >= 1 (1 = only checkpoints/last), got ",
+           keep_last_);
+  KG_CHECK(top_k_ >= 0, ConfigError, "checkpoint top_k: expected an integer >= 0 (0 = off), got ", top_k_);
+}
+
+bool CheckpointStore::ranks_before(const TopEntry& a, const TopEntry& b) const {
+  if (a.value != b.value) return higher_is_better_ ? a.value > b.value : a.value < b.value;
+  return a.epoch < b.epoch;
+}
+
+void CheckpointStore::save_last(const CheckpointFiles& f) {
+  KG_ASSERT(f.state.is_object() && f.state.contains("step") && f.state["step"].is_number_integer(),
+            "save_last needs an integer state[\"step\"]");
+  const fs::path last = fs::path(dir_) / "last";
+  std::string rotate_to;
+  if (keep_last_ > 1) {
+    auto prev = state_step(last);
+    if (prev && *prev != f.state["step"].get<int64_t>()) rotate_to = "step-" + padded(*prev, 9);
+  }
+  save_checkpoint(last.string(), f, rotate_to);
+  prune_rotated();
+}
+
+void CheckpointStore::prune_rotated() const {
+  std::error_code ec;
+  std::vector<std::pair<int64_t, fs::path>> rotated;
+  for (const auto& e : fs::directory_iterator(dir_, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("step-", 0) != 0 || n.size() == 5 || n.size() > 24 ||
+        !std::all_of(n.begin() + 5, n.end(), is_digit))
+      continue;
+    rotated.emplace_back(std::stoll(n.substr(5)), e.path());
+  }
+  std::sort(rotated.begin(), rotated.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = static_cast<size_t>(keep_last_ - 1); i < rotated.size(); ++i) fs::remove_all(rotated[i].second, ec);
+}
+
+void CheckpointStore::save_best(const CheckpointFiles& f) { save_checkpoint((fs::path(dir_) / "best").string(), f); }
+
+void CheckpointStore::evict_beyond_k() {
+  std::error_code ec;
+  while (static_cast<int>(top_.size()) > top_k_) {
+    fs::remove_all(fs::path(dir_) / top_.back().dir, ec);
+    top_.pop_back();
+  }
+}
+
+bool CheckpointStore::offer_top_k(const CheckpointFiles& f, double value, int64_t epoch) {
+  if (top_k_ <= 0 || !std::isfinite(value)) return false;
+  TopEntry e{epoch, value, "top-epoch" + padded(epoch, 3)};
+  auto same = std::find_if(top_.begin(), top_.end(), [&](const TopEntry& t) { return t.epoch == epoch; });
+  bool had = same != top_.end();
+  if (had) top_.erase(same);
+  bool keep = static_cast<int>(top_.size()) < top_k_ || ranks_before(e, top_.back());
+  if (!keep) {
+    std::error_code ec;
+    if (had) fs::remove_all(fs::path(dir_) / e.dir, ec);  // the repeated epoch no longer qualifies
+    return false;
+  }
+  save_checkpoint((fs::path(dir_) / e.dir).string(), f);
+  top_.insert(std::upper_bound(top_.begin(), top_.end(), e, [&](const TopEntry& a, const TopEntry& b) { return ranks_before(a, b); }), e);
+  evict_beyond_k();  // the new one is written before the evicted one goes: a crash leaves k+1, never k-1
+  return true;
+}
+
+json CheckpointStore::state() const {
+  json s = json::array();
+  for (const auto& e : top_) s.push_back({{"epoch", e.epoch}, {"value", e.value}, {"dir", e.dir}});
+  return s;
+}
+
+void CheckpointStore::load_state(const json& s) {
+  top_.clear();
+  if (s.is_null() || (s.is_object() && s.empty())) return;  // nothing saved (older checkpoints)
+  KG_CHECK(s.is_array(), CheckpointError, "checkpoint top-k state: expected a list of {epoch, value, dir}, got ", s.dump());
+  std::error_code ec;
+  for (const auto& e : s) {
+    KG_CHECK(e.is_object() && e.contains("epoch") && e["epoch"].is_number_integer() && e.contains("value") &&
+                 e["value"].is_number() && e.contains("dir") && e["dir"].is_string() && plain_name(e["dir"].get<std::string>()),
+             CheckpointError, "checkpoint top-k state: expected {\"epoch\": int, \"value\": number, \"dir\": name}, got ", e.dump());
+    TopEntry t{e["epoch"].get<int64_t>(), e["value"].get<double>(), e["dir"].get<std::string>()};
+    if (fs::is_directory(fs::path(dir_) / t.dir, ec)) top_.push_back(t);
+  }
+  std::sort(top_.begin(), top_.end(), [&](const TopEntry& a, const TopEntry& b) { return ranks_before(a, b); });
+  if (top_k_ > 0) evict_beyond_k();
 }
 
 }  // namespace kg::train

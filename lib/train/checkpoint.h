@@ -1,8 +1,14 @@
-// Checkpoint directories (RUN/checkpoints/last, RUN/checkpoints/best): model.safetensors, state.json
-// (epoch, step, metric, classes, model), recipe.toml and provenance.json. Written into a temp
-// directory beside the target and swapped in atomically: a reader sees the old or the new, never half.
+// Checkpoint directories (RUN/checkpoints/last, best, step-<step>, top-epoch<NNN>): model.safetensors (the
+// weights), state.safetensors (optimizer slots, RNG, callback tensors), optional <name>.safetensors (EMA,
+// SWA weights), state.json, recipe.toml, provenance.json, and MANIFEST.json written last with each file's
+// size and SHA-256 (and a SHA-256 of itself). Everything is written into <parent>/.tmp-<name>-<pid> and swapped in as one directory:
+// a reader sees the old complete checkpoint or the new complete one, never half of either.
 #pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -10,18 +16,92 @@
 
 namespace kg::train {
 
-constexpr int kCheckpointSchema = 1;
+// 2: MANIFEST.json + state.safetensors. load_checkpoint still reads 1 (no manifest, no state tensors).
+constexpr int kCheckpointSchema = 2;
+
+struct CheckpointFiles {
+  model::TensorMap model;          // model.safetensors: the weights (what --weights / tta-predict load)
+  model::TensorMap state_tensors;  // state.safetensors: optimizer slots, RNG, callback tensors (written even when empty)
+  std::map<std::string, model::TensorMap> extra_weights;  // {"ema", ...} -> ema.safetensors; names [a-z0-9_-]
+  nlohmann::json state;            // state.json: epoch, step, batch, metrics... (save sets "schema_version")
+  std::string recipe_toml;         // recipe.toml
+  nlohmann::json provenance;       // provenance.json
+};
 
 struct Checkpoint {
   std::string dir;
-  model::TensorMap weights;
-  nlohmann::json state;  // state.json
+  model::TensorMap weights;        // model.safetensors
+  model::TensorMap state_tensors;  // state.safetensors; empty for schema 1
+  std::map<std::string, model::TensorMap> extra_weights;  // every other <name>.safetensors the manifest lists
+  nlohmann::json state;            // state.json
+  std::string recipe_toml;         // recipe.toml ("" when absent in a schema-1 checkpoint)
+  int schema_version = 0;          // 1 or 2
 };
 
+// Writes the checkpoint (see the top of this file), cleaning stale .tmp-<name>-* folders left by a crashed
+// save first. With `rotate_to` (a folder name beside `dir`) a previous complete checkpoint at `dir` is
+// renamed to it, after the new one is in place, instead of being deleted; an existing `rotate_to` is replaced.
+// DataError when the disk refuses the write.
+void save_checkpoint(const std::string& dir, const CheckpointFiles& f, const std::string& rotate_to = "");
+// The schema-1 call shape (weights and state only; state.safetensors is written empty).
 void save_checkpoint(const std::string& dir, const model::TensorMap& weights, const nlohmann::json& state,
                      const std::string& recipe_toml, const nlohmann::json& provenance);
 
-// CheckpointError (exit 3) when the directory, its weights or its state are missing or damaged.
-Checkpoint load_checkpoint(const std::string& dir);
+// Checks MANIFEST.json (every listed file present, with its size and, with `verify`, its SHA-256) and
+// loads. CheckpointError (exit 3) naming the missing, truncated or corrupt file and saying the checkpoint is
+// incomplete or damaged. A folder without a manifest loads only as a schema-1 checkpoint.
+Checkpoint load_checkpoint(const std::string& dir, bool verify = true);
+
+// "" when `dir` holds a complete checkpoint, else why not ("model.safetensors is truncated: ..."). Without
+// `deep` only the manifest and file sizes are checked (no hashing).
+std::string checkpoint_problem(const std::string& dir, bool deep = true);
+
+// Among the folders in `checkpoints_dir` (last, best, step-*, top-*; hidden .tmp-* ignored), the complete
+// checkpoint with the highest state["step"] (ties: "last" first, then by name). Damaged ones are skipped and
+// reported in `skipped` as "<dir>: <reason>". nullopt when none is complete (or the folder is absent).
+std::optional<std::string> find_latest(const std::string& checkpoints_dir, std::vector<std::string>* skipped = nullptr);
+
+// Retention policy for one run (or one fold) inside `checkpoints_dir`: last (plus keep_last-1 rotated
+// step-<step> folders), best, and the top-k epochs by a metric (timm's CheckpointSaver).
+class CheckpointStore {
+ public:
+  // keep_last >= 1; top_k >= 0 (0 = off). ConfigError otherwise.
+  CheckpointStore(std::string checkpoints_dir, int keep_last, int top_k, bool higher_is_better);
+
+  // checkpoints/last; needs an integer f.state["step"]. The previous last (when complete and of another
+  // step) becomes step-<its step, 9 digits>; the oldest step-* beyond keep_last-1 are removed.
+  void save_last(const CheckpointFiles& f);
+  // checkpoints/best.
+  void save_best(const CheckpointFiles& f);
+  // Keeps checkpoints/top-epoch<NNN> when `value` is among the k best seen (ties: the earlier epoch stays;
+  // NaN and infinities never enter); evicts the one that falls out. Offering an epoch again replaces its
+  // entry (a resumed run repeating the epoch). Returns true when kept.
+  bool offer_top_k(const CheckpointFiles& f, double value, int64_t epoch);
+
+  // Top-k bookkeeping, to store in state.json and give back on resume: [{"epoch", "value", "dir"}] best
+  // first, "dir" relative to the checkpoints folder.
+  nlohmann::json state() const;
+  // Entries whose folder is gone are dropped; beyond top_k (a smaller k on resume) the worst are removed.
+  // null or {} (nothing saved) clears it. CheckpointError when `s` is not such a list.
+  void load_state(const nlohmann::json& s);
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  struct TopEntry {
+    int64_t epoch;
+    double value;
+    std::string dir;  // folder name inside dir_
+  };
+  bool ranks_before(const TopEntry& a, const TopEntry& b) const;
+  void prune_rotated() const;
+  void evict_beyond_k();
+
+  std::string dir_;
+  int keep_last_;
+  int top_k_;
+  bool higher_is_better_;
+  std::vector<TopEntry> top_;  // best first
+};
 
 }  // namespace kg::train

@@ -1,6 +1,10 @@
 #include "train/options.h"
 
+#include <cctype>
+
 #include "config/sections.h"
+#include "core/error.h"
+#include "core/strings.h"
 
 namespace kg::train {
 namespace {
@@ -13,6 +17,15 @@ config::Fields<RunOptions> run_fields() {
     return "";
   });
   f.field("seed", &RunOptions::seed, "seed for weights, folds, data order and augmentation").min(0);
+  f.field("time_limit", &RunOptions::time_limit, "wall-clock budget: epochs are planned to finish inside it (\"8h45m\", \"90m\"; \"\" = none)")
+      .check([](const config::json& v) -> std::string {
+        try {
+          parse_duration(v.get<std::string>());
+        } catch (const Error& e) {
+          return e.what();
+        }
+        return "";
+      });
   return f;
 }
 config::Fields<PathsOptions> paths_fields() {
@@ -24,22 +37,81 @@ config::Fields<PathsOptions> paths_fields() {
 config::Fields<TrainOptions> train_fields() {
   config::Fields<TrainOptions> f;
   f.field("epochs", &TrainOptions::epochs, "passes over the training rows").min(1);
-  f.field("batch_size", &TrainOptions::batch_size, "images per optimizer update").min(1);
+  f.field("batch_size", &TrainOptions::batch_size, "images per micro-batch (effective batch = batch_size x accum_steps)").min(1);
   f.field("eval_batch_size", &TrainOptions::eval_batch_size, "images per evaluation batch (0 = 2 x batch_size)").min(0);
-  f.field("metric", &TrainOptions::metric, "validation metric that selects checkpoints/best").kind("metric");
   f.field("log_every_s", &TrainOptions::log_every_s, "seconds between progress lines when not on a terminal").positive();
+  f.field("accum_steps", &TrainOptions::accum_steps, "micro-batches per optimizer update; the loss is divided by the group's real size").min(1);
+  f.field("clip_grad_norm", &TrainOptions::clip_grad_norm, "clip the global gradient L2 norm to this (0 = off)").min(0);
+  f.field("clip_grad_value", &TrainOptions::clip_grad_value, "clamp each gradient element to +-this (0 = off)").min(0);
+  f.field("agc", &TrainOptions::agc, "adaptive gradient clipping factor, unit-wise (NFNet; timm uses 0.01; 0 = off)").min(0);
+  f.field("nan_policy", &TrainOptions::nan_policy, "non-finite loss or gradient: the update is skipped and logged; abort stops after nan_max_consecutive in a row")
+      .choices({"abort", "skip"});
+  f.field("nan_max_consecutive", &TrainOptions::nan_max_consecutive, "consecutive non-finite updates before nan_policy = abort stops (exit 5)").min(1);
+  f.field("mode", &TrainOptions::mode, "normal, or fine_tune (fastai: freeze_epochs on the head, then train.epochs on all groups)")
+      .choices({"normal", "fine_tune"});
+  f.field("freeze", &TrainOptions::freeze, "train only the last N layer groups (0 = all); see kgtrain show --model for the groups").min(0);
+  f.field("unfreeze_every", &TrainOptions::unfreeze_every, "gradual unfreezing: one more layer group every N epochs (0 = never)").min(0);
+  f.field("train_bn", &TrainOptions::train_bn, "normalization layers stay trainable inside frozen groups (fastai train_bn)");
+  f.field("freeze_epochs", &TrainOptions::freeze_epochs, "fine_tune: epochs with only the head trainable").min(0);
+  f.field("fine_tune_lr_mult", &TrainOptions::fine_tune_lr_mult, "fine_tune: the stem's lr is the head's divided by this").min(1);
+  f.field("fine_tune_pct_start", &TrainOptions::fine_tune_pct_start, "fine_tune: warm-up fraction of the unfrozen phase").range(0, 1);
+  f.field("fine_tune_div", &TrainOptions::fine_tune_div, "fine_tune: the unfrozen phase starts at lr / div").positive();
+  return f;
+}
+config::Fields<CheckpointOptions> checkpoint_fields() {
+  config::Fields<CheckpointOptions> f;
+  f.field("keep_last", &CheckpointOptions::keep_last, "checkpoints/last plus keep_last-1 older ones rotated to checkpoints/step-NNN").min(1);
+  f.field("top_k", &CheckpointOptions::top_k, "also keep the k best epochs as checkpoints/top-epochNNN (0 = off)").min(0);
+  f.field("every_steps", &CheckpointOptions::every_steps, "also save checkpoints/last every N optimizer updates inside an epoch (0 = off)").min(0);
   return f;
 }
 
 KG_REGISTER_SECTION("run", "run identity and seed", run_fields().schema(), "");
 KG_REGISTER_SECTION("paths", "input and output roots (the environment layer sets them)", paths_fields().schema(), "");
 KG_REGISTER_SECTION("train", "the training loop", train_fields().schema(), "");
+KG_REGISTER_SECTION("checkpoint", "checkpoint retention (last, rotated history, top-k) and mid-epoch saves", checkpoint_fields().schema(), "");
 
 }  // namespace
 
 RunOptions load_run_options(const config::Tree& r) { return run_fields().load(config::Options(&r, "run")); }
 PathsOptions load_paths_options(const config::Tree& r) { return paths_fields().load(config::Options(&r, "paths")); }
 TrainOptions load_train_options(const config::Tree& r) { return train_fields().load(config::Options(&r, "train")); }
+CheckpointOptions load_checkpoint_options(const config::Tree& r) {
+  return checkpoint_fields().load(config::Options(&r, "checkpoint"));
+}
+
+double parse_duration(const std::string& text, const std::string& key) {
+  if (trim(text).empty()) return 0;
+  // "8h45m", "90m", "3600s", "1.5h", "3600": numbers with optional d/h/m/s units, summed.
+  double total = 0;
+  size_t i = 0;
+  const std::string s = trim(text);
+  bool any = false;
+  while (i < s.size()) {
+    size_t j = i;
+    while (j < s.size() && (std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == '.')) ++j;
+    KG_CHECK(j > i, ConfigError, key, " = \"", text, "\": expected a duration such as \"8h45m\", \"90m\" or \"3600s\"");
+    double v = std::stod(s.substr(i, j - i));
+    double unit = 1;
+    if (j < s.size()) {
+      switch (s[j]) {
+        case 'd': unit = 86400; break;
+        case 'h': unit = 3600; break;
+        case 'm': unit = 60; break;
+        case 's': unit = 1; break;
+        default:
+          throw ConfigError(key + " = \"" + text + "\": unknown unit '" + std::string(1, s[j]) +
+                            "' (use d, h, m, s, e.g. \"8h45m\")");
+      }
+      ++j;
+    }
+    total += v * unit;
+    any = true;
+    i = j;
+  }
+  KG_CHECK(any && total > 0, ConfigError, key, " = \"", text, "\": the duration must be positive");
+  return total;
+}
 int64_t eval_batch_size(const TrainOptions& o) { return o.eval_batch_size > 0 ? o.eval_batch_size : 2 * o.batch_size; }
 
 }  // namespace kg::train

@@ -46,7 +46,7 @@ int main(int argc, char** argv) try {
   net->to(dev.device);
   auto opt = kg::optim::build(recipe, *net);
   auto loss = kg::loss::build(recipe, {k});
-  auto sched = kg::optim::build_schedule(recipe, {kg::optim::load_options(recipe).lr, steps + warmup, steps + warmup});
+  auto sched = kg::optim::build_schedule(recipe, {kg::optim::peak_lr(kg::optim::load_options(recipe)), steps + warmup, steps + warmup});
   auto x = torch::randn({topt.batch_size, g.channels, g.height, g.width}).to(dev.device);
   auto y = torch::randint(0, k, {topt.batch_size}, torch::kLong).to(dev.device);
   net->train();

@@ -79,3 +79,44 @@ TEST_CASE("keys added with + skip the schema", "[unit][config]") {
   CHECK(tree.at("model.extra_thing").extra);
   CHECK_THROWS_AS(kg::test::resolve_recipe({r}, {"model.extra_thing=3"}), kg::ConfigError);
 }
+
+TEST_CASE("a nested component table is checked against the component it names", "[unit][config]") {
+  // lookahead declares inner.name: [optim.inner] holds the wrapped optimizer's own keys.
+  auto msg = problems_of("[optim]\nname = \"lookahead\"\nk = 5\n\n[optim.inner]\nname = \"radam\"\nbetaz = [0.9, 0.99]\n");
+  CHECK(msg.find("optim.inner.betaz: unknown key for optimizer radam (r.toml:7:") != std::string::npos);
+  CHECK(msg.find("did you mean optim.inner.betas") != std::string::npos);
+  CHECK(problems_of("[optim]\nname = \"lookahead\"\n[optim.inner]\nname = \"radam\"\nbetas = [0.9]\n")
+            .find("optim.inner.betas: expected 2 values, got 1 (r.toml:5:") != std::string::npos);
+  msg = problems_of("[optim]\nname = \"lookahead\"\n[optim.inner]\nname = \"radm\"\n");
+  CHECK(msg.find("optim.inner.name: unknown optimizer \"radm\" (r.toml:4:") != std::string::npos);
+  CHECK(msg.find("did you mean radam") != std::string::npos);
+  // Nesting a wrapper in a wrapper is refused.
+  CHECK(problems_of("[optim]\nname = \"lookahead\"\n[optim.inner]\nname = \"lookahead\"\n").find("cannot be nested") !=
+        std::string::npos);
+}
+
+TEST_CASE("a nested component's defaults are filled in", "[unit][config]") {
+  auto v = validate(parse("[optim]\nname = \"lookahead\"\n[optim.inner]\nname = \"radam\"\neps = 1e-6\n"));
+  CHECK(v.tree.at("optim.k").value == 6);
+  CHECK(v.tree.at("optim.inner.eps").value == Approx(1e-6));
+  CHECK(v.tree.at("optim.inner.eps").origin.str() == "r.toml:5:7");
+  CHECK(v.tree.at("optim.inner.betas").value.size() == 2);
+  CHECK(v.tree.at("optim.inner.decoupled_weight_decay").value == true);
+  CHECK(v.tree.at("optim.inner.betas").origin.str() == "default");
+  CHECK_FALSE(v.tree.has("optim.inner.amsgrad"));  // an adamw key, not radam's
+  CHECK(v.warnings.empty());
+  // Without a table the declared inner default (adamw) and its keys apply.
+  v = validate(parse("[optim]\nname = \"lookahead\"\n"));
+  CHECK(v.tree.at("optim.inner.name").value == "adamw");
+  CHECK(v.tree.at("optim.inner.amsgrad").value == false);
+  // Another optimizer's key under [optim.inner] is a warning, as at the section level.
+  v = validate(parse("[optim]\nname = \"lookahead\"\n[optim.inner]\nname = \"adamw\"\nmomentum = 0.9\n"));
+  REQUIRE(v.warnings.size() == 1);
+  CHECK(v.warnings[0].find("optim.inner.momentum") != std::string::npos);
+  CHECK(v.warnings[0].find("not of the selected optimizer \"adamw\"") != std::string::npos);
+  // [optim.inner] without a lookahead: ignored with a warning.
+  v = validate(parse("[optim]\nname = \"adamw\"\n[optim.inner]\nname = \"sgd\"\n"));
+  REQUIRE(v.warnings.size() == 1);
+  CHECK(v.warnings[0].find("optim.inner.name") != std::string::npos);
+  CHECK_FALSE(v.tree.has("optim.inner.momentum"));
+}

@@ -18,6 +18,7 @@
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
 #include "test_paths.h"
+#include "train/callback.h"
 
 namespace {
 
@@ -48,15 +49,23 @@ void exercise(const std::string& kind, const kg::ComponentInfo& c) {
   } else if (kind == "schedule") {
     auto s = kg::optim::build_schedule(recipe, {0.1, 100, 10});
     for (int64_t i = 0; i < 100; ++i) CHECK(std::isfinite(s->lr_at(i)));
-  } else if (kind == "loss") {
-    auto l = kg::loss::build(recipe, {4});
-    auto v = l->forward(torch::randn({3, 4}), torch::tensor({0, 1, 3}));
-    CHECK(v.dim() == 0);
-    CHECK(std::isfinite(v.item<double>()));
-  } else if (kind == "metric") {
-    auto m = kg::metric::create(c.name, {3});
-    m->update(torch::eye(3), torch::tensor({0, 1, 2}));
-    CHECK(std::isfinite(m->compute()));
+  } else if (kind == "loss" || kind == "metric") {
+    // Each on the first task it supports, with targets of that task's form.
+    const auto& tasks = kind == "loss" ? kg::loss::supported_tasks(c.name) : kg::metric::supported_tasks(c.name);
+    REQUIRE_FALSE(tasks.empty());
+    const std::string task = tasks.front();
+    const int64_t k = task == "binary" || task == "regression" ? 1 : 3;
+    auto cells = torch::tensor({1.f, 0.f, 1.f, 0.f, 1.f, 0.f, 0.f, 1.f, 1.f, 1.f, 0.f, 0.f}).slice(0, 0, 4 * k).view({4, k});
+    auto targets = task == "multiclass" ? torch::tensor({0, 1, 2, 1}) : cells + (task == "regression" ? 2 : 0);
+    if (kind == "loss") {
+      auto v = kg::loss::build(recipe, {k, task})->forward(torch::randn({4, k}), targets);
+      CHECK(v.dim() == 0);
+      CHECK(std::isfinite(v.item<double>()));
+    } else {
+      auto m = kg::metric::create(c.name, {k, task});
+      m->update(kg::metric::activate(torch::randn({4, k}), task), targets);
+      CHECK(std::isfinite(m->compute()));
+    }
   } else if (kind == "transform") {
     kg::data::ImageGeometry g{16, 16, 3};
     kg::config::json list = recipe.at("data.augment").value;
@@ -71,6 +80,12 @@ void exercise(const std::string& kind, const kg::ComponentInfo& c) {
     // Sources read files; their behaviour is tested in tests/data/test_sources.cpp and test_pack.cpp.
     CHECK(recipe.at("data.format").value.get<std::string>() == c.name);
     CHECK(kg::data::source_registry().create(c.name, kg::config::Options(kg::config::json::object(), "data")) != nullptr);
+  } else if (kind == "callback") {
+    // The example enables the callback: the factory must then build it (the loop's behaviour is
+    // tested in tests/train/).
+    auto cb = kg::train::callback_registry().create(c.name, kg::config::Options(&recipe, c.name), recipe);
+    REQUIRE(cb != nullptr);
+    CHECK(cb->name() == c.name);
   } else {
     FAIL("no conformance check for registry kind " << kind << ": add one here");
   }

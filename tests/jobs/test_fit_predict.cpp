@@ -49,7 +49,7 @@ TEST_CASE("fit then tta-predict on a tiny dataset", "[integration][jobs]") {
 
   auto prov = read_json(run + "/provenance.json");
   CHECK(prov["keys"]["optim.lr"].get<std::string>().find("tiny.toml:") != std::string::npos);
-  CHECK(prov["keys"]["train.metric"] == "default");
+  CHECK(prov["keys"]["metric.monitor"] == "default");
 
   SECTION("tta-predict writes the submission in the sample's order and scores labeled rows") {
     std::string sub = dir / "submission.csv", probs = dir / "probs.csv";

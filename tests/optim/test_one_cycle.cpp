@@ -51,7 +51,7 @@ struct Built {
 
 Built build(const std::string& toml, int64_t total_steps) {
   auto recipe = kg::config::validate(kg::config::parse_toml_string(toml, "one_cycle.toml")).tree;
-  double lr = kg::optim::load_options(recipe).lr;
+  double lr = kg::optim::peak_lr(kg::optim::load_options(recipe));
   return {kg::optim::build_schedule(recipe, {lr, total_steps, total_steps}), lr};
 }
 

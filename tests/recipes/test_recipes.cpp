@@ -41,7 +41,7 @@ TEST_CASE("show annotates each key with the layer that set it", "[integration][r
   CHECK(r.output.find("paths.runs = \"/kaggle/working/runs\"  # env layer kaggle") != std::string::npos);
   CHECK(r.output.find("data.root = \"/kaggle/input/fashion_mnist\"") != std::string::npos);
   CHECK(r.output.find("fashion_mnist.toml:") != std::string::npos);
-  CHECK(r.output.find("train.metric = \"accuracy\"  # default") != std::string::npos);
+  CHECK(r.output.find("train.accum_steps = 1  # default") != std::string::npos);
 }
 
 TEST_CASE("config groups select a layer from the recipes folder", "[integration][recipes]") {

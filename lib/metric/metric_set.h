@@ -1,0 +1,48 @@
+// The [metric] section: which metrics every validation computes and which one decides "best"
+// (checkpoint selection, early stopping).
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "config/tree.h"
+
+namespace kg::metric {
+
+struct MetricOptions {
+  std::vector<std::string> names;  ///< metrics computed every validation; empty = the task's default_metrics
+  std::string monitor;             ///< what "best" means: one of names, or "valid_loss"; "" = the first of names
+  std::string mode = "auto";       ///< auto | max | min (auto: the metric's direction; valid_loss: min)
+};
+MetricOptions load_options(const config::Tree& recipe);
+
+// Metrics when metric.names is empty: accuracy, log_loss (multiclass); auc, log_loss (binary,
+// multilabel); rmse, mae (regression). ConfigError for an unknown task.
+std::vector<std::string> default_metrics(const std::string& task);
+
+class MetricSet {
+ public:
+  // ConfigError (naming metric.names / metric.monitor and where they were set) when a name is unknown
+  // or does not fit the task, a name repeats, or the monitor is neither a name nor "valid_loss".
+  MetricSet(const config::Tree& recipe, const std::string& task, int64_t num_outputs);
+
+  std::vector<std::string> names() const { return names_; }
+  // Every metric over all rows: preds after metric::activate, targets as the task gives them.
+  std::map<std::string, double> compute(const at::Tensor& preds, const at::Tensor& targets) const;
+  const std::string& monitor() const { return monitor_; }
+  bool higher_is_better() const { return higher_; }  // for the monitor
+  // Whether monitor value `a` improves on `b` by more than min_delta. NaN `a` never improves; any
+  // other `a` improves on a NaN `b` (NaN = no value yet).
+  bool better(double a, double b, double min_delta = 0) const;
+
+ private:
+  std::string task_;
+  int64_t num_outputs_;
+  std::vector<std::string> names_;
+  std::string monitor_;
+  bool higher_ = true;
+};
+
+}  // namespace kg::metric

@@ -1,0 +1,111 @@
+#include "optim/param_groups.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "config/sections.h"
+#include "core/error.h"
+#include "core/strings.h"
+#include "model/model.h"
+
+namespace kg::optim {
+namespace {
+
+bool is_number(const config::json& v) { return v.is_number_integer() || v.is_number_float(); }
+
+// optim.lr: a float > 0, [lo, hi] with 0 < lo <= hi, or "find" (resolved by fit / lr-find).
+std::string check_lr(const config::json& v) {
+  if (is_number(v)) return v.get<double>() > 0 ? "" : "expected a number > 0, got " + v.dump();
+  if (v.is_string() && v.get<std::string>() == "find") return "";
+  if (v.is_array() && v.size() == 2 && is_number(v[0]) && is_number(v[1])) {
+    double lo = v[0].get<double>(), hi = v[1].get<double>();
+    if (lo > 0 && lo <= hi) return "";
+  }
+  return "expected a number > 0, [lo, hi] with 0 < lo <= hi (fastai's lr slice) or \"find\", got " + v.dump();
+}
+
+config::Fields<OptimOptions> fields() {
+  config::Fields<OptimOptions> f;
+  f.field("name", &OptimOptions::name, "optimizer").kind("optimizer");
+  f.field("lr", &OptimOptions::lr,
+          "peak learning rate, a number (the schedule scales it); [lo, hi] spreads it geometrically over the "
+          "layer groups (fastai's slice: stem lo, head hi); \"find\" is resolved by the lr finder")
+      .check(check_lr);
+  f.field("weight_decay", &OptimOptions::weight_decay, "weight decay (decoupled for adamw/radam/lamb, L2 for sgd/adam/rmsprop)")
+      .min(0);
+  f.field("decay_norm_bias", &OptimOptions::decay_norm_bias, "also decay biases and normalization weights (timm/fastai: false)");
+  f.field("group_lr_mult", &OptimOptions::group_lr_mult, "lr multiplier per layer group, stem first ([] = all 1)").positive();
+  f.field("layer_decay", &OptimOptions::layer_decay,
+          "timm layer-wise lr decay: layer group i of n gets lr * layer_decay^(n-1-i) (0 = off)")
+      .range(0, 1);
+  return f;
+}
+KG_REGISTER_SECTION("optim", "the optimizer", fields().schema(), "optimizer");
+
+[[noreturn]] void lr_is_find() {
+  throw ConfigError("optim.lr = \"find\" is resolved by fit/lr-find before the optimizer is built; give a number here");
+}
+
+}  // namespace
+
+OptimOptions load_options(const config::Tree& recipe) { return fields().load(config::Options(&recipe, "optim")); }
+
+double peak_lr(const OptimOptions& o) {
+  if (o.lr.is_string()) lr_is_find();
+  if (o.lr.is_array()) {
+    double hi = 0;
+    for (auto& x : o.lr) hi = std::max(hi, x.get<double>());
+    return hi;
+  }
+  return o.lr.get<double>();
+}
+
+std::vector<double> layer_group_mults(const OptimOptions& o, const std::vector<std::string>& group_names) {
+  const size_t n = group_names.size();
+  const bool slice = o.lr.is_array(), explicit_mults = !o.group_lr_mult.empty(), decay = o.layer_decay != 0;
+  if (slice + explicit_mults + decay > 1) {
+    std::vector<std::string> set;
+    if (slice) set.push_back("lr = " + o.lr.dump());
+    if (explicit_mults) set.push_back("group_lr_mult");
+    if (decay) set.push_back("layer_decay");
+    throw ConfigError("optim.lr = [lo, hi], optim.group_lr_mult and optim.layer_decay each set per-group learning rates: "
+                      "use one of them (set: " + join(set, ", ") + ")");
+  }
+  std::vector<double> m(n, 1.0);
+  if (slice) {
+    // fastai even_mults(lo, hi, n): lo * (hi/lo)^(i/(n-1)); the schedule's peak is hi, so divide by it.
+    const double lo = o.lr[0].get<double>(), hi = o.lr[1].get<double>();
+    for (size_t i = 0; i < n; ++i)
+      m[i] = n == 1 ? 1.0 : lo * std::pow(hi / lo, static_cast<double>(i) / static_cast<double>(n - 1)) / hi;
+  } else if (explicit_mults) {
+    KG_CHECK(o.group_lr_mult.size() == n, ConfigError, "optim.group_lr_mult has ", o.group_lr_mult.size(),
+             " values but the model has ", n, " layer groups (", join(group_names, ", "), "): give one multiplier per group");
+    m = o.group_lr_mult;
+  } else if (decay) {
+    for (size_t i = 0; i < n; ++i) m[i] = std::pow(o.layer_decay, static_cast<double>(n - 1 - i));
+  }
+  return m;
+}
+
+std::vector<ParamGroup> build_param_groups(const model::Network& net, const OptimOptions& o) {
+  const auto layer_groups = net.layer_groups();
+  std::vector<std::string> names;
+  for (auto& lg : layer_groups) names.push_back(lg.name);
+  const auto mults = layer_group_mults(o, names);
+  std::vector<ParamGroup> out;
+  for (size_t i = 0; i < layer_groups.size(); ++i) {
+    ParamGroup decay{layer_groups[i].name, {}, {}, mults[i], o.weight_decay};
+    ParamGroup no_decay{layer_groups[i].name + "/no_decay", {}, {}, mults[i], 0.0};
+    for (auto& [name, t] : layer_groups[i].params) {
+      // timm's filter_bias_and_bn: every parameter with dim <= 1 is a bias or a norm scale/shift.
+      auto& dst = o.decay_norm_bias || t.dim() > 1 ? decay : no_decay;
+      dst.params.push_back(t);
+      dst.names.push_back(name);
+    }
+    if (!decay.params.empty()) out.push_back(std::move(decay));
+    if (!no_decay.params.empty()) out.push_back(std::move(no_decay));
+  }
+  return out;
+}
+
+}  // namespace kg::optim

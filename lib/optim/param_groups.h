@@ -1,0 +1,47 @@
+// The [optim] section's shared keys and the parameter groups they make: one group per (model layer group
+// x decay / no decay), each with its lr multiplier (fastai's lr slice, explicit multipliers or timm's
+// layer decay) and weight decay (timm's filter_bias_and_bn: none on biases and norm weights).
+#pragma once
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "config/tree.h"
+
+namespace kg::model {
+class Network;
+}
+
+namespace kg::optim {
+
+struct OptimOptions {
+  std::string name = "adamw";         ///< optimizer
+  config::json lr = 1e-3;             ///< peak lr (a float), or [lo, hi]: fastai's slice, spread geometrically over the layer groups
+  double weight_decay = 0.01;         ///< weight decay (decoupled or L2, as the optimizer defines it)
+  bool decay_norm_bias = false;       ///< also decay biases and normalization weights (every param with dim <= 1)
+  std::vector<double> group_lr_mult;  ///< lr multiplier per layer group, stem first ([] = off)
+  double layer_decay = 0;             ///< timm layer-wise lr decay: group i of n gets lr * layer_decay^(n-1-i) (0 = off)
+};
+OptimOptions load_options(const config::Tree& recipe);
+// The schedule's peak learning rate: the largest of optim.lr's values. ConfigError for "find".
+double peak_lr(const OptimOptions& o);
+
+struct ParamGroup {
+  std::string name;                // "<layer group>" or "<layer group>/no_decay"
+  std::vector<at::Tensor> params;
+  std::vector<std::string> names;  // the parameters' state-dict names (same order): keys of the optimizer state
+  double lr_mult = 1.0;            // group lr = schedule lr * lr_mult
+  double weight_decay = 0.0;
+};
+
+// One lr multiplier per layer group (stem first), from optim.lr = [lo, hi] (fastai even_mults / hi),
+// optim.group_lr_mult or optim.layer_decay; all 1 when none is set. ConfigError when more than one is
+// set or group_lr_mult has the wrong length (the message names the groups).
+std::vector<double> layer_group_mults(const OptimOptions& o, const std::vector<std::string>& group_names);
+
+// One ParamGroup per (layer group x decay / no_decay), layer-group order, empty groups left out. Every
+// parameter appears exactly once, also those with requires_grad = false (frozen now, unfrozen later).
+std::vector<ParamGroup> build_param_groups(const model::Network& net, const OptimOptions& o);
+
+}  // namespace kg::optim

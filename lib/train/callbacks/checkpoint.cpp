@@ -1,0 +1,40 @@
+// The `checkpoint` callback: at every epoch end, checkpoints/last (previous one rotated), best when
+// the monitored value improved (holding the weights that won: the model's or a variant's such as EMA),
+// and the top-k epochs. Retention keys are in [checkpoint]; mid-epoch saves are the loop's.
+#include "train/trainer.h"
+
+namespace kg::train {
+namespace {
+
+class CheckpointCallback : public Callback {
+ public:
+  std::string name() const override { return "checkpoint"; }
+  int order() const override { return 90; }
+  void on_epoch_end(Trainer& t, EpochReport& r) override {
+    auto files = t.checkpoint_files();
+    t.store().save_last(files);
+    const model::TensorMap* winner = nullptr;
+    for (auto& v : r.variants)
+      if (r.improved && v.name == r.best_from) winner = v.weights;
+    if (r.improved) {
+      if (winner) {
+        auto best = files;
+        best.model = *winner;
+        t.store().save_best(best);
+      } else {
+        t.store().save_best(files);
+      }
+    }
+    auto it = r.values.find(t.metrics().monitor());
+    if (it != r.values.end()) t.store().offer_top_k(files, it->second, r.epoch);
+  }
+};
+
+struct NoOptions {};
+KG_REGISTER(callback_registry(), "checkpoint",
+            "checkpoints/last every epoch (older ones rotated), checkpoints/best, top-k (keys in [checkpoint]); always on",
+            "[checkpoint]\nkeep_last = 3\ntop_k = 2", config::Fields<NoOptions>(),
+            [](const NoOptions&, const config::Tree&) -> CallbackPtr { return std::make_unique<CheckpointCallback>(); });
+
+}  // namespace
+}  // namespace kg::train

@@ -1,0 +1,49 @@
+// The `metrics_log` callback: metrics.jsonl in the run (or fold) directory, one JSON object per
+// completed epoch, rewritten atomically from the loop's history (so a resumed run never repeats or
+// loses a line), and one human line per epoch in the log.
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "core/fs.h"
+#include "train/trainer.h"
+
+namespace kg::train {
+namespace {
+
+std::string fmt(double v, int prec = 4) {
+  std::ostringstream os;
+  os.precision(prec);
+  os << v;
+  return os.str();
+}
+
+class MetricsLog : public Callback {
+ public:
+  std::string name() const override { return "metrics_log"; }
+  int order() const override { return 80; }
+  void on_epoch_end(Trainer& t, EpochReport& r) override {
+    std::string text;
+    for (auto& line : t.state().history) text += line.dump() + "\n";
+    write_file_atomic((std::filesystem::path(t.io().dir) / "metrics.jsonl").string(), text);
+    std::string l = (t.io().label.empty() ? "" : t.io().label + " ") + "epoch " + std::to_string(r.epoch) + "/" +
+                    std::to_string(t.plan().epochs()) + "  train_loss " + fmt(r.values["train_loss"]) + "  valid_loss " +
+                    fmt(r.values["valid_loss"]);
+    for (auto& n : t.metrics().names()) l += "  " + n + " " + fmt(r.values[n]);
+    for (auto& v : r.variants) {
+      auto it = v.values.find(t.metrics().monitor());
+      if (it != v.values.end()) l += "  " + v.name + "_" + it->first + " " + fmt(it->second);
+    }
+    if (r.improved) l += " *" + (r.best_from == "model" ? std::string() : " (" + r.best_from + ")");
+    l += "  " + fmt(r.values["train_images_per_s"], 5) + " img/s  " + fmt(r.values["epoch_seconds"], 3) + " s";
+    t.log(l);
+  }
+};
+
+struct NoOptions {};
+KG_REGISTER(callback_registry(), "metrics_log", "metrics.jsonl (one line per epoch) and an epoch line in the log; always on",
+            "[train]\nepochs = 5", config::Fields<NoOptions>(),
+            [](const NoOptions&, const config::Tree&) -> CallbackPtr { return std::make_unique<MetricsLog>(); });
+
+}  // namespace
+}  // namespace kg::train

@@ -1,0 +1,69 @@
+// The `plots` callback: loss.png (train and validation loss per epoch), metrics.png (every metric,
+// with EMA/SWA variants), lr.png (learning rate per optimizer update over the whole plan) in the run
+// (or fold) directory, redrawn after every epoch so a notebook can show them while training runs.
+#include <filesystem>
+
+#include "config/sections.h"
+#include "report/plot.h"
+#include "train/trainer.h"
+
+namespace kg::train {
+namespace {
+
+struct PlotsOptions {
+  bool enabled = true;  ///< draw loss.png, metrics.png and lr.png in the run directory after every epoch
+};
+config::Fields<PlotsOptions> fields() {
+  config::Fields<PlotsOptions> f;
+  f.field("enabled", &PlotsOptions::enabled, "draw loss.png, metrics.png and lr.png in the run directory after every epoch");
+  return f;
+}
+KG_REGISTER_SECTION("plots", "training curves as PNG files in the run directory", fields().schema(), "");
+
+class Plots : public Callback {
+ public:
+  std::string name() const override { return "plots"; }
+  int order() const override { return 85; }
+  void on_epoch_end(Trainer& t, EpochReport&) override {
+    namespace fs = std::filesystem;
+    const auto& h = t.state().history;
+    auto series = [&](const std::string& key) {
+      report::Series s{key, {}, {}, h.size() < 30};
+      for (auto& line : h)
+        if (line.contains(key) && line[key].is_number()) {
+          s.x.push_back(line["epoch"].get<double>());
+          s.y.push_back(line[key].get<double>());
+        }
+      return s;
+    };
+    const fs::path dir(t.io().dir);
+    report::line_plot((dir / "loss.png").string(), {series("train_loss"), series("valid_loss")},
+                      {"loss" + (t.io().label.empty() ? "" : " (" + t.io().label + ")"), "epoch", "loss"});
+    std::vector<report::Series> ms;
+    for (auto& n : t.metrics().names()) {
+      ms.push_back(series(n));
+      for (const char* v : {"ema_", "swa_"})
+        if (!h.empty() && h.back().contains(v + n)) ms.push_back(series(v + n));
+    }
+    report::line_plot((dir / "metrics.png").string(), ms, {"validation metrics", "epoch", "value"});
+    report::Series lr{"lr", {}, {}, false};
+    const int64_t total = t.plan().total_steps();
+    const int64_t every = std::max<int64_t>(1, total / 2000);
+    const double spe = static_cast<double>(std::max<int64_t>(1, t.plan().steps_in_epoch(0)));
+    for (int64_t s = 0; s < total; s += every) {
+      lr.x.push_back(static_cast<double>(s) / spe);
+      lr.y.push_back(t.plan().lr_at(s));
+    }
+    report::line_plot((dir / "lr.png").string(), {lr}, {"learning rate (per update)", "epoch", "lr"});
+  }
+};
+
+struct NoOptions {};
+KG_REGISTER(callback_registry(), "plots", "loss, metric and learning-rate curves as PNG in the run directory (keys in [plots])",
+            "[plots]\nenabled = true", config::Fields<NoOptions>(),
+            [](const NoOptions&, const config::Tree& recipe) -> CallbackPtr {
+              return fields().load(config::Options(&recipe, "plots")).enabled ? std::make_unique<Plots>() : nullptr;
+            });
+
+}  // namespace
+}  // namespace kg::train

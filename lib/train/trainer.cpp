@@ -1,0 +1,419 @@
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <unordered_set>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "core/stop.h"
+#include "core/strings.h"
+#include "train/rng_state.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace kg::train {
+
+// --- TrainState ------------------------------------------------------------------------------------
+
+json TrainState::to_json() const {
+  return {{"epoch", epoch},
+          {"batch", batch},
+          {"step", step},
+          {"skipped_updates", skipped_updates},
+          {"nan_streak", nan_streak},
+          {"epoch_loss_sum", epoch_loss_sum},
+          {"epoch_loss_count", epoch_loss_count},
+          {"epoch_images", epoch_images},
+          {"epoch_seconds", epoch_seconds},
+          {"train_images", train_images},
+          {"train_seconds", train_seconds},
+          {"elapsed_seconds", elapsed_seconds},
+          {"best", best ? json(*best) : json()},
+          {"best_epoch", best_epoch},
+          {"best_from", best_from},
+          {"history", history},
+          {"stop_reason", stop_reason}};
+}
+
+TrainState TrainState::from_json(const json& j) {
+  TrainState s;
+  try {
+    s.epoch = j.at("epoch").get<int64_t>();
+    s.batch = j.at("batch").get<int64_t>();
+    s.step = j.at("step").get<int64_t>();
+    s.skipped_updates = j.at("skipped_updates").get<int64_t>();
+    s.nan_streak = j.at("nan_streak").get<int64_t>();
+    s.epoch_loss_sum = j.at("epoch_loss_sum").get<double>();
+    s.epoch_loss_count = j.at("epoch_loss_count").get<int64_t>();
+    s.epoch_images = j.at("epoch_images").get<int64_t>();
+    s.epoch_seconds = j.at("epoch_seconds").get<double>();
+    s.train_images = j.at("train_images").get<int64_t>();
+    s.train_seconds = j.at("train_seconds").get<double>();
+    s.elapsed_seconds = j.value("elapsed_seconds", 0.0);
+    if (!j.at("best").is_null()) s.best = j.at("best").get<double>();
+    s.best_epoch = j.at("best_epoch").get<int64_t>();
+    s.best_from = j.at("best_from").get<std::string>();
+    s.history = j.at("history");
+    s.stop_reason = j.value("stop_reason", "");
+  } catch (const json::exception& e) {
+    throw CheckpointError(std::string("checkpoint state.json \"trainer\" is malformed: ") + e.what());
+  }
+  return s;
+}
+
+// --- Trainer -------------------------------------------------------------------------------------
+
+namespace {
+bool is_norm_module(const std::string& type_name) { return type_name.find("Norm") != std::string::npos; }
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+Trainer::Trainer(TrainerParts parts, Plan& plan, const TrainOptions& topt, const CheckpointOptions& copt,
+                 TrainLoaderFn train_loader, ValidLoaderFn valid_loader, MixFn mix, std::vector<CallbackPtr> callbacks,
+                 TrainerIO io)
+    : p_(parts), plan_(plan), topt_(topt), copt_(copt), train_loader_(std::move(train_loader)),
+      valid_loader_(std::move(valid_loader)), mix_(std::move(mix)), callbacks_(std::move(callbacks)), io_(std::move(io)),
+      store_((fs::path(io_.dir) / "checkpoints").string(), static_cast<int>(copt.keep_last), static_cast<int>(copt.top_k),
+             parts.metrics->higher_is_better()) {
+  std::sort(callbacks_.begin(), callbacks_.end(), [](const CallbackPtr& a, const CallbackPtr& b) { return a->order() < b->order(); });
+  // Parameters inside normalization layers stay trainable in frozen groups (train.train_bn).
+  std::unordered_set<const void*> norm;
+  for (auto& m : p_.net->modules(/*include_self=*/false))
+    if (is_norm_module(m->name()))
+      for (auto& t : m->parameters(/*recurse=*/false)) norm.insert(t.unsafeGetTensorImpl());
+  for (auto& g : p_.net->layer_groups()) {
+    group_params_.emplace_back();
+    for (auto& [name, t] : g.params) group_params_.back().push_back(t);
+  }
+  params_ = p_.net->parameters();
+  for (auto& t : params_) norm_param_.push_back(norm.count(t.unsafeGetTensorImpl()) > 0);
+}
+
+void Trainer::log(const std::string& line) const {
+  if (io_.log) io_.log(line);
+}
+
+void Trainer::request_stop(const std::string& reason, bool mid_epoch) {
+  if (!stop_requested_) stop_reason_ = reason;
+  stop_requested_ = true;
+  stop_mid_epoch_ = stop_mid_epoch_ || mid_epoch;
+}
+
+void Trainer::apply_plan_for_epoch(int64_t epoch) {
+  // Freezing: the first `frozen` layer groups take no gradient (norm layers excepted with train_bn).
+  const int64_t frozen = plan_.frozen_groups(epoch);
+  std::unordered_set<const void*> frozen_set;
+  for (int64_t g = 0; g < frozen && g < static_cast<int64_t>(group_params_.size()); ++g)
+    for (auto& t : group_params_[static_cast<size_t>(g)]) frozen_set.insert(t.unsafeGetTensorImpl());
+  for (size_t i = 0; i < params_.size(); ++i) {
+    bool freeze = frozen_set.count(params_[i].unsafeGetTensorImpl()) && !(topt_.train_bn && norm_param_[i]);
+    params_[i].set_requires_grad(!freeze);
+  }
+  // Layer-group learning-rate multipliers of the plan's phase (fine_tune), by the optimizer group's layer group.
+  if (const auto* mults = plan_.group_lr_mult(epoch)) {
+    auto names = p_.net->group_names();
+    auto& groups = p_.opt->groups();
+    for (size_t j = 0; j < groups.size(); ++j) {
+      std::string lg = groups[j].name.substr(0, groups[j].name.find('/'));
+      auto it = std::find(names.begin(), names.end(), lg);
+      KG_CHECK(it != names.end(), InternalError, "optimizer group ", groups[j].name, " names no layer group");
+      p_.opt->set_lr_mult(j, (*mults)[static_cast<size_t>(it - names.begin())]);
+    }
+  }
+}
+
+Evaluation Trainer::evaluate(const model::TensorMap* weights) {
+  model::TensorMap backup;
+  if (weights) {
+    for (auto& [k, v] : model::state_dict(*p_.net)) backup[k] = v.clone();
+    model::load_state_dict(*p_.net, *weights, /*strict=*/true, "evaluation weights");
+  }
+  Evaluation ev;
+  {
+    auto loader = valid_loader_();
+    ev.pred = predict(*p_.net, *loader, p_.device, p_.loss, p_.task);
+  }
+  if (weights) model::load_state_dict(*p_.net, backup, true, "training weights");
+  ev.values = p_.metrics->compute(ev.pred.probs, ev.pred.targets);
+  ev.values["valid_loss"] = ev.pred.loss;
+  return ev;
+}
+
+bool Trainer::finish_update(const at::Tensor& group_loss_sum) {
+  // Gradients of the whole group are in place. (Mixed precision: unscale here.)
+  for (auto& cb : callbacks_) cb->on_grads_ready(*this);
+  std::vector<at::Tensor> grads;
+  for (auto& p : params_)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  bool finite = std::isfinite(group_loss_sum.item<double>());
+  if (finite && !grads.empty()) {
+    if (topt_.clip_grad_value > 0)
+      for (auto& g : grads) g.clamp_(-topt_.clip_grad_value, topt_.clip_grad_value);
+    if (topt_.agc > 0) {
+      // Adaptive gradient clipping (Brock et al. 2021, timm adaptive_clip_grad): per output unit,
+      // ||g|| <= clip * max(||w||, eps).
+      torch::NoGradGuard ng;
+      for (auto& p : params_) {
+        if (!p.grad().defined()) continue;
+        std::vector<int64_t> dims;  // every dim but the output unit's
+        for (int64_t d = 1; d < p.dim(); ++d) dims.push_back(d);
+        auto unit_norm = [&](const at::Tensor& t) {
+          return p.dim() <= 1 ? t.norm(2) : t.norm(2, dims, /*keepdim=*/true);
+        };
+        auto max_norm = unit_norm(p.detach()).clamp_min(1e-3) * topt_.agc;
+        auto gnorm = unit_norm(p.grad());
+        auto clipped = p.grad() * (max_norm / gnorm.clamp_min(1e-6));
+        p.mutable_grad() = torch::where(gnorm < max_norm, p.grad(), clipped);
+      }
+      grads.clear();
+      for (auto& p : params_)
+        if (p.grad().defined()) grads.push_back(p.grad());
+    }
+    std::vector<at::Tensor> norms;
+    norms.reserve(grads.size());
+    for (auto& g : grads) norms.push_back(g.norm(2));
+    auto total = torch::stack(norms).norm(2);
+    double total_norm = total.item<double>();
+    finite = std::isfinite(total_norm);
+    if (finite && topt_.clip_grad_norm > 0 && total_norm > topt_.clip_grad_norm) {
+      double coef = topt_.clip_grad_norm / (total_norm + 1e-6);
+      for (auto& g : grads) g.mul_(coef);
+    }
+  }
+  if (!finite) {
+    p_.opt->zero_grad();
+    ++s_.skipped_updates;
+    ++s_.nan_streak;
+    log("  non-finite loss or gradient at update " + std::to_string(s_.step + 1) + " (epoch " + std::to_string(s_.epoch + 1) +
+        "): update skipped (" + std::to_string(s_.nan_streak) + " in a row)");
+    if (topt_.nan_policy == "abort" && s_.nan_streak >= topt_.nan_max_consecutive) {
+      save_last();
+      throw DivergedError("training diverged: " + std::to_string(s_.nan_streak) +
+                          " consecutive updates had a non-finite loss or gradient (train.nan_policy = \"abort\", "
+                          "train.nan_max_consecutive = " + std::to_string(topt_.nan_max_consecutive) +
+                          "); the last good weights are in " + io_.dir + "/checkpoints/last. Lower optim.lr, "
+                          "set train.clip_grad_norm, or check the inputs");
+    }
+    ++s_.step;
+    return false;
+  }
+  s_.nan_streak = 0;
+  p_.opt->step();
+  ++s_.step;
+  for (auto& cb : callbacks_) cb->on_step_end(*this);
+  return true;
+}
+
+bool Trainer::run_epoch(int64_t epoch) {
+  const int64_t accum = topt_.accum_steps;
+  auto loader = train_loader_(epoch, s_.batch);
+  const int64_t n = loader->size();
+  p_.net->train();
+  Progress progress(io_.progress, (io_.label.empty() ? "" : io_.label + " ") + "epoch " + std::to_string(epoch + 1) + "/" +
+                                      std::to_string(plan_.epochs()),
+                    n);
+  auto t0 = std::chrono::steady_clock::now();
+  at::Tensor group_loss = torch::zeros({}, torch::TensorOptions().device(p_.device));
+  at::Tensor epoch_loss = torch::zeros({}, torch::TensorOptions().device(p_.device).dtype(torch::kDouble));
+  // Device-side sums are folded into the state only where it is saved or read (no sync per step).
+  auto flush = [&] {
+    s_.epoch_loss_sum += epoch_loss.item<double>();
+    epoch_loss.zero_();
+    double dt = seconds_since(t0);
+    s_.epoch_seconds += dt;
+    s_.train_seconds += dt;
+    t0 = std::chrono::steady_clock::now();
+  };
+  auto mean_loss = [&] { return s_.epoch_loss_sum / static_cast<double>(std::max<int64_t>(1, s_.epoch_loss_count)); };
+  int64_t in_group = 0, group_size = 0;
+  double lr = 0;
+  data::Batch b;
+  while (loader->next(b)) {
+    if (b.index % accum == 0) {
+      // A new update: its group is `accum` micro-batches, or what is left of the epoch.
+      group_size = std::min<int64_t>(accum, n - b.index);
+      in_group = 0;
+      lr = plan_.lr_at(s_.step);
+      p_.opt->set_lr(lr);
+      if (auto m = plan_.momentum_at(s_.step)) p_.opt->set_momentum(*m);
+      for (auto& cb : callbacks_) cb->on_step_begin(*this);
+      p_.opt->zero_grad();
+      group_loss.zero_();
+    }
+    auto x = data::to_model_input(b, p_.device);
+    auto y = b.targets.to(p_.device, /*non_blocking=*/true);
+    if (mix_) mix_(x, y, epoch, b.index);
+    at::Tensor f = b.features.defined() ? b.features.to(p_.device, /*non_blocking=*/true) : at::Tensor();
+    auto l = p_.loss->forward(p_.net->forward(x, f), y);
+    // Each micro-batch's mean loss weighs 1/(the group's real size): the group's gradient is the
+    // gradient of its mean loss, also for a short final group (timm; Lightning divides by accum).
+    (l / static_cast<double>(group_size)).backward();
+    auto ld = l.detach();
+    group_loss += ld;
+    epoch_loss += ld.to(torch::kDouble);
+    ++in_group;
+    s_.epoch_images += x.size(0);
+    s_.train_images += x.size(0);
+    ++s_.epoch_loss_count;
+    if (in_group < group_size) continue;
+
+    finish_update(group_loss);
+    s_.batch = b.index + 1;
+    progress.update(s_.batch, [&] { return (s_.epoch_loss_sum + epoch_loss.item<double>()) / std::max<int64_t>(1, s_.epoch_loss_count); },
+                    lr, s_.epoch_images);
+    const bool stop_now = stop_signal().load() != 0 || (stop_requested_ && stop_mid_epoch_);
+    const bool periodic = copt_.every_steps > 0 && s_.step % copt_.every_steps == 0;
+    if (s_.batch < n && (stop_now || periodic)) {
+      flush();
+      save_last();
+      if (stop_now) {
+        progress.finish(mean_loss());
+        return false;
+      }
+    }
+    if (stop_now) break;  // the epoch is complete anyway: finish it normally
+  }
+  flush();
+  progress.finish(mean_loss());
+  return true;
+}
+
+void Trainer::select_best(EpochReport& r) {
+  const auto& mon = p_.metrics->monitor();
+  auto consider = [&](const std::string& from, const std::map<std::string, double>& values) {
+    auto it = values.find(mon);
+    if (it == values.end()) return;
+    if (!s_.best || p_.metrics->better(it->second, *s_.best)) {
+      s_.best = it->second;
+      s_.best_epoch = r.epoch;
+      s_.best_from = from;
+      r.improved = true;
+      r.best_from = from;
+    }
+  };
+  consider("model", r.values);
+  for (auto& v : r.variants)
+    if (v.candidate_for_best) consider(v.name, v.values);
+}
+
+void Trainer::end_epoch(int64_t epoch) {
+  p_.opt->sync();  // Lookahead: evaluate and save the slow weights
+  auto ev = evaluate();
+  auto r = std::make_unique<EpochReport>();
+  r->epoch = epoch + 1;
+  r->values = ev.values;
+  r->values["train_loss"] = s_.epoch_loss_count ? s_.epoch_loss_sum / static_cast<double>(s_.epoch_loss_count) : 0.0;
+  r->values["lr"] = plan_.lr_at(std::max<int64_t>(0, s_.step - 1));
+  r->values["train_images_per_s"] = s_.epoch_seconds > 0 ? static_cast<double>(s_.epoch_images) / s_.epoch_seconds : 0.0;
+  r->values["epoch_seconds"] = s_.epoch_seconds;
+  s_.elapsed_seconds += seconds_since(last_mark_);
+  last_mark_ = std::chrono::steady_clock::now();
+  r->values["elapsed_s"] = s_.elapsed_seconds;
+  // The epoch is complete: the position moves to the next one before anything is saved.
+  s_.epoch = epoch + 1;
+  s_.batch = 0;
+  s_.epoch_loss_sum = 0;
+  s_.epoch_loss_count = 0;
+  s_.epoch_images = 0;
+  s_.epoch_seconds = 0;
+  size_t i = 0;
+  for (; i < callbacks_.size() && callbacks_[i]->order() < 50; ++i) callbacks_[i]->on_epoch_end(*this, *r);
+  for (auto& v : r->variants)
+    for (auto& [k, x] : v.values) r->values[v.name + "_" + k] = x;
+  select_best(*r);
+  json line = {{"epoch", r->epoch}, {"step", s_.step}};
+  for (auto& [k, x] : r->values) line[k] = std::isfinite(x) ? json(x) : json();
+  if (r->improved) line["best"] = r->best_from;
+  s_.history.push_back(line);
+  plan_.observe(s_.step, r->values);
+  last_report_ = std::move(r);
+  for (; i < callbacks_.size(); ++i) callbacks_[i]->on_epoch_end(*this, *last_report_);
+}
+
+FitOutcome Trainer::fit() {
+  last_mark_ = std::chrono::steady_clock::now();
+  for (auto& cb : callbacks_) cb->on_fit_start(*this);
+  FitOutcome out;
+  for (int64_t epoch = s_.epoch; epoch < plan_.epochs(); ++epoch) {
+    apply_plan_for_epoch(epoch);
+    if (s_.batch == 0)
+      for (auto& cb : callbacks_) cb->on_epoch_begin(*this);
+    bool complete = run_epoch(epoch);
+    if (!complete) {
+      if (int sig = stop_signal().load()) return {"interrupted", sig};
+      out.status = stop_reason_.empty() ? "stopped" : "time_budget";
+      s_.stop_reason = stop_reason_;
+      break;
+    }
+    end_epoch(epoch);
+    if (int sig = stop_signal().load()) {
+      save_last();
+      return {"interrupted", sig};
+    }
+    if (stop_requested_) {
+      s_.stop_reason = stop_reason_;
+      out.status = stop_mid_epoch_ ? "time_budget" : "early_stopped";
+      log("  stopping: " + stop_reason_);
+      break;
+    }
+  }
+  for (auto& cb : callbacks_) cb->on_fit_end(*this);
+  if (out.status.empty()) out.status = "completed";
+  return out;
+}
+
+CheckpointFiles Trainer::checkpoint_files(const model::TensorMap* model_weights) {
+  CheckpointFiles f;
+  p_.opt->sync();
+  if (model_weights) f.model = *model_weights;
+  else for (auto& [k, v] : model::state_dict(*p_.net)) f.model[k] = v.clone();
+  json optim_meta = json::object();
+  p_.opt->save_state(f.state_tensors, optim_meta);
+  for (auto& [k, v] : capture_rng()) f.state_tensors[k] = v;
+  json cbs = json::object();
+  for (auto& cb : callbacks_) {
+    json st = json::object();
+    cb->save_state(f.state_tensors, st);
+    cbs[cb->name()] = st;
+    if (auto* w = cb->extra_weights()) f.extra_weights[cb->name()] = *w;
+  }
+  f.state = io_.state_fields;
+  f.state["epoch"] = s_.epoch;
+  f.state["step"] = s_.step;
+  f.state["batch"] = s_.batch;
+  f.state["trainer"] = s_.to_json();
+  f.state["plan"] = plan_.state();
+  f.state["optimizer"] = optim_meta;
+  f.state["callbacks"] = cbs;
+  f.state["store"] = store_.state();
+  f.state["metric"] = {{"name", p_.metrics->monitor()}, {"value", s_.best ? json(*s_.best) : json()}};
+  f.recipe_toml = io_.recipe_toml;
+  f.provenance = io_.provenance;
+  return f;
+}
+
+void Trainer::save_last() { store_.save_last(checkpoint_files()); }
+
+void Trainer::resume(const Checkpoint& c) {
+  const auto& st = c.state;
+  KG_CHECK(st.contains("trainer") && st.contains("optimizer"), CheckpointError, "checkpoint ", c.dir,
+           " holds weights only (written by an older kgtrain or a weights export): it cannot resume a run; "
+           "use it with fit --weights instead");
+  model::load_state_dict(*p_.net, c.weights, /*strict=*/true, c.dir + "/model.safetensors");
+  p_.opt->load_state(c.state_tensors, st.at("optimizer"));
+  plan_.load_state(st.value("plan", json::object()));
+  restore_rng(c.state_tensors);
+  auto cbs = st.value("callbacks", json::object());
+  for (auto& cb : callbacks_) cb->load_state(c.state_tensors, cbs.value(cb->name(), json::object()));
+  store_.load_state(st.value("store", json::object()));
+  s_ = TrainState::from_json(st.at("trainer"));
+}
+
+}  // namespace kg::train

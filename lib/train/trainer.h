@@ -1,0 +1,158 @@
+// The training loop: optimizer updates made of `train.accum_steps` micro-batches, the plan's lr /
+// momentum / freezing, clipping and the non-finite policy, validation every epoch, "best" selection,
+// callbacks at fixed hooks, checkpoints that hold everything an exact resume needs.
+//
+// Mixed precision arrives with the device work: the loss scaler goes where `backward_scaled` and
+// `grads_finite` are (scale the loss, unscale before on_grads_ready/clipping, skip on overflow).
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <nlohmann/json.hpp>
+
+#include "data/loader.h"
+#include "loss/loss.h"
+#include "metric/metric_set.h"
+#include "model/model.h"
+#include "optim/optimizer.h"
+#include "train/callback.h"
+#include "train/checkpoint.h"
+#include "train/engine.h"
+#include "train/options.h"
+#include "train/plan.h"
+#include "train/progress.h"
+
+namespace kg::train {
+
+// Where the loop stands; saved in every checkpoint (state.json "trainer").
+struct TrainState {
+  int64_t epoch = 0;            // epochs completed
+  int64_t batch = 0;            // micro-batches consumed in the current epoch
+  int64_t step = 0;             // optimizer updates so far (skipped ones included: the schedule's index)
+  int64_t skipped_updates = 0;  // non-finite updates skipped so far
+  int64_t nan_streak = 0;       // consecutive skipped updates
+  double epoch_loss_sum = 0;    // training loss summed over the epoch's micro-batches so far
+  int64_t epoch_loss_count = 0;
+  int64_t epoch_images = 0;
+  double epoch_seconds = 0;     // training time of the epoch so far (resumed epochs add up)
+  int64_t train_images = 0;     // whole run
+  double train_seconds = 0;
+  double elapsed_seconds = 0;   // wall time of completed epochs (validation included), across resumes
+  std::optional<double> best;   // monitored value of checkpoints/best
+  int64_t best_epoch = 0;
+  std::string best_from;        // "model" or a variant ("ema", "swa")
+  nlohmann::json history = nlohmann::json::array();  // one object per completed epoch (metrics.jsonl)
+  std::string stop_reason;      // set when a callback ends the run early
+
+  nlohmann::json to_json() const;
+  static TrainState from_json(const nlohmann::json& j);
+};
+
+struct Evaluation {
+  std::map<std::string, double> values;  // valid_loss and every metric
+  Predictions pred;
+};
+
+struct TrainerParts {
+  model::Network* net = nullptr;
+  optim::Optimizer* opt = nullptr;
+  const loss::Loss* loss = nullptr;
+  const metric::MetricSet* metrics = nullptr;
+  c10::Device device = c10::Device(c10::kCPU);
+  std::string task = "multiclass";
+};
+
+struct TrainerIO {
+  std::string dir;                    // run dir or fold dir: checkpoints/, metrics.jsonl, plots
+  std::string label;                  // "fold 2/5" for progress lines ("" = none)
+  std::string recipe_toml;
+  nlohmann::json provenance;
+  nlohmann::json state_fields;        // copied into every state.json (model, classes, input, fold, ...)
+  ProgressStyle progress;
+  std::function<void(const std::string&)> log;
+  // run.time_limit: when this fit (or fold) must be done, final checkpoint and predictions included.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+};
+
+// The training loader of `epoch` starting at micro-batch `start_batch`; the validation loader.
+using TrainLoaderFn = std::function<std::unique_ptr<data::Loader>(int64_t epoch, int64_t start_batch)>;
+using ValidLoaderFn = std::function<std::unique_ptr<data::Loader>()>;
+// Changes a micro-batch's input and targets on the device (mixup/cutmix); empty = none.
+using MixFn = std::function<void(at::Tensor& x, at::Tensor& y, int64_t epoch, int64_t batch_index)>;
+
+struct FitOutcome {
+  std::string status;                 // completed | early_stopped | time_budget | interrupted
+  int signal = 0;                     // interrupted: the signal number
+};
+
+class Trainer {
+ public:
+  Trainer(TrainerParts parts, Plan& plan, const TrainOptions& topt, const CheckpointOptions& copt, TrainLoaderFn train_loader,
+          ValidLoaderFn valid_loader, MixFn mix, std::vector<CallbackPtr> callbacks, TrainerIO io);
+
+  // Restores model, optimizer, plan, RNG, callbacks and the loop's position from a checkpoint.
+  void resume(const Checkpoint& c);
+  // Runs the remaining epochs. On a stop signal it saves checkpoints/last at the step boundary and
+  // returns status "interrupted" (the job turns it into exit 130/143).
+  FitOutcome fit();
+
+  // --- for callbacks and jobs ---
+  model::Network& net() { return *p_.net; }
+  optim::Optimizer& optimizer() { return *p_.opt; }
+  Plan& plan() { return plan_; }
+  TrainState& state() { return s_; }
+  const TrainerIO& io() const { return io_; }
+  const TrainOptions& options() const { return topt_; }
+  const metric::MetricSet& metrics() const { return *p_.metrics; }
+  const c10::Device& device() const { return p_.device; }
+  std::unique_ptr<data::Loader> train_loader(int64_t epoch) { return train_loader_(epoch, 0); }
+  // Validation of `weights` (nullptr = the model as it is); the model's weights are restored afterwards.
+  Evaluation evaluate(const model::TensorMap* weights = nullptr);
+  // Ends the run after the current step (mid-epoch) or epoch; `reason` goes to the log and summary.
+  void request_stop(const std::string& reason, bool mid_epoch = false);
+  void log(const std::string& line) const;
+
+  // Checkpoint writing (the checkpoint callback and the loop call these).
+  CheckpointFiles checkpoint_files(const model::TensorMap* model_weights = nullptr);
+  CheckpointStore& store() { return store_; }
+  // The monitored value and variant of the epoch's best candidate ("best" selection ran already).
+  const EpochReport* last_report() const { return last_report_.get(); }
+
+ private:
+  bool run_epoch(int64_t epoch);  // false when stopped mid-epoch
+  void end_epoch(int64_t epoch);
+  void apply_plan_for_epoch(int64_t epoch);
+  bool finish_update(const at::Tensor& group_loss_sum);
+  void select_best(EpochReport& r);
+  void save_last();
+
+  TrainerParts p_;
+  Plan& plan_;
+  TrainOptions topt_;
+  CheckpointOptions copt_;
+  TrainLoaderFn train_loader_;
+  ValidLoaderFn valid_loader_;
+  MixFn mix_;
+  std::vector<CallbackPtr> callbacks_;
+  TrainerIO io_;
+  TrainState s_;
+  CheckpointStore store_;
+  std::vector<std::vector<at::Tensor>> group_params_;  // per layer group
+  std::vector<bool> norm_param_;                         // parallel to net parameters: inside a normalization layer
+  std::vector<at::Tensor> params_;
+  std::unique_ptr<EpochReport> last_report_;
+  bool stop_requested_ = false, stop_mid_epoch_ = false;
+  std::string stop_reason_;
+  std::string outcome_status_ = "completed";
+  std::chrono::steady_clock::time_point last_mark_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace kg::train
