@@ -26,6 +26,9 @@ config::Fields<DeviceOptions> fields() {
   f.field("channels_last", &DeviceOptions::channels_last,
           "NHWC (channels_last) memory layout for the model's weights and inputs; helps convolutions on GPUs "
           "with tensor cores (see README Performance for CPU figures)");
+  f.field("deterministic", &DeviceOptions::deterministic,
+          "use deterministic algorithms only (LibTorch raises for an op without one); with it a killed and resumed "
+          "run ends with the same weights as an uninterrupted one");
   return f;
 }
 KG_REGISTER_SECTION("device", "where the model runs", fields().schema(), "");
@@ -61,11 +64,13 @@ DeviceInfo setup(const DeviceOptions& opts) {
   info.threads = opts.threads > 0 ? static_cast<int>(opts.threads) : available_cores();
   info.channels_last = opts.channels_last;
   at::set_num_threads(info.threads);
+  info.deterministic = opts.deterministic;
+  at::globalContext().setDeterministicAlgorithms(opts.deterministic, /*warn_only=*/false);
   std::string name = opts.name;
   if (name == "auto") name = cuda_available() ? "cuda" : "cpu";
   if (name == "cpu") {
     info.device = c10::Device(c10::kCPU);
-    info.description = "cpu (" + std::to_string(info.threads) + " threads)";
+    info.description = "cpu (" + std::to_string(info.threads) + " threads" + (info.deterministic ? ", deterministic" : "") + ")";
     return info;
   }
   KG_CHECK(cuda_available(), DeviceError, "device.name = \"", opts.name,

@@ -12,12 +12,14 @@ struct DeviceOptions {
   std::string name = "auto";  ///< auto | cpu | cuda | cuda:N
   int64_t threads = 0;        ///< intra-op CPU threads; 0 = every core this process may use
   bool channels_last = false; ///< NHWC memory layout for convolution models (faster with cuDNN on tensor cores)
+  bool deterministic = false; ///< deterministic algorithms only (an op without one is an error); resume is then bit-exact
 };
 
 struct DeviceInfo {
   c10::Device device{c10::kCPU};
   bool channels_last = false;
   int threads = 1;
+  bool deterministic = false;
   std::string description;  // "cpu (2 threads)" / "cuda:0 (NVIDIA H100, 80 GB)"
 };
 

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/strings.h"
+#include "core/tasks.h"
 
 namespace kg::metric {
 
@@ -18,17 +19,9 @@ MetricRegistry& metric_registry() {
 
 namespace {
 
-const std::vector<std::string> kTasks{"multiclass", "multilabel", "binary", "regression"};
-
-std::map<std::string, std::vector<std::string>>& task_table() {
-  static std::map<std::string, std::vector<std::string>> t;
+TaskTable& task_table() {
+  static TaskTable t;
   return t;
-}
-
-void check_task_name(const std::string& task) {
-  for (auto& t : kTasks)
-    if (t == task) return;
-  throw ConfigError("data.task = \"" + task + "\" is not a task (allowed: " + join(kTasks, ", ") + ")");
 }
 
 }  // namespace
@@ -42,23 +35,12 @@ at::Tensor activate(const at::Tensor& logits, const std::string& task) {
 }
 
 bool add_metric_tasks(const std::string& name, std::vector<std::string> tasks) {
-  task_table()[name] = std::move(tasks);
-  return true;
+  return task_table().add(name, std::move(tasks));
 }
 
-const std::vector<std::string>& supported_tasks(const std::string& name) {
-  static const std::vector<std::string> none;
-  auto it = task_table().find(name);
-  return it == task_table().end() ? none : it->second;
-}
+const std::vector<std::string>& supported_tasks(const std::string& name) { return task_table().supported(name); }
 
-std::vector<std::string> metrics_for(const std::string& task) {
-  std::vector<std::string> out;
-  for (auto& [name, tasks] : task_table())
-    for (auto& t : tasks)
-      if (t == task) out.push_back(name);
-  return out;
-}
+std::vector<std::string> metrics_for(const std::string& task) { return task_table().components_for(task); }
 
 MetricPtr create(const std::string& name, const MetricContext& ctx) {
   check_task_name(ctx.task);

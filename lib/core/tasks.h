@@ -1,0 +1,26 @@
+// The four learning tasks a table can hold (data.task), and a table of which components (losses,
+// metrics) support which task, filled by each component's own file at static-initialisation time.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kg {
+
+const std::vector<std::string>& task_names();  // multiclass, multilabel, binary, regression
+// ConfigError naming the allowed tasks.
+void check_task_name(const std::string& task);
+
+class TaskTable {
+ public:
+  bool add(const std::string& component, std::vector<std::string> tasks);
+  // The tasks `component` supports; empty = not declared (every task).
+  const std::vector<std::string>& supported(const std::string& component) const;
+  // Components declared for `task`, sorted by name.
+  std::vector<std::string> components_for(const std::string& task) const;
+
+ private:
+  std::map<std::string, std::vector<std::string>> table_;
+};
+
+}  // namespace kg
