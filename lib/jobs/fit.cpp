@@ -194,7 +194,8 @@ int run_fit(const JobOptions& o) {
   std::unique_ptr<data::ImageCache> cache;
   if (dopt.cache == "ram") cache = std::make_unique<data::ImageCache>(static_cast<size_t>(dopt.cache_max_gb * (1ull << 30)));
 
-  const int64_t max_batches = o.smoke ? 2 : -1;
+  // Smoke runs: two optimizer updates (each of train.accum_steps micro-batches).
+  const int64_t max_batches = o.smoke ? 2 * topt.accum_steps : -1;
   const int64_t epochs = o.smoke ? 1 : topt.epochs;
   auto batch_at = [&](int64_t epoch, int64_t n_epochs) {
     auto& st = stages[data::stage_at(stages, epoch, n_epochs)];

@@ -62,6 +62,8 @@ class Callback {
   // Tensors under "cb.<name>." and a JSON object; restored before on_fit_start on resume.
   virtual void save_state(model::TensorMap& tensors, nlohmann::json& state) const {}
   virtual void load_state(const model::TensorMap& tensors, const nlohmann::json& state) {}
+  // True when on_fit_end leaves other weights in the model (SWA): the loop saves checkpoints/last again.
+  virtual bool replaces_weights_at_fit_end() const { return false; }
   // Weights written beside the model in each checkpoint as <name>.safetensors (EMA, SWA).
   virtual const model::TensorMap* extra_weights() const { return nullptr; }
 };

@@ -100,8 +100,11 @@ void Trainer::log(const std::string& line) const {
   if (io_.log) io_.log(line);
 }
 
-void Trainer::request_stop(const std::string& reason, bool mid_epoch) {
-  if (!stop_requested_) stop_reason_ = reason;
+void Trainer::request_stop(const std::string& reason, bool mid_epoch, const std::string& status) {
+  if (!stop_requested_) {
+    stop_reason_ = reason;
+    stop_status_ = status;
+  }
   stop_requested_ = true;
   stop_mid_epoch_ = stop_mid_epoch_ || mid_epoch;
 }
@@ -348,7 +351,7 @@ FitOutcome Trainer::fit() {
     bool complete = run_epoch(epoch);
     if (!complete) {
       if (int sig = stop_signal().load()) return {"interrupted", sig};
-      out.status = stop_reason_.empty() ? "stopped" : "time_budget";
+      out.status = stop_status_.empty() ? "stopped" : stop_status_;
       s_.stop_reason = stop_reason_;
       break;
     }
@@ -359,12 +362,18 @@ FitOutcome Trainer::fit() {
     }
     if (stop_requested_) {
       s_.stop_reason = stop_reason_;
-      out.status = stop_mid_epoch_ ? "time_budget" : "early_stopped";
+      out.status = stop_status_;
       log("  stopping: " + stop_reason_);
       break;
     }
   }
-  for (auto& cb : callbacks_) cb->on_fit_end(*this);
+  bool replaced = false;
+  for (auto& cb : callbacks_) {
+    cb->on_fit_end(*this);
+    replaced = replaced || cb->replaces_weights_at_fit_end();
+  }
+  // SWA leaves its averaged, BN-recalibrated weights in the model: they become checkpoints/last.
+  if (replaced) save_last();
   if (out.status.empty()) out.status = "completed";
   return out;
 }

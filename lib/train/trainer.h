@@ -116,8 +116,9 @@ class Trainer {
   std::unique_ptr<data::Loader> train_loader(int64_t epoch) { return train_loader_(epoch, 0); }
   // Validation of `weights` (nullptr = the model as it is); the model's weights are restored afterwards.
   Evaluation evaluate(const model::TensorMap* weights = nullptr);
-  // Ends the run after the current step (mid-epoch) or epoch; `reason` goes to the log and summary.
-  void request_stop(const std::string& reason, bool mid_epoch = false);
+  // Ends the run after the current step (mid-epoch) or epoch; `reason` goes to the log and summary,
+  // `status` to the fit outcome (early_stopped, time_budget).
+  void request_stop(const std::string& reason, bool mid_epoch = false, const std::string& status = "early_stopped");
   void log(const std::string& line) const;
 
   // Checkpoint writing (the checkpoint callback and the loop call these).
@@ -150,7 +151,7 @@ class Trainer {
   std::vector<at::Tensor> params_;
   std::unique_ptr<EpochReport> last_report_;
   bool stop_requested_ = false, stop_mid_epoch_ = false;
-  std::string stop_reason_;
+  std::string stop_reason_, stop_status_;
   std::string outcome_status_ = "completed";
   std::chrono::steady_clock::time_point last_mark_ = std::chrono::steady_clock::now();
 };

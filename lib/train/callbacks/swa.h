@@ -45,6 +45,8 @@ class SwaCallback : public Callback {
   void on_step_begin(Trainer& t) override;
   void on_epoch_end(Trainer& t, EpochReport& r) override;
   void on_fit_end(Trainer& t) override;
+  // After averaging, the SWA weights are the final model (checkpoints/last).
+  bool replaces_weights_at_fit_end() const override { return n_ > 0; }
   // Tensors "cb.swa.<parameter name>"; {"n", "started", "start", "anneal", "lr0", "last_epoch"}.
   void save_state(model::TensorMap& tensors, nlohmann::json& state) const override;
   void load_state(const model::TensorMap& tensors, const nlohmann::json& state) override;

@@ -31,7 +31,7 @@ class TimeBudget : public Callback {
     if (secs(*t.io().deadline - last_step_end_) < reserve)
       t.request_stop("time budget: " + std::to_string(static_cast<int64_t>(secs(*t.io().deadline - last_step_end_))) +
                          " s left, stopping mid-epoch to save and predict",
-                     /*mid_epoch=*/true);
+                     /*mid_epoch=*/true, "time_budget");
   }
   void on_epoch_end(Trainer& t, EpochReport& r) override {
     auto now = Clock::now();
@@ -46,7 +46,8 @@ class TimeBudget : public Callback {
     if (done + fit >= planned) return;
     int64_t epochs = std::max<int64_t>(done + std::max<int64_t>(fit, 0), done + 1);
     if (fit <= 0) {
-      t.request_stop("time budget: no time for another epoch (" + std::to_string(static_cast<int64_t>(left)) + " s left)");
+      t.request_stop("time budget: no time for another epoch (" + std::to_string(static_cast<int64_t>(left)) + " s left)", false,
+                     "time_budget");
       return;
     }
     t.log("  time budget: " + std::to_string(static_cast<int64_t>(epoch_s)) + " s per epoch, " +
