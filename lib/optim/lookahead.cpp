@@ -49,13 +49,34 @@ class Lookahead : public Optimizer {
   // timm's sync_lookahead: the evaluated / saved weights are the slow ones.
   void sync() override { update_slow(); }
 
+  void synced_view(model::TensorMap& weights) const override {
+    torch::NoGradGuard no_grad;
+    for_each_slow([&](const std::string& name, const at::Tensor& p, const at::Tensor& slow) {
+      weights[name] = (slow + (p.detach() - slow) * alpha_).to(torch::kCPU);
+    });
+  }
+
+  // Besides the slow weights (slots), the fast weights: a checkpoint's model.safetensors holds the
+  // synced view, and resume puts the fast weights back so training continues exactly.
   void save_state(model::TensorMap& tensors, config::json& meta, const std::string& prefix) const override {
     Optimizer::save_state(tensors, meta, prefix);
     inner_->save_state(tensors, meta, prefix + "inner.");
+    for_each_slow([&](const std::string& name, const at::Tensor& p, const at::Tensor&) {
+      tensors[prefix + "fast." + name] = p.detach().to(torch::kCPU).clone();
+    });
   }
   void load_state(const model::TensorMap& tensors, const config::json& meta, const std::string& prefix) override {
     inner_->load_state(tensors, meta, prefix + "inner.");
     Optimizer::load_state(tensors, meta, prefix);
+    torch::NoGradGuard no_grad;
+    for_each_slow([&](const std::string& name, const at::Tensor& p, const at::Tensor&) {
+      auto it = tensors.find(prefix + "fast." + name);
+      KG_CHECK(it != tensors.end(), CheckpointError, "checkpoint has lookahead slow weights but no fast weights for ", name,
+               " (", prefix, "fast.", name, ")");
+      KG_CHECK(it->second.sizes() == p.sizes(), CheckpointError, "lookahead fast weights ", name, " have shape ",
+               it->second.sizes(), ", the model's is ", p.sizes());
+      p.copy_(it->second);
+    });
   }
 
   std::string describe() const override {
@@ -84,6 +105,18 @@ class Lookahead : public Optimizer {
         if (it == state_at(g, i).slots.end() || !p.requires_grad()) continue;  // never trained, or frozen now
         it->second.add_(p - it->second, alpha_);
         p.copy_(it->second);
+      }
+  }
+
+  template <class F>
+  void for_each_slow(F f) const {
+    for (size_t g = 0; g < groups().size(); ++g)
+      for (size_t i = 0; i < groups()[g].params.size(); ++i) {
+        const at::Tensor& p = groups()[g].params[i];
+        const auto* st = state_of(groups()[g].names[i]);
+        if (!st) continue;
+        auto it = st->slots.find("slow");
+        if (it != st->slots.end() && p.requires_grad()) f(groups()[g].names[i], p, it->second);
       }
   }
 

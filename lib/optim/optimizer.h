@@ -57,8 +57,11 @@ class Optimizer {
   virtual void step();
   void zero_grad();  // set_to_none: the next backward writes fresh gradients
   // Lookahead: pulls the slow weights toward the fast ones and resets the fast ones to them (timm's
-  // sync_lookahead). Called before every evaluation and checkpoint; a no-op elsewhere.
+  // sync_lookahead). Called before every evaluation (checkpoints use synced_view); a no-op elsewhere.
   virtual void sync() {}
+  // The weights an evaluation would see after sync(), written over `weights` (state-dict names) without
+  // changing any state: checkpoints store them, so saving never alters training (exact resume).
+  virtual void synced_view(model::TensorMap& weights) const {}
 
   // The layout is described at the top of this file. Tensors are copies (a snapshot, not live state).
   virtual void save_state(model::TensorMap& tensors, config::json& meta, const std::string& prefix = "optim.") const;

@@ -380,9 +380,13 @@ FitOutcome Trainer::fit() {
 
 CheckpointFiles Trainer::checkpoint_files(const model::TensorMap* model_weights) {
   CheckpointFiles f;
-  p_.opt->sync();
-  if (model_weights) f.model = *model_weights;
-  else for (auto& [k, v] : model::state_dict(*p_.net)) f.model[k] = v.clone();
+  if (model_weights) {
+    f.model = *model_weights;
+  } else {
+    for (auto& [k, v] : model::state_dict(*p_.net)) f.model[k] = v.clone();
+    // Lookahead: the file holds the slow (evaluated) weights; saving changes nothing in training.
+    p_.opt->synced_view(f.model);
+  }
   json optim_meta = json::object();
   p_.opt->save_state(f.state_tensors, optim_meta);
   for (auto& [k, v] : capture_rng()) f.state_tensors[k] = v;

@@ -12,7 +12,8 @@ class CheckpointCallback : public Callback {
   int order() const override { return 90; }
   void on_epoch_end(Trainer& t, EpochReport& r) override {
     auto files = t.checkpoint_files();
-    t.store().save_last(files);
+    // best and top-k before last: a kill between the saves must not leave a "last" whose state
+    // names a best epoch that checkpoints/best does not hold.
     const model::TensorMap* winner = nullptr;
     for (auto& v : r.variants)
       if (r.improved && v.name == r.best_from) winner = v.weights;
@@ -27,6 +28,7 @@ class CheckpointCallback : public Callback {
     }
     auto it = r.values.find(t.metrics().monitor());
     if (it != r.values.end()) t.store().offer_top_k(files, it->second, r.epoch);
+    t.store().save_last(files);
   }
 };
 

@@ -1,0 +1,425 @@
+// End to end through the real binary: a fit killed anywhere (SIGKILL at seeded points spread over the
+// run, SIGTERM) and resumed must end with the uninterrupted run's bytes (weights, optimizer/RNG state,
+// EMA), the same metrics.jsonl and summary "completed"; --resume auto and damaged checkpoints.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <torch/torch.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "core/fs.h"
+#include "model/safetensors.h"
+#include "support/fixtures.h"
+#include "test_paths.h"
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Checkpoints after every update, so that a kill can land at any update (and inside a save).
+const std::vector<std::string> kOverrides{"train.epochs=3", "checkpoint.every_steps=1"};
+
+std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Starts kgtrain with `args` in a child process, stdout and stderr appended to `log`.
+pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<std::string> all{KGTRAIN_BINARY};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {  // only async-signal-safe calls from here on
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int wait_status(pid_t pid) {
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return st;
+}
+
+// Polls (every ~0.2 ms) until `ready()`; false with `status` set when the child exits first (or after 120 s).
+bool wait_until(pid_t pid, const std::function<bool()>& ready, int& status) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!ready()) {
+    if (waitpid(pid, &status, WNOHANG) == pid) return false;
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(120)) return false;
+    usleep(200);
+  }
+  return true;
+}
+
+// The update count saved in DIR/checkpoints/last, -1 when there is none (or it is being swapped).
+int64_t last_step(const std::string& dir) {
+  try {
+    auto s = json::parse(kg::read_file(dir + "/checkpoints/last/state.json"));
+    return s.at("step").get<int64_t>();
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+// Sends `sig` once `ready()` holds (plus `delay_us`); true when the child was still running then.
+bool signal_when(pid_t pid, const std::function<bool()>& ready, int sig, int delay_us, int& status) {
+  if (!wait_until(pid, ready, status)) {
+    int still = 0;
+    if (waitpid(pid, &still, WNOHANG) == 0) {  // timed out: leave no process behind
+      kill(pid, SIGKILL);
+      status = wait_status(pid);
+    }
+    return false;
+  }
+  if (delay_us > 0) usleep(static_cast<useconds_t>(delay_us));
+  kill(pid, sig);
+  status = wait_status(pid);
+  return true;
+}
+
+// "update N" of the resumed run's "resumed from ..." line; 0 for "starting fresh"; -1 when neither.
+int64_t resumed_update(const std::string& out) {
+  std::smatch m;
+  static const std::regex re(R"(resumed from \S+ \(epoch (\d+), update (\d+), batch (\d+)\))");
+  if (std::regex_search(out, m, re)) return std::stoll(m[2]);
+  return out.find("starting fresh") != std::string::npos ? 0 : -1;
+}
+
+// Which tensors of two safetensors files differ, and by how much (for the failure message).
+std::string tensor_diff(const std::string& ref, const std::string& got) {
+  try {
+    auto a = kg::model::read_safetensors(ref), b = kg::model::read_safetensors(got);
+    std::ostringstream os;
+    int n = 0;
+    for (auto& [name, t] : a) {
+      auto it = b.find(name);
+      if (it == b.end()) {
+        os << "\n  " << name << ": missing";
+        ++n;
+      } else if (!t.sizes().equals(it->second.sizes()) || t.scalar_type() != it->second.scalar_type()) {
+        os << "\n  " << name << ": shape/dtype differ";
+        ++n;
+      } else if (!torch::equal(t, it->second)) {
+        auto d = (t.to(torch::kDouble) - it->second.to(torch::kDouble)).abs();
+        os << "\n  " << name << ": max |diff| " << d.max().item<double>() << " (" << d.ne(0).sum().item<int64_t>() << " of "
+           << t.numel() << " values)";
+        ++n;
+      }
+    }
+    for (auto& [name, t] : b)
+      if (!a.count(name)) os << "\n  " << name << ": extra", ++n;
+    return std::to_string(n) + " of " + std::to_string(a.size()) + " tensors differ:" + os.str();
+  } catch (const std::exception& e) {
+    return std::string("cannot decode: ") + e.what();
+  }
+}
+
+void check_same_tensors_file(const std::string& ref, const std::string& got) {
+  REQUIRE(fs::exists(got));
+  const bool same = kg::read_file(ref) == kg::read_file(got);
+  INFO(got << " vs " << ref << (same ? std::string() : "\n" + tensor_diff(ref, got)));
+  CHECK(same);
+}
+
+std::vector<json> jsonl(const std::string& path) {
+  std::vector<json> out;
+  std::istringstream is(kg::read_file(path));
+  for (std::string l; std::getline(is, l);)
+    if (!l.empty()) out.push_back(json::parse(l));
+  return out;
+}
+
+// The finished run `dir` equals the uninterrupted `ref`: every safetensors file of checkpoints/last
+// byte for byte, summary "completed", and the same metrics.jsonl (times aside).
+void check_same_run(const std::string& ref, const std::string& dir) {
+  for (auto& e : fs::directory_iterator(ref + "/checkpoints/last"))
+    if (e.path().extension() == ".safetensors")
+      check_same_tensors_file(e.path().string(), dir + "/checkpoints/last/" + e.path().filename().string());
+  auto s = json::parse(kg::read_file(dir + "/summary.json"));
+  CHECK(s["status"] == "completed");
+  CHECK(s["epochs_completed"] == 3);
+  auto a = jsonl(ref + "/metrics.jsonl"), b = jsonl(dir + "/metrics.jsonl");
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO("metrics.jsonl line " << i + 1 << "\n  uninterrupted " << a[i].dump() << "\n  resumed       " << b[i].dump());
+    CHECK(a[i]["epoch"] == b[i]["epoch"]);
+    CHECK(a[i]["step"] == b[i]["step"]);
+    CHECK(a[i].value("best", "") == b[i].value("best", ""));
+    // Loss means are sums folded in at each save: the order of additions may differ by an ulp.
+    for (auto k : {"lr", "train_loss", "valid_loss", "accuracy", "log_loss"})
+      CHECK(b[i][k].get<double>() == Approx(a[i][k].get<double>()).epsilon(1e-12).margin(1e-15));
+  }
+}
+
+// The tiny dataset, its recipe and an uninterrupted reference run per set of overrides (once per process).
+struct Shared {
+  kg::test::TempDir dir;
+  kg::test::TinyDataset ds;
+  std::string recipe;
+  std::map<std::string, std::string> refs;  // joined overrides -> run dir
+  int counter = 0;
+
+  Shared() {
+    ds = kg::test::make_tiny_dataset(dir, 64, 8);
+    recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
+  }
+  std::string fresh(const std::string& stem) { return dir / (stem + std::to_string(counter++)); }
+  // The uninterrupted run with `overrides`.
+  const std::string& reference(const std::vector<std::string>& overrides) {
+    std::string key;
+    for (auto& o : overrides) key += o + " ";
+    auto it = refs.find(key);
+    if (it != refs.end()) return it->second;
+    std::string run = fresh("ref");
+    auto r = kg::test::run_kgtrain(cat({"fit", recipe}, cat(overrides, {"--run-dir", run, "--quiet"})));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    return refs[key] = run;
+  }
+  // `fit RECIPE overrides --run-dir run --resume run` (plus `extra`), not quiet: the log says where it resumed.
+  kg::test::RunResult resume(const std::vector<std::string>& overrides, const std::string& run,
+                             const std::vector<std::string>& extra = {}) {
+    return kg::test::run_kgtrain(cat(cat({"fit", recipe}, cat(overrides, extra)), {"--run-dir", run, "--resume", run}));
+  }
+};
+
+Shared& shared() {
+  static auto s = std::make_unique<Shared>();
+  return *s;
+}
+
+std::string log_text(const std::string& path) { return fs::exists(path) ? kg::read_file(path) : std::string("(no log)"); }
+
+}  // namespace
+
+TEST_CASE("fits killed at any point resume to the uninterrupted run's exact bytes", "[integration][resume]") {
+  auto& S = shared();
+  const std::string& ref = S.reference(kOverrides);
+  const int64_t total = jsonl(ref + "/metrics.jsonl").back()["step"].get<int64_t>();  // 18 updates
+  REQUIRE(total >= 10);
+
+  // Five kill points, one per stage of the run (seeded): as soon as the run dir holds folds.csv (before
+  // any checkpoint), then once checkpoints/last reaches an update drawn from each quarter of the run;
+  // plus 0-20 ms so that some kills land inside a checkpoint save.
+  std::mt19937 rng(20240605);
+  std::set<int64_t> resumed_at;
+  for (int point = 0; point < 5; ++point) {
+    const int64_t lo = point == 0 ? 0 : 1 + (point - 1) * (total - 2) / 4, hi = point == 0 ? 0 : point * (total - 2) / 4;
+    const int64_t target = std::uniform_int_distribution<int64_t>(lo, std::max(lo, hi))(rng);
+    const int delay_us = std::uniform_int_distribution<int>(0, 20000)(rng);
+    const std::string run = S.fresh("killed"), log = run + ".log";
+    INFO("kill point " << point << ": SIGKILL at update " << target << " + " << delay_us << " us; run " << run);
+    int status = 0;
+    pid_t pid = spawn(cat(cat({"fit", S.recipe}, kOverrides), {"--run-dir", run, "--quiet"}), log);
+    REQUIRE(pid > 0);
+    bool killed = signal_when(
+        pid, [&] { return target == 0 ? fs::exists(run + "/folds.csv") : last_step(run) >= target; }, SIGKILL, delay_us, status);
+    INFO("killed process log:\n" << log_text(log));
+    REQUIRE(killed);
+    CHECK(WIFSIGNALED(status));
+
+    std::vector<std::string> extra;
+    if (point == 3) extra = {"data.num_workers=0"};  // the data stream must not depend on the worker count
+    if (point == 2) {
+      // Kill the resumed process too, three updates after where it resumed.
+      const int64_t from = std::max<int64_t>(0, last_step(run));
+      int st2 = 0;
+      pid_t p2 = spawn(cat(cat({"fit", S.recipe}, kOverrides), {"--run-dir", run, "--resume", run}), log);
+      CHECK(signal_when(p2, [&] { return last_step(run) >= from + 3; }, SIGKILL, delay_us / 2, st2));
+    }
+    auto r = S.resume(kOverrides, run, extra);
+    INFO("resume output:\n" << r.output);
+    REQUIRE(r.exit_code == 0);
+    const int64_t u = resumed_update(r.output);
+    CHECK(u >= 0);
+    resumed_at.insert(u);
+    check_same_run(ref, run);
+  }
+  // The kills landed at different stages of the run (not all before the first checkpoint, say).
+  CHECK(resumed_at.size() >= 3);
+}
+
+// A kill right after the epoch-end checkpoints/last was written (it already says "epoch 1 done, best =
+// epoch 1") but before checkpoints/best was would leave the resumed run without best (epoch 1 is already
+// counted), so the checkpoint callback saves best and top-k before last.
+TEST_CASE("a kill just after an epoch-end checkpoints/last keeps checkpoints/best and the OOF file",
+          "[integration][resume]") {
+  auto& S = shared();
+  const std::string& ref = S.reference(kOverrides);
+  const int64_t epoch1 = jsonl(ref + "/metrics.jsonl").front()["step"].get<int64_t>();
+  REQUIRE(jsonl(ref + "/metrics.jsonl").front().value("best", "") == "model");
+  // Saving last at update `epoch1` rotates the previous last (update epoch1 - 1) to step-<9 digits>.
+  char rotated[32];
+  std::snprintf(rotated, sizeof rotated, "step-%09lld", static_cast<long long>(epoch1 - 1));
+  const std::string run = S.fresh("epoch_end"), log = run + ".log";
+  int status = 0;
+  pid_t pid = spawn(cat(cat({"fit", S.recipe}, kOverrides), {"--run-dir", run, "--quiet"}), log);
+  REQUIRE(pid > 0);
+  REQUIRE(signal_when(pid, [&] { return fs::exists(run + "/checkpoints/" + rotated); }, SIGKILL, 0, status));
+  const bool best_there = fs::exists(run + "/checkpoints/best");
+  INFO("killed with checkpoints/last at update " << last_step(run) << "; checkpoints/best "
+                                                  << (best_there ? "present" : "absent"));
+  auto r = S.resume(kOverrides, run);
+  INFO("resume output:\n" << r.output);
+  REQUIRE(r.exit_code == 0);
+  check_same_run(ref, run);
+  REQUIRE(fs::exists(run + "/checkpoints/best/model.safetensors"));
+  check_same_tensors_file(ref + "/checkpoints/best/model.safetensors", run + "/checkpoints/best/model.safetensors");
+  CHECK(kg::read_file(run + "/oof_fold.csv") == kg::read_file(ref + "/oof_fold.csv"));
+  CHECK(json::parse(kg::read_file(run + "/fold.json"))["oof"]["weights"] == "checkpoints/best");
+}
+
+TEST_CASE("SIGTERM saves a checkpoint that resumes exactly; a damaged last is skipped", "[integration][resume]") {
+  auto& S = shared();
+  const std::string& ref = S.reference(kOverrides);
+  const std::string run = S.fresh("term"), log = run + ".log";
+  int status = 0;
+  pid_t pid = spawn(cat(cat({"fit", S.recipe}, kOverrides), {"--run-dir", run, "--quiet"}), log);
+  REQUIRE(pid > 0);
+  REQUIRE(signal_when(pid, [&] { return last_step(run) >= 8; }, SIGTERM, 0, status));
+  INFO("first process log:\n" << log_text(log));
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 143);
+  CHECK(json::parse(kg::read_file(run + "/summary.json"))["status"] == "interrupted");
+  const int64_t saved = last_step(run);
+  CHECK(saved >= 8);
+  const std::string copy = S.fresh("term_damaged");
+  fs::copy(run, copy, fs::copy_options::recursive);
+
+
+  {
+    INFO("resume from the SIGTERM checkpoint");
+    auto r = S.resume(kOverrides, run);
+    INFO("resume output:\n" << r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(resumed_update(r.output) == saved);
+    check_same_run(ref, run);
+  }
+  {
+    INFO("a truncated checkpoints/last/model.safetensors: resume skips it for the older step-* one");
+    const std::string m = copy + "/checkpoints/last/model.safetensors";
+    fs::resize_file(m, fs::file_size(m) / 2);
+    auto r = S.resume(kOverrides, copy);
+    INFO("resume output:\n" << r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("skipped") != std::string::npos);
+    CHECK(r.output.find("checkpoints/last") != std::string::npos);
+    CHECK(r.output.find("resumed from " + copy + "/checkpoints/step-") != std::string::npos);
+    CHECK(resumed_update(r.output) < saved);
+    check_same_run(ref, copy);
+  }
+}
+
+TEST_CASE("--resume auto with a run dir that has no checkpoint starts fresh and says so", "[integration][resume]") {
+  auto& S = shared();
+  const std::string& ref = S.reference(kOverrides);
+  auto auto_fit = [&](const std::string& run) {
+    return kg::test::run_kgtrain(cat(cat({"fit", S.recipe}, kOverrides), {"--run-dir", run, "--resume", "auto"}));
+  };
+  SECTION("the run dir exists (killed before its first checkpoint; checkpoints removed)") {
+    const std::string run = S.fresh("auto"), log = run + ".log";
+    int status = 0;
+    pid_t pid = spawn(cat(cat({"fit", S.recipe}, kOverrides), {"--run-dir", run, "--quiet"}), log);
+    REQUIRE(pid > 0);
+    REQUIRE(signal_when(pid, [&] { return fs::exists(run + "/folds.csv"); }, SIGKILL, 0, status));
+    fs::remove_all(run + "/checkpoints");
+    auto r = auto_fit(run);
+    INFO("output:\n" << r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("no complete checkpoint to resume: starting fresh") != std::string::npos);
+    check_same_run(ref, run);
+  }
+  SECTION("the run dir does not exist yet") {
+    const std::string run = S.fresh("auto_new");
+    auto r = auto_fit(run);
+    INFO("output:\n" << r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("starting fresh") != std::string::npos);
+    check_same_run(ref, run);
+  }
+}
+
+TEST_CASE("EMA and Lookahead runs resume exactly", "[integration][resume]") {
+  auto& S = shared();
+  for (std::string extra : {"ema.enabled=true", "optim.name=lookahead"}) {
+    DYNAMIC_SECTION(extra) {
+      auto overrides = cat(kOverrides, {extra});
+      const std::string& ref = S.reference(overrides);
+      if (extra == "ema.enabled=true") REQUIRE(fs::exists(ref + "/checkpoints/last/ema.safetensors"));
+      // Mid-epoch 2, away from Lookahead's k = 6 boundaries.
+      const int64_t target = extra == "ema.enabled=true" ? 9 : 8;
+      const std::string run = S.fresh("variant"), log = run + ".log";
+      int status = 0;
+      pid_t pid = spawn(cat(cat({"fit", S.recipe}, overrides), {"--run-dir", run, "--quiet"}), log);
+      REQUIRE(pid > 0);
+      REQUIRE(signal_when(pid, [&] { return last_step(run) >= target; }, SIGKILL, 3000, status));
+      auto r = S.resume(overrides, run);
+      INFO("resume output:\n" << r.output);
+      REQUIRE(r.exit_code == 0);
+      CHECK(resumed_update(r.output) >= target);
+      check_same_run(ref, run);
+    }
+  }
+}
+
+// Lookahead's sync() (slow += alpha * (fast - slow); fast = slow) is an extra slow-weight update, so
+// checkpoints store its synced view and the fast weights instead of syncing: mid-epoch saves
+// (checkpoint.every_steps, the SIGTERM save) must not change the training itself.
+TEST_CASE("Lookahead: mid-epoch checkpoints do not change training", "[integration][resume]") {
+  auto& S = shared();
+  const std::vector<std::string> plain{"train.epochs=3", "optim.name=lookahead", "train.log_every_s=0.001"};
+  const std::string& ref = S.reference(plain);
+  SECTION("checkpoint.every_steps = 1 trains the same weights as no mid-epoch checkpoints") {
+    const std::string& every = S.reference(cat(plain, {"checkpoint.every_steps=1"}));
+    check_same_tensors_file(ref + "/checkpoints/last/model.safetensors", every + "/checkpoints/last/model.safetensors");
+  }
+  SECTION("SIGTERM mid-epoch, then resume, gives the uninterrupted weights") {
+    // Epoch 2's first progress line (after its first update; one line per update with log_every_s tiny),
+    // then SIGTERM: the save lands at an update inside epoch 2, off Lookahead's k = 6 cycle.
+    const std::string run = S.fresh("la_term"), log = run + ".log";
+    int status = 0;
+    pid_t pid = spawn(cat(cat({"fit", S.recipe}, plain), {"--run-dir", run}), log);
+    REQUIRE(pid > 0);
+    REQUIRE(signal_when(pid, [&] { return fs::exists(log) && kg::read_file(log).find("epoch 2/3 step 1/") != std::string::npos; },
+                        SIGTERM, 0, status));
+    INFO("log:\n" << log_text(log));
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 143);
+    auto st = json::parse(kg::read_file(run + "/checkpoints/last/state.json"));
+    const int64_t saved = st.at("step").get<int64_t>();
+    INFO("SIGTERM checkpoint at update " << saved << ", batch " << st.at("batch"));
+    REQUIRE(st.at("batch").get<int64_t>() != 0);  // saved inside an epoch
+    auto r = S.resume(plain, run);
+    INFO("resume output:\n" << r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(resumed_update(r.output) == saved);
+    check_same_tensors_file(ref + "/checkpoints/last/model.safetensors", run + "/checkpoints/last/model.safetensors");
+  }
+}
