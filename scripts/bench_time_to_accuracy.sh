@@ -50,9 +50,17 @@ kg_acc=$("$PY" -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["me
 kg_val=$("$PY" -c 'import json,sys; s=json.load(open(sys.argv[1])); print(round(s["best"]["value"], 4), "at epoch", s["best"]["epoch"], "of", s["epochs_completed"])' "$TMP/run/summary.json")
 fit_wall=$("$PY" -c "print(round($t1 - $t0, 1))"); all_wall=$("$PY" -c "print(round($t2 - $t0, 1))")
 echo "kgtrain (fit $* + tta-predict): test accuracy $kg_acc (validation $kg_val), wall $all_wall s (fit $fit_wall s)"
-echo "per epoch (kgtrain): $("$PY" -c '
-import json,sys
-print("; ".join(f"{j[\"epoch\"]}: acc {j[\"accuracy\"]:.4f}" + (f" ema {j[\"ema_accuracy\"]:.4f}" if "ema_accuracy" in j else "") + f" at {j[\"elapsed_s\"]:.0f} s" for j in map(json.loads, open(sys.argv[1]))))' "$TMP/run/metrics.jsonl")"
+per_epoch=$("$PY" - "$TMP/run/metrics.jsonl" <<'PYEOF'
+import json, sys
+parts = []
+for line in open(sys.argv[1]):
+    j = json.loads(line)
+    ema = " ema %.4f" % j["ema_accuracy"] if "ema_accuracy" in j else ""
+    parts.append("%d: acc %.4f%s at %.0f s" % (j["epoch"], j["accuracy"], ema, j["elapsed_s"]))
+print("; ".join(parts))
+PYEOF
+)
+echo "per epoch (kgtrain): $per_epoch"
 if [[ "$peer_wall" != n/a ]]; then
   echo "wall time kgtrain / peer: $("$PY" -c "print(round($all_wall / $peer_wall, 2))")"
 fi
