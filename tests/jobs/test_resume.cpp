@@ -337,7 +337,7 @@ TEST_CASE("SIGTERM saves a checkpoint that resumes exactly; a damaged last is sk
   }
 }
 
-TEST_CASE("--resume auto with a run dir that has no checkpoint starts fresh and says so", "[integration][resume]") {
+TEST_CASE("resume auto: a run dir that has no checkpoint starts fresh and says so", "[integration][resume]") {
   auto& S = shared();
   const std::string& ref = S.reference(kOverrides);
   auto auto_fit = [&](const std::string& run) {
