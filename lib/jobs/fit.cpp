@@ -8,6 +8,7 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -268,7 +269,6 @@ int run_fit(const JobOptions& o) {
                "; metrics " + join(metrics.names(), ", ") + " (monitor " + monitor + ")" +
                (mixing_possible && data::mixup_enabled(mix, 0) ? "; mixup/cutmix on" : "") + "; callbacks " + join(cbs, ", "));
     if (!o.plot_schedule.empty()) {
-      auto tr = std::vector<double>{}, xs = std::vector<double>{};
       report::Series lr{"lr", {}, {}, false}, mom{"momentum", {}, {}, false};
       const double spe = static_cast<double>(std::max<int64_t>(1, plan.steps_in_epoch(0)));
       bool has_mom = false;
@@ -387,19 +387,21 @@ int run_fit(const JobOptions& o) {
     train::Trainer trainer({net.get(), opt.get(), loss.get(), &metrics, dev.device, task}, plan, topt, copt, train_loader,
                            valid_loader, mixing, train::build_callbacks(recipe), io);
     if (resuming) {
-      std::string ck = target.checkpoint;
-      if (!ck.empty()) {
-        auto st = train::load_checkpoint(ck, true).state;
-        if (st.value("fold", int64_t{-1}) != k) ck.clear();  // a specific checkpoint of another fold
+      // A checkpoint named by --resume (verified once here) serves its own fold; other folds take their
+      // newest complete one (find_latest already hashed it: no second verification).
+      std::optional<train::Checkpoint> given;
+      if (!target.checkpoint.empty()) {
+        auto c = train::load_checkpoint(target.checkpoint, true);
+        if (c.state.value("fold", int64_t{-1}) == k) given = std::move(c);
       }
+      std::string ck = given ? target.checkpoint : std::string();
       std::vector<std::string> skipped;
       if (ck.empty()) {
         if (auto latest = train::find_latest((dir / "checkpoints").string(), &skipped)) ck = *latest;
       }
       for (auto& s : skipped) log(o, "  resume: skipped damaged checkpoint " + s);
       if (!ck.empty()) {
-        auto c = train::load_checkpoint(ck, true);
-        trainer.resume(c);
+        trainer.resume(given ? *given : train::load_checkpoint(ck, false));
         log(o, (multi ? "fold " + std::to_string(k) + ": " : std::string()) + "resumed from " + ck + " (epoch " +
                    std::to_string(trainer.state().epoch) + ", update " + std::to_string(trainer.state().step) + ", batch " +
                    std::to_string(trainer.state().batch) + ")");

@@ -152,7 +152,6 @@ class Trainer {
   std::unique_ptr<EpochReport> last_report_;
   bool stop_requested_ = false, stop_mid_epoch_ = false;
   std::string stop_reason_, stop_status_;
-  std::string outcome_status_ = "completed";
   std::chrono::steady_clock::time_point last_mark_ = std::chrono::steady_clock::now();
 };
 
