@@ -146,6 +146,12 @@ int dispatch(int argc, char** argv) {
                                           "run's recipe.toml is used when none is given)");
   fit->add_option("--plot-schedule", fit_plot, "draw the planned learning rate (and momentum) per update to this PNG and exit");
 
+  Common lrf_c;
+  auto* lrf = app.add_subcommand("lr-find", "fastai's learning-rate finder on the recipe's training stream: an exponential "
+                                            "lr sweep, the smoothed loss curve (lr_find.png) and four suggestions");
+  add_common(lrf, lrf_c, false, false);
+  lrf->add_flag("--smoke", lrf_c.smoke, "at most 20 sweep updates from 2 updates' worth of batches per epoch");
+
   auto* merge = app.add_subcommand("merge-oof", "merge out-of-fold predictions of fold runs (fit cv.fold=k on several "
                                                 "machines, or cv.fold=all) into oof.csv + cv.json");
   std::vector<std::string> merge_dirs;
@@ -163,6 +169,26 @@ int dispatch(int argc, char** argv) {
                                               "data (repeat to ensemble; mixes with --checkpoint)");
   pred->add_option("--out", out, "submission CSV path (default RUN_DIR/submission.csv)");
   pred->add_option("--probs", probs, "also write per-class probabilities to this CSV");
+  std::vector<std::string> pred_runs;
+  bool pred_oof = false;
+  pred->add_option("--from-run", pred_runs, "a fit run directory: every fold's checkpoint (tta.weights picks best, last, "
+                                            "ema or swa); repeat to ensemble runs");
+  pred->add_flag("--oof", pred_oof, "with --from-run: predict each fold's validation rows with its own model and the views; "
+                                    "writes oof_tta.csv and cv_tta.json (TTA measured on CV)");
+
+  Common pl_c;
+  auto* pl = app.add_subcommand("pseudo-label", "label the confident test rows with the ensemble and TTA views; writes "
+                                                "pseudo.csv and a recipe layer pseudo.toml to retrain with");
+  add_common(pl, pl_c, false);
+  std::vector<std::string> pl_ckpts, pl_runs;
+  std::string pl_out;
+  int64_t pl_rounds = 0;
+  pl->add_option("--checkpoint", pl_ckpts, "checkpoint directory (repeat to ensemble)");
+  pl->add_option("--from-run", pl_runs, "a fit run directory: every fold's checkpoint (repeat to ensemble runs)");
+  pl->add_option("--out", pl_out, "output folder for pseudo.csv, pseudo.toml and the rounds")->required();
+  pl->add_option("--rounds", pl_rounds, "predict -> select -> retrain cycles: each retrains the recipe with the pseudo rows "
+                                        "(OUT/round_<r>/fit), reports its CV score and predicts the next round with it "
+                                        "(default 0: predict and select only)")->check(CLI::NonNegativeNumber);
 
   Common pack_c;
   auto* pack = app.add_subcommand("pack", "pack the recipe's training/test table and its images into one memory-mapped file");
@@ -274,6 +300,10 @@ int dispatch(int argc, char** argv) {
     if (!fit_resume.empty() && fit_resume != "auto" && o.run_dir.empty()) o.run_dir = "";
     return jobs::run_fit(o);
   }
+  if (*lrf) {
+    install_signal_handlers();
+    return jobs::run_lr_find(resolve_job("lr-find", lrf_c));
+  }
   if (*merge) return jobs::run_merge_oof(merge_dirs, merge_out);
   if (*pred) {
     install_signal_handlers();
@@ -282,7 +312,18 @@ int dispatch(int argc, char** argv) {
     o.weights = pred_weights;
     o.out = out;
     o.probs = probs;
+    o.from_runs = pred_runs;
+    o.oof = pred_oof;
     return jobs::run_tta_predict(o);
+  }
+  if (*pl) {
+    install_signal_handlers();
+    auto o = resolve_job("pseudo-label", pl_c);
+    o.checkpoints = pl_ckpts;
+    o.from_runs = pl_runs;
+    o.out = pl_out;
+    o.rounds = pl_rounds;
+    return jobs::run_pseudo_label(o);
   }
   if (*pack) {
     auto o = resolve_job("pack", pack_c);

@@ -120,6 +120,17 @@ FoldSplit split_folds(const Table& t, const CvOptions& cv, uint64_t seed) {
 }
 
 std::vector<int> assign_folds(const Table& t, const CvOptions& cv, uint64_t seed) {
+  if (t.extra_begin >= 0) {
+    // data.extra_train_csv rows train in every fold (fold -1); the split is the training table's alone.
+    Table base = t;
+    std::vector<bool> keep(static_cast<size_t>(t.size()));
+    for (int64_t i = 0; i < t.size(); ++i) keep[static_cast<size_t>(i)] = !t.is_extra(i);
+    base.filter(keep);
+    base.extra_begin = -1;
+    auto f = assign_folds(base, cv, seed);
+    f.resize(static_cast<size_t>(t.size()), -1);
+    return f;
+  }
   const int k = static_cast<int>(cv.folds);
   std::string s = cv.strategy == "auto" ? (cv.group_col.empty() ? "stratified" : "group") : cv.strategy;
   if (s == "group") return group_folds(t.columns.at(cv.group_col), k, seed);

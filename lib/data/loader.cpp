@@ -93,7 +93,18 @@ void Loader::produce(int64_t b, Batch& out) {
     }
     return t;
   };
-  if (!table_.targets.empty()) {
+  bool soft = false;  // a batch holding soft pseudo-labelled rows carries [n, K] probabilities for every row
+  for (int64_t i = 0; i < n && !table_.soft.empty(); ++i) soft = soft || table_.is_extra(out.rows[static_cast<size_t>(i)]);
+  if (soft) {
+    const int64_t K = static_cast<int64_t>(table_.soft.size()) / (table_.size() - table_.extra_begin);
+    out.targets = at::zeros({n, K}, at::kFloat);
+    float* p = out.targets.data_ptr<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t r = out.rows[static_cast<size_t>(i)];
+      if (table_.is_extra(r)) std::copy_n(table_.soft.begin() + (r - table_.extra_begin) * K, K, p + i * K);
+      else p[i * K + table_.targets[static_cast<size_t>(r)]] = 1.0f;
+    }
+  } else if (!table_.targets.empty()) {
     out.targets = at::empty({n}, at::kLong);
     auto* t = out.targets.data_ptr<int64_t>();
     for (int64_t i = 0; i < n; ++i) t[i] = table_.targets[static_cast<size_t>(out.rows[static_cast<size_t>(i)])];

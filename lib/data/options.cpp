@@ -60,6 +60,13 @@ config::Fields<DataOptions> data_fields() {
   f.field("sample_submission", &DataOptions::sample_submission, "sample submission CSV whose format predictions follow");
   f.field("image_dir", &DataOptions::image_dir, "training images folder (relative to data.root)");
   f.field("test_image_dir", &DataOptions::test_image_dir, "test images folder (relative to data.root)");
+  f.field("extra_train_csv", &DataOptions::extra_train_csv,
+          "extra rows that only ever train, never validate (pseudo labels from kgtrain pseudo-label): a CSV with the id "
+          "column, the label column(s) and, for soft targets, one prob_<class> column per class; absolute or relative to "
+          "data.root; \"\" = none. folds.csv gives these rows fold -1");
+  f.field("extra_image_dir", &DataOptions::extra_image_dir,
+          "folder holding extra_train_csv's images (normally the test image folder), absolute or relative to data.root; "
+          "\"\" = data.test_image_dir");
   f.field("id_col", &DataOptions::id_col, "id column: the image file is image_dir/ID + image_ext");
   f.field("image_ext", &DataOptions::image_ext, "image file extension, with or without the dot");
   f.field("path_col", &DataOptions::path_col,

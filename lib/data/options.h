@@ -16,6 +16,8 @@ struct DataOptions {
   std::string sample_submission;           ///< the competition's sample submission ("" = none)
   std::string image_dir = "train";         ///< folder of training images (relative to root)
   std::string test_image_dir = "test";     ///< folder of test images (relative to root)
+  std::string extra_train_csv;             ///< extra training-only rows (pseudo labels); "" = none
+  std::string extra_image_dir;             ///< folder of extra_train_csv's images
   std::string id_col = "id";               ///< column naming each image: <image_dir>/<id><image_ext>
   std::string image_ext = ".png";          ///< image file extension, with or without the dot
   std::string path_col;                    ///< column of image paths relative to the image folder ("" = id_col + image_ext)

@@ -76,6 +76,7 @@ Table load_split(const DataOptions& o, Split split, const ClassList& classes, bo
   if (scan) scan_images(t, geometry(o), threads, bad);
   apply_bad_row_policy(t, std::move(bad), o.on_bad_row);
   KG_CHECK(!t.rows.empty(), DataError, t.csv_path, " has no rows");
+  if (split == Split::train && !o.extra_train_csv.empty()) append_extra_rows(o, classes, t, scan, threads);
   return t;
 }
 

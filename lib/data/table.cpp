@@ -151,7 +151,7 @@ ClassList ClassList::from_json(const nlohmann::json& j) {
 
 cv::Mat Table::image(size_t row, int channels) const {
   const Row& r = rows[row];
-  if (pack) return pack->image(r.item, channels);
+  if (pack && r.item >= 0) return pack->image(r.item, channels);  // extra rows of a packed table are loose files
   return decode_image(r.image, channels);
 }
 
@@ -187,9 +187,16 @@ std::vector<int64_t> Table::strata(int bins) const {
 
 void Table::filter(const std::vector<bool>& keep) {
   const size_t d = static_cast<size_t>(value_dim), f = static_cast<size_t>(feature_dim);
-  size_t out = 0;
+  const size_t eb = extra_begin >= 0 ? static_cast<size_t>(extra_begin) : rows.size();
+  const size_t sk = soft.empty() ? 0 : soft.size() / (rows.size() - eb);  // soft targets per extra row
+  size_t out = 0, kept_base = 0, out_soft = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
     if (!keep[i]) continue;
+    if (i < eb) ++kept_base;
+    if (sk && i >= eb) {
+      std::copy_n(soft.begin() + static_cast<std::ptrdiff_t>((i - eb) * sk), sk, soft.begin() + static_cast<std::ptrdiff_t>(out_soft * sk));
+      ++out_soft;
+    }
     if (out != i) rows[out] = std::move(rows[i]);
     if (!targets.empty()) targets[out] = targets[i];
     if (!values.empty()) std::copy_n(values.begin() + static_cast<std::ptrdiff_t>(i * d), d, values.begin() + static_cast<std::ptrdiff_t>(out * d));
@@ -207,6 +214,8 @@ void Table::filter(const std::vector<bool>& keep) {
     col.resize(o2);
   }
   rows.resize(out);
+  if (extra_begin >= 0) extra_begin = static_cast<int64_t>(kept_base);
+  if (sk) soft.resize(out_soft * sk);
   if (!targets.empty()) targets.resize(out);
   if (!values.empty()) values.resize(out * d);
   if (!features.empty()) features.resize(out * f);

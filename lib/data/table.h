@@ -66,7 +66,13 @@ struct Table {
   std::shared_ptr<const PackReader> pack;  // set for packed sources
   std::map<std::string, std::vector<std::string>> columns;  // kept CSV columns (cv.group_col, cv.fold_col)
   std::vector<BadRow> dropped;   // rows removed under data.on_bad_row = "skip"
+  // data.extra_train_csv: rows [extra_begin, size()) train only (fold -1); -1 = none. Multiclass soft
+  // targets of those rows (K floats per extra row, prob_<class> columns) in `soft`; empty = hard labels.
+  int64_t extra_begin = -1;
+  std::vector<float> soft;
 
+  bool is_extra(int64_t row) const { return extra_begin >= 0 && row >= extra_begin; }
+  int64_t base_size() const { return extra_begin >= 0 ? extra_begin : size(); }
   bool labeled() const { return !targets.empty() || !values.empty(); }
   int64_t size() const { return static_cast<int64_t>(rows.size()); }
   // The row's image as 8-bit RGB or gray with `channels` channels; DataError when unreadable.
@@ -123,6 +129,11 @@ Table load_split(const DataOptions& o, Split split, const ClassList& classes, bo
 // bad rows fatal (DataError listing all of them).
 Table load_table(const DataOptions& o, const std::string& csv_rel, const std::string& image_dir,
                  const ClassList* classes, bool require_labels);
+
+// data.extra_train_csv: appends its rows (labels parsed for `classes`' task; prob_<class> columns give
+// multiclass soft targets, binary/multilabel probabilities) after the training rows, sets extra_begin.
+// Bad extra rows follow data.on_bad_row; an extra id equal to a training id is a bad row.
+void append_extra_rows(const DataOptions& o, const ClassList& classes, Table& t, bool scan, int threads);
 
 // Decodes every image; DataError listing every missing or damaged one.
 void check_images(const Table& t, const ImageGeometry& g, int threads);

@@ -5,6 +5,7 @@
 #include <c10/core/Device.h>
 
 #include "config/tree.h"
+#include "device/precision.h"
 
 namespace kg::device {
 
@@ -13,6 +14,7 @@ struct DeviceOptions {
   int64_t threads = 0;        ///< intra-op CPU threads; 0 = every core this process may use
   bool channels_last = false; ///< NHWC memory layout for convolution models (faster with cuDNN on tensor cores)
   bool deterministic = false; ///< deterministic algorithms only (an op without one is an error); resume is then bit-exact
+  std::string precision = "fp32";  ///< fp32 | bf16 (autocast)
 };
 
 struct DeviceInfo {
@@ -20,6 +22,7 @@ struct DeviceInfo {
   bool channels_last = false;
   int threads = 1;
   bool deterministic = false;
+  Precision precision = Precision::fp32;
   std::string description;  // "cpu (2 threads)" / "cuda:0 (NVIDIA H100, 80 GB)"
 };
 

@@ -25,6 +25,7 @@
 #include "data/source.h"
 #include "data/table.h"
 #include "device/device.h"
+#include "jobs/fit_setup.h"
 #include "jobs/job.h"
 #include "jobs/model_setup.h"
 #include "jobs/oof.h"
@@ -41,6 +42,7 @@
 #include "train/callback.h"
 #include "train/checkpoint.h"
 #include "train/engine.h"
+#include "train/lr_finder.h"
 #include "train/options.h"
 #include "train/plan.h"
 #include "train/trainer.h"
@@ -57,19 +59,6 @@ std::string fmt(double v, int prec = 4) {
   os.precision(prec);
   os << v;
   return os.str();
-}
-
-// The recipe with the task's default loss when [loss] name was not set (bce for binary/multilabel,
-// mse for regression): the schema's default is the multiclass one.
-config::Tree with_task_defaults(const config::Tree& recipe, const std::string& task) {
-  config::Tree r = recipe;
-  const config::Entry* e = r.find("loss.name");
-  if (!e || e->origin.kind == config::Origin::Kind::Default) {
-    config::Entry d;
-    d.value = loss::default_loss(task);
-    r.set("loss.name", d);
-  }
-  return r;
 }
 
 // Where a resumed run lives: --run-dir, the run of a given checkpoint, or the newest unfinished run.
@@ -164,95 +153,46 @@ int run_merge_oof(const std::vector<std::string>& dirs, const std::string& out_d
 }
 
 int run_fit(const JobOptions& o) {
-  const auto run = train::load_run_options(o.recipe);
-  const auto topt = train::load_train_options(o.recipe);
-  const auto copt = train::load_checkpoint_options(o.recipe);
-  const auto dopt = data::load_data_options(o.recipe);
-  const auto cv = data::load_cv_options(o.recipe);
-  auto dev = device::setup(device::load_options(o.recipe));
-  const auto seed = static_cast<uint64_t>(run.seed);
   const auto t_start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t_start).count(); };
-
-  const int threads = std::max<int>(1, static_cast<int>(dopt.num_workers));
-  data::ClassList classes = data::infer_classes(dopt);
-  const std::string task = data::task_name(classes.task);
-  const config::Tree recipe = with_task_defaults(o.recipe, task);
-  log(o, "kgtrain fit: " + dev.description + ", env " + o.env_name + "; checking data...");
-  data::Table table = data::load_split(dopt, data::Split::train, classes, /*scan=*/true, threads, data::fold_columns(cv));
-  const std::vector<int> folds = data::assign_folds(table, cv, seed);
-
-  const auto stages = data::size_schedule(dopt);
-  const auto geom = data::geometry(dopt);
-  std::vector<std::unique_ptr<data::Pipeline>> train_pipes;
-  const bool u8 = dopt.uint8_transfer;
-  for (auto& st : stages) train_pipes.push_back(std::make_unique<data::Pipeline>(dopt.augment, st.size, true, u8));
-  data::Pipeline eval_pipe(dopt.augment, geom, false, u8);
-  const bool pin = dopt.pin_memory && dev.device.is_cuda();
-  const auto mix = data::load_mixup_options(recipe);
-  const bool mixing_possible = classes.task != data::Task::regression;
-  const int64_t K = classes.outputs();
-  std::unique_ptr<data::ImageCache> cache;
-  if (dopt.cache == "ram") cache = std::make_unique<data::ImageCache>(static_cast<size_t>(dopt.cache_max_gb * (1ull << 30)));
-
-  // Smoke runs: two optimizer updates (each of train.accum_steps micro-batches).
-  const int64_t max_batches = o.smoke ? 2 * topt.accum_steps : -1;
-  const int64_t epochs = o.smoke ? 1 : topt.epochs;
-  auto batch_at = [&](int64_t epoch, int64_t n_epochs) {
-    auto& st = stages[data::stage_at(stages, epoch, n_epochs)];
-    return st.batch_size > 0 ? st.batch_size : topt.batch_size;
-  };
-  const metric::MetricSet metrics(recipe, task, K);
-  const auto loss = loss::build(recipe, {K, task});
-  const std::string monitor = metrics.monitor();
-
-  // Rows of fold k: (train, valid).
-  auto split_of = [&](int64_t k) {
-    std::pair<std::vector<int64_t>, std::vector<int64_t>> s;
-    for (int64_t i = 0; i < table.size(); ++i) (folds[static_cast<size_t>(i)] == k ? s.second : s.first).push_back(i);
-    KG_CHECK(!s.first.empty() && !s.second.empty(), DataError, "fold ", k, " of ", cv.folds, " leaves ", s.first.size(),
-             " training and ", s.second.size(), " validation rows; both need at least one");
-    return s;
-  };
-  auto make_steps_of = [&](int64_t n_train) {
-    return [&, n_train](int64_t epoch, int64_t n_epochs) {
-      int64_t b = data::num_batches(n_train, batch_at(epoch, n_epochs), true, max_batches);
-      return (b + topt.accum_steps - 1) / topt.accum_steps;
-    };
-  };
-
-  // --- the plan, printed once (the first fold's sizes) ---
+  FitSetup s(o, "fit");
+  const auto& run = s.run;
+  const auto& topt = s.topt;
+  const auto& copt = s.copt;
+  const auto& dopt = s.dopt;
+  const auto& cv = s.cv;
+  const auto& dev = s.dev;
+  const auto& classes = s.classes;
+  const std::string& task = s.task;
+  // optim.lr = "find" is replaced in s.recipe by the finder's suggestion before any fold trains.
+  const config::Tree& recipe = s.recipe;
+  const bool lr_find = lr_is_find(recipe);
+  const auto& table = s.table;
+  const auto& stages = s.stages;
+  const auto& geom = s.geom;
+  const auto& mix = s.mix;
+  const bool mixing_possible = s.mixing_possible;
+  const int64_t epochs = s.epochs;
+  const metric::MetricSet& metrics = *s.metrics;
+  const std::string& monitor = s.monitor;
+  auto split_of = [&](int64_t k) { return s.split_of(k); };
   const auto first_split = split_of(cv.run_folds.front());
-  std::string sizes;
-  for (auto& st : stages)
-    sizes += (sizes.empty() ? "" : ", ") + std::to_string(st.size.height) + "x" + std::to_string(st.size.width) +
-             (stages.size() > 1 ? " from " + fmt(st.start * 100, 3) + "%" : "");
-  std::string fold_text;
-  for (auto k : cv.run_folds) fold_text += (fold_text.empty() ? "" : ",") + std::to_string(k);
-  log(o, "  data    " + table.csv_path + " (" + data::resolve_format(dopt) + "): " + std::to_string(table.size()) + " rows" +
-             (table.dropped.empty() ? "" : " (" + std::to_string(table.dropped.size()) + " bad rows skipped)") + ", " + task +
-             ", " + std::to_string(classes.size()) + " classes; fold" + (cv.run_folds.size() > 1 ? "s " : " ") + fold_text +
-             " of " + std::to_string(cv.folds) + " (" + cv.strategy + "): " + std::to_string(first_split.first.size()) +
-             " train, " + std::to_string(first_split.second.size()) + " valid; input " + std::to_string(geom.channels) + "x" + sizes);
-  for (auto& b : table.dropped) log(o, "  bad row skipped: " + b.where + ": id " + b.id + ": " + b.reason);
-
   // Builds fold k's model (seeded the same for every fold: a fold trained alone equals the same fold in "all").
-  std::vector<std::string> weight_notes;
-  auto build_net = [&]() {
-    torch::manual_seed(seed);
-    auto net = model::build(recipe, model_context(geom, classes, table.feature_dim));
-    weight_notes.clear();
-    if (auto& r = net->pretrained_report()) weight_notes.push_back("model.pretrained " + model::load_options(recipe).pretrained + ": " + r->str());
-    for (auto& f : o.weights)
-      weight_notes.push_back("--weights " + f + ": " + model::load_weights(*net, model::read_safetensors(f), {}, f).str());
-    return net;
-  };
+  auto build_net = [&] { return s.build_net(); };
+  const auto& weight_notes = s.weight_notes;
+  if (lr_find) {
+    (void)train::load_lr_find_options(recipe);  // lr_find.start_lr < end_lr before anything is built
+    KG_CHECK(o.plot_schedule.empty(), UsageError, "--plot-schedule needs a number in optim.lr; with optim.lr = \"find\" the ",
+             "lr is only known after the finder runs: run kgtrain lr-find first, then --plot-schedule with optim.lr=<its lr>");
+  }
   {
     auto net = build_net();
     const auto msum = model::summarize(*net, geom.channels, geom.height, geom.width,
                                        stages.back().batch_size > 0 ? stages.back().batch_size : topt.batch_size, table.feature_dim);
-    train::Plan plan(recipe, epochs, make_steps_of(static_cast<int64_t>(first_split.first.size())), net->group_names());
-    auto opt = optim::build(recipe, *net);
+    // optim.lr = "find": any number shows the plan's shape; the finder sets the real one before training.
+    const config::Tree shown = lr_find ? with_lr(recipe, 1.0) : recipe;
+    train::Plan plan(shown, epochs, s.steps_of(static_cast<int64_t>(first_split.first.size())), net->group_names());
+    auto opt = optim::build(shown, *net);
     log(o, "  model   " + model::model_name(recipe) + ", " + std::to_string(model::count_parameters(*net)) + " parameters" +
                (table.feature_dim ? ", " + std::to_string(table.feature_dim) + " numeric features into the head" : "") +
                (dev.channels_last ? ", channels_last" : "") + (net->grad_checkpointing() ? ", gradient checkpointing" : "") +
@@ -262,7 +202,12 @@ int run_fit(const JobOptions& o) {
     for (std::string l; std::getline(lines, l);) log(o, "          " + l);
     std::vector<std::string> cbs;
     for (auto& cb : train::build_callbacks(recipe)) cbs.push_back(cb->name());
-    log(o, "  optim   " + opt->describe());
+    std::string optim_line = opt->describe();
+    if (lr_find) {  // "adamw lr 1, wd ..." -> "adamw lr = find (the lr finder runs first), wd ..."
+      const auto at = optim_line.find(" lr 1,");
+      if (at != std::string::npos) optim_line.replace(at, 6, " lr = find (the lr finder runs first),");
+    }
+    log(o, "  optim   " + optim_line);
     log(o, "  plan    " + plan.describe() + "; batch " + std::to_string(topt.batch_size) +
                (topt.accum_steps > 1 ? " x " + std::to_string(topt.accum_steps) + " accumulated" : "") + ", " +
                std::to_string(dopt.num_workers) + " workers; loss " + recipe.at("loss.name").value.get<std::string>() +
@@ -272,11 +217,11 @@ int run_fit(const JobOptions& o) {
       report::Series lr{"lr", {}, {}, false}, mom{"momentum", {}, {}, false};
       const double spe = static_cast<double>(std::max<int64_t>(1, plan.steps_in_epoch(0)));
       bool has_mom = false;
-      for (int64_t s = 0; s < plan.total_steps(); ++s) {
-        lr.x.push_back(static_cast<double>(s) / spe);
-        lr.y.push_back(plan.lr_at(s));
-        if (auto m = plan.momentum_at(s)) {
-          mom.x.push_back(static_cast<double>(s) / spe);
+      for (int64_t st = 0; st < plan.total_steps(); ++st) {
+        lr.x.push_back(static_cast<double>(st) / spe);
+        lr.y.push_back(plan.lr_at(st));
+        if (auto m = plan.momentum_at(st)) {
+          mom.x.push_back(static_cast<double>(st) / spe);
           mom.y.push_back(*m);
           has_mom = true;
         }
@@ -304,7 +249,6 @@ int run_fit(const JobOptions& o) {
   if (!target.note.empty()) log(o, "  " + target.note);
   const bool resuming = !target.run_dir.empty();
   std::string run_dir;
-  const std::string recipe_toml = config::to_toml(recipe, false);
   if (resuming) {
     run_dir = target.run_dir;
     KG_CHECK(fs::exists(fs::path(run_dir) / "folds.csv"), UsageError, "--resume: ", run_dir,
@@ -321,14 +265,38 @@ int run_fit(const JobOptions& o) {
     write_file_atomic((fs::path(run_dir) / "classes.json").string(), classes.to_json().dump(2) + "\n");
     std::string f = data::csv_line({"id", "fold"});
     for (int64_t i = 0; i < table.size(); ++i)
-      f += data::csv_line({table.rows[static_cast<size_t>(i)].id, std::to_string(folds[static_cast<size_t>(i)])});
+      f += data::csv_line({table.rows[static_cast<size_t>(i)].id, std::to_string(s.folds[static_cast<size_t>(i)])});
     write_file_atomic((fs::path(run_dir) / "folds.csv").string(), f);
     if (!table.dropped.empty()) write_file_atomic((fs::path(run_dir) / "bad_rows.csv").string(), data::bad_rows_csv(table.dropped));
   }
+  // optim.lr = "find": the finder on the first fold's freshly built network (its state is restored, and
+  // every fold builds its own network anyway), then every fold trains with its suggestion. A resumed
+  // run reuses the lr its finder chose.
+  json lr_find_summary;
+  if (lr_find) {
+    const fs::path found = fs::path(run_dir) / "lr_find.json";
+    json lf;
+    if (resuming && fs::exists(found)) {
+      lf = json::parse(read_file(found.string()));
+      KG_CHECK(lf.contains("lr") && lf["lr"].is_number(), DataError, found.string(), " holds no \"lr\": remove it to run the finder again");
+      log(o, "  lr find reused from " + found.string());
+    } else {
+      auto net = build_net();
+      net->to(dev.device);
+      if (dev.channels_last) net->set_channels_last(true);
+      lf = run_lr_finder(s, *net, cv.run_folds.front(), run_dir);
+    }
+    s.recipe = with_lr(s.recipe, lf["lr"].get<double>());
+    lr_find_summary = {{"lr", lf["lr"]}, {"chosen", lf["chosen"]}, {"suggestions", lf["suggestions"]}, {"steps", lf["steps"]},
+                       {"stopped_early", lf["stopped_early"]}, {"fold", cv.run_folds.front()}, {"seconds", lf["seconds"]}};
+    log(o, "  optim   lr = " + json(lf["lr"]).dump() + " (lr finder, " + lf["chosen"].get<std::string>() + ")");
+  }
+  const std::string recipe_toml = config::to_toml(recipe, false);
   const json prov = provenance(o);
   const double budget = train::parse_duration(run.time_limit);
   const bool multi = cv.run_folds.size() > 1;
   json summary = {{"command", "fit"}, {"run_dir", run_dir}, {"folds", json::array()}, {"metric", monitor}};
+  if (lr_find) summary["lr_find"] = lr_find_summary;
   train::ProgressStyle style{o.quiet, o.tty, topt.log_every_s};
 
   auto train_fold = [&](size_t fi, int64_t k) -> FoldOutcome {
@@ -346,24 +314,10 @@ int run_fit(const JobOptions& o) {
     net->to(dev.device);
     if (dev.channels_last) net->set_channels_last(true);
     auto opt = optim::build(recipe, *net);
-    train::Plan plan(recipe, epochs, make_steps_of(static_cast<int64_t>(train_rows.size())), net->group_names());
-    auto train_loader = [&, rows = train_rows](int64_t epoch, int64_t start) {
-      data::LoaderOptions lo{batch_at(epoch, plan.epochs()), true, true, static_cast<int>(dopt.num_workers),
-                             static_cast<int>(dopt.prefetch), seed, epoch, max_batches, cache.get(), pin};
-      lo.start_batch = start;
-      const auto& pipe = *train_pipes[data::stage_at(stages, std::min(epoch, plan.epochs() - 1), plan.epochs())];
-      return std::make_unique<data::Loader>(table, rows, pipe, lo);
-    };
-    auto valid_loader = [&, rows = valid_rows]() {
-      data::LoaderOptions vo{train::eval_batch_size(topt), false, false, static_cast<int>(dopt.num_workers),
-                             static_cast<int>(dopt.prefetch), seed, 0, max_batches, cache.get(), pin};
-      return std::make_unique<data::Loader>(table, rows, eval_pipe, vo);
-    };
-    train::MixFn mixing;
-    if (mixing_possible && (data::mixup_enabled(mix, 0) || mix.off_epoch > 0))
-      mixing = [&](at::Tensor& x, at::Tensor& y, int64_t epoch, int64_t index) {
-        if (data::mixup_enabled(mix, epoch)) data::apply_mixup(mix, x, y, K, seed, epoch, index);
-      };
+    train::Plan plan(recipe, epochs, s.steps_of(static_cast<int64_t>(train_rows.size())), net->group_names());
+    auto train_loader = [&, rows = train_rows](int64_t epoch, int64_t start) { return s.train_loader(rows, epoch, plan.epochs(), start); };
+    auto valid_loader = [&, rows = valid_rows]() { return s.valid_loader(rows); };
+    train::MixFn mixing = s.mix_fn();
     train::TrainerIO io;
     io.dir = dir.string();
     io.label = multi ? "fold " + std::to_string(k) : "";
@@ -384,7 +338,7 @@ int run_fit(const JobOptions& o) {
       double share = left / static_cast<double>(cv.run_folds.size() - fi);
       io.deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, share) * 1000));
     }
-    train::Trainer trainer({net.get(), opt.get(), loss.get(), &metrics, dev.device, task}, plan, topt, copt, train_loader,
+    train::Trainer trainer({net.get(), opt.get(), s.loss.get(), &metrics, dev.device, task, dev.precision}, plan, topt, copt, train_loader,
                            valid_loader, mixing, train::build_callbacks(recipe), io);
     if (resuming) {
       // A checkpoint named by --resume (verified once here) serves its own fold; other folds take their
@@ -431,7 +385,7 @@ int run_fit(const JobOptions& o) {
       used = "checkpoints/best";
     }
     auto vl = valid_loader();
-    auto pred = train::predict(*net, *vl, dev.device, nullptr, task);
+    auto pred = train::predict(*net, *vl, dev.device, nullptr, task, dev.precision);
     double value = metrics.compute(pred.probs, pred.targets).at(monitor == "valid_loss" ? metrics.names().front() : monitor);
     out.summary["oof"] = {{"weights", used}, {"rows", pred.images}};
     write_oof_fold(dir.string(), table, classes, dopt.id_col, k, cv.folds, monitor == "valid_loss" ? metrics.names().front() : monitor,
@@ -465,15 +419,15 @@ int run_fit(const JobOptions& o) {
   }
   if (o.smoke) {
     // Lightning's fast_dev_run also exercises prediction: two batches of the test table.
-    data::Table test = data::load_split(dopt, data::Split::test, classes, false, threads);
+    data::Table test = data::load_split(dopt, data::Split::test, classes, false, s.threads);
     std::vector<int64_t> rows(static_cast<size_t>(test.size()));
     for (int64_t i = 0; i < test.size(); ++i) rows[static_cast<size_t>(i)] = i;
     data::LoaderOptions po{train::eval_batch_size(topt), false, false, static_cast<int>(dopt.num_workers),
-                           static_cast<int>(dopt.prefetch), seed, 0, 2};
-    data::Loader ploader(test, rows, eval_pipe, po);
+                           static_cast<int>(dopt.prefetch), s.seed, 0, 2};
+    data::Loader ploader(test, rows, *s.eval_pipe, po);
     auto net = build_net();
     net->to(dev.device);
-    auto pred = train::predict(*net, ploader, dev.device, nullptr, task);
+    auto pred = train::predict(*net, ploader, dev.device, nullptr, task, dev.precision);
     summary["smoke_predictions"] = pred.images;
     log(o, "smoke: predicted " + std::to_string(pred.images) + " test rows");
   }

@@ -10,7 +10,7 @@
 namespace kg::jobs {
 
 struct JobOptions {
-  std::string command;                // fit | tta-predict
+  std::string command;                // fit | lr-find | tta-predict | ...
   config::Tree recipe;                // validated, defaults filled in
   std::vector<std::string> layers;    // recipe files applied, in order
   std::string env_name;               // environment layer chosen
@@ -24,7 +24,10 @@ struct JobOptions {
   std::vector<std::string> weights;   // fit: initial weights file; tta-predict: weights files to predict with
   std::string resume;                 // fit: "" (fresh), "auto" (newest unfinished run / checkpoint), or a run or checkpoint dir
   std::string plot_schedule;          // fit: draw the planned lr curve to this PNG and exit (no training)
-  std::string out;                    // tta-predict: submission path
+  std::vector<std::string> from_runs; // tta-predict, pseudo-label: fit run directories (all their folds' checkpoints)
+  bool oof = false;                   // tta-predict --oof: each fold's model on its own validation rows with the views
+  int64_t rounds = 0;                 // pseudo-label --rounds: predict -> select -> retrain cycles (0: predict + select only)
+  std::string out;                    // tta-predict: submission path; pseudo-label: output folder
   std::string probs;                  // tta-predict: per-class probabilities path
   std::string pack_split = "train";   // pack: train | test | both
   bool pack_raw = false;              // pack: store pre-resized raw pixels instead of the encoded files
@@ -48,9 +51,13 @@ struct JobOptions {
 };
 
 int run_fit(const JobOptions& o);
+// `kgtrain lr-find`: fastai's lr finder on the recipe's training stream (lib/jobs/lr_find.cpp).
+int run_lr_find(const JobOptions& o);
 // `kgtrain merge-oof DIR... --out DIR`: oof.csv + cv.json from fold outputs of one or several runs.
 int run_merge_oof(const std::vector<std::string>& dirs, const std::string& out_dir);
 int run_tta_predict(const JobOptions& o);
+// `kgtrain pseudo-label`: confident test rows labelled by the ensemble, pseudo.csv + pseudo.toml (lib/jobs/pseudo_label.cpp).
+int run_pseudo_label(const JobOptions& o);
 int run_pack(const JobOptions& o);
 // `kgtrain bench-data`: the input pipeline's throughput without the model (lib/jobs/bench_data.cpp).
 int run_bench_data(const JobOptions& o);

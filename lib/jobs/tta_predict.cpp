@@ -1,134 +1,207 @@
-// `kgtrain tta-predict`: predict the test table with one or more checkpoints, average the class
-// probabilities, write the submission (and optionally the probabilities); score when labels exist.
+// `kgtrain tta-predict`: predict the test table with an ensemble (checkpoints, every fold of fit runs,
+// weights files) and the tta.views; write the submission (and the probabilities); with labels, score
+// every view, every member and the ensemble. `--oof` instead predicts each fold's validation rows with
+// its own model and the views (oof_tta.csv, cv_tta.json): TTA measured on CV.
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "core/error.h"
 #include "core/fs.h"
-#include "data/loader.h"
+#include "core/strings.h"
+#include "data/csv.h"
 #include "data/options.h"
 #include "data/submission.h"
 #include "data/table.h"
-#include "device/device.h"
+#include "jobs/ensemble.h"
 #include "jobs/job.h"
-#include "jobs/model_setup.h"
-#include "metric/metric.h"
+#include "jobs/oof.h"
 #include "metric/metric_set.h"
-#include "model/model.h"
-#include "model/safetensors.h"
-#include "model/weights.h"
-#include "train/checkpoint.h"
-#include "train/engine.h"
-#include "train/options.h"
+#include "tta/view.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace kg::jobs {
+namespace {
+
+std::string fmt4(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.4f", v);
+  return b;
+}
+
+// One line per scored prediction: "  name  metric=value ...".
+std::string score_line(const std::string& name, const std::map<std::string, double>& values, const std::vector<std::string>& order) {
+  std::string s = "  " + name;
+  if (s.size() < 44) s.resize(44, ' ');
+  for (auto& n : order) s += "  " + n + " " + fmt4(values.at(n));
+  return s;
+}
+
+json scores_json(const std::map<std::string, double>& values) {
+  json j = json::object();
+  for (auto& [k, v] : values) j[k] = v;
+  return j;
+}
+
+// --oof: each fold's model on its own validation rows (folds.csv of its run).
+int run_oof(const JobOptions& o, const Ensemble& e, const std::string& run_dir, std::chrono::steady_clock::time_point t0) {
+  KG_CHECK(!e.members.empty(), UsageError, "--oof needs --from-run RUN_DIR");
+  for (auto& m : e.members)
+    KG_CHECK(!m.run_dir.empty() && m.fold >= 0, UsageError, "--oof predicts each fold's validation rows with that fold's "
+             "model: give fit runs with --from-run (", m.name, " is not a fold of a run)");
+  auto dopt = data::load_data_options(o.recipe);
+  dopt.on_bad_row = "skip";  // the split (folds.csv) says which rows were trained on
+  data::Table table = data::load_split(dopt, data::Split::train, e.classes, false, std::max<int>(1, static_cast<int>(dopt.num_workers)));
+  EnsemblePredictor predictor(o, e.classes, table.feature_dim);
+  const metric::MetricSet metrics(o.recipe, predictor.task(), e.classes.outputs());
+  const std::string metric = metrics.names().front();
+  std::map<std::string, int64_t> row_of;
+  for (int64_t i = 0; i < table.size(); ++i) row_of[table.rows[static_cast<size_t>(i)].id] = i;
+  json folds = json::array();
+  std::string folds_csv;
+  std::cout << "out-of-fold " << metric << " per view:\n";
+  for (auto& m : e.members) {
+    fs::path split = fs::path(m.run_dir) / "folds.csv";
+    KG_CHECK(fs::exists(split), UsageError, "--oof: ", m.run_dir, " has no folds.csv (not a kgtrain fit run)");
+    if (folds_csv.empty()) folds_csv = split.string();
+    KG_CHECK(read_file(split.string()) == read_file(folds_csv), UsageError, "--oof: ", m.run_dir, " and the first run use ",
+             "different splits (folds.csv differ); their OOF predictions cannot be merged");
+    auto csv = data::read_csv(split.string());
+    int idc = csv.require_column("id", ""), fc = csv.require_column("fold", "");
+    int64_t folds_total = 0;  // the run's split, not the recipe's cv.folds (a run may have overridden it)
+    for (auto& row : csv.rows) folds_total = std::max<int64_t>(folds_total, std::atoll(row[static_cast<size_t>(fc)].c_str()) + 1);
+    std::vector<int64_t> rows;
+    for (size_t r = 0; r < csv.rows.size(); ++r)
+      if (std::atoll(csv.rows[r][static_cast<size_t>(fc)].c_str()) == m.fold) {
+        auto it = row_of.find(csv.rows[r][static_cast<size_t>(idc)]);
+        KG_CHECK(it != row_of.end(), DataError, csv.where(r + 1), ": id ", csv.rows[r][static_cast<size_t>(idc)],
+                 " is not in the training table any more; the data changed since the fit");
+        rows.push_back(it->second);
+      }
+    auto mp = predictor.predict(m, table, rows);
+    train::Predictions pred;
+    pred.probs = mp.probs;
+    pred.targets = mp.targets;
+    pred.rows = mp.rows;
+    pred.images = static_cast<int64_t>(mp.rows.size());
+    json views = json::object();
+    for (size_t v = 0; v < mp.view_probs.size(); ++v) {
+      auto s = metrics.compute(mp.view_probs[v], mp.targets);
+      views[mp.view_labels[v]] = scores_json(s);
+      std::cout << score_line("fold " + std::to_string(m.fold) + " " + mp.view_labels[v], s, {metric}) << "\n";
+    }
+    auto merged = metrics.compute(mp.probs, mp.targets);
+    std::cout << score_line("fold " + std::to_string(m.fold) + " merged", merged, {metric}) << "\n";
+    const std::string fdir = (fs::path(run_dir) / "oof_tta" / ("fold_" + std::to_string(m.fold))).string();
+    json extra = {{"weights", m.name}, {"views", views}};
+    write_oof_fold(fdir, table, e.classes, dopt.id_col, m.fold, folds_total, metric, pred, extra);
+    folds.push_back({{"fold", m.fold}, {"weights", m.name}, {"views", views}, {"merged", scores_json(merged)}});
+  }
+  write_file_atomic((fs::path(run_dir) / "oof_tta" / "folds.csv").string(), read_file(folds_csv));
+  auto cv = merge_oof({(fs::path(run_dir) / "oof_tta").string()}, run_dir);
+  fs::rename(fs::path(run_dir) / "oof.csv", fs::path(run_dir) / "oof_tta.csv");
+  fs::rename(fs::path(run_dir) / "cv.json", fs::path(run_dir) / "cv_tta.json");
+  std::cout << "cv with TTA: " << metric << " oof " << fmt4(cv["oof"].get<double>()) << " (folds mean "
+            << fmt4(cv["mean"].get<double>()) << " +- " << fmt4(cv["std"].get<double>()) << ") -> " << run_dir << "/oof_tta.csv\n";
+  json summary = {{"command", "tta-predict"}, {"mode", "oof"}, {"run_dir", run_dir}, {"runs", o.from_runs},
+                  {"views", predictor.view_labels()}, {"folds", folds}, {"cv", cv}, {"status", "completed"},
+                  {"oof_tta", (fs::path(run_dir) / "oof_tta.csv").string()},
+                  {"wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
+  write_summary(run_dir, summary);
+  return kExitOk;
+}
+
+}  // namespace
 
 int run_tta_predict(const JobOptions& o) {
-  KG_CHECK(!o.checkpoints.empty() || !o.weights.empty(), UsageError,
-           "tta-predict needs at least one --checkpoint DIR (e.g. RUN/checkpoints/best) or --weights FILE.safetensors");
-  const auto& recipe = o.recipe;
   auto t0 = std::chrono::steady_clock::now();
-  auto topt = train::load_train_options(recipe);
-  auto dopt = data::load_data_options(recipe);
-  auto dev = device::setup(device::load_options(recipe));
-  const auto geom = data::geometry(dopt);
-
-  // Each model to average: a kgtrain checkpoint (weights + class list) or a bare weights file, which
-  // uses the recipe's model and the class list of the recipe's data.
-  struct Source {
-    std::string name;
-    model::TensorMap weights;
-  };
-  std::vector<Source> sources;
-  data::ClassList classes;
-  bool have_classes = false;
-  for (auto& dir : o.checkpoints) {
-    auto c = train::load_checkpoint(dir);
-    auto cl = data::ClassList::from_json(c.state.at("classes"));
-    if (!have_classes) classes = cl, have_classes = true;
-    KG_CHECK(cl.names == classes.names, UsageError, "checkpoints disagree on the classes: ", o.checkpoints[0], " has ",
-             classes.size(), ", ", c.dir, " has ", cl.size(), "; ensembles need the same classes");
-    sources.push_back({c.dir + "/model.safetensors", std::move(c.weights)});
+  KG_CHECK(!o.oof || !o.from_runs.empty(), UsageError, "--oof needs --from-run RUN_DIR (the fold models and their split)");
+  Ensemble e = collect_members(o);
+  auto dopt = data::load_data_options(o.recipe);
+  const auto topt = tta::load_tta_options(o.recipe);
+  if (o.oof) {
+    if (o.dry_run) {
+      log(o, "dry run: recipe valid, " + std::to_string(e.members.size()) + " fold model(s) found; nothing predicted");
+      return kExitOk;
+    }
+    return run_oof(o, e, prepare_run_dir(o), t0);
   }
-  if (!o.weights.empty()) {
-    auto cl = data::infer_classes(dopt);
-    if (have_classes)
-      KG_CHECK(cl.names == classes.names, UsageError, "--weights use the recipe's classes (", cl.size(),
-               ") but the checkpoints have ", classes.size(), "; ensembles need the same classes");
-    classes = cl;
-    for (auto& f : o.weights) sources.push_back({f, model::read_safetensors(f)});
-  }
-  KG_CHECK(classes.task == data::Task::multiclass, ConfigError, "tta-predict: checkpoints of a ", data::task_name(classes.task),
-           " task cannot be predicted yet; only multiclass models train in this version");
   // Every test row needs a prediction: a bad test row is an error whatever data.on_bad_row says.
   dopt.on_bad_row = "error";
-  data::Table test = data::load_split(dopt, data::Split::test, classes, /*scan=*/true,
-                                      std::max<int>(1, static_cast<int>(dopt.num_workers)));
-  log(o, "kgtrain tta-predict: " + dev.description + "; " + std::to_string(test.size()) + " rows from " + test.csv_path +
-             "; " + std::to_string(sources.size()) + " model(s)");
-  auto net = model::build(recipe, model_context(geom, classes, test.feature_dim));
-  // Every source must fit the model exactly (head included) before anything is predicted.
-  const model::LoadPolicy exact{/*strict=*/true, /*reinit_head=*/false};
-  for (auto& src : sources) model::load_weights(*net, src.weights, exact, src.name);
+  data::Table test = data::load_split(dopt, data::Split::test, e.classes, /*scan=*/true, std::max<int>(1, static_cast<int>(dopt.num_workers)));
+  EnsemblePredictor predictor(o, e.classes, test.feature_dim);
+  log(o, "kgtrain tta-predict: " + predictor.device_description() + "; " + std::to_string(test.size()) + " rows from " +
+             test.csv_path + "; " + std::to_string(e.members.size()) + " model(s) x views " + join(predictor.view_labels(), ", "));
   if (o.dry_run) {
-    log(o, "dry run: recipe valid, checkpoints match the model, every test image readable; nothing predicted");
+    // Every member must fit the model exactly (head included).
+    for (auto& m : e.members) predictor.check(m);
+    log(o, "dry run: recipe valid, every member fits the model, every test image readable; nothing predicted");
     return kExitOk;
   }
   const std::string run_dir = prepare_run_dir(o);
-  net->to(dev.device);
-  if (dev.channels_last) net->set_channels_last(true);
-
-  data::Pipeline pipe(dopt.augment, geom, false, dopt.uint8_transfer);
   std::vector<int64_t> rows(static_cast<size_t>(test.size()));
   for (int64_t i = 0; i < test.size(); ++i) rows[static_cast<size_t>(i)] = i;
-  const int64_t max_batches = o.smoke ? 2 : -1;
-  at::Tensor sum;
-  json per_ckpt = json::array();
-  const metric::MetricSet metrics(recipe, data::task_name(classes.task), classes.outputs());
+  const metric::MetricSet metrics(o.recipe, predictor.task(), e.classes.outputs());
+  std::vector<at::Tensor> member_probs;
+  at::Tensor targets;
   int64_t predicted = 0;
-  for (auto& src : sources) {
-    model::load_weights(*net, src.weights, exact, src.name);
-    data::LoaderOptions lo{train::eval_batch_size(topt), false, false, static_cast<int>(dopt.num_workers),
-                           static_cast<int>(dopt.prefetch), 0, 0, max_batches, nullptr,
-                           dopt.pin_memory && dev.device.is_cuda()};
-    data::Loader loader(test, rows, pipe, lo);
-    auto pred = train::predict(*net, loader, dev.device, nullptr);
-    predicted = pred.images;
-    sum = sum.defined() ? sum + pred.probs : pred.probs;
-    json entry = {{"weights", src.name}, {"images_per_s", pred.seconds > 0 ? pred.images / pred.seconds : 0.0}};
-    if (pred.targets.defined())
-      for (auto& [name, v] : metrics.compute(pred.probs, pred.targets)) entry[name] = v;
-    per_ckpt.push_back(entry);
+  json per_member = json::array();
+  std::vector<std::string> lines;
+  for (auto& m : e.members) {
+    auto mp = predictor.predict(m, test, rows);
+    predicted = static_cast<int64_t>(mp.rows.size());
+    member_probs.push_back(mp.probs);
+    targets = mp.targets;
+    json entry = {{"weights", m.name}, {"fold", m.fold}, {"images_per_s", mp.seconds > 0 ? mp.images / mp.seconds : 0.0},
+                  {"views_per_image", mp.view_labels.size()}};
+    if (targets.defined()) {
+      json views = json::object();
+      for (size_t v = 0; v < mp.view_probs.size(); ++v) {
+        auto s = metrics.compute(mp.view_probs[v], targets);
+        views[mp.view_labels[v]] = scores_json(s);
+        lines.push_back(score_line(fs::path(m.name).parent_path().filename().string() + (m.fold >= 0 ? " fold " + std::to_string(m.fold) : "") +
+                                       " " + mp.view_labels[v], s, metrics.names()));
+      }
+      auto merged = metrics.compute(mp.probs, targets);
+      entry["views"] = views;
+      entry["merged"] = scores_json(merged);
+      if (mp.view_probs.size() > 1)
+        lines.push_back(score_line((m.fold >= 0 ? "fold " + std::to_string(m.fold) + " " : std::string("model ")) + "views merged", merged, metrics.names()));
+    }
+    per_member.push_back(entry);
   }
-  at::Tensor probs = sum / static_cast<double>(sources.size());
+  at::Tensor probs = merge_members(member_probs, o.recipe, predictor.task());
   data::Table scored = test;
   if (predicted < test.size()) {  // smoke: only the predicted rows
     scored.rows.resize(static_cast<size_t>(predicted));
-    if (scored.labeled()) scored.targets.resize(static_cast<size_t>(predicted));
+    if (!scored.targets.empty()) scored.targets.resize(static_cast<size_t>(predicted));
   }
-  json summary = {{"command", "tta-predict"}, {"run_dir", run_dir}, {"models", per_ckpt}, {"rows", predicted}};
-  if (scored.labeled()) {
-    auto values = metrics.compute(probs, torch::tensor(scored.targets));
-    json all = json::object();
-    for (auto& [name, v] : values) all[name] = v;
+  json summary = {{"command", "tta-predict"}, {"run_dir", run_dir}, {"models", per_member}, {"rows", predicted},
+                  {"views", predictor.view_labels()}, {"merge", topt.merge}, {"weights", topt.weights}};
+  if (targets.defined()) {
+    auto values = metrics.compute(probs, targets);
     const std::string name = metrics.names().front();
     summary["metric"] = {{"name", name}, {"value", values.at(name)}};
-    summary["metrics"] = all;
+    summary["metrics"] = scores_json(values);
+    if (e.members.size() > 1) lines.push_back(score_line("ensemble of " + std::to_string(e.members.size()), values, metrics.names()));
+    std::cout << "scores on " << test.csv_path << ":\n";
+    for (auto& l : lines) std::cout << l << "\n";
     for (auto& n : metrics.names()) std::cout << n << " on " << test.csv_path << ": " << values.at(n) << "\n";
   }
   std::string out = o.out.empty() ? (fs::path(run_dir) / "submission.csv").string() : o.out;
   data::DataOptions fmt = dopt;
   if (o.smoke) fmt.sample_submission.clear();  // a partial prediction cannot follow the full sample
-  write_file_atomic(out, data::format_submission(fmt, scored, probs, classes));
+  data::SubmissionFormat sf{topt.output, tta::thresholds(topt, e.classes.outputs())};
+  write_file_atomic(out, data::format_submission(fmt, scored, probs, e.classes, sf));
   summary["submission"] = out;
   if (!o.probs.empty()) {
-    write_file_atomic(o.probs, data::format_probabilities(dopt, scored, probs, classes));
+    write_file_atomic(o.probs, data::format_probabilities(dopt, scored, probs, e.classes));
     summary["probs"] = o.probs;
   }
   summary["status"] = "completed";

@@ -2,6 +2,7 @@
 // pseudo-label. The training loop itself is train/trainer.h.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include <c10/core/Device.h>
 
 #include "data/loader.h"
+#include "device/precision.h"
 #include "loss/loss.h"
 #include "model/model.h"
 
@@ -24,7 +26,21 @@ struct Predictions {
 };
 
 // Evaluation mode, no gradients. Runs every batch of `loader`; `task` picks the output activation.
+// `precision`: the forward pass under autocast (device.precision); outputs are converted to float32.
 Predictions predict(model::Network& net, data::Loader& loader, const c10::Device& device, const loss::Loss* loss,
-                    const std::string& task = "multiclass");
+                    const std::string& task = "multiclass", device::Precision precision = device::Precision::fp32);
+
+// Raw outputs (logits / values, float32 on the CPU) of every view of each batch: views[i] maps the model
+// input batch to the i-th view's input (test-time augmentation); each batch is loaded once.
+using InputView = std::function<at::Tensor(const at::Tensor&)>;
+struct ViewOutputs {
+  std::vector<at::Tensor> raw;  // one [N, K] per view
+  at::Tensor targets;           // as Predictions::targets
+  std::vector<int64_t> rows;
+  int64_t images = 0;
+  double seconds = 0;
+};
+ViewOutputs predict_views(model::Network& net, data::Loader& loader, const c10::Device& device, device::Precision precision,
+                          const std::vector<InputView>& views);
 
 }  // namespace kg::train

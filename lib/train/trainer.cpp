@@ -141,7 +141,7 @@ Evaluation Trainer::evaluate(const model::TensorMap* weights) {
   Evaluation ev;
   {
     auto loader = valid_loader_();
-    ev.pred = predict(*p_.net, *loader, p_.device, p_.loss, p_.task);
+    ev.pred = predict(*p_.net, *loader, p_.device, p_.loss, p_.task, p_.precision);
   }
   if (weights) model::load_state_dict(*p_.net, backup, true, "training weights");
   ev.values = p_.metrics->compute(ev.pred.probs, ev.pred.targets);
@@ -254,7 +254,12 @@ bool Trainer::run_epoch(int64_t epoch) {
     auto y = b.targets.to(p_.device, /*non_blocking=*/true);
     if (mix_) mix_(x, y, epoch, b.index);
     at::Tensor f = b.features.defined() ? b.features.to(p_.device, /*non_blocking=*/true) : at::Tensor();
-    auto l = p_.loss->forward(p_.net->forward(x, f), y);
+    at::Tensor out;
+    {
+      device::AutocastScope autocast(p_.precision, p_.device.type());
+      out = p_.net->forward(x, f);
+    }
+    auto l = p_.loss->forward(out.to(torch::kFloat), y);  // the loss in float32 whatever the precision
     // Each micro-batch's mean loss weighs 1/(the group's real size): the group's gradient is the
     // gradient of its mean loss, also for a short final group (timm; Lightning divides by accum).
     (l / static_cast<double>(group_size)).backward();

@@ -68,6 +68,7 @@ struct TrainerParts {
   const metric::MetricSet* metrics = nullptr;
   c10::Device device = c10::Device(c10::kCPU);
   std::string task = "multiclass";
+  device::Precision precision = device::Precision::fp32;  // device.precision: the forward pass under autocast
 };
 
 struct TrainerIO {

@@ -19,6 +19,7 @@
 #include "optim/schedule.h"
 #include "test_paths.h"
 #include "train/callback.h"
+#include "tta/view.h"
 
 namespace {
 
@@ -86,6 +87,12 @@ void exercise(const std::string& kind, const kg::ComponentInfo& c) {
     auto cb = kg::train::callback_registry().create(c.name, kg::config::Options(&recipe, c.name), recipe);
     REQUIRE(cb != nullptr);
     CHECK(cb->name() == c.name);
+  } else if (kind == "tta_view") {
+    auto v = kg::tta::build_views(recipe, kg::data::ImageGeometry{16, 16, 3});
+    REQUIRE_FALSE(v.empty());
+    CHECK(v.back()->name() == c.name);
+    auto x = torch::randn({2, 3, 16, 16});
+    for (int64_t i = 0; i < v.back()->count(); ++i) CHECK(torch::isfinite(v.back()->apply(x, i)).all().item<bool>());
   } else {
     FAIL("no conformance check for registry kind " << kind << ": add one here");
   }

@@ -13,29 +13,18 @@
 #include "core/fs.h"
 #include "data/csv.h"
 #include "support/fixtures.h"
+#include "support/job_helpers.h"
 #include "test_paths.h"
 
 using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
+using kg::test::cat;
+using kg::test::column_by_id;
+using kg::test::read_json;
 
 const std::vector<std::string> kCv{"cv.folds=3", "train.epochs=1"};
-
-std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-json read_json(const std::string& path) { return json::parse(kg::read_file(path)); }
-
-// id -> column value of a CSV with a header.
-std::map<std::string, std::string> column_by_id(const kg::data::CsvTable& t, const std::string& col) {
-  std::map<std::string, std::string> m;
-  int c = t.require_column(col, "");
-  for (auto& r : t.rows) m[r[0]] = r[static_cast<size_t>(c)];
-  return m;
-}
 
 // Accuracy of the rows of an OOF file (all, or those of one fold): argmax over the "left"/"right"
 // probability columns against the training CSV's label.

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "data/loader.h"
+#include "device/device.h"
 #include "data/options.h"
 #include "data/table.h"
 #include "data/transform.h"
@@ -96,7 +97,9 @@ struct Rig {
     io.dir = dir;
     io.progress = {true, false, 10};
     trainer = std::make_unique<train::Trainer>(
-        train::TrainerParts{net.get(), opt.get(), loss.get(), metrics.get(), c10::Device(c10::kCPU), "multiclass"}, *plan,
+        train::TrainerParts{net.get(), opt.get(), loss.get(), metrics.get(), c10::Device(c10::kCPU), "multiclass",
+                            device::parse_precision(device::load_options(recipe).precision)},
+        *plan,
         topt, train::load_checkpoint_options(recipe), train_loader, valid_loader, std::move(mix), std::move(cbs), io);
   }
 

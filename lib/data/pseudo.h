@@ -1,0 +1,37 @@
+// Pseudo-labelling: which unlabeled rows the ensemble labels confidently enough to train on, and the
+// [pseudo] recipe section. The job is lib/jobs/pseudo_label.cpp.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "config/tree.h"
+
+namespace kg::data {
+
+struct PseudoOptions {  // recipe section [pseudo]; fields = recipe keys
+  double threshold = 0.9;     ///< keep rows whose confidence >= threshold (0 = no threshold)
+  double top_fraction = 0;    ///< per predicted class, keep this most confident fraction of its rows (0 = off)
+  bool soft = false;          ///< train on the probabilities (soft targets) instead of hard labels
+  std::string source_csv;     ///< the unlabeled table ("" = data.test_csv), relative to data.root
+  std::string source_image_dir;  ///< its images ("" = data.test_image_dir)
+};
+PseudoOptions load_pseudo_options(const config::Tree& recipe);
+
+struct PseudoSelection {
+  std::vector<int64_t> rows;       // selected row indices, ascending
+  std::vector<double> confidence;  // per selected row
+  std::vector<int64_t> label;      // multiclass / binary: the predicted class per selected row (-1 otherwise)
+};
+
+// probs [N, K]: multiclass softmax, binary [N, 1] sigmoid of the positive class, multilabel sigmoids.
+// Confidence: multiclass max p; binary max(p, 1 - p); multilabel min over labels of max(p, 1 - p).
+// A row is kept when it passes the threshold (when > 0) and, with top_fraction > 0, it is among the
+// ceil(top_fraction * n_c) most confident rows of its predicted class c (multilabel: of all rows) —
+// both rules together when both are set. Regression has no confidence: ConfigError unless
+// threshold = 0 and top_fraction = 0 (keep every row).
+PseudoSelection select_pseudo(const at::Tensor& probs, const std::string& task, const PseudoOptions& o);
+
+}  // namespace kg::data

@@ -1,0 +1,166 @@
+#include "jobs/fit_setup.h"
+
+#include <torch/torch.h>
+
+#include <sstream>
+
+#include "core/error.h"
+#include "data/folds.h"
+#include "data/loader.h"
+#include "data/source.h"
+#include "data/transform.h"
+#include "jobs/model_setup.h"
+#include "model/model.h"
+#include "model/safetensors.h"
+#include "model/weights.h"
+#include "optim/param_groups.h"
+
+namespace kg::jobs {
+namespace {
+
+std::string fmt(double v, int prec = 4) {
+  std::ostringstream os;
+  os.precision(prec);
+  os << v;
+  return os.str();
+}
+
+// The recipe with the task's default loss when [loss] name was not set (bce for binary/multilabel,
+// mse for regression): the schema's default is the multiclass one.
+config::Tree with_task_defaults(const config::Tree& recipe, const std::string& task) {
+  config::Tree r = recipe;
+  const config::Entry* e = r.find("loss.name");
+  if (!e || e->origin.kind == config::Origin::Kind::Default) {
+    config::Entry d;
+    d.value = loss::default_loss(task);
+    r.set("loss.name", d);
+  }
+  return r;
+}
+
+}  // namespace
+
+FitSetup::FitSetup(const JobOptions& opts, const std::string& command) : o(opts) {
+  run = train::load_run_options(o.recipe);
+  topt = train::load_train_options(o.recipe);
+  copt = train::load_checkpoint_options(o.recipe);
+  dopt = data::load_data_options(o.recipe);
+  cv = data::load_cv_options(o.recipe);
+  dev = device::setup(device::load_options(o.recipe));
+  seed = static_cast<uint64_t>(run.seed);
+  threads = std::max<int>(1, static_cast<int>(dopt.num_workers));
+  classes = data::infer_classes(dopt);
+  task = data::task_name(classes.task);
+  recipe = with_task_defaults(o.recipe, task);
+  log(o, "kgtrain " + command + ": " + dev.description + ", env " + o.env_name + "; checking data...");
+  table = data::load_split(dopt, data::Split::train, classes, /*scan=*/true, threads, data::fold_columns(cv));
+  folds = data::assign_folds(table, cv, seed);
+
+  stages = data::size_schedule(dopt);
+  geom = data::geometry(dopt);
+  const bool u8 = dopt.uint8_transfer;
+  for (auto& st : stages) train_pipes.push_back(std::make_unique<data::Pipeline>(dopt.augment, st.size, true, u8));
+  eval_pipe = std::make_unique<data::Pipeline>(dopt.augment, geom, false, u8);
+  pin = dopt.pin_memory && dev.device.is_cuda();
+  mix = data::load_mixup_options(recipe);
+  mixing_possible = classes.task != data::Task::regression;
+  K = classes.outputs();
+  if (dopt.cache == "ram") cache = std::make_unique<data::ImageCache>(static_cast<size_t>(dopt.cache_max_gb * (1ull << 30)));
+
+  // Smoke runs: two optimizer updates (each of train.accum_steps micro-batches).
+  max_batches = o.smoke ? 2 * topt.accum_steps : -1;
+  epochs = o.smoke ? 1 : topt.epochs;
+  metrics = std::make_unique<metric::MetricSet>(recipe, task, K);
+  loss = loss::build(recipe, {K, task});
+  monitor = metrics->monitor();
+
+  log(o, data_line());
+  for (auto& b : table.dropped) log(o, "  bad row skipped: " + b.where + ": id " + b.id + ": " + b.reason);
+}
+
+FitSetup::~FitSetup() = default;
+
+int64_t FitSetup::batch_at(int64_t epoch, int64_t n_epochs) const {
+  auto& st = stages[data::stage_at(stages, epoch, n_epochs)];
+  return st.batch_size > 0 ? st.batch_size : topt.batch_size;
+}
+
+std::pair<std::vector<int64_t>, std::vector<int64_t>> FitSetup::split_of(int64_t k) const {
+  std::pair<std::vector<int64_t>, std::vector<int64_t>> s;
+  for (int64_t i = 0; i < table.size(); ++i) (folds[static_cast<size_t>(i)] == k ? s.second : s.first).push_back(i);
+  KG_CHECK(!s.first.empty() && !s.second.empty(), DataError, "fold ", k, " of ", cv.folds, " leaves ", s.first.size(),
+           " training and ", s.second.size(), " validation rows; both need at least one");
+  return s;
+}
+
+std::function<int64_t(int64_t, int64_t)> FitSetup::steps_of(int64_t n_train) const {
+  return [this, n_train](int64_t epoch, int64_t n_epochs) {
+    int64_t b = data::num_batches(n_train, batch_at(epoch, n_epochs), true, max_batches);
+    return (b + topt.accum_steps - 1) / topt.accum_steps;
+  };
+}
+
+std::shared_ptr<model::Network> FitSetup::build_net() {
+  torch::manual_seed(seed);
+  auto net = model::build(recipe, model_context(geom, classes, table.feature_dim));
+  weight_notes.clear();
+  if (auto& r = net->pretrained_report())
+    weight_notes.push_back("model.pretrained " + model::load_options(recipe).pretrained + ": " + r->str());
+  for (auto& f : o.weights)
+    weight_notes.push_back("--weights " + f + ": " + model::load_weights(*net, model::read_safetensors(f), {}, f).str());
+  return net;
+}
+
+std::unique_ptr<data::Loader> FitSetup::train_loader(const std::vector<int64_t>& rows, int64_t epoch, int64_t n_epochs,
+                                                     int64_t start) const {
+  data::LoaderOptions lo{batch_at(epoch, n_epochs), true, true, static_cast<int>(dopt.num_workers),
+                         static_cast<int>(dopt.prefetch), seed, epoch, max_batches, cache.get(), pin};
+  lo.start_batch = start;
+  const auto& pipe = *train_pipes[data::stage_at(stages, std::min(epoch, n_epochs - 1), n_epochs)];
+  return std::make_unique<data::Loader>(table, rows, pipe, lo);
+}
+
+std::unique_ptr<data::Loader> FitSetup::valid_loader(const std::vector<int64_t>& rows) const {
+  data::LoaderOptions vo{train::eval_batch_size(topt), false, false, static_cast<int>(dopt.num_workers),
+                         static_cast<int>(dopt.prefetch), seed, 0, max_batches, cache.get(), pin};
+  return std::make_unique<data::Loader>(table, rows, *eval_pipe, vo);
+}
+
+std::function<void(at::Tensor&, at::Tensor&, int64_t, int64_t)> FitSetup::mix_fn() const {
+  if (!mixing_possible || !(data::mixup_enabled(mix, 0) || mix.off_epoch > 0)) return {};
+  return [this](at::Tensor& x, at::Tensor& y, int64_t epoch, int64_t index) {
+    if (data::mixup_enabled(mix, epoch)) data::apply_mixup(mix, x, y, K, seed, epoch, index);
+  };
+}
+
+std::string FitSetup::data_line() const {
+  const auto first_split = split_of(cv.run_folds.front());
+  std::string sizes;
+  for (auto& st : stages)
+    sizes += (sizes.empty() ? "" : ", ") + std::to_string(st.size.height) + "x" + std::to_string(st.size.width) +
+             (stages.size() > 1 ? " from " + fmt(st.start * 100, 3) + "%" : "");
+  std::string fold_text;
+  for (auto k : cv.run_folds) fold_text += (fold_text.empty() ? "" : ",") + std::to_string(k);
+  return "  data    " + table.csv_path + " (" + data::resolve_format(dopt) + "): " + std::to_string(table.size()) + " rows" +
+         (table.dropped.empty() ? "" : " (" + std::to_string(table.dropped.size()) + " bad rows skipped)") + ", " + task +
+         ", " + std::to_string(classes.size()) + " classes; fold" + (cv.run_folds.size() > 1 ? "s " : " ") + fold_text +
+         " of " + std::to_string(cv.folds) + " (" + cv.strategy + "): " + std::to_string(first_split.first.size()) +
+         " train, " + std::to_string(first_split.second.size()) + " valid; input " + std::to_string(geom.channels) + "x" + sizes;
+}
+
+bool lr_is_find(const config::Tree& recipe) {
+  const config::Entry* e = recipe.find("optim.lr");
+  return e && e->value.is_string() && e->value.get<std::string>() == "find";
+}
+
+config::Tree with_lr(const config::Tree& recipe, double lr) {
+  config::Tree r = recipe;
+  config::Entry e;
+  if (const config::Entry* old = recipe.find("optim.lr")) e = *old;
+  e.value = lr;
+  e.inner.clear();
+  r.set("optim.lr", e);
+  return r;
+}
+
+}  // namespace kg::jobs

@@ -1,0 +1,104 @@
+// What `fit` and `lr-find` build before they train anything: the table and its classes, the folds, the
+// pipelines (one per progressive-resizing stage), the RAM cache, the loss, the metrics, mixup, and how
+// a fold's network and loaders are made. One place, so the lr finder sweeps exactly the stream fit trains on.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
+
+#include "config/tree.h"
+#include "data/mixup.h"
+#include "data/options.h"
+#include "data/table.h"
+#include "device/device.h"
+#include "jobs/job.h"
+#include "loss/loss.h"
+#include "metric/metric_set.h"
+#include "train/options.h"
+
+namespace kg::data {
+class Pipeline;
+class ImageCache;
+class Loader;
+}  // namespace kg::data
+namespace kg::model {
+class Network;
+}
+
+namespace kg::jobs {
+
+struct FitSetup {
+  // Reads the recipe's sections, sets up the device, loads and checks the training table (logging the
+  // "data" line), assigns the folds, builds the pipelines, the loss and the metrics. `command` names the
+  // job in the first log line ("fit", "lr-find").
+  FitSetup(const JobOptions& o, const std::string& command);
+  ~FitSetup();
+  FitSetup(const FitSetup&) = delete;
+  FitSetup& operator=(const FitSetup&) = delete;
+
+  const JobOptions& o;
+  train::RunOptions run;
+  train::TrainOptions topt;
+  train::CheckpointOptions copt;
+  data::DataOptions dopt;
+  data::CvOptions cv;
+  device::DeviceInfo dev;
+  uint64_t seed = 0;
+  int threads = 1;                 // data.num_workers, at least 1 (table scan)
+  data::ClassList classes;
+  std::string task;
+  config::Tree recipe;             // o.recipe with the task's default loss (fit: optim.lr = "find" replaced here)
+  data::Table table;
+  std::vector<int> folds;          // fold of every table row
+  std::vector<data::SizeStage> stages;
+  data::ImageGeometry geom;        // the evaluation size (the last stage)
+  std::vector<std::unique_ptr<data::Pipeline>> train_pipes;  // one per stage
+  std::unique_ptr<data::Pipeline> eval_pipe;
+  bool pin = false;
+  data::MixupOptions mix;
+  bool mixing_possible = false;    // not for regression
+  int64_t K = 0;                   // model outputs
+  std::unique_ptr<data::ImageCache> cache;
+  int64_t max_batches = -1;        // --smoke: 2 updates' worth of micro-batches per epoch
+  int64_t epochs = 0;              // train.epochs (1 with --smoke)
+  std::unique_ptr<metric::MetricSet> metrics;
+  loss::LossPtr loss;
+  std::string monitor;
+  std::vector<std::string> weight_notes;  // what model.pretrained / --weights loaded into the last built network
+
+  // Micro-batch size in `epoch` of `n_epochs` (progressive resizing may change it).
+  int64_t batch_at(int64_t epoch, int64_t n_epochs) const;
+  // Table rows of fold k: (train, valid); DataError when either side is empty.
+  std::pair<std::vector<int64_t>, std::vector<int64_t>> split_of(int64_t k) const;
+  // Optimizer updates per epoch for `n_train` training rows (a Plan's StepsOf).
+  std::function<int64_t(int64_t, int64_t)> steps_of(int64_t n_train) const;
+  // The recipe's network, seeded with run.seed (every fold starts from the same weights), with
+  // model.pretrained / --weights applied (weight_notes says what they loaded). On the CPU.
+  std::shared_ptr<model::Network> build_net();
+  // fit's training loader of `epoch` (of a plan of `n_epochs`) over `rows`, from micro-batch `start`.
+  std::unique_ptr<data::Loader> train_loader(const std::vector<int64_t>& rows, int64_t epoch, int64_t n_epochs,
+                                             int64_t start = 0) const;
+  std::unique_ptr<data::Loader> valid_loader(const std::vector<int64_t>& rows) const;
+  // Mixup/cutmix on a micro-batch (epoch, batch index); empty when the recipe never mixes.
+  std::function<void(at::Tensor&, at::Tensor&, int64_t, int64_t)> mix_fn() const;
+  // "  data    train.csv (csv): 96 rows, multiclass, 2 classes; fold 1 of 4 (auto): 72 train, 24 valid; input 1x12x12"
+  std::string data_line() const;
+};
+
+// optim.lr = "find" in `recipe`.
+bool lr_is_find(const config::Tree& recipe);
+// `recipe` with optim.lr set to `lr` (its origin kept).
+config::Tree with_lr(const config::Tree& recipe, double lr);
+
+// The lr finder (lib/jobs/lr_find.cpp) on fold `fold`'s training rows with `net` (on the device, state
+// restored afterwards): writes lr_find.csv, lr_find.json and lr_find.png into `dir`, prints the table
+// and returns lr_find.json's content ("lr" is the chosen suggestion).
+nlohmann::json run_lr_finder(FitSetup& s, model::Network& net, int64_t fold, const std::string& dir);
+
+}  // namespace kg::jobs

@@ -1,0 +1,216 @@
+// `kgtrain lr-find`: fastai's learning-rate finder on the recipe's training stream (fold cv.fold's
+// training rows, augmentation, mixup, accumulation, optimizer, freezing and precision as fit's first
+// epoch would have them). Writes lr_find.csv / .json / .png and summary.json; `fit` with
+// optim.lr = "find" runs the same finder through run_lr_finder.
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "core/error.h"
+#include "core/fs.h"
+#include "core/sha256.h"
+#include "core/strings.h"
+#include "data/loader.h"
+#include "jobs/fit_setup.h"
+#include "jobs/job.h"
+#include "model/model.h"
+#include "report/plot.h"
+#include "train/lr_finder.h"
+#include "train/plan.h"
+#include "train/progress.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace kg::jobs {
+namespace {
+
+std::string num(double v, int digits = 3) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
+}
+
+// A CSV cell that reads back as the same double ("nan" / "inf" for non-finite values).
+std::string cell(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return json(v).dump();
+}
+
+// np.interp(x, xp, fp) for increasing xp: clamped to the end values outside.
+double interp(double x, const std::vector<double>& xp, const std::vector<double>& fp) {
+  if (xp.empty()) return NAN;
+  if (x <= xp.front()) return fp.front();
+  if (x >= xp.back()) return fp.back();
+  size_t i = 1;
+  while (i < xp.size() && xp[i] < x) ++i;
+  const double t = (x - xp[i - 1]) / (xp[i] - xp[i - 1]);
+  return fp[i - 1] + t * (fp[i] - fp[i - 1]);
+}
+
+// The epochs of fit's plan (fine_tune adds its frozen epochs): the loaders' progressive-resizing stage.
+int64_t plan_epochs(const FitSetup& s, const model::Network& net, int64_t n_train) {
+  const config::Tree r = lr_is_find(s.recipe) ? with_lr(s.recipe, 1.0) : s.recipe;
+  train::Plan plan(r, s.epochs, s.steps_of(n_train), net.group_names());
+  return plan.epochs();
+}
+
+void write_outputs(const train::LrFindResult& r, const std::string& dir) {
+  const fs::path d(dir);
+  std::string csv = "lr,loss,smoothed\n";
+  for (size_t i = 0; i < r.lrs.size(); ++i) csv += cell(r.lrs[i]) + "," + cell(r.losses[i]) + "," + cell(r.smoothed[i]) + "\n";
+  write_file_atomic((d / "lr_find.csv").string(), csv);
+  write_file_atomic((d / "lr_find.json").string(), r.to_json().dump(2) + "\n");
+
+  // fastai's plot_lr_find: the smoothed loss on a log lr axis without the last 5 points (skip_end).
+  report::Series curve{"smoothed loss", {}, {}, false};
+  const size_t shown = r.lrs.size() > 10 ? r.lrs.size() - 5 : r.lrs.size();
+  std::vector<double> log_lr, finite_loss;
+  for (size_t i = 0; i < shown; ++i) {
+    curve.x.push_back(r.lrs[i]);
+    curve.y.push_back(r.smoothed[i]);
+    if (std::isfinite(r.smoothed[i])) {
+      log_lr.push_back(std::log10(r.lrs[i]));
+      finite_loss.push_back(r.smoothed[i]);
+    }
+  }
+  std::vector<report::Marker> markers;
+  std::vector<std::string> order{r.chosen};
+  for (auto& n : train::suggestion_names())
+    if (n != r.chosen) order.push_back(n);
+  for (auto& n : order) {
+    auto it = r.suggestions.find(n);
+    if (it == r.suggestions.end() || !it->second) continue;
+    const double lr = *it->second;
+    markers.push_back({lr, interp(std::log10(lr), log_lr, finite_loss), (n == r.chosen ? "* " : "") + n + " " + num(lr)});
+  }
+  report::PlotOptions po;
+  po.title = "lr finder: " + r.chosen + " " + num(r.lr) + " (" + std::to_string(r.steps()) + " updates" +
+             (r.stopped_early ? ", stopped early" : "") + ")";
+  po.xlabel = "learning rate";
+  po.ylabel = "smoothed loss";
+  po.log_x = true;
+  report::line_plot((d / "lr_find.png").string(), {curve}, po, markers);
+}
+
+// The short table on stdout: the chosen suggestion first.
+void print_table(const train::LrFindResult& r, const std::string& dir) {
+  std::cout << "lr finder: " << r.steps() << " updates from " << num(r.options.start_lr) << " to " << num(r.lrs.back())
+            << (r.stopped_early ? " (stopped early: " + r.stop_reason + ")" : "") << ", " << num(r.seconds, 4) << " s ("
+            << num(r.seconds / static_cast<double>(std::max<int64_t>(1, r.steps())), 3) << " s per update)\n";
+  std::cout << "  suggestion  lr\n";
+  std::vector<std::string> order{r.chosen};
+  for (auto& n : train::suggestion_names())
+    if (n != r.chosen) order.push_back(n);
+  for (auto& n : order) {
+    auto& v = r.suggestions.at(n);
+    std::string name = n;
+    name.resize(10, ' ');
+    std::cout << "  " << name << "  " << (v ? num(*v) : std::string("n/a")) << (n == r.chosen ? "  <- chosen" : "") << "\n";
+  }
+  for (auto& note : r.notes) std::cout << "note: " << note << "\n";
+  std::cout << "wrote " << (fs::path(dir) / "lr_find.csv").string() << ", lr_find.json, lr_find.png\n";
+}
+
+json file_input(const std::string& path) {
+  json j = {{"path", path}};
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return j;
+  const auto bytes = fs::file_size(path, ec);
+  j["bytes"] = bytes;
+  // Hashing a multi-GB pack would cost more than the sweep: large files are identified by size only.
+  if (!ec && bytes <= (64ull << 20)) j["sha256"] = sha256_file_hex(path);
+  return j;
+}
+
+}  // namespace
+
+json run_lr_finder(FitSetup& s, model::Network& net, int64_t fold, const std::string& dir) {
+  auto opts = train::load_lr_find_options(s.recipe);
+  if (s.o.smoke) opts.num_steps = std::min<int64_t>(opts.num_steps, 20);
+  const auto rows = s.split_of(fold).first;
+  const int64_t n_epochs = plan_epochs(s, net, static_cast<int64_t>(rows.size()));
+  log(s.o, "  lr find " + std::to_string(opts.num_steps) + " updates, lr " + num(opts.start_lr) + " to " + num(opts.end_lr) +
+               " (exponential), on fold " + std::to_string(fold) + "'s " + std::to_string(rows.size()) +
+               " training rows; batch " + std::to_string(s.topt.batch_size) +
+               (s.topt.accum_steps > 1 ? " x " + std::to_string(s.topt.accum_steps) + " accumulated" : "") +
+               (opts.stop_div ? "; stops when the smoothed loss exceeds " + num(opts.div_factor) + "x its best" : ""));
+  train::FinderParts parts;
+  parts.net = &net;
+  parts.recipe = &s.recipe;
+  parts.loss = s.loss.get();
+  parts.device = s.dev.device;
+  parts.precision = s.dev.precision;
+  parts.batches = [&s, &rows, n_epochs](int64_t epoch) { return train::loader_source(s.train_loader(rows, epoch, n_epochs)); };
+  parts.mix = s.mix_fn();
+  train::Progress progress({s.o.quiet, s.o.tty, s.topt.log_every_s}, "lr find", opts.num_steps);
+  const int64_t per_update = s.topt.batch_size * s.topt.accum_steps;
+  parts.progress = [&](const train::LrFindResult& so_far) {
+    progress.update(so_far.steps(), [&] { return so_far.smoothed.back(); }, so_far.lrs.back(), so_far.steps() * per_update);
+  };
+  auto r = train::find_lr(opts, parts);
+  progress.finish(r.smoothed.empty() ? 0.0 : r.smoothed.back());
+  write_outputs(r, dir);
+  print_table(r, dir);
+  return r.to_json();
+}
+
+int run_lr_find(const JobOptions& o) {
+  const auto t_start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t_start).count(); };
+  FitSetup s(o, "lr-find");
+  (void)train::load_lr_find_options(s.recipe);  // start_lr < end_lr before anything is built
+  const int64_t fold = s.cv.run_folds.front();
+  if (s.cv.run_folds.size() > 1)
+    log(o, "  note    cv.fold names " + std::to_string(s.cv.run_folds.size()) + " folds: the finder sweeps fold " +
+               std::to_string(fold) + " (fit optim.lr = \"find\" uses its lr for every fold)");
+  auto net = s.build_net();
+  net->to(s.dev.device);
+  if (s.dev.channels_last) net->set_channels_last(true);
+  log(o, "  model   " + model::model_name(s.recipe) + ", " + std::to_string(model::count_parameters(*net)) + " parameters; groups " +
+             join(net->group_names(), ", ") + "; optimizer " + s.recipe.at("optim.name").value.get<std::string>() +
+             "; loss " + s.recipe.at("loss.name").value.get<std::string>() + "; precision " +
+             device::precision_name(s.dev.precision));
+  for (auto& n : s.weight_notes) log(o, "  weights " + n);
+  (void)plan_epochs(s, *net, static_cast<int64_t>(s.split_of(fold).first.size()));  // freezing / fine_tune errors now
+  if (o.dry_run) {
+    log(o, "dry run: recipe valid, every component built, " + std::to_string(s.table.size()) + " rows usable; nothing swept");
+    return kExitOk;
+  }
+  const std::string run_dir = prepare_run_dir(o);
+  log(o, "  run dir " + run_dir);
+  const double setup_s = elapsed();
+  json lf = run_lr_finder(s, *net, fold, run_dir);
+
+  json recipes = json::array();
+  for (auto& l : o.layers) recipes.push_back(file_input(l));
+  json table = file_input(s.table.csv_path);
+  table["rows"] = s.table.size();
+  const fs::path d(run_dir);
+  json summary = {{"command", "lr-find"},
+                  {"status", "completed"},
+                  {"run_dir", run_dir},
+                  {"smoke", o.smoke},
+                  {"fold", fold},
+                  {"inputs", {{"recipes", recipes}, {"train_table", table}, {"fold_train_rows", s.split_of(fold).first.size()}}},
+                  {"outputs", {(d / "lr_find.csv").string(), (d / "lr_find.json").string(), (d / "lr_find.png").string()}},
+                  {"lr_find", lf},
+                  {"lr", lf["lr"]},
+                  {"timings",
+                   {{"setup_s", setup_s},
+                    {"sweep_s", lf["seconds"]},
+                    {"seconds_per_update", lf["seconds_per_update"]},
+                    {"wall_s", elapsed()}}},
+                  {"device", s.dev.description}};
+  write_summary(run_dir, summary);
+  std::cout << "run dir: " << run_dir << "\n";
+  return kExitOk;
+}
+
+}  // namespace kg::jobs

@@ -1,0 +1,29 @@
+// Small helpers the job tests share: argument lists, JSON files, CSV columns by id.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/fs.h"
+#include "data/csv.h"
+
+namespace kg::test {
+
+inline std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+inline nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(kg::read_file(path)); }
+
+// id (first column) -> column value of a CSV with a header.
+inline std::map<std::string, std::string> column_by_id(const kg::data::CsvTable& t, const std::string& col) {
+  std::map<std::string, std::string> m;
+  int c = t.require_column(col, "");
+  for (auto& r : t.rows) m[r[0]] = r[static_cast<size_t>(c)];
+  return m;
+}
+
+}  // namespace kg::test
