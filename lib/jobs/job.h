@@ -69,6 +69,8 @@ std::string prepare_run_dir(const JobOptions& o);
 nlohmann::json provenance(const JobOptions& o);
 // summary.json, written atomically.
 void write_summary(const std::string& run_dir, nlohmann::json summary);
+// An input file for summary.json: {path, bytes, sha256} (files over 64 MiB: size only).
+nlohmann::json file_input(const std::string& path);
 // A line to stderr unless quiet.
 void log(const JobOptions& o, const std::string& line);
 

@@ -118,17 +118,6 @@ void print_table(const train::LrFindResult& r, const std::string& dir) {
   std::cout << "wrote " << (fs::path(dir) / "lr_find.csv").string() << ", lr_find.json, lr_find.png\n";
 }
 
-json file_input(const std::string& path) {
-  json j = {{"path", path}};
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) return j;
-  const auto bytes = fs::file_size(path, ec);
-  j["bytes"] = bytes;
-  // Hashing a multi-GB pack would cost more than the sweep: large files are identified by size only.
-  if (!ec && bytes <= (64ull << 20)) j["sha256"] = sha256_file_hex(path);
-  return j;
-}
-
 }  // namespace
 
 json run_lr_finder(FitSetup& s, model::Network& net, int64_t fold, const std::string& dir) {

@@ -151,7 +151,9 @@ RoundResult predict_and_select(const JobOptions& o, const JobOptions& members, c
   for (double c : sel.confidence) mean_conf += c / static_cast<double>(sel.confidence.size());
   RoundResult r;
   r.layer = layer;
-  r.info = {{"models", e.members.size()}, {"views", predictor.view_labels()}, {"source", t.csv_path},
+  json inputs = {{"source_csv", file_input(t.csv_path)}, {"members", json::array()}};
+  for (auto& m : e.members) inputs["members"].push_back(file_input(m.name));
+  r.info = {{"inputs", inputs}, {"models", e.members.size()}, {"views", predictor.view_labels()}, {"source", t.csv_path},
             {"rows", t.size()}, {"unreadable", t.dropped.size()}, {"selected", sel.rows.size()},
             {"mean_confidence", mean_conf}, {"per_class", per_class}, {"pseudo_csv", csv}, {"pseudo_toml", layer}, {"image_dir", images},
             {"threshold", popt.threshold}, {"top_fraction", popt.top_fraction}, {"soft", popt.soft}};

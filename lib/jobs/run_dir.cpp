@@ -5,6 +5,7 @@
 #include "config/resolve.h"
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/sha256.h"
 #include "jobs/job.h"
 #include "train/options.h"
 
@@ -22,6 +23,17 @@ std::string utc_stamp() {
   return buf;
 }
 }  // namespace
+
+nlohmann::json file_input(const std::string& path) {
+  nlohmann::json j = {{"path", path}};
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return j;
+  const auto bytes = fs::file_size(path, ec);
+  j["bytes"] = bytes;
+  // Hashing a multi-GB pack would cost more than the job: large files are identified by size only.
+  if (!ec && bytes <= (64ull << 20)) j["sha256"] = sha256_file_hex(path);
+  return j;
+}
 
 nlohmann::json provenance(const JobOptions& o) {
   nlohmann::json keys = nlohmann::json::object();

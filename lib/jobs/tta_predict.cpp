@@ -109,7 +109,9 @@ int run_oof(const JobOptions& o, const Ensemble& e, const std::string& run_dir, 
   fs::rename(fs::path(run_dir) / "cv.json", fs::path(run_dir) / "cv_tta.json");
   std::cout << "cv with TTA: " << metric << " oof " << fmt4(cv["oof"].get<double>()) << " (folds mean "
             << fmt4(cv["mean"].get<double>()) << " +- " << fmt4(cv["std"].get<double>()) << ") -> " << run_dir << "/oof_tta.csv\n";
-  json summary = {{"command", "tta-predict"}, {"mode", "oof"}, {"run_dir", run_dir}, {"runs", o.from_runs},
+  json members = json::array();
+  for (auto& m : e.members) members.push_back(file_input(m.name));
+  json summary = {{"command", "tta-predict"}, {"mode", "oof"}, {"run_dir", run_dir}, {"runs", o.from_runs}, {"inputs", {{"members", members}}},
                   {"views", predictor.view_labels()}, {"folds", folds}, {"cv", cv}, {"status", "completed"},
                   {"oof_tta", (fs::path(run_dir) / "oof_tta.csv").string()},
                   {"wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
@@ -182,7 +184,9 @@ int run_tta_predict(const JobOptions& o) {
     scored.rows.resize(static_cast<size_t>(predicted));
     if (!scored.targets.empty()) scored.targets.resize(static_cast<size_t>(predicted));
   }
-  json summary = {{"command", "tta-predict"}, {"run_dir", run_dir}, {"models", per_member}, {"rows", predicted},
+  json inputs = {{"test_csv", file_input(test.csv_path)}, {"members", json::array()}};
+  for (auto& m : e.members) inputs["members"].push_back(file_input(m.name));
+  json summary = {{"command", "tta-predict"}, {"run_dir", run_dir}, {"inputs", inputs}, {"models", per_member}, {"rows", predicted},
                   {"views", predictor.view_labels()}, {"merge", topt.merge}, {"weights", topt.weights}};
   if (targets.defined()) {
     auto values = metrics.compute(probs, targets);
