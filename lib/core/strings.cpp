@@ -1,3 +1,4 @@
+#include <cstdio>
 #include "core/strings.h"
 
 #include <algorithm>
@@ -83,6 +84,12 @@ std::string format_double(double v) {
   std::string s(buf, r.ptr);
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
   return s;
+}
+
+std::string format_significant(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
 }
 
 }  // namespace kg

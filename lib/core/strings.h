@@ -17,5 +17,7 @@ bool ends_with(std::string_view s, std::string_view suffix);
 std::string trim(std::string_view s);
 // Shortest text that reads back as the same double (0.001, 1e-05, 3.0).
 std::string format_double(double v);
+// printf's %.<digits>g: "0.00123", "1.2e-07" (what std::ostream prints at precision(digits)).
+std::string format_significant(double v, int digits);
 
 }  // namespace kg

@@ -54,12 +54,7 @@ using Clock = std::chrono::steady_clock;
 namespace kg::jobs {
 namespace {
 
-std::string fmt(double v, int prec = 4) {
-  std::ostringstream os;
-  os.precision(prec);
-  os << v;
-  return os.str();
-}
+std::string fmt(double v, int prec = 4) { return format_significant(v, prec); }
 
 // Where a resumed run lives: --run-dir, the run of a given checkpoint, or the newest unfinished run.
 struct ResumeTarget {

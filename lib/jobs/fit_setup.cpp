@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/strings.h"
 #include "data/folds.h"
 #include "data/loader.h"
 #include "data/source.h"
@@ -18,12 +19,7 @@
 namespace kg::jobs {
 namespace {
 
-std::string fmt(double v, int prec = 4) {
-  std::ostringstream os;
-  os.precision(prec);
-  os << v;
-  return os.str();
-}
+std::string fmt(double v, int prec = 4) { return format_significant(v, prec); }
 
 // The recipe with the task's default loss when [loss] name was not set (bce for binary/multilabel,
 // mse for regression): the schema's default is the multiclass one.

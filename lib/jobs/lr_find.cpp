@@ -30,11 +30,7 @@ using Clock = std::chrono::steady_clock;
 namespace kg::jobs {
 namespace {
 
-std::string num(double v, int digits = 3) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
-  return buf;
-}
+std::string num(double v, int digits = 3) { return format_significant(v, digits); }
 
 // A CSV cell that reads back as the same double ("nan" / "inf" for non-finite values).
 std::string cell(double v) {

@@ -21,12 +21,7 @@ using nlohmann::json;
 namespace kg::jobs {
 namespace {
 
-std::string num(double v) {
-  std::ostringstream os;
-  os.precision(9);
-  os << v;
-  return os.str();
-}
+std::string num(double v) { return format_significant(v, 9); }
 
 std::string joined_values(const at::Tensor& row) {
   std::string s;

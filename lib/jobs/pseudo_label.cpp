@@ -28,11 +28,7 @@ using nlohmann::json;
 namespace kg::jobs {
 namespace {
 
-std::string num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.9g", v);
-  return b;
-}
+std::string num(double v) { return format_significant(v, 9); }
 
 std::string toml_string(const std::string& s) {
   std::string out = "\"";

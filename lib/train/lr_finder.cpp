@@ -50,11 +50,7 @@ KG_REGISTER_SECTION("lr_find", "the learning-rate finder (kgtrain lr-find, fit o
                     fields().schema(), "");
 
 // "0.00123", "1.2e-07": three significant digits.
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
+std::string num(double v) { return format_significant(v, 3); }
 
 }  // namespace
 

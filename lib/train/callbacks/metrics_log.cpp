@@ -6,17 +6,13 @@
 #include <sstream>
 
 #include "core/fs.h"
+#include "core/strings.h"
 #include "train/trainer.h"
 
 namespace kg::train {
 namespace {
 
-std::string fmt(double v, int prec = 4) {
-  std::ostringstream os;
-  os.precision(prec);
-  os << v;
-  return os.str();
-}
+std::string fmt(double v, int prec = 4) { return format_significant(v, prec); }
 
 class MetricsLog : public Callback {
  public:
