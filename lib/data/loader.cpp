@@ -142,6 +142,19 @@ void ImageCache::put(int64_t row, const cv::Mat& img) {
   bytes_ += b;
 }
 
+void ImageCache::remap(const std::vector<int64_t>& new_of_old) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::unordered_map<int64_t, cv::Mat> kept;
+  bytes_ = 0;
+  for (auto& [row, img] : images_) {
+    const int64_t to = row >= 0 && row < static_cast<int64_t>(new_of_old.size()) ? new_of_old[static_cast<size_t>(row)] : -1;
+    if (to < 0) continue;
+    bytes_ += img.total() * img.elemSize();
+    kept.emplace(to, std::move(img));
+  }
+  images_ = std::move(kept);
+}
+
 size_t ImageCache::bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return bytes_;

@@ -42,6 +42,8 @@ class ImageCache {
   cv::Mat get(int64_t row) const;
   // Keeps `img` unless the cap is reached.
   void put(int64_t row, const cv::Mat& img);
+  // Re-keys after rows were removed from the table: row r becomes new_of_old[r]; -1 drops it.
+  void remap(const std::vector<int64_t>& new_of_old);
   size_t bytes() const;
   size_t count() const;
 

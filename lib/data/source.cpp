@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "data/image_io.h"
+#include "data/loader.h"
 
 namespace fs = std::filesystem;
 
@@ -45,7 +46,7 @@ ClassList infer_classes(const DataOptions& o) {
   return infer_classes(o, s.src);
 }
 
-void scan_images(const Table& t, const ImageGeometry& g, int threads, std::vector<BadRow>& bad) {
+void scan_images(const Table& t, const ImageGeometry& g, int threads, std::vector<BadRow>& bad, ImageCache* fill) {
   std::mutex mu;
   std::atomic<size_t> next{0};
   auto work = [&] {
@@ -53,7 +54,8 @@ void scan_images(const Table& t, const ImageGeometry& g, int threads, std::vecto
       const Row& r = t.rows[i];
       if (!t.pack && r.image.empty()) continue;  // already bad (path refused)
       try {
-        t.image(i, static_cast<int>(g.channels));
+        cv::Mat img = t.image(i, static_cast<int>(g.channels));
+        if (fill) fill->put(static_cast<int64_t>(i), img);
       } catch (const Error& e) {
         std::lock_guard<std::mutex> lock(mu);
         bad.push_back({r.csv_row, r.id, e.what(), r.where});
@@ -67,14 +69,27 @@ void scan_images(const Table& t, const ImageGeometry& g, int threads, std::vecto
 }
 
 Table load_split(const DataOptions& o, Split split, const ClassList& classes, bool scan, int threads,
-                 const std::vector<std::string>& keep_cols) {
+                 const std::vector<std::string>& keep_cols, ImageCache* fill) {
   OpenedSource s;
   open_source(o, split, s);
   s.src.keep_cols = keep_cols;
   std::vector<BadRow> bad;
   Table t = build_table(o, s.src, &classes, split == Split::train, bad);
-  if (scan) scan_images(t, geometry(o), threads, bad);
+  if (!scan) fill = nullptr;
+  std::vector<int64_t> scanned;  // csv_row of each scanned row: the policy below may drop some
+  if (fill)
+    for (auto& r : t.rows) scanned.push_back(r.csv_row);
+  if (scan) scan_images(t, geometry(o), threads, bad, fill);
   apply_bad_row_policy(t, std::move(bad), o.on_bad_row);
+  if (fill && t.rows.size() != scanned.size()) {
+    // The kept rows are the scanned ones in order, less the dropped: re-key the cache.
+    std::vector<int64_t> new_of_old(scanned.size(), -1);
+    for (size_t i = 0, j = 0; i < t.rows.size(); ++i, ++j) {
+      while (scanned[j] != t.rows[i].csv_row) ++j;
+      new_of_old[j] = static_cast<int64_t>(i);
+    }
+    fill->remap(new_of_old);
+  }
   KG_CHECK(!t.rows.empty(), DataError, t.csv_path, " has no rows");
   if (split == Split::train && !o.extra_train_csv.empty()) append_extra_rows(o, classes, t, scan, threads);
   return t;
@@ -102,9 +117,9 @@ Table load_table(const DataOptions& o, const std::string& csv_rel, const std::st
   return t;
 }
 
-void check_images(const Table& t, const ImageGeometry& g, int threads) {
+void check_images(const Table& t, const ImageGeometry& g, int threads, ImageCache* fill) {
   std::vector<BadRow> bad;
-  scan_images(t, g, threads, bad);
+  scan_images(t, g, threads, bad, fill);
   Table copy;
   copy.csv_path = t.csv_path + " images";
   apply_bad_row_policy(copy, std::move(bad), "error");

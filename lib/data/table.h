@@ -16,6 +16,7 @@
 namespace kg::data {
 
 class PackReader;
+class ImageCache;  // data/loader.h
 struct CsvTable;
 
 enum class Task { multiclass, multilabel, binary, regression };
@@ -104,7 +105,9 @@ Table build_table(const DataOptions& o, const TableSource& src, const ClassList*
                   std::vector<BadRow>& bad);
 
 // Decodes every image once with `threads` threads and adds each missing, empty or undecodable one to `bad`.
-void scan_images(const Table& t, const ImageGeometry& g, int threads, std::vector<BadRow>& bad);
+// With `fill`, each decoded image goes into that cache under its row of `t` (up to the cache's cap).
+void scan_images(const Table& t, const ImageGeometry& g, int threads, std::vector<BadRow>& bad,
+                 ImageCache* fill = nullptr);
 
 // data.on_bad_row: "error" throws one DataError listing every bad row (exit 3); "skip" removes them
 // from the table into t.dropped. `what` names the table in messages.
@@ -122,8 +125,10 @@ ClassList infer_classes(const DataOptions& o);
 
 // The split's table from the recipe's source, images scanned with `threads` threads when
 // `scan` and the bad-row policy applied. Test tables are labeled when their CSV has the label columns.
+// With `fill` (data.cache = "ram"), the scan's decoded images go into the cache under their final
+// row numbers, so the first epoch does not decode them again.
 Table load_split(const DataOptions& o, Split split, const ClassList& classes, bool scan, int threads,
-                 const std::vector<std::string>& keep_cols = {});
+                 const std::vector<std::string>& keep_cols = {}, ImageCache* fill = nullptr);
 
 // Compatibility for CSV tables (tests, tools): the CSV at `csv_rel` with images in `image_dir`,
 // bad rows fatal (DataError listing all of them).
@@ -135,7 +140,8 @@ Table load_table(const DataOptions& o, const std::string& csv_rel, const std::st
 // Bad extra rows follow data.on_bad_row; an extra id equal to a training id is a bad row.
 void append_extra_rows(const DataOptions& o, const ClassList& classes, Table& t, bool scan, int threads);
 
-// Decodes every image; DataError listing every missing or damaged one.
-void check_images(const Table& t, const ImageGeometry& g, int threads);
+// Decodes every image; DataError listing every missing or damaged one. With `fill`, the decoded
+// images go into that cache (keyed by the rows of `t`).
+void check_images(const Table& t, const ImageGeometry& g, int threads, ImageCache* fill = nullptr);
 
 }  // namespace kg::data

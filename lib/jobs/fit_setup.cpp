@@ -49,7 +49,11 @@ FitSetup::FitSetup(const JobOptions& opts, const std::string& command) : o(opts)
   task = data::task_name(classes.task);
   recipe = with_task_defaults(o.recipe, task);
   log(o, "kgtrain " + command + ": " + dev.description + ", env " + o.env_name + "; checking data...");
-  table = data::load_split(dopt, data::Split::train, classes, /*scan=*/true, threads, data::fold_columns(cv));
+  if (dopt.cache == "ram") cache = std::make_unique<data::ImageCache>(static_cast<size_t>(dopt.cache_max_gb * (1ull << 30)));
+  // Nothing else runs yet: the scan decodes on every core, and with data.cache = "ram" its images
+  // stay cached, so the first epoch does not decode them again.
+  table = data::load_split(dopt, data::Split::train, classes, /*scan=*/true, std::max(threads, dev.threads),
+                           data::fold_columns(cv), cache.get());
   folds = data::assign_folds(table, cv, seed);
 
   stages = data::size_schedule(dopt);
@@ -61,7 +65,6 @@ FitSetup::FitSetup(const JobOptions& opts, const std::string& command) : o(opts)
   mix = data::load_mixup_options(recipe);
   mixing_possible = classes.task != data::Task::regression;
   K = classes.outputs();
-  if (dopt.cache == "ram") cache = std::make_unique<data::ImageCache>(static_cast<size_t>(dopt.cache_max_gb * (1ull << 30)));
 
   // Smoke runs: two optimizer updates (each of train.accum_steps micro-batches).
   max_batches = o.smoke ? 2 * topt.accum_steps : -1;

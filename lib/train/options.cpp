@@ -44,6 +44,8 @@ config::Fields<TrainOptions> train_fields() {
   f.field("clip_grad_norm", &TrainOptions::clip_grad_norm, "clip the global gradient L2 norm to this (0 = off)").min(0);
   f.field("clip_grad_value", &TrainOptions::clip_grad_value, "clamp each gradient element to +-this (0 = off)").min(0);
   f.field("agc", &TrainOptions::agc, "adaptive gradient clipping factor, unit-wise (NFNet; timm uses 0.01; 0 = off)").min(0);
+  f.field("checkpoint_every_steps", &TrainOptions::checkpoint_every_steps,
+          "also save checkpoints/last every N optimizer updates inside an epoch (0 = epoch ends only)").min(0);
   f.field("nan_policy", &TrainOptions::nan_policy, "non-finite loss or gradient: the update is skipped and logged; abort stops after nan_max_consecutive in a row")
       .choices({"abort", "skip"});
   f.field("nan_max_consecutive", &TrainOptions::nan_max_consecutive, "consecutive non-finite updates before nan_policy = abort stops (exit 5)").min(1);
@@ -62,14 +64,13 @@ config::Fields<CheckpointOptions> checkpoint_fields() {
   config::Fields<CheckpointOptions> f;
   f.field("keep_last", &CheckpointOptions::keep_last, "checkpoints/last plus keep_last-1 older ones rotated to checkpoints/step-NNN").min(1);
   f.field("top_k", &CheckpointOptions::top_k, "also keep the k best epochs as checkpoints/top-epochNNN (0 = off)").min(0);
-  f.field("every_steps", &CheckpointOptions::every_steps, "also save checkpoints/last every N optimizer updates inside an epoch (0 = off)").min(0);
   return f;
 }
 
 KG_REGISTER_SECTION("run", "run identity and seed", run_fields().schema(), "");
 KG_REGISTER_SECTION("paths", "input and output roots (the environment layer sets them)", paths_fields().schema(), "");
 KG_REGISTER_SECTION("train", "the training loop", train_fields().schema(), "");
-KG_REGISTER_SECTION("checkpoint", "checkpoint retention (last, rotated history, top-k) and mid-epoch saves", checkpoint_fields().schema(), "");
+KG_REGISTER_SECTION("checkpoint", "checkpoint retention (last, rotated history, top-k)", checkpoint_fields().schema(), "");
 
 }  // namespace
 

@@ -29,6 +29,7 @@ struct TrainOptions {
   double clip_grad_norm = 0;      ///< clip the global gradient L2 norm to this (0 = off)
   double clip_grad_value = 0;     ///< clamp every gradient element to +-this (0 = off)
   double agc = 0;                 ///< adaptive gradient clipping factor (NFNet/timm, e.g. 0.01; 0 = off)
+  int64_t checkpoint_every_steps = 0;  ///< also save checkpoints/last every N optimizer updates inside an epoch (0 = off)
   std::string nan_policy = "abort";  ///< non-finite loss/gradient: skip the update; abort also stops after nan_max_consecutive
   int64_t nan_max_consecutive = 3;   ///< consecutive skipped updates before nan_policy = "abort" stops the run
   std::string mode = "normal";    ///< normal | fine_tune (fastai fine_tune: frozen body first, then all groups)
@@ -44,7 +45,6 @@ struct TrainOptions {
 struct CheckpointOptions {
   int64_t keep_last = 2;          ///< checkpoints/last plus this-1 rotated older ones (step-NNN)
   int64_t top_k = 0;              ///< also keep the k best epochs as checkpoints/top-epochNNN (0 = off)
-  int64_t every_steps = 0;        ///< also checkpoint every N optimizer updates inside an epoch (0 = epoch ends only)
 };
 
 RunOptions load_run_options(const config::Tree& recipe);

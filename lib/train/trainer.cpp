@@ -277,7 +277,7 @@ bool Trainer::run_epoch(int64_t epoch) {
     progress.update(s_.batch, [&] { return (s_.epoch_loss_sum + epoch_loss.item<double>()) / std::max<int64_t>(1, s_.epoch_loss_count); },
                     lr, s_.epoch_images);
     const bool stop_now = stop_signal().load() != 0 || (stop_requested_ && stop_mid_epoch_);
-    const bool periodic = copt_.every_steps > 0 && s_.step % copt_.every_steps == 0;
+    const bool periodic = topt_.checkpoint_every_steps > 0 && s_.step % topt_.checkpoint_every_steps == 0;
     if (s_.batch < n && (stop_now || periodic)) {
       flush();
       save_last();

@@ -11,6 +11,7 @@
 #include "core/fs.h"
 #include "data/folds.h"
 #include "data/image_io.h"
+#include "data/loader.h"
 #include "data/source.h"
 #include "data/table.h"
 #include "support/temp_dir.h"
@@ -249,6 +250,25 @@ TEST_CASE("bad rows: every kind is listed under error and skipped once under ski
     auto csv = kg::data::bad_rows_csv(t.dropped);
     CHECK(csv.rfind("row,id,reason\n2,missing.png,", 0) == 0);
     CHECK(csv.find("\n6,../../outside.png,") != std::string::npos);
+  }  SECTION("the scan fills the RAM cache under the rows left after skipping") {
+    o.on_bad_row = "skip";
+    kg::data::ImageCache cache(1 << 20);
+    auto t = kg::data::load_split(o, Split::train, classes, true, 2, {}, &cache);
+    REQUIRE(t.size() == 6);
+    CHECK(cache.count() == 6);
+    for (int64_t i = 0; i < t.size(); ++i) {
+      cv::Mat img = cache.get(i);
+      REQUIRE_FALSE(img.empty());
+      const int want = 20 * std::stoi(t.rows[static_cast<size_t>(i)].id.substr(2, 1));  // okK.png holds 20*K
+      CHECK(img.at<uint8_t>(0, 0) == want);
+    }
+  }
+  SECTION("a full cache keeps what fits and leaves the rest to be decoded later") {
+    kg::data::ImageCache small(3 * 36);  // three 6x6 grey images
+    o.on_bad_row = "skip";
+    auto t = kg::data::load_split(o, Split::train, classes, true, 1, {}, &small);
+    CHECK(small.count() == 3);
+    CHECK(small.bytes() == 3 * 36);
   }
 }
 

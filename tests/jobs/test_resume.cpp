@@ -33,7 +33,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // Checkpoints after every update, so that a kill can land at any update (and inside a save).
-const std::vector<std::string> kOverrides{"train.epochs=3", "checkpoint.every_steps=1"};
+const std::vector<std::string> kOverrides{"train.epochs=3", "train.checkpoint_every_steps=1"};
 
 std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -391,13 +391,13 @@ TEST_CASE("EMA and Lookahead runs resume exactly", "[integration][resume]") {
 
 // Lookahead's sync() (slow += alpha * (fast - slow); fast = slow) is an extra slow-weight update, so
 // checkpoints store its synced view and the fast weights instead of syncing: mid-epoch saves
-// (checkpoint.every_steps, the SIGTERM save) must not change the training itself.
+// (train.checkpoint_every_steps, the SIGTERM save) must not change the training itself.
 TEST_CASE("Lookahead: mid-epoch checkpoints do not change training", "[integration][resume]") {
   auto& S = shared();
   const std::vector<std::string> plain{"train.epochs=3", "optim.name=lookahead", "train.log_every_s=0.001"};
   const std::string& ref = S.reference(plain);
-  SECTION("checkpoint.every_steps = 1 trains the same weights as no mid-epoch checkpoints") {
-    const std::string& every = S.reference(cat(plain, {"checkpoint.every_steps=1"}));
+  SECTION("train.checkpoint_every_steps = 1 trains the same weights as no mid-epoch checkpoints") {
+    const std::string& every = S.reference(cat(plain, {"train.checkpoint_every_steps=1"}));
     check_same_tensors_file(ref + "/checkpoints/last/model.safetensors", every + "/checkpoints/last/model.safetensors");
   }
   SECTION("SIGTERM mid-epoch, then resume, gives the uninterrupted weights") {
