@@ -15,6 +15,7 @@
 #include "model/safetensors.h"
 #include "model/weights.h"
 #include "optim/param_groups.h"
+#include "optim/schedule.h"
 
 namespace kg::jobs {
 namespace {
@@ -69,6 +70,7 @@ FitSetup::FitSetup(const JobOptions& opts, const std::string& command) : o(opts)
   // Smoke runs: two optimizer updates (each of train.accum_steps micro-batches).
   max_batches = o.smoke ? 2 * topt.accum_steps : -1;
   epochs = o.smoke ? 1 : topt.epochs;
+  if (o.smoke) fit_warmup_to_smoke_run();
   metrics = std::make_unique<metric::MetricSet>(recipe, task, K);
   loss = loss::build(recipe, {K, task});
   monitor = metrics->monitor();
@@ -78,6 +80,28 @@ FitSetup::FitSetup(const JobOptions& opts, const std::string& command) : o(opts)
 }
 
 FitSetup::~FitSetup() = default;
+
+void FitSetup::fit_warmup_to_smoke_run() {
+  auto positive = [&](const char* key) {
+    const config::Entry* e = recipe.find(key);
+    return e && e->value.is_number() && e->value.get<double>() > 0;
+  };
+  if (topt.mode == "fine_tune" || !(positive("schedule.warmup_steps") || positive("schedule.warmup_epochs"))) return;
+  const auto n_train = static_cast<int64_t>(split_of(cv.run_folds.front()).first.size());
+  int64_t total = 0, per_epoch = 1;
+  for (int64_t e = 0; e < topt.epochs; ++e) {
+    per_epoch = (data::num_batches(n_train, batch_at(e, topt.epochs), true, -1) + topt.accum_steps - 1) / topt.accum_steps;
+    total += per_epoch;
+  }
+  (void)optim::build_schedule(recipe, {1e-3, total, per_epoch});  // the real run's errors
+  config::Entry one, zero;
+  one.value = 1;
+  zero.value = 0.0;
+  one.origin = zero.origin = config::Origin::command_line();
+  recipe.set("schedule.warmup_steps", one);
+  recipe.set("schedule.warmup_epochs", zero);
+  log(o, "  smoke   the warm-up is cut to 1 update (the real run's warm-up fits its " + std::to_string(total) + " updates)");
+}
 
 int64_t FitSetup::batch_at(int64_t epoch, int64_t n_epochs) const {
   auto& st = stages[data::stage_at(stages, epoch, n_epochs)];

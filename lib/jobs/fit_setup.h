@@ -89,6 +89,11 @@ struct FitSetup {
   std::function<void(at::Tensor&, at::Tensor&, int64_t, int64_t)> mix_fn() const;
   // "  data    train.csv (csv): 96 rows, multiclass, 2 classes; fold 1 of 4 (auto): 72 train, 24 valid; input 1x12x12"
   std::string data_line() const;
+
+ private:
+  // --smoke trains 2 updates, fewer than any warm-up given in epochs: the warm-up is checked against
+  // the real run (a warm-up longer than train.epochs still fails), then cut to 1 update in `recipe`.
+  void fit_warmup_to_smoke_run();
 };
 
 // optim.lr = "find" in `recipe`.

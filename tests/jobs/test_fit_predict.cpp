@@ -156,7 +156,16 @@ TEST_CASE("fit --smoke runs the whole recipe on a few batches", "[integration][j
   CHECK(s["epochs_completed"] == 1);
   CHECK(s["smoke_predictions"] == 8);
   auto m = json::parse(kg::read_file(dir / "s/metrics.jsonl"));
-  CHECK(m["step"] == 2);
+  CHECK(m["step"] == 2);  SECTION("a warm-up in epochs is cut to fit the 2 smoke updates; one longer than the real run still fails") {
+    auto w = kg::test::run_kgtrain({"fit", recipe, "--smoke", "--run-dir", dir / "w", "--quiet", "train.eval_batch_size=4",
+                                    "schedule.name=cosine", "schedule.warmup_epochs=1"});
+    INFO(w.output);
+    CHECK(w.exit_code == 0);
+    auto bad = kg::test::run_kgtrain({"fit", recipe, "--smoke", "--run-dir", dir / "b", "--quiet", "train.epochs=2",
+                                      "schedule.name=cosine", "schedule.warmup_epochs=3"});
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.output.find("schedule.warmup_epochs") != std::string::npos);
+  }
 }
 
 TEST_CASE("SIGTERM and SIGINT save checkpoints/last and exit 143 / 130", "[integration][jobs]") {
