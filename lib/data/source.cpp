@@ -75,21 +75,9 @@ Table load_split(const DataOptions& o, Split split, const ClassList& classes, bo
   s.src.keep_cols = keep_cols;
   std::vector<BadRow> bad;
   Table t = build_table(o, s.src, &classes, split == Split::train, bad);
-  if (!scan) fill = nullptr;
-  std::vector<int64_t> scanned;  // csv_row of each scanned row: the policy below may drop some
-  if (fill)
-    for (auto& r : t.rows) scanned.push_back(r.csv_row);
   if (scan) scan_images(t, geometry(o), threads, bad, fill);
-  apply_bad_row_policy(t, std::move(bad), o.on_bad_row);
-  if (fill && t.rows.size() != scanned.size()) {
-    // The kept rows are the scanned ones in order, less the dropped: re-key the cache.
-    std::vector<int64_t> new_of_old(scanned.size(), -1);
-    for (size_t i = 0, j = 0; i < t.rows.size(); ++i, ++j) {
-      while (scanned[j] != t.rows[i].csv_row) ++j;
-      new_of_old[j] = static_cast<int64_t>(i);
-    }
-    fill->remap(new_of_old);
-  }
+  const auto moved = apply_bad_row_policy(t, std::move(bad), o.on_bad_row);
+  if (scan && fill && !moved.empty()) fill->remap(moved);  // the cache's keys follow the rows that stayed
   KG_CHECK(!t.rows.empty(), DataError, t.csv_path, " has no rows");
   if (split == Split::train && !o.extra_train_csv.empty()) append_extra_rows(o, classes, t, scan, threads);
   return t;

@@ -367,8 +367,8 @@ Table build_table(const DataOptions& o, const TableSource& src, const ClassList*
   return t;
 }
 
-void apply_bad_row_policy(Table& t, std::vector<BadRow> bad, const std::string& policy) {
-  if (bad.empty()) return;
+std::vector<int64_t> apply_bad_row_policy(Table& t, std::vector<BadRow> bad, const std::string& policy) {
+  if (bad.empty()) return {};
   std::stable_sort(bad.begin(), bad.end(), [](const BadRow& a, const BadRow& b) { return a.csv_row < b.csv_row; });
   // One entry per bad row, even when a row has several problems.
   std::vector<BadRow> merged;
@@ -382,10 +382,16 @@ void apply_bad_row_policy(Table& t, std::vector<BadRow> bad, const std::string& 
   std::set<int64_t> drop;
   for (auto& b : merged) drop.insert(b.csv_row);
   std::vector<bool> keep(t.rows.size());
-  for (size_t i = 0; i < t.rows.size(); ++i) keep[i] = !drop.count(t.rows[i].csv_row);
+  std::vector<int64_t> new_of_old(t.rows.size(), -1);
+  int64_t kept = 0;
+  for (size_t i = 0; i < t.rows.size(); ++i) {
+    keep[i] = !drop.count(t.rows[i].csv_row);
+    if (keep[i]) new_of_old[i] = kept++;
+  }
   t.filter(keep);
   t.dropped.insert(t.dropped.end(), merged.begin(), merged.end());
   KG_CHECK(!t.rows.empty(), DataError, t.csv_path, ": every row is bad; nothing left to use\n", list_rows(t.csv_path, merged));
+  return new_of_old;
 }
 
 std::string bad_rows_csv(const std::vector<BadRow>& bad) {

@@ -111,7 +111,8 @@ void scan_images(const Table& t, const ImageGeometry& g, int threads, std::vecto
 
 // data.on_bad_row: "error" throws one DataError listing every bad row (exit 3); "skip" removes them
 // from the table into t.dropped. `what` names the table in messages.
-void apply_bad_row_policy(Table& t, std::vector<BadRow> bad, const std::string& policy);
+// Returns where each row went (new_of_old[r], -1 when dropped); empty when no row was dropped.
+std::vector<int64_t> apply_bad_row_policy(Table& t, std::vector<BadRow> bad, const std::string& policy);
 
 // bad_rows.csv: header row,id,reason; ids exactly as in the CSV.
 std::string bad_rows_csv(const std::vector<BadRow>& bad);

@@ -89,10 +89,7 @@ void FitSetup::fit_warmup_to_smoke_run() {
   if (topt.mode == "fine_tune" || !(positive("schedule.warmup_steps") || positive("schedule.warmup_epochs"))) return;
   const auto n_train = static_cast<int64_t>(split_of(cv.run_folds.front()).first.size());
   int64_t total = 0, per_epoch = 1;
-  for (int64_t e = 0; e < topt.epochs; ++e) {
-    per_epoch = (data::num_batches(n_train, batch_at(e, topt.epochs), true, -1) + topt.accum_steps - 1) / topt.accum_steps;
-    total += per_epoch;
-  }
+  for (int64_t e = 0; e < topt.epochs; ++e) total += per_epoch = updates_in_epoch(n_train, e, topt.epochs, -1);
   (void)optim::build_schedule(recipe, {1e-3, total, per_epoch});  // the real run's errors
   config::Entry one, zero;
   one.value = 1;
@@ -116,11 +113,13 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> FitSetup::split_of(int64_t
   return s;
 }
 
+int64_t FitSetup::updates_in_epoch(int64_t n_train, int64_t epoch, int64_t n_epochs, int64_t batch_cap) const {
+  const int64_t b = data::num_batches(n_train, batch_at(epoch, n_epochs), true, batch_cap);
+  return (b + topt.accum_steps - 1) / topt.accum_steps;
+}
+
 std::function<int64_t(int64_t, int64_t)> FitSetup::steps_of(int64_t n_train) const {
-  return [this, n_train](int64_t epoch, int64_t n_epochs) {
-    int64_t b = data::num_batches(n_train, batch_at(epoch, n_epochs), true, max_batches);
-    return (b + topt.accum_steps - 1) / topt.accum_steps;
-  };
+  return [this, n_train](int64_t epoch, int64_t n_epochs) { return updates_in_epoch(n_train, epoch, n_epochs, max_batches); };
 }
 
 std::shared_ptr<model::Network> FitSetup::build_net() {

@@ -91,6 +91,8 @@ struct FitSetup {
   std::string data_line() const;
 
  private:
+  // Optimizer updates in `epoch` for `n_train` rows, at most `batch_cap` micro-batches (-1 = all).
+  int64_t updates_in_epoch(int64_t n_train, int64_t epoch, int64_t n_epochs, int64_t batch_cap) const;
   // --smoke trains 2 updates, fewer than any warm-up given in epochs: the warm-up is checked against
   // the real run (a warm-up longer than train.epochs still fails), then cut to 1 update in `recipe`.
   void fit_warmup_to_smoke_run();
