@@ -2,20 +2,15 @@
 // whether data loading starves training: decode alone, decode + the split's transforms, and the
 // threaded Loader end to end, with a verdict against the model's rate when it is given.
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <functional>
 #include <iostream>
-#include <mutex>
-#include <thread>
 
 #include <ATen/core/Tensor.h>
 #include <opencv2/core/utility.hpp>
 
 #include "core/error.h"
 #include "core/fs.h"
-#include "core/random.h"
 #include "core/strings.h"
 #include "data/folds.h"
 #include "data/loader.h"
@@ -23,6 +18,7 @@
 #include "data/source.h"
 #include "data/table.h"
 #include "data/transform.h"
+#include "jobs/bench_util.h"
 #include "jobs/job.h"
 #include "train/options.h"
 
@@ -32,48 +28,11 @@ namespace kg::jobs {
 namespace {
 
 constexpr int kBenchSchema = 1;
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::rate_json;
+using bench::seconds_since;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-std::string num(double v, int decimals = 0) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
-json rate_json(int threads, int64_t images, double secs) {
-  double ips = secs > 0 ? static_cast<double>(images) / secs : 0.0;
-  return {{"threads", threads}, {"images", images}, {"seconds", secs}, {"images_per_s", ips},
-          {"images_per_s_per_thread", ips / std::max(1, threads)}};
-}
-
-// Runs work(i, worker) for i in [0, n) on `threads` threads; returns the wall time. The first
-// exception stops the others and is rethrown.
-double time_parallel(int threads, size_t n, const std::function<void(size_t, int)>& work) {
-  std::atomic<size_t> next{0};
-  std::exception_ptr err;
-  std::mutex mu;
-  auto body = [&](int worker) {
-    for (size_t i; (i = next++) < n;) {
-      try {
-        work(i, worker);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!err) err = std::current_exception();
-        next = n;
-      }
-    }
-  };
-  auto t0 = Clock::now();
-  std::vector<std::thread> pool;
-  for (int w = 1; w < threads; ++w) pool.emplace_back(body, w);
-  body(0);
-  for (auto& t : pool) t.join();
-  double secs = seconds_since(t0);
-  if (err) std::rethrow_exception(err);
-  return secs;
-}
+std::string num(double v, int decimals = 0) { return bench::fixed(v, decimals); }
 
 struct LoaderTiming {
   double seconds = 0;
@@ -221,9 +180,7 @@ int run_bench_data(const JobOptions& o) {
     json sec = {{"sample", sample}};
     for (int t : decode_threads) {
       log(o, "  decode, " + std::to_string(t) + " thread(s), " + std::to_string(sample) + " images...");
-      double secs = time_parallel(t, sample, [&](size_t i, int) {
-        table.image(static_cast<size_t>(shuffled[i]), static_cast<int>(geom.channels));
-      });
+      double secs = bench::time_decode(table, shuffled, sample, static_cast<int>(geom.channels), t);
       sec[rate_key(t)] = rate_json(t, static_cast<int64_t>(sample), secs);
       add_line("decode", sec[rate_key(t)]);
     }
@@ -232,18 +189,9 @@ int run_bench_data(const JobOptions& o) {
   }
   if (has("augment")) {
     json sec = {{"sample", sample}, {"pipeline", train ? "train" : "eval"}};
-    const size_t per_image = static_cast<size_t>(geom.channels * geom.height * geom.width);
     for (int t : decode_threads) {
       log(o, "  decode + transforms, " + std::to_string(t) + " thread(s), " + std::to_string(sample) + " images...");
-      std::vector<std::vector<float>> out(static_cast<size_t>(t), std::vector<float>(pipe.outputs_u8() ? 0 : per_image));
-      std::vector<std::vector<uint8_t>> out8(static_cast<size_t>(t), std::vector<uint8_t>(pipe.outputs_u8() ? per_image : 0));
-      double secs = time_parallel(t, sample, [&](size_t i, int w) {
-        const auto row = shuffled[i];
-        Rng rng(stream_seed(seed, 0, static_cast<uint64_t>(row), 0xA06ULL));  // the loader's per-sample stream
-        cv::Mat img = table.image(static_cast<size_t>(row), static_cast<int>(geom.channels));
-        if (pipe.outputs_u8()) pipe.process_u8(std::move(img), rng, out8[static_cast<size_t>(w)].data());
-        else pipe.process(std::move(img), rng, out[static_cast<size_t>(w)].data());
-      });
+      double secs = bench::time_decode_augment(table, shuffled, sample, pipe, seed, t);
       sec[rate_key(t)] = rate_json(t, static_cast<int64_t>(sample), secs);
       add_line("decode+augment", sec[rate_key(t)]);
     }

@@ -19,6 +19,7 @@
 #include "core/fs.h"
 #include "core/strings.h"
 #include "device/device.h"
+#include "jobs/bench_util.h"
 #include "jobs/job.h"
 #include "jobs/model_setup.h"
 #include "model/model.h"
@@ -31,7 +32,9 @@ namespace kg::jobs {
 namespace {
 
 constexpr int kBenchSchema = 1;
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::fixed;
+using bench::median;
 
 // Bytes the process's malloc hands out (every arena, small blocks and mmap'ed ones); -1 where glibc
 // cannot say. LibTorch's CPU allocator is plain malloc, so a delta is tensor memory.
@@ -42,12 +45,6 @@ int64_t heap_in_use() {
 #else
   return -1;
 #endif
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 // The recipe with model.name = `name`. Another family keeps only the keys every model shares
@@ -90,14 +87,8 @@ Step train_step(model::Network& net, torch::optim::Optimizer& opt, const at::Ten
   }
   opt.step();
   (void)sync_param.reshape(-1)[0].item<float>();  // waits for queued device work (CUDA runs asynchronously)
-  s.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  s.seconds = bench::seconds_since(t0);
   return s;
-}
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
 }
 
 }  // namespace
