@@ -261,6 +261,23 @@ int dispatch(int argc, char** argv) {
                "also time each configuration with gradient checkpointing, with the activation memory held after forward");
   bm->add_option("--json", bm_o.bench_model_json, "also write the report as JSON (schema_version 1) to FILE");
 
+  Common bn_c;
+  auto* bn = app.add_subcommand("bench", "time the recipe's training as fit runs it: decode + augment, loader, copy, forward, "
+                                         "backward, optimizer step, training and evaluation steps, peak memory, TFLOP/s, the "
+                                         "bottleneck; --ablate times toggles one at a time, --suggest combines the faster ones");
+  add_common(bn, bn_c, false, false);
+  jobs::JobOptions bn_o;
+  bn->add_option("--ablate", bn_o.bench_ablate, "toggles to time one at a time: precision, channels_last, workers, accum, "
+                                                "tf32, cudnn_benchmark, grad_checkpointing, cache, eval_batch")
+      ->delimiter(',');
+  bn->add_flag("--suggest", bn_o.bench_suggest, "the fastest combination of the toggles faster by more than 3% (timed), as "
+                                                "overrides to paste (every toggle when --ablate is not given)");
+  bn->add_option("--json", bn_o.bench_json, "report path (default RUN_DIR/bench.json)");
+  bn->add_option("--steps", bn_o.bench_steps, "timed steps per window (default 20)")->check(CLI::PositiveNumber);
+  bn->add_option("--warmup", bn_o.bench_warmup, "untimed steps first (default 3)")->check(CLI::NonNegativeNumber);
+  bn->add_option("--repeats", bn_o.bench_repeats, "timed windows per phase, the median reported (default 3)")
+      ->check(CLI::PositiveNumber);
+
   auto* imp = app.add_subcommand("import-idx", "convert MNIST-format IDX files (.gz or raw) into the Kaggle CSV + PNG layout");
   data::IdxImportOptions io;
   imp->add_option("--train-images", io.train_images, "training images IDX file")->required();
@@ -370,6 +387,19 @@ int dispatch(int argc, char** argv) {
     o.bench_model_grad_checkpointing = bm_o.bench_model_grad_checkpointing;
     o.bench_model_json = bm_o.bench_model_json;
     return jobs::run_bench_model(o);
+  }
+  if (*bn) {
+    auto o = resolve_job("bench", bn_c);
+    o.bench_words = bn_c.words;
+    if (!bn_c.device.empty()) o.bench_words.push_back("device.name=" + bn_c.device);
+    if (bn_c.seed >= 0) o.bench_words.push_back("run.seed=" + std::to_string(bn_c.seed));
+    o.bench_ablate = bn_o.bench_ablate;
+    o.bench_suggest = bn_o.bench_suggest;
+    o.bench_json = bn_o.bench_json;
+    o.bench_steps = bn_o.bench_steps;
+    o.bench_warmup = bn_o.bench_warmup;
+    o.bench_repeats = bn_o.bench_repeats;
+    return jobs::run_bench(o);
   }
   if (*show) {
     if (show_model) {

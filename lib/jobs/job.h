@@ -36,10 +36,10 @@ struct JobOptions {
   int64_t bench_batches = 20;         // bench-data: loader batches timed after the warm-up batch (-1 = one whole epoch)
   std::vector<int> bench_threads;     // bench-data: loader worker counts (empty = 0, 1, data.num_workers)
   std::string bench_split = "train";  // bench-data: train | valid (the held-out fold, evaluation pipeline)
-  std::string bench_json;             // bench-data: JSON report path ("" = none)
+  std::string bench_json;             // bench-data, bench: JSON report path (bench-data: "" = none; bench: "" = RUN_DIR/bench.json)
   double bench_compute_rate = 0;      // bench-data: the model's img/s for the verdict (0 = not given)
   std::vector<std::string> bench_sections{"decode", "augment", "loader"};  // bench-data: what to measure
-  int bench_repeats = 3;              // bench-data: loader repeats; the median is reported
+  int bench_repeats = 3;              // bench-data: loader repeats; bench: timed windows per phase; the median is reported
   std::vector<std::string> bench_model_models;  // bench-model: model names (empty = the recipe's model)
   int64_t bench_model_size = 0;       // bench-model: square input side in pixels (0 = data.image_size)
   int64_t bench_model_batch = 0;      // bench-model: images per step (0 = train.batch_size)
@@ -48,6 +48,11 @@ struct JobOptions {
   std::vector<std::string> bench_model_layouts{"nchw", "channels_last"};  // bench-model: memory layouts
   bool bench_model_grad_checkpointing = false;  // bench-model: also every configuration with checkpointing on
   std::string bench_model_json;       // bench-model: JSON report path ("" = none)
+  std::vector<std::string> bench_words;   // bench: the recipe files and overrides as given (the suggested fit command)
+  std::vector<std::string> bench_ablate;  // bench --ablate: toggles timed one at a time (lib/jobs/bench_ablate.h)
+  bool bench_suggest = false;         // bench --suggest: the fastest combination of the toggles that helped
+  int64_t bench_steps = 20;           // bench: timed steps per window
+  int64_t bench_warmup = 3;           // bench: untimed steps before the windows
 };
 
 int run_fit(const JobOptions& o);
@@ -63,6 +68,8 @@ int run_pack(const JobOptions& o);
 int run_bench_data(const JobOptions& o);
 // `kgtrain bench-model`: training-step images/s of the recipe's model or others on synthetic input (lib/jobs/bench_model.cpp).
 int run_bench_model(const JobOptions& o);
+// `kgtrain bench`: the recipe's phases timed as fit runs them, ablations and a suggestion (lib/jobs/bench.cpp).
+int run_bench(const JobOptions& o);
 
 // Creates the run directory (never reusing a finished run's) and writes recipe.toml and provenance.json.
 std::string prepare_run_dir(const JobOptions& o);

@@ -1,0 +1,368 @@
+#include "jobs/bench_phases.h"
+
+#include <malloc.h>
+
+#include <torch/torch.h>
+
+#include <algorithm>
+
+#include "data/loader.h"
+#include "data/options.h"
+#include "device/backend.h"
+#include "device/precision.h"
+#include "jobs/bench_util.h"
+#include "jobs/fit_setup.h"
+#include "metric/metric.h"
+#include "model/model.h"
+#include "model/summary.h"
+#include "optim/optimizer.h"
+#include "train/callback.h"
+#include "train/plan.h"
+#include "train/trainer.h"
+
+using nlohmann::json;
+
+namespace kg::jobs::bench {
+namespace {
+
+using Sync = std::function<void()>;
+
+PhaseTiming phase(std::string name, std::string label, int64_t batch, const Windowed& w, std::string note = "") {
+  PhaseTiming p;
+  p.name = std::move(name);
+  p.label = std::move(label);
+  p.batch = batch;
+  p.ms_per_step = w.seconds_per_step * 1000;
+  p.images_per_s = w.images_per_s;
+  p.repeats = w.windows;
+  p.steps = w.steps_per_window;
+  p.note = std::move(note);
+  return p;
+}
+
+// Ends the Trainer's run after the timed updates: not a std::exception, so no handler in the loop
+// (the out-of-memory retry catches std::exception) mistakes it for a failure of the step.
+struct EnoughUpdates {};
+
+// Records when each optimizer update is done (device synchronised) and how many images it trained.
+// Ordered after every recipe callback: EMA's shadow update is part of fit's step.
+class StepClock : public train::Callback {
+ public:
+  StepClock(int64_t updates, Sync sync) : updates_(updates), sync_(std::move(sync)) {}
+  std::string name() const override { return "bench_clock"; }
+  int order() const override { return 1000; }
+  // Before run_epoch builds the loader: the first update pays its start-up (it is warm-up).
+  void on_epoch_begin(train::Trainer& t) override {
+    sync_();
+    last_ = Clock::now();
+    images_ = t.state().epoch_images;
+  }
+  void on_step_end(train::Trainer& t) override {
+    sync_();
+    const auto now = Clock::now();
+    seconds.push_back(std::chrono::duration<double>(now - last_).count());
+    images.push_back(t.state().epoch_images - images_);
+    last_ = now;
+    images_ = t.state().epoch_images;
+    if (static_cast<int64_t>(seconds.size()) >= updates_) throw EnoughUpdates{};
+  }
+  std::vector<double> seconds;
+  std::vector<int64_t> images;
+
+ private:
+  int64_t updates_;
+  Sync sync_;
+  Clock::time_point last_;
+  int64_t images_ = 0;
+};
+
+// Decode + augmentation alone on 1 thread and on data.num_workers threads (the loader's work per image).
+void time_decode_phases(FitSetup& s, const std::vector<int64_t>& rows, int64_t batch, const Settings& st, ConfigTiming& r) {
+  const auto order = data::epoch_order(rows, s.seed, 0);
+  const size_t sample = std::min(order.size(), static_cast<size_t>(std::max<int64_t>(64, batch * st.steps)));
+  const auto& pipe = *s.train_pipes[data::stage_at(s.stages, 0, s.epochs)];
+  const std::string src = s.cache ? "from the RAM cache (data.cache = \"ram\"), " : "";
+  std::vector<int> threads{1};
+  if (s.dopt.num_workers > 1) threads.push_back(static_cast<int>(s.dopt.num_workers));
+  for (int t : threads) {
+    std::vector<double> secs;
+    for (int64_t k = 0; k < std::max<int64_t>(1, st.repeats); ++k)
+      secs.push_back(time_decode_augment(s.table, order, sample, pipe, s.seed, t, s.cache.get()));
+    PhaseTiming p;
+    p.name = t == 1 ? "decode_augment_1_thread" : "decode_augment_workers";
+    p.label = "decode + augment (" + std::to_string(t) + (t == 1 ? " thread)" : " threads)");
+    p.threads = t;
+    p.images_per_s = static_cast<double>(sample) / std::max(1e-12, median(secs));
+    p.repeats = static_cast<int64_t>(secs.size());
+    p.steps = static_cast<int64_t>(sample);
+    p.note = src + std::to_string(sample) + " images per repeat";
+    r.phases.push_back(p);
+  }
+}
+
+// The training loader alone (no model): fit's loader of epoch 1 with its workers, prefetch and cache.
+// Returns its first batch for the compute phases.
+data::Batch time_loader_phase(FitSetup& s, const std::vector<int64_t>& rows, const Settings& st, ConfigTiming& r) {
+  auto loader = s.train_loader(rows, 0, s.epochs);
+  const int64_t n = std::min(loader->size(), st.warmup + st.steps * st.repeats);
+  std::vector<double> secs;
+  std::vector<int64_t> images;
+  data::Batch b, first;
+  auto last = Clock::now();
+  for (int64_t i = 0; i < n && loader->next(b); ++i) {
+    const auto now = Clock::now();
+    secs.push_back(std::chrono::duration<double>(now - last).count());
+    images.push_back(b.images.size(0));
+    last = now;
+    if (i == 0) first = b;  // holds its buffer: the loader does not reuse it
+  }
+  const auto w = median_window(secs, images, st.warmup, st.steps, st.repeats);
+  r.loader_images_per_s = w.images_per_s;
+  r.phases.push_back(phase("loader", "loader alone (" + std::to_string(s.dopt.num_workers) + " workers)", r.micro_batch, w,
+                           s.dopt.num_workers == 0 ? "in the training thread (data.num_workers = 0)" : ""));
+  return first;
+}
+
+// Host-to-device copy, forward (+ float32 loss), backward and the optimizer step, each synchronised,
+// on one real micro-batch with the recipe's optimizer, autocast and loss scale.
+void time_compute_phases(FitSetup& s, model::Network& net, const data::Batch& b, const Settings& st, const Sync& sync,
+                         ConfigTiming& r) {
+  const auto& dev = s.dev;
+  auto opt = optim::build(s.recipe, net);
+  auto scaler = dev.make_scaler();
+  const int64_t n = st.warmup + st.steps * st.repeats;
+  std::vector<double> copy, fwd, bwd, step;
+  net.train();
+  for (int64_t i = 0; i < n; ++i) {
+    opt->zero_grad();
+    sync();
+    const auto t0 = Clock::now();
+    auto x = data::to_model_input(b, dev.device);
+    auto y = b.targets.to(dev.device, /*non_blocking=*/true);
+    at::Tensor f = b.features.defined() ? b.features.to(dev.device, /*non_blocking=*/true) : at::Tensor();
+    sync();
+    const auto t1 = Clock::now();
+    at::Tensor out;
+    {
+      device::AutocastScope autocast(dev.precision, dev.device.type());
+      out = net.forward(x, f);
+    }
+    auto l = s.loss->forward(out.to(torch::kFloat), y);
+    sync();
+    const auto t2 = Clock::now();
+    (scaler.enabled() ? l * scaler.scale() : l).backward();
+    sync();
+    const auto t3 = Clock::now();
+    if (scaler.enabled()) {
+      std::vector<at::Tensor> grads;
+      for (auto& p : net.parameters())
+        if (p.grad().defined()) grads.push_back(p.grad());
+      scaler.unscale_and_check(grads);
+    }
+    opt->step();
+    sync();
+    const auto t4 = Clock::now();
+    auto d = [](auto a, auto c) { return std::chrono::duration<double>(c - a).count(); };
+    copy.push_back(d(t0, t1));
+    fwd.push_back(d(t1, t2));
+    bwd.push_back(d(t2, t3));
+    step.push_back(d(t3, t4));
+  }
+  const int64_t B = b.images.size(0);
+  const std::vector<int64_t> imgs(static_cast<size_t>(n), B);
+  auto win = [&](const std::vector<double>& v) { return median_window(v, imgs, st.warmup, st.steps, st.repeats); };
+  const auto wc = win(copy), wf = win(fwd), wb = win(bwd), ws = win(step);
+  std::string copy_note = dev.device.is_cpu() ? "cpu: no copy" : (s.pin ? "pinned memory" : "pageable memory");
+  if (b.images.scalar_type() == at::kByte) copy_note += ", uint8 batch normalized on the device";
+  r.phases.push_back(phase("host_to_device", "host -> device copy", B, wc, copy_note));
+  r.phases.push_back(phase("forward", "forward + loss", B, wf, device::precision_name(dev.precision)));
+  r.phases.push_back(phase("backward", "backward", B, wb));
+  r.phases.push_back(phase("optimizer_step", "optimizer step", B, ws, s.recipe.at("optim.name").value.get<std::string>()));
+  // One update: accum micro-batches through forward and backward, one step.
+  const double update = static_cast<double>(r.accum_steps) * (wf.seconds_per_step + wb.seconds_per_step) + ws.seconds_per_step;
+  r.compute_images_per_s = update > 0 ? static_cast<double>(B * r.accum_steps) / update : 0.0;
+}
+
+// fit's training step: the Trainer on fit's loader, stopped after warm-up + steps x repeats updates.
+void time_train_step(FitSetup& s, model::Network& net, const std::vector<int64_t>& rows, const std::vector<int64_t>& valid,
+                     const Settings& st, const Sync& sync, const std::string& dir, ConfigTiming& r) {
+  auto opt = optim::build(s.recipe, net);
+  train::Plan plan(s.recipe, s.epochs, s.steps_of(static_cast<int64_t>(rows.size())), net.group_names());
+  r.updates_per_epoch = plan.steps_in_epoch(0);
+  const int64_t want = st.warmup + st.steps * st.repeats;
+  const int64_t updates = std::min(want, r.updates_per_epoch);
+  if (updates < want)
+    r.notes.push_back("epoch 1 has " + std::to_string(r.updates_per_epoch) + " updates: fewer timed than asked");
+  train::TrainerParts parts;
+  parts.net = &net;
+  parts.opt = opt.get();
+  parts.loss = s.loss.get();
+  parts.metrics = s.metrics.get();
+  parts.device = s.dev.device;
+  parts.task = s.task;
+  parts.precision = s.dev.precision;
+  parts.scaler = s.dev.make_scaler();
+  train::TrainerIO io;
+  io.dir = dir;
+  io.progress = {/*quiet=*/true, false, 1e9};
+  auto cbs = train::build_callbacks(s.recipe);
+  auto clock = std::make_unique<StepClock>(updates, sync);
+  StepClock* c = clock.get();
+  cbs.push_back(std::move(clock));
+  auto topt = s.topt;
+  topt.checkpoint_every_steps = 0;  // nothing is saved mid-epoch
+  train::Trainer trainer(parts, plan, topt, s.copt, [&](int64_t epoch, int64_t start) { return s.train_loader(rows, epoch, plan.epochs(), start); },
+                         [&] { return s.valid_loader(valid); }, s.mix_fn(), std::move(cbs), io);
+  try {
+    trainer.fit();
+  } catch (const EnoughUpdates&) {
+  }
+  const auto w = median_window(c->seconds, c->images, st.warmup, st.steps, st.repeats);
+  r.update_seconds = w.seconds_per_step;
+  r.train_images_per_s = w.images_per_s;
+  r.train_epoch_seconds = static_cast<double>(r.updates_per_epoch) * w.seconds_per_step;
+  r.phases.push_back(phase("train_step", "training step (as fit)", r.micro_batch * r.accum_steps, w,
+                           r.accum_steps > 1 ? std::to_string(r.accum_steps) + " micro-batches per update" : ""));
+}
+
+// fit's validation step: its evaluation loader, the forward pass under autocast, outputs to the host.
+void time_eval_step(FitSetup& s, model::Network& net, const std::vector<int64_t>& valid, const Settings& st, const Sync& sync,
+                    ConfigTiming& r) {
+  s.max_batches = st.warmup + st.steps * st.repeats;
+  auto loader = s.valid_loader(valid);
+  s.max_batches = -1;
+  torch::NoGradGuard no_grad;
+  net.eval();
+  std::vector<double> secs;
+  std::vector<int64_t> images;
+  data::Batch b;
+  auto last = Clock::now();
+  while (loader->next(b)) {
+    at::Tensor f = b.features.defined() ? b.features.to(s.dev.device, /*non_blocking=*/true) : at::Tensor();
+    at::Tensor out;
+    {
+      device::AutocastScope autocast(s.dev.precision, s.dev.device.type());
+      out = net.forward(data::to_model_input(b, s.dev.device), f);
+    }
+    (void)metric::activate(out.to(torch::kFloat), s.task).to(torch::kCPU);
+    sync();
+    const auto now = Clock::now();
+    secs.push_back(std::chrono::duration<double>(now - last).count());
+    images.push_back(b.images.size(0));
+    last = now;
+  }
+  const auto w = median_window(secs, images, st.warmup, st.steps, st.repeats);
+  r.eval_images_per_s = w.images_per_s;
+  r.eval_epoch_seconds = w.images_per_s > 0 ? static_cast<double>(valid.size()) / w.images_per_s : 0.0;
+  r.phases.push_back(phase("eval_step", "evaluation step", r.eval_batch, w));
+}
+
+}  // namespace
+
+json PhaseTiming::to_json() const {
+  return {{"name", name},
+          {"batch", batch},
+          {"threads", threads > 0 ? json(threads) : json()},
+          {"ms_per_step", batch > 0 ? json(ms_per_step) : json()},
+          {"images_per_s", images_per_s},
+          {"repeats", repeats},
+          {"steps", steps},
+          {"note", note}};
+}
+
+json PeakMemory::to_json() const {
+  return {{"peak_rss_bytes", host_rss_bytes >= 0 ? json(host_rss_bytes) : json()},
+          {"peak_rss_since", host_reset ? "configuration start" : "process start (the kernel refused to reset VmHWM)"},
+          {"cuda_peak_allocated_bytes", cuda ? json(cuda_allocated_bytes) : json()},
+          {"cuda_peak_reserved_bytes", cuda ? json(cuda_reserved_bytes) : json()}};
+}
+
+std::string PeakMemory::str() const {
+  std::string s = host_rss_bytes >= 0 ? "RSS " + model::bytes_text(host_rss_bytes) : "RSS n/a";
+  if (!host_reset) s += " (process peak)";
+  if (cuda)
+    s += ", CUDA " + model::bytes_text(cuda_allocated_bytes) + " allocated / " + model::bytes_text(cuda_reserved_bytes) +
+         " reserved";
+  return s;
+}
+
+bool reset_host_peak() {
+#if defined(__GLIBC__)
+  // kgtrain keeps freed heap (core/host_memory.h): hand it back first, or the previous configuration's
+  // freed memory would count in this one's RSS.
+  malloc_trim(0);
+#endif
+  const auto& cpu = device::backend_for(c10::kCPU);
+  cpu.reset_peak_memory(0);
+  const auto m = cpu.memory(0);
+  // Whether the reset took or the process is at its peak anyway, what VmHWM says from here on is this
+  // configuration's peak exactly when it now equals the current RSS (a few pages of slack).
+  return m.available && m.peak_allocated - m.allocated <= (4 << 20);
+}
+
+void reset_device_peak(const device::DeviceInfo& dev) {
+  if (!dev.device.is_cuda()) return;
+  const auto& b = device::backend_for(dev.device.type());
+  b.empty_cache();  // the previous configuration's cached blocks would count as this one's reserve
+  b.reset_peak_memory(dev.device.index());
+}
+
+PeakMemory read_peaks(const device::DeviceInfo& dev, bool host_reset) {
+  PeakMemory p;
+  const auto host = device::backend_for(c10::kCPU).memory(0);
+  if (host.available) p.host_rss_bytes = host.peak_allocated;
+  p.host_reset = host_reset;
+  if (dev.device.is_cuda()) {
+    const auto m = device::backend_for(dev.device.type()).memory(dev.device.index());
+    p.cuda = m.available;
+    p.cuda_allocated_bytes = m.peak_allocated;
+    p.cuda_reserved_bytes = m.peak_reserved;
+  }
+  return p;
+}
+
+ConfigTiming config_shape(FitSetup& s) {
+  ConfigTiming r;
+  const auto split = s.split_of(s.cv.run_folds.front());
+  r.micro_batch = s.batch_at(0, s.epochs);
+  r.accum_steps = s.topt.accum_steps;
+  r.eval_batch = train::eval_batch_size(s.topt);
+  r.train_rows = static_cast<int64_t>(split.first.size());
+  r.valid_rows = static_cast<int64_t>(split.second.size());
+  r.num_workers = s.dopt.num_workers;
+  return r;
+}
+
+ConfigTiming time_config(FitSetup& s, const Settings& st, bool phases, const std::string& scratch_dir,
+                         const std::function<void(const std::string&)>& log) {
+  ConfigTiming r = config_shape(s);
+  if (lr_is_find(s.recipe)) {
+    s.recipe = with_lr(s.recipe, 1e-3);
+    r.notes.push_back("optim.lr = \"find\": timed at lr 1e-3 (the lr does not change the speed)");
+  }
+  const auto dev = s.dev;
+  const Sync sync = [dev] { device::backend_for(dev.device.type()).synchronize(std::max<int>(0, dev.device.index())); };
+  auto [rows, valid] = s.split_of(s.cv.run_folds.front());
+  auto net = s.build_net();
+  if (phases) {
+    const auto& g = s.train_pipes[data::stage_at(s.stages, 0, s.epochs)]->geometry();
+    r.macs_per_image = model::summarize(*net, g.channels, g.height, g.width, r.micro_batch, s.table.feature_dim).macs;
+  }
+  net->to(dev.device);
+  if (dev.channels_last) net->set_channels_last(true);
+  if (phases) {
+    log("  decode + augment...");
+    time_decode_phases(s, rows, r.micro_batch, st, r);
+    log("  loader alone...");
+    const data::Batch b = time_loader_phase(s, rows, st, r);
+    log("  copy, forward, backward, optimizer step...");
+    time_compute_phases(s, *net, b, st, sync, r);
+  }
+  log("  training steps (the Trainer on fit's loader)...");
+  time_train_step(s, *net, rows, valid, st, sync, scratch_dir, r);
+  log("  evaluation steps...");
+  time_eval_step(s, *net, valid, st, sync, r);
+  return r;
+}
+
+}  // namespace kg::jobs::bench
