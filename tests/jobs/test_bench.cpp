@@ -1,6 +1,7 @@
 // `kgtrain bench` through the binary on a tiny dataset: every phase timed with a positive rate, the
 // ablation rows that apply on the CPU timed and the CUDA ones skipped with their reason, bench.json's
-// keys, the suggested fit command accepted by `fit --dry-run`, and option errors.
+// keys, the suggested fit command accepted by `fit --dry-run`, option errors, and configurations that
+// throw becoming failed or skipped rows.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/fs.h"
+#include "jobs/bench_ablate.h"
 #include "support/fixtures.h"
 #include "support/job_helpers.h"
 
@@ -172,4 +174,29 @@ TEST_CASE("bench options: unknown toggles, dry run, the run folder", "[integrati
     CHECK(j["suggestion"].is_null());
     CHECK(j["settings"]["warmup"] == 0);
   }
+}
+
+TEST_CASE("a configuration that throws is a failed or skipped row, never an abort", "[unit][jobs][bench]") {
+  kg::test::TempDir dir;
+  auto ds = kg::test::make_tiny_dataset(dir, 16, 2);
+  auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
+  kg::jobs::JobOptions o;
+  o.command = "bench";
+  o.recipe = kg::test::resolve_recipe({recipe}, {});
+  o.quiet = true;
+  kg::jobs::bench::Runner runner(o, {1, 0, 1}, dir.str(), [](const std::string&) {});
+
+  // A runtime failure while setting the configuration up (here: its data is missing): the message.
+  auto failed = runner.run("broken", {"data.root=" + (dir / "nowhere")});
+  CHECK(failed.status == "failed");
+  CHECK(failed.reason.find("nowhere") != std::string::npos);
+  CHECK(kg::jobs::bench::row_json(failed, 1.0)["epoch_seconds"].is_null());
+  // A value the recipe's validation or the device refuses: the toggle does not apply.
+  auto skipped = runner.run("fp16 on the cpu", {"device.name=cpu", "device.precision=fp16"});
+  CHECK(skipped.status == "skipped");
+  CHECK(skipped.reason.find("fp16") != std::string::npos);
+  // And a configuration that runs is timed.
+  auto ok = runner.run("plain", {"data.num_workers=0"});
+  CHECK(ok.status == "timed");
+  CHECK(ok.timing.train_images_per_s > 0);
 }
