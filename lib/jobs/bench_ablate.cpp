@@ -128,7 +128,7 @@ Runner::Runner(const JobOptions& o, Settings st, std::string dir, std::function<
 Row Runner::baseline() { return time("baseline", {}, true); }
 
 Row Runner::time(const std::string& name, const std::vector<std::string>& overrides, bool phases) {
-  Row r{name, overrides};
+  Row r(name, overrides);
   JobOptions ro = o_;
   ro.recipe = with_overrides(o_.recipe, overrides);
   ro.quiet = o_.quiet || !phases;  // the data lines once, for the baseline
@@ -157,7 +157,7 @@ Row Runner::time(const std::string& name, const std::vector<std::string>& overri
 
 Row Runner::run(const std::string& name, const std::vector<std::string>& overrides) {
   log_("configuration " + name + ": " + join(overrides, " ") + "...");
-  Row r{name, overrides};
+  Row r(name, overrides);
   try {
     r = time(name, overrides, false);
     log_("  " + seconds_text(r.timing.epoch_seconds()) + " per epoch, " + grouped(r.timing.train_images_per_s) +
@@ -178,20 +178,22 @@ Row Runner::run(const std::string& name, const std::vector<std::string>& overrid
 
 Row Runner::ablate(const Toggle& t) {
   if (t.skip.empty()) return run(t.name, t.overrides);
-  Row r{t.name, t.overrides, "skipped", t.skip};
-  return r;
+  return Row(t.name, t.overrides, "skipped", t.skip);
 }
 
-json suggest(Runner& runner, const Row& baseline, const std::vector<Row>& rows) {
+json suggest(Runner& runner, const Row& baseline, const std::vector<Row>& rows, double min_gain) {
   const double base = baseline.timing.epoch_seconds();
   std::vector<const Row*> faster;
   for (auto& r : rows)
-    if (r.status == "timed" && r.timing.epoch_seconds() > 0 && base / r.timing.epoch_seconds() > 1.03) faster.push_back(&r);
+    if (r.status == "timed" && r.timing.epoch_seconds() > 0 && base / r.timing.epoch_seconds() > 1 + min_gain)
+      faster.push_back(&r);
   std::sort(faster.begin(), faster.end(), [](auto* a, auto* b) { return a->timing.epoch_seconds() < b->timing.epoch_seconds(); });
-  json s = {{"overrides", json::array()}, {"from", "none"}, {"toggles", json::array()}, {"epoch_seconds", base},
-            {"speedup", 1.0}};
+  json s = {{"overrides", json::array()}, {"from", "none"}, {"toggles", json::array()}, {"min_gain", min_gain},
+            {"epoch_seconds", base}, {"speedup", 1.0}};
   if (faster.empty()) {
-    s["text"] = "no toggle was faster than the recipe by more than 3%: keep it as it is";
+    s["text"] = "no toggle was faster than the recipe by more than " + fixed(100 * min_gain, 0) + "%" +
+                (min_gain > 0.03 ? " (the baseline itself drifted that much while the toggles ran)" : "") +
+                ": keep it as it is";
     return s;
   }
   auto take = [&](const Row& r, const std::string& from, std::vector<std::string> names) {
@@ -227,7 +229,7 @@ json suggest(Runner& runner, const Row& baseline, const std::vector<Row>& rows) 
   return s;
 }
 
-std::string ablation_table(const Row& baseline, const std::vector<Row>& rows) {
+std::string ablation_table(const Row& baseline, const std::vector<Row>& rows, const Row* again) {
   const double base = baseline.timing.epoch_seconds();
   std::string t = "configuration | time per epoch | speedup | peak memory | notes\n--- | ---: | ---: | ---: | ---\n";
   auto line = [&](const Row& r, const std::string& note) {
@@ -244,6 +246,9 @@ std::string ablation_table(const Row& baseline, const std::vector<Row>& rows) {
   line(baseline, "the recipe as given, " + grouped(baseline.timing.train_images_per_s) + " img/s training");
   for (const auto& r : rows)
     line(r, r.status == "timed" ? grouped(r.timing.train_images_per_s) + " img/s training" : r.reason);
+  if (again)
+    line(*again, again->status == "timed" ? "the recipe again after the toggles: how far this machine drifted meanwhile"
+                                          : again->reason);
   if (!baseline.memory.host_reset) t += "(peak memory: the process's peak so far; this kernel does not reset VmHWM)\n";
   return t;
 }

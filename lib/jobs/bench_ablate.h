@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -44,6 +45,9 @@ Toggle plan_toggle(const std::string& name, const BaseInfo& b);
 std::string check_toggle(const JobOptions& o, const Toggle& t);
 
 struct Row {
+  Row() = default;
+  Row(std::string n, std::vector<std::string> o, std::string st = "timed", std::string why = "")
+      : name(std::move(n)), overrides(std::move(o)), status(std::move(st)), reason(std::move(why)) {}
   std::string name;                    // "baseline", a toggle's name, "combination"
   std::vector<std::string> overrides;
   std::string status = "timed";        // timed | skipped | failed
@@ -73,12 +77,14 @@ class Runner {
   BaseInfo base_;
 };
 
-// The fastest safe combination: every timed toggle faster than the baseline by more than 3 %, timed
-// together once; kept when faster than each of them alone, else the best single toggle. JSON:
-// {overrides, from (combination | toggle | none), toggles, epoch_seconds, speedup, text}.
-nlohmann::json suggest(Runner& runner, const Row& baseline, const std::vector<Row>& rows);
+// The fastest safe combination: every timed toggle faster than the baseline by more than `min_gain`
+// (0.03, or the machine's drift when larger), timed together once; kept when faster than each of them
+// alone, else the best single toggle. JSON: {overrides, from (combination | toggle | none), toggles,
+// min_gain, epoch_seconds, speedup, text[, combination]}.
+nlohmann::json suggest(Runner& runner, const Row& baseline, const std::vector<Row>& rows, double min_gain);
 
-// `configuration | time per epoch | speedup | peak memory | notes`, baseline first (Markdown).
-std::string ablation_table(const Row& baseline, const std::vector<Row>& rows);
+// `configuration | time per epoch | speedup | peak memory | notes`, baseline first (Markdown); `again`
+// (the baseline timed after the toggles; may be null) last, its speedup being the machine's drift.
+std::string ablation_table(const Row& baseline, const std::vector<Row>& rows, const Row* again);
 
 }  // namespace kg::jobs::bench

@@ -4,6 +4,7 @@
 // throw becoming failed or skipped rows.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -59,7 +60,8 @@ TEST_CASE("bench times every phase, ablates the toggles and suggests a fit comma
   CHECK(r.output.find("configuration | time per epoch | speedup | peak memory | notes") != std::string::npos);
   const json j = kg::test::read_json(out);
   CHECK(keys_of(j) == std::set<std::string>{"schema_version", "command", "device", "recipe", "settings", "data", "phases",
-                                             "memory", "tflops", "epoch", "bottleneck", "notes", "ablations", "suggestion"});
+                                             "memory", "tflops", "epoch", "bottleneck", "notes", "ablations", "drift",
+                                             "suggestion"});
   CHECK(j["schema_version"] == 1);
   CHECK(j["command"] == "bench");
   CHECK(j["recipe"]["files"].back() == recipe);
@@ -121,8 +123,14 @@ TEST_CASE("bench times every phase, ablates the toggles and suggests a fit comma
   if (rows["precision"]["status"] == "timed") CHECK(rows["precision"]["configuration"] == json({"device.precision=bf16"}));
   else CHECK(rows["precision"]["reason"].get<std::string>().find("bf16") != std::string::npos);
 
+  // The baseline timed again after the toggles: the machine's drift, the least gain a suggestion needs.
+  CHECK(j["drift"]["baseline_again_epoch_seconds"].get<double>() > 0);
+  CHECK(j["drift"]["fraction"].get<double>() >= 0);
+  CHECK(r.output.find("baseline (again)") != std::string::npos);
+
   // The suggestion: overrides from the timed toggles (or none), and a fit command that resolves.
   const auto& s = j["suggestion"];
+  CHECK(s["min_gain"].get<double>() == Approx(std::max(0.03, j["drift"]["fraction"].get<double>())));
   CHECK(s.contains("overrides"));
   CHECK(s.contains("command"));
   CHECK((s["from"] == "none" || s["from"] == "toggle" || s["from"] == "combination"));
@@ -172,6 +180,7 @@ TEST_CASE("bench options: unknown toggles, dry run, the run folder", "[integrati
     const json j = kg::test::read_json(dir / "run/bench.json");
     CHECK(j["ablations"].empty());
     CHECK(j["suggestion"].is_null());
+    CHECK(j["drift"].is_null());
     CHECK(j["settings"]["warmup"] == 0);
   }
 }
