@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "core/error.h"
 #include "data/loader.h"
 #include "data/options.h"
 #include "device/backend.h"
@@ -45,12 +46,14 @@ PhaseTiming phase(std::string name, std::string label, int64_t batch, const Wind
 struct EnoughUpdates {};
 
 // Records when each optimizer update is done (device synchronised) and how many images it trained.
-// Ordered after every recipe callback: EMA's shadow update is part of fit's step.
+// Ordered after EMA (10) and SWA (20), whose per-update work is part of fit's step, and before the
+// callbacks that write files at an epoch's end (50 and above): should skipped (non-finite, fp16
+// overflow) updates leave the epoch short of the timed count, the run ends there, saving nothing.
 class StepClock : public train::Callback {
  public:
   StepClock(int64_t updates, Sync sync) : updates_(updates), sync_(std::move(sync)) {}
   std::string name() const override { return "bench_clock"; }
-  int order() const override { return 1000; }
+  int order() const override { return 45; }
   // Before run_epoch builds the loader: the first update pays its start-up (it is warm-up).
   void on_epoch_begin(train::Trainer& t) override {
     sync_();
@@ -66,6 +69,7 @@ class StepClock : public train::Callback {
     images_ = t.state().epoch_images;
     if (static_cast<int64_t>(seconds.size()) >= updates_) throw EnoughUpdates{};
   }
+  void on_epoch_end(train::Trainer&, train::EpochReport&) override { throw EnoughUpdates{}; }
   std::vector<double> seconds;
   std::vector<int64_t> images;
 
@@ -189,6 +193,8 @@ void time_train_step(FitSetup& s, model::Network& net, const std::vector<int64_t
   auto opt = optim::build(s.recipe, net);
   train::Plan plan(s.recipe, s.epochs, s.steps_of(static_cast<int64_t>(rows.size())), net.group_names());
   r.updates_per_epoch = plan.steps_in_epoch(0);
+  KG_CHECK(r.updates_per_epoch > 0, DataError, "bench: epoch 1 has no full batch of ", r.micro_batch, " among its ", rows.size(),
+           " training rows (train.batch_size)");
   const int64_t want = st.warmup + st.steps * st.repeats;
   const int64_t updates = std::min(want, r.updates_per_epoch);
   if (updates < want)
