@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include <cstdlib>
+
 #include <ATen/Parallel.h>
 #include <ATen/Context.h>
 #include <ATen/detail/CUDAHooksInterface.h>
@@ -30,10 +32,31 @@ config::Fields<DeviceOptions> fields() {
           "use deterministic algorithms only (LibTorch raises for an op without one); with it a killed and resumed "
           "run ends with the same weights as an uninterrupted one");
   f.field("precision", &DeviceOptions::precision,
-          "fp32, bf16, or auto (bf16 on a CPU with native bf16 — AVX512-BF16 or AMX — else fp32; fp32 on CUDA for now). bf16: forward passes (training, evaluation, prediction) under autocast to bfloat16 — convolutions "
-          "and matmuls in bf16, weights, gradients, optimizer state and the loss in float32, no loss scaler. About 2x "
-          "faster on CPUs with AVX512-BF16 (see README Performance), slower on CPUs without it; on CUDA needs Ampere or newer")
-      .choices({"fp32", "bf16", "auto"});
+          "fp32, fp16, bf16 or auto: forward passes (training, evaluation, prediction) under autocast; weights, "
+          "gradients, optimizer state and the loss stay float32. fp16 (CUDA only) adds the dynamic loss scaler; bf16 "
+          "needs Ampere or newer on CUDA, and is fast on CPUs with AVX512-BF16/AMX. auto: bf16 on Ampere+ and on "
+          "such CPUs, fp16 on P100/V100/T4 (compute capability 6.x-7.x), else fp32")
+      .choices({"fp32", "fp16", "bf16", "auto"});
+  f.field("tf32", &DeviceOptions::tf32,
+          "TF32 tensor cores for float32 matmuls and convolutions (CUDA, Ampere and newer; ignored elsewhere): ~10 "
+          "bits of mantissa instead of 23, several times faster");
+  f.field("cudnn_benchmark", &DeviceOptions::cudnn_benchmark,
+          "cuDNN times its convolution algorithms once per input shape and keeps the fastest (CUDA; off with "
+          "device.deterministic)");
+  f.field("loss_scale_init", &DeviceOptions::loss_scale_init, "fp16: the first loss scale (GradScaler's init_scale)").positive();
+  f.field("loss_scale_growth_interval", &DeviceOptions::loss_scale_growth_interval,
+          "fp16: clean updates in a row before the loss scale grows").min(1);
+  f.field("loss_scale_growth_factor", &DeviceOptions::loss_scale_growth_factor, "fp16: loss scale growth factor").min(1, true);
+  f.field("loss_scale_backoff_factor", &DeviceOptions::loss_scale_backoff_factor,
+          "fp16: loss scale factor after an update with inf/NaN gradients (the update is skipped)").range(0, 1).min(0, true);
+  f.field("dist_timeout_s", &DeviceOptions::dist_timeout_s,
+          "multi-process runs (torchrun, fit --nproc): seconds the rendezvous and each collective wait for the other "
+          "ranks; a rank that died or hangs then ends the job with exit 4 instead of a hang").min(1);
+  f.field("dist_bucket_mb", &DeviceOptions::dist_bucket_mb,
+          "multi-process runs: gradients are all-reduced in buckets of at most this many MB (DDP's bucket_cap_mb)").positive();
+  f.field("sync_batchnorm", &DeviceOptions::sync_batchnorm,
+          "multi-process runs: BatchNorm layers normalise with the statistics of the global batch, summed over the "
+          "ranks (torch.nn.SyncBatchNorm): small per-GPU batches then train like one large batch");
   return f;
 }
 KG_REGISTER_SECTION("device", "where the model runs", fields().schema(), "");
@@ -63,32 +86,80 @@ std::string cuda_build_info() {
   return s;
 }
 
-DeviceInfo setup(const DeviceOptions& opts) {
+DeviceInfo plan(const DeviceOptions& opts, const DeviceDescription& hw) {
   DeviceInfo info;
+  info.hardware = hw;
+  info.device = c10::Device(hw.type, static_cast<c10::DeviceIndex>(hw.is_cuda() ? hw.index : -1));
   // Debian's LibTorch starts with one intra-op thread; kgtrain sets it explicitly.
   info.threads = opts.threads > 0 ? static_cast<int>(opts.threads) : available_cores();
   info.channels_last = opts.channels_last;
-  at::set_num_threads(info.threads);
   info.deterministic = opts.deterministic;
-  std::string name = opts.name;
-  if (name == "auto") name = cuda_available() ? "cuda" : "cpu";
-  info.precision = opts.precision == "auto" ? auto_precision(name != "cpu") : parse_precision(opts.precision);
-  at::globalContext().setDeterministicAlgorithms(opts.deterministic, /*warn_only=*/false);
-  if (name == "cpu") {
-    info.device = c10::Device(c10::kCPU);
-    info.description = "cpu (" + std::to_string(info.threads) + " threads" + (info.deterministic ? ", deterministic" : "") +
-                       (info.precision != Precision::fp32 ? ", " + precision_name(info.precision) : "") + ")";
-    return info;
+  info.precision = choose_precision(opts.precision, hw);
+  info.tf32 = opts.tf32 && hw.tf32 && !opts.deterministic;
+  info.cudnn_benchmark = opts.cudnn_benchmark && hw.is_cuda() && !opts.deterministic;
+  info.scaler = {opts.loss_scale_init, opts.loss_scale_growth_factor, opts.loss_scale_backoff_factor,
+                 opts.loss_scale_growth_interval};
+  std::vector<std::string> notes;
+  if (!hw.is_cuda()) notes.push_back(std::to_string(info.threads) + " threads");
+  if (info.precision != Precision::fp32)
+    notes.push_back(precision_name(info.precision) + (info.precision == Precision::fp16 ? " + loss scaler" : ""));
+  if (info.tf32) notes.push_back("tf32");
+  if (info.cudnn_benchmark) notes.push_back("cudnn benchmark");
+  if (info.deterministic) notes.push_back("deterministic");
+  if (hw.is_cuda()) {
+    info.description = "cuda:" + std::to_string(hw.index) + " " + hw.str();
+    if (!notes.empty()) info.description += "; " + join(notes, ", ");
+  } else {
+    info.description = "cpu (" + join(notes, ", ") + ")";
   }
-  KG_CHECK(cuda_available(), DeviceError, "device.name = \"", opts.name,
-           "\" but CUDA is not available (this kgtrain was built against a CPU-only LibTorch, or no GPU is visible); "
-           "use device.name=cpu or device.name=auto");
-  int index = name == "cuda" ? 0 : std::stoi(name.substr(5));
-  int count = static_cast<int>(torch::cuda::device_count());
-  KG_CHECK(index < count, DeviceError, "device.name = \"", opts.name, "\" but only ", count, " CUDA device(s) are visible");
-  info.device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
-  info.description = "cuda:" + std::to_string(index) +
-                     (info.precision != Precision::fp32 ? " (" + precision_name(info.precision) + ")" : "");
+  return info;
+}
+
+void apply(const DeviceInfo& info) {
+  at::set_num_threads(info.threads);
+  auto& ctx = at::globalContext();
+  if (info.deterministic) {
+    // cuBLAS is deterministic only with a fixed workspace; it reads the variable when it starts, which
+    // is after this (no CUDA work has run yet). A value the user set is kept.
+    ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+  }
+  ctx.setDeterministicAlgorithms(info.deterministic, /*warn_only=*/false);
+  ctx.setDeterministicCuDNN(info.deterministic);
+  ctx.setBenchmarkCuDNN(info.cudnn_benchmark);
+  ctx.setAllowTF32CuBLAS(info.tf32);
+  ctx.setAllowTF32CuDNN(info.tf32);
+}
+
+DeviceOptions for_local_rank(DeviceOptions opts, int local_rank, int local_world) {
+  if (opts.name == "cuda" || (opts.name == "auto" && cuda_available())) opts.name = "cuda:" + std::to_string(local_rank);
+  if (opts.threads == 0) opts.threads = std::max(1, available_cores() / std::max(1, local_world));
+  return opts;
+}
+
+DeviceInfo setup(const DeviceOptions& opts) {
+  const Backend* backend = nullptr;
+  int index = 0;
+  if (opts.name == "auto") {
+    for (const auto* b : backends())
+      if (b->available()) {
+        backend = b;
+        break;
+      }
+    KG_ASSERT(backend != nullptr, "no device backend is available (the CPU one always is)");
+  } else {
+    const std::string kind = opts.name.substr(0, opts.name.find(':'));
+    backend = find_backend(kind);
+    KG_CHECK(backend != nullptr, ConfigError, "device.name = \"", opts.name, "\": no backend \"", kind, "\"");
+    if (kind != opts.name) index = std::stoi(opts.name.substr(kind.size() + 1));
+    KG_CHECK(backend->available(), DeviceError, "device.name = \"", opts.name,
+             "\" but CUDA is not available (this kgtrain was built against a CPU-only LibTorch, or no GPU is visible); "
+             "use device.name=cpu or device.name=auto");
+    const int count = backend->count();
+    KG_CHECK(index < count, DeviceError, "device.name = \"", opts.name, "\" but only ", count, " ", kind,
+             " device(s) are visible");
+  }
+  DeviceInfo info = plan(opts, backend->describe(index));
+  apply(info);
   return info;
 }
 

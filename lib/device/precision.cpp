@@ -6,17 +6,25 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "device/compat.h"
+#include "device/backend.h"
+#include "device/autocast_state.h"
 
 namespace kg::device {
 
 Precision parse_precision(const std::string& name) {
   if (name == "fp32") return Precision::fp32;
+  if (name == "fp16") return Precision::fp16;
   if (name == "bf16") return Precision::bf16;
-  throw ConfigError(detail::cat("device.precision = \"", name, "\": expected fp32 or bf16"));
+  throw ConfigError(detail::cat("device.precision = \"", name, "\": expected fp32, fp16, bf16 or auto"));
 }
 
-std::string precision_name(Precision p) { return p == Precision::bf16 ? "bf16" : "fp32"; }
+std::string precision_name(Precision p) {
+  switch (p) {
+    case Precision::fp16: return "fp16";
+    case Precision::bf16: return "bf16";
+    default: return "fp32";
+  }
+}
 
 bool cpu_has_native_bf16() {
   std::ifstream in("/proc/cpuinfo");
@@ -32,41 +40,23 @@ bool cpu_has_native_bf16() {
   return false;
 }
 
-Precision auto_precision(bool cuda) { return !cuda && cpu_has_native_bf16() ? Precision::bf16 : Precision::fp32; }
-
-namespace {
-// LibTorch 2.4 replaced the per-device setters with ones taking the device type.
-bool autocast_enabled(c10::DeviceType t) {
-#if KG_TORCH_VERSION_AT_LEAST(2, 4)
-  return at::autocast::is_autocast_enabled(t);
-#else
-  return t == c10::kCUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
-#endif
+Precision choose_precision(const std::string& requested, const DeviceDescription& d) {
+  if (requested == "auto") {
+    if (!d.is_cuda()) return d.native_bf16 ? Precision::bf16 : Precision::fp32;
+    if (d.cc_major >= 8) return Precision::bf16;
+    if (d.cc_major >= 6) return Precision::fp16;
+    return Precision::fp32;
+  }
+  const Precision p = parse_precision(requested);
+  if (p == Precision::bf16 && d.is_cuda() && d.cc_major < 8)
+    throw ConfigError(detail::cat("device.precision = \"bf16\" but ", d.str(), " has no bf16 tensor cores (they start with "
+                                  "Ampere, compute capability 8.0): use device.precision = \"fp16\" (with the loss "
+                                  "scaler) or \"auto\""));
+  if (p == Precision::fp16 && !d.is_cuda())
+    throw ConfigError("device.precision = \"fp16\" needs a CUDA device (LibTorch's CPU autocast computes in bf16 only): "
+                      "use \"bf16\" (fast on CPUs with AVX512-BF16 or AMX), \"fp32\" or \"auto\"");
+  return p;
 }
-void set_autocast(c10::DeviceType t, bool on) {
-#if KG_TORCH_VERSION_AT_LEAST(2, 4)
-  at::autocast::set_autocast_enabled(t, on);
-#else
-  if (t == c10::kCUDA) at::autocast::set_enabled(on);
-  else at::autocast::set_cpu_enabled(on);
-#endif
-}
-at::ScalarType autocast_dtype(c10::DeviceType t) {
-#if KG_TORCH_VERSION_AT_LEAST(2, 4)
-  return at::autocast::get_autocast_dtype(t);
-#else
-  return t == c10::kCUDA ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
-#endif
-}
-void set_autocast_dtype(c10::DeviceType t, at::ScalarType d) {
-#if KG_TORCH_VERSION_AT_LEAST(2, 4)
-  at::autocast::set_autocast_dtype(t, d);
-#else
-  if (t == c10::kCUDA) at::autocast::set_autocast_gpu_dtype(d);
-  else at::autocast::set_autocast_cpu_dtype(d);
-#endif
-}
-}  // namespace
 
 AutocastScope::AutocastScope(Precision p, c10::DeviceType device_type) : type_(device_type) {
   if (p == Precision::fp32) return;
@@ -75,7 +65,7 @@ AutocastScope::AutocastScope(Precision p, c10::DeviceType device_type) : type_(d
   active_ = true;
   prev_enabled_ = autocast_enabled(type_);
   prev_dtype_ = static_cast<int>(autocast_dtype(type_));
-  set_autocast_dtype(type_, at::kBFloat16);
+  set_autocast_dtype(type_, p == Precision::fp16 ? at::kHalf : at::kBFloat16);
   set_autocast(type_, true);
   at::autocast::increment_nesting();
 }

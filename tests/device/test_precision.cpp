@@ -16,12 +16,11 @@ using kg::device::Precision;
 TEST_CASE("device.precision names", "[device][precision]") {
   CHECK(kg::device::parse_precision("fp32") == Precision::fp32);
   CHECK(kg::device::parse_precision("bf16") == Precision::bf16);
+  CHECK(kg::device::parse_precision("fp16") == Precision::fp16);
   CHECK(kg::device::precision_name(Precision::bf16) == "bf16");
+  CHECK(kg::device::precision_name(Precision::fp16) == "fp16");
   CHECK_THROWS_AS(kg::device::parse_precision("fp8"), kg::ConfigError);
   CHECK_THROWS_WITH(kg::device::parse_precision("fp8"), Catch::Contains("device.precision") && Catch::Contains("bf16"));
-  // auto: bf16 only where the CPU computes it natively; CUDA stays fp32 until the device work.
-  CHECK(kg::device::auto_precision(true) == Precision::fp32);
-  CHECK(kg::device::auto_precision(false) == (kg::device::cpu_has_native_bf16() ? Precision::bf16 : Precision::fp32));
 }
 
 TEST_CASE("AutocastScope: bf16 matmuls and convolutions inside, float32 outside", "[device][precision]") {
