@@ -18,6 +18,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "device/autocast_state.h"
 
 namespace kg::model {
 namespace {
@@ -96,14 +97,15 @@ class CheckpointBackward final : public torch::autograd::Node {
  public:
   CheckpointBackward(torch::autograd::edge_list&& edges, std::shared_ptr<torch::nn::Module> stage,
                      std::function<at::Tensor(const at::Tensor&)> fn, at::Tensor x, uint32_t x_version,
-                     std::vector<at::Tensor> params, RngStates rng)
+                     std::vector<at::Tensor> params, RngStates rng, device::AutocastState autocast)
       : Node(std::move(edges)),
         stage_(std::move(stage)),
         fn_(std::move(fn)),
         x_(std::move(x)),
         x_version_(x_version),
         params_(std::move(params)),
-        rng_(std::move(rng)) {}
+        rng_(std::move(rng)),
+        autocast_(autocast) {}
 
   std::string name() const override { return "kg::model::CheckpointBackward"; }
 
@@ -136,6 +138,7 @@ class CheckpointBackward final : public torch::autograd::Node {
     {
       at::AutoGradMode grad_on(true);
       ForkedRng fork(rng_, x_.device());
+      device::AutocastReplay autocast(autocast_);  // the forward pass's mixed precision, not the engine thread's
       y = fn_(xin);
     }
     if (!y.defined() || !y.requires_grad()) return out;  // no path from x or a parameter to the output
@@ -159,6 +162,7 @@ class CheckpointBackward final : public torch::autograd::Node {
   uint32_t x_version_;
   std::vector<at::Tensor> params_;
   RngStates rng_;
+  device::AutocastState autocast_;
 };
 
 }  // namespace
@@ -188,7 +192,7 @@ at::Tensor checkpoint(const std::shared_ptr<torch::nn::Module>& stage, const std
   edges_of.insert(edges_of.end(), params.begin(), params.end());
   std::shared_ptr<CheckpointBackward> node(
       new CheckpointBackward(torch::autograd::collect_next_edges(edges_of), stage, fn, x.detach(), version,
-                             std::move(params), std::move(rng)),
+                             std::move(params), std::move(rng), device::AutocastState::current()),
       torch::autograd::deleteNode);
   torch::autograd::set_history(y, node);
   return y;

@@ -18,7 +18,9 @@
 #include "config/validate.h"
 #include "core/error.h"
 #include "core/fs.h"
+#include "device/autocast_state.h"
 #include "device/device.h"
+#include "device/precision.h"
 #include "model/grad_checkpoint.h"
 #include "model/model.h"
 #include "model/safetensors.h"
@@ -169,6 +171,38 @@ TEST_CASE("every registered backbone checkpoints with the plain network's gradie
     ++tested;
   }
   CHECK(tested >= 4);  // resnet9, resnet18/34/50 at least
+}
+
+TEST_CASE("the recompute runs in the forward pass's autocast (bf16 + grad_checkpointing)", "[unit][model]") {
+  // The backward runs outside the step's AutocastScope: a recompute in float32 would meet bf16 saved
+  // tensors (LibTorch: "Input type CPUBFloat16Type and weight type CPUFloatType") or give other gradients.
+  torch::manual_seed(4);
+  auto x = torch::randn({2, 3, 32, 32});
+  auto w = torch::randn({2, 5});
+  auto [plain, ckpt] = twins("[model]\nname = \"resnet9\"\nwidth = 4", 32);
+  auto run = [&](kg::model::Network& net) {
+    net.train();
+    net.zero_grad();
+    at::Tensor loss;
+    {
+      kg::device::AutocastScope autocast(kg::device::Precision::bf16, c10::kCPU);
+      loss = (net.forward(x).to(at::kFloat) * w).sum();
+    }
+    loss.backward();
+    std::map<std::string, at::Tensor> g;
+    for (auto& p : net.named_parameters(true)) g[p.key()] = p.value().grad().clone();
+    return std::make_pair(loss.item<double>(), g);
+  };
+  auto a = run(*plain);
+  auto b = run(*ckpt);
+  CHECK(b.first == Approx(a.first).epsilon(1e-6));
+  for (auto& [name, g] : a.second) {
+    INFO("parameter " << name);
+    REQUIRE(b.second.at(name).defined());
+    // bf16 matmuls: the same casts and kernels, so equal up to summation order.
+    CHECK((g - b.second.at(name)).abs().max().item<double>() <= 1e-3 * (g.abs().max().item<double>() + 1e-6));
+  }
+  CHECK_FALSE(kg::device::autocast_enabled(c10::kCPU));  // the backward left the thread as it found it
 }
 
 TEST_CASE("drop-path masks are replayed in the recompute", "[unit][model]") {
