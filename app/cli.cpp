@@ -7,6 +7,7 @@
 #include <c10/util/Exception.h>
 #include <opencv2/core/version.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -22,8 +23,10 @@
 #include "data/idx_import.h"
 #include "device/compat.h"
 #include "device/device.h"
+#include "device/distributed.h"
 #include "jobs/job.h"
 #include "jobs/show.h"
+#include "launch.h"
 
 extern char** environ;
 namespace fs = std::filesystem;
@@ -115,6 +118,20 @@ jobs::JobOptions resolve_job(const std::string& command, const Common& c) {
   o.smoke = c.smoke;
   o.quiet = c.quiet;
   o.tty = ::isatty(STDERR_FILENO);
+  if (command == "fit") {
+    o.dist = device::dist_env_from(in.environ);
+    if (o.dist.active() && !o.dist.writer()) o.quiet = true;  // rank 0 alone reports progress
+  }
+  if (auto it = in.environ.find("KGTRAIN_FAKE_OOM_ABOVE"); it != in.environ.end() && !it->second.empty()) {
+    size_t used = 0;
+    try {
+      o.fake_oom_above = std::stoll(it->second, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != it->second.size() || o.fake_oom_above < 0)
+      throw UsageError("KGTRAIN_FAKE_OOM_ABOVE=" + it->second + ": expected a number of images >= 0");
+  }
   return o;
 }
 
@@ -144,6 +161,10 @@ int dispatch(int argc, char** argv) {
   fit->add_option("--resume", fit_resume, "auto (the newest unfinished run of run.name, or --run-dir), a run directory, or a "
                                           "checkpoint directory: continue exactly where it stopped (RECIPE optional: the "
                                           "run's recipe.toml is used when none is given)");
+  int fit_nproc = 1;
+  fit->add_option("--nproc", fit_nproc, "train on N processes of this machine (data parallel, torch.distributed: Gloo on the "
+                                        "CPU, NCCL on GPUs; one GPU each), as torchrun --no-python --nproc-per-node N would")
+      ->check(CLI::PositiveNumber);
   fit->add_option("--plot-schedule", fit_plot, "draw the planned learning rate (and momentum) per update to this PNG and exit");
 
   Common lrf_c;
@@ -300,6 +321,12 @@ int dispatch(int argc, char** argv) {
   RegistryBase::check_all();
   config::check_sections();
   if (*fit) {
+    if (fit_nproc > 1) {
+      const auto env = environment();
+      KG_CHECK(!env.count("WORLD_SIZE"), UsageError, "--nproc ", fit_nproc, " inside a launched job (WORLD_SIZE=",
+               env.at("WORLD_SIZE"), "): use either torchrun or --nproc, not both");
+      return launch_local(fit_nproc, without_nproc(argc, argv));
+    }
     install_signal_handlers();
     bool has_recipe = false;
     for (auto& w : fit_c.words) has_recipe = has_recipe || (ends_with(w, ".toml") && w.find('=') == std::string::npos);
@@ -428,22 +455,31 @@ int dispatch(int argc, char** argv) {
 
 }  // namespace
 
+// "[rank 1/2] " in a multi-process job, so each line says which process failed.
+std::string rank_prefix() {
+  const char* rank = std::getenv("RANK");
+  const char* world = std::getenv("WORLD_SIZE");
+  if (!rank || !world || std::string(world).empty() || std::string(world) == "1") return "";
+  return std::string("[rank ") + rank + "/" + world + "] ";
+}
+
 int run(int argc, char** argv) {
+  const std::string who = rank_prefix();
   try {
     return dispatch(argc, argv);
   } catch (const Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << who << "error: " << e.what() << "\n";
     return e.exit_code();
   } catch (const c10::Error& e) {
     std::string msg = e.what_without_backtrace();
     bool oom = msg.find("out of memory") != std::string::npos;
-    std::cerr << "error: " << (oom ? "out of memory: " : "LibTorch runtime error: ") << msg << "\n";
+    std::cerr << who << "error: " << (oom ? "out of memory: " : "LibTorch runtime error: ") << msg << "\n";
     return kExitDevice;
   } catch (const std::bad_alloc&) {
-    std::cerr << "error: out of host memory\n";
+    std::cerr << who << "error: out of host memory\n";
     return kExitDevice;
   } catch (const std::exception& e) {
-    std::cerr << "internal error: " << e.what() << "\n";
+    std::cerr << who << "internal error: " << e.what() << "\n";
     return kExitInternal;
   }
 }

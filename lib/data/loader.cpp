@@ -21,10 +21,37 @@ int64_t num_batches(int64_t rows, int64_t batch_size, bool drop_last, int64_t ma
   return max_batches >= 0 ? std::min(n, max_batches) : n;
 }
 
+std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int64_t batch_size, bool drop_last, int rank, int count,
+                                 int64_t* batches) {
+  KG_ASSERT(count >= 1 && rank >= 0 && rank < count && batch_size > 0, "shard ", rank, " of ", count);
+  const int64_t n = static_cast<int64_t>(order.size());
+  const int64_t global = batch_size * count;
+  const int64_t g = num_batches(n, global, drop_last);
+  std::vector<int64_t> out;
+  for (int64_t b = 0; b < g; ++b) {
+    const int64_t begin = b * global;
+    const int64_t here = std::min(global, n - begin);
+    const int64_t per = (here + count - 1) / count;  // batch_size for a full global batch
+    for (int64_t j = 0; j < per; ++j) {
+      int64_t pos = begin + rank * per + j;
+      if (pos >= n) pos = (pos - n) % n;  // padding: the epoch's first samples again
+      out.push_back(order[static_cast<size_t>(pos)]);
+    }
+  }
+  *batches = g;
+  return out;
+}
+
 Loader::Loader(const Table& table, std::vector<int64_t> rows, const Pipeline& pipeline, LoaderOptions o)
     : table_(table), pipeline_(pipeline), o_(o) {
   order_ = o_.shuffle ? epoch_order(std::move(rows), o_.seed, o_.epoch) : std::move(rows);
-  num_batches_ = num_batches(static_cast<int64_t>(order_.size()), o_.batch_size, o_.drop_last, o_.max_batches);
+  if (o_.shard_count > 1 && !order_.empty()) {
+    int64_t g = 0;
+    order_ = shard_order(order_, o_.batch_size, o_.drop_last, o_.shard_rank, o_.shard_count, &g);
+    num_batches_ = o_.max_batches >= 0 ? std::min(g, o_.max_batches) : g;
+  } else {
+    num_batches_ = num_batches(static_cast<int64_t>(order_.size()), o_.batch_size, o_.drop_last, o_.max_batches);
+  }
   o_.prefetch = std::max(1, o_.prefetch);
   KG_ASSERT(o_.start_batch >= 0, "start_batch ", o_.start_batch);
   // Skipped batches are never produced: both cursors start past them (a start at or past the end yields nothing).
@@ -112,6 +139,18 @@ void Loader::produce(int64_t b, Batch& out) {
     out.targets = gather(table_.values, table_.value_dim);
   }
   if (table_.feature_dim > 0) out.features = gather(table_.features, table_.feature_dim);
+}
+
+Batch slice_batch(const Batch& b, int64_t start, int64_t count) {
+  Batch s;
+  s.index = b.index;
+  s.images = b.images.narrow(0, start, count);
+  if (b.targets.defined()) s.targets = b.targets.narrow(0, start, count);
+  if (b.features.defined()) s.features = b.features.narrow(0, start, count);
+  s.rows.assign(b.rows.begin() + start, b.rows.begin() + start + count);
+  s.norm_mean = b.norm_mean;
+  s.norm_std = b.norm_std;
+  return s;
 }
 
 at::Tensor to_model_input(const Batch& b, const c10::Device& device) {

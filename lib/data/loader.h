@@ -1,6 +1,7 @@
 // Threaded batch loader with a bounded prefetch queue. The batches it yields are a pure function of
 // (seed, epoch, sample index): worker count and timing never change them.
 #pragma once
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -32,6 +33,9 @@ struct Batch {
 // The batch's images on `device` as the model's float input: uint8 batches are scaled to [0, 1] and
 // normalized there (data.uint8_transfer), float batches are copied (non-blocking from pinned memory).
 at::Tensor to_model_input(const Batch& b, const c10::Device& device);
+
+// Samples [start, start + count) of `b` (views of its tensors; index and normalization kept).
+Batch slice_batch(const Batch& b, int64_t start, int64_t count);
 
 // Decoded images kept in memory after their first use (data.cache = "ram"), up to a byte cap.
 // Shared by every loader of a run (epochs, folds, train and validation). Thread-safe.
@@ -68,7 +72,17 @@ struct LoaderOptions {
   // Resume mid-epoch: yield batches start_batch.. of this epoch's order (the earlier ones are skipped
   // without being read or decoded). size() and Batch::index still count from the epoch's first batch.
   int64_t start_batch = 0;
+  // Data parallel (torch.distributed): this process's part of every global batch of
+  // batch_size * shard_count samples of the epoch's order: samples [rank * batch_size, +batch_size)
+  // of each. A short last global batch is split evenly, padded with the epoch's first samples (as
+  // DistributedSampler pads) so every rank takes the same number of updates with equal batches.
+  int shard_rank = 0, shard_count = 1;
 };
+
+// The rows of `order` (an epoch's order) that rank `rank` of `count` trains on, batch by batch (see
+// LoaderOptions::shard_rank), and the number of batches they make.
+std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int64_t batch_size, bool drop_last, int rank, int count,
+                                 int64_t* batches);
 
 // The order a shuffled epoch visits `rows` in.
 std::vector<int64_t> epoch_order(std::vector<int64_t> rows, uint64_t seed, int64_t epoch);
@@ -83,6 +97,12 @@ class Loader {
 
   // Batches in the whole epoch (a start_batch does not change it).
   int64_t size() const { return num_batches_; }
+  // Images per full batch, and in batch `index` (the epoch's last one may be short).
+  int64_t batch_size() const { return o_.batch_size; }
+  int64_t rows_in(int64_t index) const {
+    const int64_t left = static_cast<int64_t>(order_.size()) - index * o_.batch_size;
+    return std::max<int64_t>(0, std::min(o_.batch_size, left));
+  }
   // The next batch in order; false at the end of the epoch. Rethrows a worker's DataError.
   bool next(Batch& out);
 

@@ -25,6 +25,7 @@
 #include "data/source.h"
 #include "data/table.h"
 #include "device/device.h"
+#include "jobs/auto_batch.h"
 #include "jobs/fit_setup.h"
 #include "jobs/job.h"
 #include "jobs/model_setup.h"
@@ -32,6 +33,7 @@
 #include "loss/loss.h"
 #include "metric/metric.h"
 #include "metric/metric_set.h"
+#include "model/batchnorm.h"
 #include "model/model.h"
 #include "model/safetensors.h"
 #include "model/summary.h"
@@ -147,8 +149,16 @@ int run_merge_oof(const std::vector<std::string>& dirs, const std::string& out_d
   return kExitOk;
 }
 
-int run_fit(const JobOptions& o) {
+int run_fit(const JobOptions& given) {
   const auto t_start = Clock::now();
+  if (given.dist.active()) {
+    KG_CHECK(!train::batch_size_is_auto(given.recipe), UsageError, "train.batch_size = \"auto\" is found by one process; with ",
+             given.dist.world_size, " processes give a number (run kgtrain fit --dry-run or bench with \"auto\" on one GPU first)");
+    KG_CHECK(!lr_is_find(given.recipe), UsageError, "optim.lr = \"find\" runs the finder in one process; with ", given.dist.world_size,
+             " processes give a number (kgtrain lr-find RECIPE prints the suggestion)");
+  }
+  // train.batch_size = "auto" becomes a number before anything reads it.
+  const JobOptions o = resolve_auto_batch(given);
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t_start).count(); };
   FitSetup s(o, "fit");
   const auto& run = s.run;
@@ -240,11 +250,25 @@ int run_fit(const JobOptions& o) {
   }
 
   // --- the run directory: fresh, or the run being resumed ---
-  auto target = resume_target(o);
+  // Data parallel: rank 0 decides (and alone writes into) the run directory; the other ranks read the
+  // same checkpoints to resume and write their copies of everything into a private scratch folder
+  // that is removed when they end.
+  const bool writer = o.dist.writer();
+  ResumeTarget target;
+  if (writer) target = resume_target(o);
+  if (s.group) {
+    std::vector<std::string> shared{target.run_dir, target.checkpoint};
+    s.group->broadcast_strings(shared);
+    target.run_dir = shared[0];
+    target.checkpoint = shared[1];
+  }
   if (!target.note.empty()) log(o, "  " + target.note);
   const bool resuming = !target.run_dir.empty();
+  ScratchDir scratch(writer ? std::string() : "kgtrain-rank" + std::to_string(o.dist.rank));
   std::string run_dir;
-  if (resuming) {
+  if (!writer) {
+    run_dir = scratch.path();
+  } else if (resuming) {
     run_dir = target.run_dir;
     KG_CHECK(fs::exists(fs::path(run_dir) / "folds.csv"), UsageError, "--resume: ", run_dir,
              " is not a kgtrain fit run (no folds.csv)");
@@ -292,16 +316,19 @@ int run_fit(const JobOptions& o) {
   const bool multi = cv.run_folds.size() > 1;
   json summary = {{"command", "fit"}, {"run_dir", run_dir}, {"folds", json::array()}, {"metric", monitor}};
   if (lr_find) summary["lr_find"] = lr_find_summary;
+  if (!o.auto_batch.is_null()) summary["auto_batch"] = o.auto_batch;
   train::ProgressStyle style{o.quiet, o.tty, topt.log_every_s};
 
   auto train_fold = [&](size_t fi, int64_t k) -> FoldOutcome {
     FoldOutcome out;
     const fs::path dir = multi ? fs::path(run_dir) / ("fold_" + std::to_string(k)) : fs::path(run_dir);
     fs::create_directories(dir);
-    if (resuming && fs::exists(dir / "fold.json") && fs::exists(dir / "oof_fold.csv")) {
-      log(o, "fold " + std::to_string(k) + ": already finished in " + dir.string() + "; skipped");
+    // Where a resume reads from: the run itself (a non-writing rank's own outputs are scratch).
+    const fs::path src = resuming ? (multi ? fs::path(target.run_dir) / ("fold_" + std::to_string(k)) : fs::path(target.run_dir)) : dir;
+    if (resuming && fs::exists(src / "fold.json") && fs::exists(src / "oof_fold.csv")) {
+      log(o, "fold " + std::to_string(k) + ": already finished in " + src.string() + "; skipped");
       out.status = "completed";
-      out.summary = json::parse(read_file((dir / "fold.json").string()));
+      out.summary = json::parse(read_file((src / "fold.json").string()));
       return out;
     }
     auto [train_rows, valid_rows] = split_of(k);
@@ -333,8 +360,14 @@ int run_fit(const JobOptions& o) {
       double share = left / static_cast<double>(cv.run_folds.size() - fi);
       io.deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, share) * 1000));
     }
-    train::Trainer trainer({net.get(), opt.get(), s.loss.get(), &metrics, dev.device, task, dev.precision}, plan, topt, copt, train_loader,
-                           valid_loader, mixing, train::build_callbacks(recipe), io);
+    train::TrainerParts parts{net.get(), opt.get(), s.loss.get(), &metrics, dev.device, task, dev.precision, dev.make_scaler(),
+                              o.fake_oom_above, s.group, static_cast<int64_t>(s.dev_opts.dist_bucket_mb * (1 << 20))};
+    // SyncBatchNorm for this fold's training loop (the trainer turns it off when the loop ends).
+    if (s.group && s.dev_opts.sync_batchnorm) {
+      auto g = s.group;
+      model::set_batchnorm_sync([g](const at::Tensor& t) { return g->differentiable_sum(t); });
+    }
+    train::Trainer trainer(std::move(parts), plan, topt, copt, train_loader, valid_loader, mixing, train::build_callbacks(recipe), io);
     if (resuming) {
       // A checkpoint named by --resume (verified once here) serves its own fold; other folds take their
       // newest complete one (find_latest already hashed it: no second verification).
@@ -346,7 +379,14 @@ int run_fit(const JobOptions& o) {
       std::string ck = given ? target.checkpoint : std::string();
       std::vector<std::string> skipped;
       if (ck.empty()) {
-        if (auto latest = train::find_latest((dir / "checkpoints").string(), &skipped)) ck = *latest;
+        if (writer) {
+          if (auto latest = train::find_latest((src / "checkpoints").string(), &skipped)) ck = *latest;
+        }
+        if (s.group) {  // every rank resumes from the checkpoint rank 0 chose
+          std::vector<std::string> chosen{ck};
+          s.group->broadcast_strings(chosen);
+          ck = chosen[0];
+        }
       }
       for (auto& s : skipped) log(o, "  resume: skipped damaged checkpoint " + s);
       if (!ck.empty()) {
@@ -367,10 +407,14 @@ int run_fit(const JobOptions& o) {
                    {"epochs_completed", s.epoch},
                    {"updates", s.step},
                    {"skipped_updates", s.skipped_updates},
+                   {"precision", device::precision_name(dev.precision)},
+                   {"processes", o.dist.world_size},
                    {"best", {{"metric", monitor}, {"value", s.best ? json(*s.best) : json()}, {"epoch", s.best_epoch}, {"from", s.best_from}}},
                    {"train_images_per_s", s.train_seconds > 0 ? static_cast<double>(s.train_images) / s.train_seconds : 0.0},
                    {"dir", dir.string()}};
     if (!s.stop_reason.empty()) out.summary["stop_reason"] = s.stop_reason;
+    if (trainer.scaler().enabled()) out.summary["loss_scaler"] = trainer.scaler().state();
+    if (s.oom_halvings > 0) out.summary["oom_backoff"] = {{"halvings", s.oom_halvings}, {"events", s.oom_events}};
     if (outcome.status == "interrupted") return out;
     // Out-of-fold predictions with the weights tta-predict uses by default: checkpoints/best.
     const fs::path best = dir / "checkpoints" / "best";
@@ -439,6 +483,7 @@ int run_fit(const JobOptions& o) {
                   {"wall_s", elapsed()},
                   {"device", dev.description}});
   write_summary(run_dir, summary);
+  if (!writer) return kExitOk;  // its outputs were scratch; rank 0 reports
   std::cout << "fit completed: " << cv.run_folds.size() << (multi ? " folds" : " fold") << ", " << monitor << " ";
   if (multi) std::cout << "oof " << fmt(summary["cv"]["oof"].get<double>()) << " (folds mean " << fmt(summary["cv"]["mean"].get<double>()) << ")";
   else std::cout << "best " << (std::isnan(best_single) ? std::string("n/a") : fmt(best_single)) << " (epoch " << last["best"]["epoch"] << ")";

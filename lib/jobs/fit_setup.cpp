@@ -1,5 +1,7 @@
 #include "jobs/fit_setup.h"
 
+#include <chrono>
+
 #include <torch/torch.h>
 
 #include <sstream>
@@ -43,7 +45,17 @@ FitSetup::FitSetup(const JobOptions& opts, const std::string& command) : o(opts)
   copt = train::load_checkpoint_options(o.recipe);
   dopt = data::load_data_options(o.recipe);
   cv = data::load_cv_options(o.recipe);
-  dev = device::setup(device::load_options(o.recipe));
+  dev_opts = device::load_options(o.recipe);
+  if (o.dist.active()) dev_opts = device::for_local_rank(dev_opts, o.dist.local_rank, o.dist.local_world_size);
+  dev = device::setup(dev_opts);
+  if (o.dist.active()) {
+    // The rendezvous first: a rank that cannot join fails before the data is read.
+    group = device::ProcessGroup::connect(o.dist, dev.device, std::chrono::seconds(dev_opts.dist_timeout_s));
+    log(o, "  ranks   " + std::to_string(o.dist.world_size) + " processes (" + group->backend_name() + "), global batch " +
+               std::to_string(topt.batch_size * o.dist.world_size) + " = " + std::to_string(o.dist.world_size) + " x " +
+               std::to_string(topt.batch_size) + (dev_opts.sync_batchnorm ? ", SyncBatchNorm" : "") +
+               "; rank 0 writes the outputs");
+  }
   seed = static_cast<uint64_t>(run.seed);
   threads = std::max<int>(1, static_cast<int>(dopt.num_workers));
   classes = data::infer_classes(dopt);
@@ -114,7 +126,8 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> FitSetup::split_of(int64_t
 }
 
 int64_t FitSetup::updates_in_epoch(int64_t n_train, int64_t epoch, int64_t n_epochs, int64_t batch_cap) const {
-  const int64_t b = data::num_batches(n_train, batch_at(epoch, n_epochs), true, batch_cap);
+  // Data parallel: one update per global batch (every rank's batch of the same step).
+  const int64_t b = data::num_batches(n_train, batch_at(epoch, n_epochs) * o.dist.world_size, true, batch_cap);
   return (b + topt.accum_steps - 1) / topt.accum_steps;
 }
 
@@ -138,6 +151,8 @@ std::unique_ptr<data::Loader> FitSetup::train_loader(const std::vector<int64_t>&
   data::LoaderOptions lo{batch_at(epoch, n_epochs), true, true, static_cast<int>(dopt.num_workers),
                          static_cast<int>(dopt.prefetch), seed, epoch, max_batches, cache.get(), pin};
   lo.start_batch = start;
+  lo.shard_rank = o.dist.rank;
+  lo.shard_count = o.dist.world_size;
   const auto& pipe = *train_pipes[data::stage_at(stages, std::min(epoch, n_epochs - 1), n_epochs)];
   return std::make_unique<data::Loader>(table, rows, pipe, lo);
 }

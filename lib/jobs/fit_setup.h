@@ -17,6 +17,7 @@
 #include "data/options.h"
 #include "data/table.h"
 #include "device/device.h"
+#include "device/distributed.h"
 #include "jobs/job.h"
 #include "loss/loss.h"
 #include "metric/metric_set.h"
@@ -49,6 +50,8 @@ struct FitSetup {
   data::DataOptions dopt;
   data::CvOptions cv;
   device::DeviceInfo dev;
+  device::DeviceOptions dev_opts;  // the recipe's [device], with this rank's GPU and thread share
+  device::ProcessGroupPtr group;   // multi-process runs (o.dist): connected here; nullptr for one process
   uint64_t seed = 0;
   int threads = 1;                 // data.num_workers, at least 1 (table scan)
   data::ClassList classes;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/tree.h"
+#include "device/distributed.h"
 
 namespace kg::jobs {
 
@@ -20,6 +21,9 @@ struct JobOptions {
   bool smoke = false;                 // two training, two validation and two prediction batches
   bool quiet = false;
   bool tty = false;                   // stderr is a terminal: live progress bar
+  nlohmann::json auto_batch;          // fit, lr-find: what train.batch_size = "auto" tried and chose (null = a fixed size)
+  device::DistEnv dist;               // fit: torchrun's RANK/WORLD_SIZE/... (world_size 1 = one process)
+  int64_t fake_oom_above = -1;        // test hook (env KGTRAIN_FAKE_OOM_ABOVE): training micro-batches above this many images fail as CUDA OOM (-1 = off)
   std::vector<std::string> checkpoints;  // tta-predict: checkpoint directories
   std::vector<std::string> weights;   // fit: initial weights file; tta-predict: weights files to predict with
   std::string resume;                 // fit: "" (fresh), "auto" (newest unfinished run / checkpoint), or a run or checkpoint dir

@@ -15,6 +15,7 @@
 #include "core/sha256.h"
 #include "core/strings.h"
 #include "data/loader.h"
+#include "jobs/auto_batch.h"
 #include "jobs/fit_setup.h"
 #include "jobs/job.h"
 #include "model/model.h"
@@ -132,6 +133,7 @@ json run_lr_finder(FitSetup& s, model::Network& net, int64_t fold, const std::st
   parts.loss = s.loss.get();
   parts.device = s.dev.device;
   parts.precision = s.dev.precision;
+  parts.scaler = s.dev.make_scaler();
   parts.batches = [&s, &rows, n_epochs](int64_t epoch) { return train::loader_source(s.train_loader(rows, epoch, n_epochs)); };
   parts.mix = s.mix_fn();
   train::Progress progress({s.o.quiet, s.o.tty, s.topt.log_every_s}, "lr find", opts.num_steps);
@@ -146,8 +148,9 @@ json run_lr_finder(FitSetup& s, model::Network& net, int64_t fold, const std::st
   return r.to_json();
 }
 
-int run_lr_find(const JobOptions& o) {
+int run_lr_find(const JobOptions& given) {
   const auto t_start = Clock::now();
+  const JobOptions o = resolve_auto_batch(given);
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t_start).count(); };
   FitSetup s(o, "lr-find");
   (void)train::load_lr_find_options(s.recipe);  // start_lr < end_lr before anything is built
@@ -193,6 +196,7 @@ int run_lr_find(const JobOptions& o) {
                     {"seconds_per_update", lf["seconds_per_update"]},
                     {"wall_s", elapsed()}}},
                   {"device", s.dev.description}};
+  if (!o.auto_batch.is_null()) summary["auto_batch"] = o.auto_batch;
   write_summary(run_dir, summary);
   std::cout << "run dir: " << run_dir << "\n";
   return kExitOk;

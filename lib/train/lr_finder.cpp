@@ -396,6 +396,7 @@ LrFindResult find_lr(const LrFindOptions& o, const FinderParts& p) {
   net.train();
 
   const int64_t accum = topt.accum_steps;
+  device::LossScaler scaler = p.scaler;
   int64_t epoch = 0;
   std::unique_ptr<BatchSource> src;
   auto open_epoch = [&](int64_t e) {
@@ -427,11 +428,21 @@ LrFindResult find_lr(const LrFindOptions& o, const FinderParts& p) {
         out = net.forward(x, f);
       }
       auto l = p.loss->forward(out.to(torch::kFloat), y);
-      (l / static_cast<double>(group_size)).backward();
+      if (scaler.enabled()) (l * (scaler.scale() / static_cast<double>(group_size))).backward();
+      else (l / static_cast<double>(group_size)).backward();
       group_loss += l.detach();
     }
     const double loss = group_loss.item<double>() / static_cast<double>(group_size);
     if (!std::isfinite(loss)) return loss;
+    if (scaler.enabled()) {
+      // fp16: unscale; an overflow from the scale skips this update (the loss is still recorded).
+      std::vector<at::Tensor> grads;
+      for (auto& t : params)
+        if (t.grad().defined()) grads.push_back(t.grad());
+      const bool ok = scaler.unscale_and_check(grads);
+      scaler.update(ok);
+      if (!ok) return loss;
+    }
     clip_gradients(params, topt);
     opt->step();
     return loss;

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/tree.h"
+#include "device/loss_scaler.h"
 #include "device/precision.h"
 
 namespace kg::data {
@@ -122,6 +123,7 @@ struct FinderParts {
   const loss::Loss* loss = nullptr;
   c10::Device device = c10::Device(c10::kCPU);
   device::Precision precision = device::Precision::fp32;
+  device::LossScaler scaler;       // fp16: the loss scaler fit would start with
   BatchSourceFn batches;           // epoch 0, 1, ... as the sweep needs them
   std::function<void(at::Tensor& x, at::Tensor& y, int64_t epoch, int64_t batch_index)> mix;  // empty = none
   LrProgressFn progress;           // optional

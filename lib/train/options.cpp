@@ -37,13 +37,26 @@ config::Fields<PathsOptions> paths_fields() {
 config::Fields<TrainOptions> train_fields() {
   config::Fields<TrainOptions> f;
   f.field("epochs", &TrainOptions::epochs, "passes over the training rows").min(1);
-  f.field("batch_size", &TrainOptions::batch_size, "images per micro-batch (effective batch = batch_size x accum_steps)").min(1);
+  f.field("batch_size", &TrainOptions::batch_size_key,
+          "images per micro-batch (effective batch = batch_size x accum_steps), or \"auto\": fit and lr-find try "
+          "powers of two with a real training step and take the largest that fits with auto_batch_margin to spare")
+      .check([](const config::json& v) -> std::string {
+        if (v.is_string() && v.get<std::string>() == "auto") return "";
+        if (v.is_number_integer() && v.get<int64_t>() >= 1) return "";
+        return "expected a positive integer or \"auto\", got " + v.dump();
+      });
+  f.field("auto_batch_max", &TrainOptions::auto_batch_max, "batch_size = \"auto\": the largest batch size tried").min(1);
+  f.field("auto_batch_margin", &TrainOptions::auto_batch_margin,
+          "batch_size = \"auto\": fraction of the device's memory that must stay free at the chosen size").range(0, 0.9);
   f.field("eval_batch_size", &TrainOptions::eval_batch_size, "images per evaluation batch (0 = 2 x batch_size)").min(0);
   f.field("log_every_s", &TrainOptions::log_every_s, "seconds between progress lines when not on a terminal").positive();
   f.field("accum_steps", &TrainOptions::accum_steps, "micro-batches per optimizer update; the loss is divided by the group's real size").min(1);
   f.field("clip_grad_norm", &TrainOptions::clip_grad_norm, "clip the global gradient L2 norm to this (0 = off)").min(0);
   f.field("clip_grad_value", &TrainOptions::clip_grad_value, "clamp each gradient element to +-this (0 = off)").min(0);
   f.field("agc", &TrainOptions::agc, "adaptive gradient clipping factor, unit-wise (NFNet; timm uses 0.01; 0 = off)").min(0);
+  f.field("oom_backoff", &TrainOptions::oom_backoff,
+          "on a CUDA out-of-memory error: free the cache, halve the micro-batch and double the accumulation (effective "
+          "batch, lr and schedule unchanged), retry the update; exit 4 at one image per micro-batch");
   f.field("checkpoint_every_steps", &TrainOptions::checkpoint_every_steps,
           "also save checkpoints/last every N optimizer updates inside an epoch (0 = epoch ends only)").min(0);
   f.field("nan_policy", &TrainOptions::nan_policy, "non-finite loss or gradient: the update is skipped and logged; abort stops after nan_max_consecutive in a row")
@@ -76,7 +89,12 @@ KG_REGISTER_SECTION("checkpoint", "checkpoint retention (last, rotated history, 
 
 RunOptions load_run_options(const config::Tree& r) { return run_fields().load(config::Options(&r, "run")); }
 PathsOptions load_paths_options(const config::Tree& r) { return paths_fields().load(config::Options(&r, "paths")); }
-TrainOptions load_train_options(const config::Tree& r) { return train_fields().load(config::Options(&r, "train")); }
+TrainOptions load_train_options(const config::Tree& r) {
+  TrainOptions t = train_fields().load(config::Options(&r, "train"));
+  t.batch_size = t.batch_size_key.is_number_integer() ? t.batch_size_key.get<int64_t>() : 0;
+  return t;
+}
+bool batch_size_is_auto(const config::Tree& r) { return load_train_options(r).batch_size == 0; }
 CheckpointOptions load_checkpoint_options(const config::Tree& r) {
   return checkpoint_fields().load(config::Options(&r, "checkpoint"));
 }
@@ -113,6 +131,9 @@ double parse_duration(const std::string& text, const std::string& key) {
   KG_CHECK(any && total > 0, ConfigError, key, " = \"", text, "\": the duration must be positive");
   return total;
 }
-int64_t eval_batch_size(const TrainOptions& o) { return o.eval_batch_size > 0 ? o.eval_batch_size : 2 * o.batch_size; }
+int64_t eval_batch_size(const TrainOptions& o) {
+  if (o.eval_batch_size > 0) return o.eval_batch_size;
+  return o.batch_size > 0 ? 2 * o.batch_size : 128;
+}
 
 }  // namespace kg::train

@@ -22,13 +22,17 @@ struct PathsOptions {
 
 struct TrainOptions {
   int64_t epochs = 10;            ///< passes over the training rows
-  int64_t batch_size = 64;        ///< images per micro-batch (one forward/backward)
+  config::json batch_size_key = 64;  ///< (recipe key batch_size) images per micro-batch, or "auto"
+  int64_t batch_size = 64;        // batch_size_key as a number; 0 while it is "auto" (fit and lr-find resolve it first)
+  int64_t auto_batch_max = 1024;  ///< batch_size = "auto": the largest size tried
+  double auto_batch_margin = 0.1; ///< batch_size = "auto": fraction of device memory left free at the chosen size
   int64_t eval_batch_size = 0;    ///< images per evaluation batch (0 = 2 x batch_size)
   double log_every_s = 10.0;      ///< seconds between progress lines when output is not a terminal
   int64_t accum_steps = 1;        ///< micro-batches per optimizer update (effective batch = batch_size x accum_steps)
   double clip_grad_norm = 0;      ///< clip the global gradient L2 norm to this (0 = off)
   double clip_grad_value = 0;     ///< clamp every gradient element to +-this (0 = off)
   double agc = 0;                 ///< adaptive gradient clipping factor (NFNet/timm, e.g. 0.01; 0 = off)
+  bool oom_backoff = true;        ///< CUDA out of memory: halve the micro-batch, double accumulation (same effective batch), retry
   int64_t checkpoint_every_steps = 0;  ///< also save checkpoints/last every N optimizer updates inside an epoch (0 = off)
   std::string nan_policy = "abort";  ///< non-finite loss/gradient: skip the update; abort also stops after nan_max_consecutive
   int64_t nan_max_consecutive = 3;   ///< consecutive skipped updates before nan_policy = "abort" stops the run
@@ -51,6 +55,9 @@ RunOptions load_run_options(const config::Tree& recipe);
 PathsOptions load_paths_options(const config::Tree& recipe);
 TrainOptions load_train_options(const config::Tree& recipe);
 CheckpointOptions load_checkpoint_options(const config::Tree& recipe);
+// train.eval_batch_size, else 2 x batch_size (128 while batch_size is an unresolved "auto").
 int64_t eval_batch_size(const TrainOptions& o);
+// train.batch_size = "auto" in `recipe`.
+bool batch_size_is_auto(const config::Tree& recipe);
 
 }  // namespace kg::train

@@ -11,6 +11,9 @@
 #include "core/error.h"
 #include "core/stop.h"
 #include "core/strings.h"
+#include "device/backend.h"
+#include "model/batchnorm.h"
+#include "device/oom.h"
 #include "train/rng_state.h"
 
 namespace fs = std::filesystem;
@@ -37,7 +40,10 @@ json TrainState::to_json() const {
           {"best_epoch", best_epoch},
           {"best_from", best_from},
           {"history", history},
-          {"stop_reason", stop_reason}};
+          {"stop_reason", stop_reason},
+          {"oom_halvings", oom_halvings},
+          {"oom_events", oom_events},
+          {"world_size", world_size}};
 }
 
 TrainState TrainState::from_json(const json& j) {
@@ -60,6 +66,9 @@ TrainState TrainState::from_json(const json& j) {
     s.best_from = j.at("best_from").get<std::string>();
     s.history = j.at("history");
     s.stop_reason = j.value("stop_reason", "");
+    s.oom_halvings = j.value("oom_halvings", int64_t{0});
+    s.oom_events = j.value("oom_events", json::array());
+    s.world_size = j.value("world_size", int64_t{1});
   } catch (const json::exception& e) {
     throw CheckpointError(std::string("checkpoint state.json \"trainer\" is malformed: ") + e.what());
   }
@@ -93,7 +102,45 @@ Trainer::Trainer(TrainerParts parts, Plan& plan, const TrainOptions& topt, const
     for (auto& [name, t] : g.params) group_params_.back().push_back(t);
   }
   params_ = p_.net->parameters();
+  for (auto& m : p_.net->modules(/*include_self=*/false))
+    if (m->name().find("BatchNorm") != std::string::npos) has_batch_norm_ = true;
   for (auto& t : params_) norm_param_.push_back(norm.count(t.unsafeGetTensorImpl()) > 0);
+  if (p_.group) {
+    s_.world_size = p_.group->world_size();
+    broadcast_model();  // every rank starts from rank 0's weights (DDP's constructor does the same)
+  }
+}
+
+// --- data parallel ---------------------------------------------------------------------------------
+
+void Trainer::broadcast_model() {
+  if (!p_.group) return;
+  std::vector<at::Tensor> t = p_.net->parameters();
+  for (auto& b : p_.net->buffers()) t.push_back(b);
+  p_.group->broadcast(t, 0);
+}
+
+bool Trainer::any_rank(bool flag) {
+  if (!p_.group) return flag;
+  std::vector<at::Tensor> t{torch::full({1}, flag ? 1.0f : 0.0f)};
+  p_.group->all_reduce_sum(t);
+  return t[0].item<float>() > 0;
+}
+
+at::Tensor Trainer::all_reduce_update(std::vector<at::Tensor>& grads, const at::Tensor& group_loss_sum, bool stop_here,
+                                      bool* any_stop) {
+  // One collective for the gradients, the loss (every rank then agrees on a non-finite skip) and the
+  // stop flag. Gradients of the ranks' mean losses, averaged: the gradient of the global batch's mean.
+  at::Tensor extra = torch::stack({group_loss_sum.detach().to(torch::kFloat).reshape({}),
+                                   torch::full({}, stop_here ? 1.0f : 0.0f, group_loss_sum.options().dtype(torch::kFloat))});
+  std::vector<at::Tensor> t(grads);
+  t.push_back(extra);
+  p_.group->all_reduce_sum(t, p_.dist_bucket_bytes);
+  const double w = static_cast<double>(p_.group->world_size());
+  torch::NoGradGuard ng;
+  for (auto& g : grads) g.div_(w);
+  *any_stop = extra[1].item<float>() > 0;
+  return extra[0] / w;
 }
 
 void Trainer::log(const std::string& line) const {
@@ -146,16 +193,41 @@ Evaluation Trainer::evaluate(const model::TensorMap* weights) {
   if (weights) model::load_state_dict(*p_.net, backup, true, "training weights");
   ev.values = p_.metrics->compute(ev.pred.probs, ev.pred.targets);
   ev.values["valid_loss"] = ev.pred.loss;
+  if (p_.group) {
+    // Rank 0's numbers everywhere: "best", early stopping and plateau schedules decide alike on every rank.
+    at::Tensor v = torch::empty({static_cast<int64_t>(ev.values.size())}, torch::kDouble);
+    int64_t i = 0;
+    for (auto& [k, x] : ev.values) v[i++] = x;
+    std::vector<at::Tensor> t{v};
+    p_.group->broadcast(t, 0);
+    i = 0;
+    for (auto& [k, x] : ev.values) x = v[i++].item<double>();
+  }
   return ev;
 }
 
-bool Trainer::finish_update(const at::Tensor& group_loss_sum) {
-  // Gradients of the whole group are in place. (Mixed precision: unscale here.)
-  for (auto& cb : callbacks_) cb->on_grads_ready(*this);
+bool Trainer::finish_update(const at::Tensor& group_loss_sum, bool stop_here) {
+  // Gradients of the whole group are in place.
   std::vector<at::Tensor> grads;
   for (auto& p : params_)
     if (p.grad().defined()) grads.push_back(p.grad());
-  bool finite = std::isfinite(group_loss_sum.item<double>());
+  dist_stop_ = stop_here;
+  const at::Tensor loss_sum = p_.group ? all_reduce_update(grads, group_loss_sum, stop_here, &dist_stop_) : group_loss_sum;
+  bool finite = std::isfinite(loss_sum.item<double>());
+  if (p_.scaler.enabled()) {
+    // fp16: back to true gradients before anyone looks at them. Gradients that overflowed while the
+    // loss is finite are the scale's fault (GradScaler: skip, back off). Once the scale is below 1 the
+    // scale cannot be the cause: the non-finite policy below takes over.
+    const bool grads_finite = p_.scaler.unscale_and_check(grads);
+    if (finite && !grads_finite && p_.scaler.scale() >= 1.0) {
+      p_.scaler.update(false);
+      p_.opt->zero_grad();
+      ++s_.step;
+      return false;
+    }
+    finite = finite && grads_finite;
+  }
+  for (auto& cb : callbacks_) cb->on_grads_ready(*this);
   if (finite && !grads.empty()) {
     if (topt_.clip_grad_value > 0)
       for (auto& g : grads) g.clamp_(-topt_.clip_grad_value, topt_.clip_grad_value);
@@ -192,6 +264,7 @@ bool Trainer::finish_update(const at::Tensor& group_loss_sum) {
   }
   if (!finite) {
     p_.opt->zero_grad();
+    p_.scaler.update(false);
     ++s_.skipped_updates;
     ++s_.nan_streak;
     log("  non-finite loss or gradient at update " + std::to_string(s_.step + 1) + " (epoch " + std::to_string(s_.epoch + 1) +
@@ -209,22 +282,121 @@ bool Trainer::finish_update(const at::Tensor& group_loss_sum) {
   }
   s_.nan_streak = 0;
   p_.opt->step();
+  p_.scaler.update(true);
   ++s_.step;
   for (auto& cb : callbacks_) cb->on_step_end(*this);
   return true;
+}
+
+// What one update's micro-batches add up to; folded into the epoch's totals when the update is done
+// (an out-of-memory retry starts the group again from nothing).
+struct Trainer::GroupSums {
+  at::Tensor loss;         // float sum of the micro-batches' mean losses (the non-finite check)
+  at::Tensor loss_double;  // the same in double (the epoch's training loss)
+  int64_t count = 0, images = 0;
+};
+
+namespace {
+// Images per micro-batch after `halvings` out-of-memory back-offs of loader batches of `full` images.
+int64_t micro_size(int64_t full, int64_t halvings) {
+  int64_t m = full;
+  for (int64_t i = 0; i < halvings; ++i) m = (m + 1) / 2;
+  return std::max<int64_t>(1, m);
+}
+int64_t chunks_of(int64_t rows, int64_t micro) { return (rows + micro - 1) / micro; }
+
+// Model state a failed (out-of-memory) attempt may have touched before the update: BatchNorm running
+// statistics and the random generators (dropout). Restored before the retry so it computes exactly
+// what a run with the smaller micro-batch from the start computes.
+struct AttemptSnapshot {
+  std::vector<at::Tensor> buffers;
+  model::TensorMap rng;
+  void take(model::Network& net) {
+    buffers.clear();
+    for (auto& t : net.buffers()) buffers.push_back(t.detach().clone());
+    rng = capture_rng();
+  }
+  void restore(model::Network& net) const {
+    torch::NoGradGuard ng;
+    auto now = net.buffers();
+    for (size_t i = 0; i < now.size() && i < buffers.size(); ++i) now[i].copy_(buffers[i]);
+    restore_rng(rng);
+  }
+};
+}  // namespace
+
+bool Trainer::oom_backoff_enabled() const { return topt_.oom_backoff && (p_.device.is_cuda() || p_.fake_oom_above >= 0); }
+
+void Trainer::back_off(int64_t epoch, int64_t full_batch, const std::string& what) {
+  const int64_t from = micro_size(full_batch, s_.oom_halvings);
+  // BatchNorm cannot normalise a single image in training mode: its networks stop at two.
+  const int64_t smallest = has_batch_norm_ ? 2 : 1;
+  if (micro_size(full_batch, s_.oom_halvings + 1) < smallest || from <= smallest) {
+    save_last();
+    throw DeviceError("out of memory at the smallest micro-batch (" + std::to_string(from) + " image" + (from > 1 ? "s" : "") +
+                      (has_batch_norm_ ? "; BatchNorm needs two" : "") + ", train.batch_size " + std::to_string(full_batch) +
+                      ", halved " + std::to_string(s_.oom_halvings) + " time(s)) on " + p_.device.str() + ": " + what +
+                      ". The model does not fit: lower data.image_size, set model.grad_checkpointing = true or "
+                      "device.precision = \"auto\", or pick a smaller model; checkpoints/last is saved");
+  }
+  ++s_.oom_halvings;
+  const int64_t to = micro_size(full_batch, s_.oom_halvings);
+  const int64_t accum = topt_.accum_steps * chunks_of(full_batch, to);
+  s_.oom_events.push_back({{"epoch", epoch + 1}, {"update", s_.step + 1}, {"from", from}, {"to", to}, {"accum_steps", accum}});
+  device::backend_for(p_.device.type()).empty_cache();
+  log("  out of memory at update " + std::to_string(s_.step + 1) + " (micro-batch " + std::to_string(from) + "): now " +
+      std::to_string(to) + " x " + std::to_string(accum) + " accumulated per update (effective batch " +
+      std::to_string(full_batch * topt_.accum_steps) + ", lr and schedule unchanged); retrying the update");
+}
+
+void Trainer::run_loaded_batch(const data::Batch& b, int64_t epoch, int64_t full_batch, int64_t group_chunks, GroupSums& g) {
+  const int64_t micro = micro_size(full_batch, s_.oom_halvings);
+  const int64_t rows = b.images.size(0);
+  const int64_t per_full = chunks_of(full_batch, micro);
+  for (int64_t c = 0, start = 0; start < rows; ++c, start += micro) {
+    const int64_t len = std::min(micro, rows - start);
+    const data::Batch mb = len == rows ? b : data::slice_batch(b, start, len);
+    auto x = data::to_model_input(mb, p_.device);
+    auto y = mb.targets.to(p_.device, /*non_blocking=*/true);
+    // Mixing draws from (epoch, batch index): micro-batch c of loader batch i is batch i * per_full + c of
+    // a run whose loader made micro-batches from the start.
+    if (mix_) mix_(x, y, epoch, b.index * per_full + c);
+    at::Tensor f = mb.features.defined() ? mb.features.to(p_.device, /*non_blocking=*/true) : at::Tensor();
+    at::Tensor out;
+    {
+      device::AutocastScope autocast(p_.precision, p_.device.type());
+      out = p_.net->forward(x, f);
+    }
+    // The test hook fails where real out-of-memory errors mostly happen: after the forward pass (BatchNorm
+    // statistics and dropout's generator already moved), before backward.
+    if (p_.fake_oom_above >= 0 && len > p_.fake_oom_above) device::throw_fake_oom(len, p_.fake_oom_above);
+    auto l = p_.loss->forward(out.to(torch::kFloat), y);  // the loss in float32 whatever the precision
+    // Each micro-batch's mean loss weighs 1/(the group's real size): the group's gradient is the
+    // gradient of its mean loss, also for a short final group (timm; Lightning divides by accum).
+    if (p_.scaler.enabled()) (l * (p_.scaler.scale() / static_cast<double>(group_chunks))).backward();
+    else (l / static_cast<double>(group_chunks)).backward();
+    auto ld = l.detach();
+    g.loss += ld;
+    g.loss_double += ld.to(torch::kDouble);
+    ++g.count;
+    g.images += len;
+  }
 }
 
 bool Trainer::run_epoch(int64_t epoch) {
   const int64_t accum = topt_.accum_steps;
   auto loader = train_loader_(epoch, s_.batch);
   const int64_t n = loader->size();
+  const int64_t full = loader->batch_size();
+  const bool backoff = oom_backoff_enabled();
   p_.net->train();
   Progress progress(io_.progress, (io_.label.empty() ? "" : io_.label + " ") + "epoch " + std::to_string(epoch + 1) + "/" +
                                       std::to_string(plan_.epochs()),
                     n);
   auto t0 = std::chrono::steady_clock::now();
-  at::Tensor group_loss = torch::zeros({}, torch::TensorOptions().device(p_.device));
-  at::Tensor epoch_loss = torch::zeros({}, torch::TensorOptions().device(p_.device).dtype(torch::kDouble));
+  const auto dev_opts = torch::TensorOptions().device(p_.device);
+  GroupSums g{torch::zeros({}, dev_opts), torch::zeros({}, dev_opts.dtype(torch::kDouble))};
+  at::Tensor epoch_loss = torch::zeros({}, dev_opts.dtype(torch::kDouble));
   // Device-side sums are folded into the state only where it is saved or read (no sync per step).
   auto flush = [&] {
     s_.epoch_loss_sum += epoch_loss.item<double>();
@@ -237,10 +409,19 @@ bool Trainer::run_epoch(int64_t epoch) {
   auto mean_loss = [&] { return s_.epoch_loss_sum / static_cast<double>(std::max<int64_t>(1, s_.epoch_loss_count)); };
   int64_t in_group = 0, group_size = 0;
   double lr = 0;
+  std::vector<data::Batch> group;  // the update's loaded batches so far, kept for an out-of-memory retry
+  AttemptSnapshot snapshot;
+  // Micro-batches in the group [first, first + group_size) of loader batches at the current micro-batch size.
+  auto group_chunks = [&](int64_t first) {
+    const int64_t micro = micro_size(full, s_.oom_halvings);
+    int64_t c = 0;
+    for (int64_t i = first; i < first + group_size; ++i) c += chunks_of(loader->rows_in(i), micro);
+    return c;
+  };
   data::Batch b;
   while (loader->next(b)) {
     if (b.index % accum == 0) {
-      // A new update: its group is `accum` micro-batches, or what is left of the epoch.
+      // A new update: its group is `accum` loader batches, or what is left of the epoch.
       group_size = std::min<int64_t>(accum, n - b.index);
       in_group = 0;
       lr = plan_.lr_at(s_.step);
@@ -248,35 +429,53 @@ bool Trainer::run_epoch(int64_t epoch) {
       if (auto m = plan_.momentum_at(s_.step)) p_.opt->set_momentum(*m);
       for (auto& cb : callbacks_) cb->on_step_begin(*this);
       p_.opt->zero_grad();
-      group_loss.zero_();
+      g.loss.zero_();
+      g.loss_double.zero_();
+      g.count = g.images = 0;
+      if (backoff) {
+        group.clear();
+        snapshot.take(*p_.net);
+      }
     }
-    auto x = data::to_model_input(b, p_.device);
-    auto y = b.targets.to(p_.device, /*non_blocking=*/true);
-    if (mix_) mix_(x, y, epoch, b.index);
-    at::Tensor f = b.features.defined() ? b.features.to(p_.device, /*non_blocking=*/true) : at::Tensor();
-    at::Tensor out;
-    {
-      device::AutocastScope autocast(p_.precision, p_.device.type());
-      out = p_.net->forward(x, f);
+    const int64_t first = b.index - in_group;
+    if (!backoff) {
+      run_loaded_batch(b, epoch, full, group_chunks(first), g);
+    } else {
+      group.push_back(b);
+      size_t done = group.size() - 1;  // loaded batches of this group already run at the current size
+      for (;;) {
+        try {
+          for (size_t i = done; i < group.size(); ++i) run_loaded_batch(group[i], epoch, full, group_chunks(first), g);
+          break;
+        } catch (const std::exception& e) {
+          if (!device::is_out_of_memory(e)) throw;
+          std::string what = e.what();
+          what = what.substr(0, what.find('\n'));
+          // Everything this update computed is dropped: the group starts again at the smaller size.
+          p_.opt->zero_grad();
+          g.loss.zero_();
+          g.loss_double.zero_();
+          g.count = g.images = 0;
+          snapshot.restore(*p_.net);
+          back_off(epoch, full, what);
+          done = 0;
+        }
+      }
     }
-    auto l = p_.loss->forward(out.to(torch::kFloat), y);  // the loss in float32 whatever the precision
-    // Each micro-batch's mean loss weighs 1/(the group's real size): the group's gradient is the
-    // gradient of its mean loss, also for a short final group (timm; Lightning divides by accum).
-    (l / static_cast<double>(group_size)).backward();
-    auto ld = l.detach();
-    group_loss += ld;
-    epoch_loss += ld.to(torch::kDouble);
     ++in_group;
-    s_.epoch_images += x.size(0);
-    s_.train_images += x.size(0);
-    ++s_.epoch_loss_count;
     if (in_group < group_size) continue;
 
-    finish_update(group_loss);
+    epoch_loss += g.loss_double;
+    s_.epoch_loss_count += g.count;
+    s_.epoch_images += g.images;
+    s_.train_images += g.images;
+    finish_update(g.loss, stop_signal().load() != 0 || (stop_requested_ && stop_mid_epoch_));
     s_.batch = b.index + 1;
     progress.update(s_.batch, [&] { return (s_.epoch_loss_sum + epoch_loss.item<double>()) / std::max<int64_t>(1, s_.epoch_loss_count); },
                     lr, s_.epoch_images);
-    const bool stop_now = stop_signal().load() != 0 || (stop_requested_ && stop_mid_epoch_);
+    // Data parallel: every rank stops at the same update when any of them was asked to (before it:
+    // a stop asked during this update's callbacks counts at the next one).
+    const bool stop_now = p_.group ? dist_stop_ : stop_signal().load() != 0 || (stop_requested_ && stop_mid_epoch_);
     const bool periodic = topt_.checkpoint_every_steps > 0 && s_.step % topt_.checkpoint_every_steps == 0;
     if (s_.batch < n && (stop_now || periodic)) {
       flush();
@@ -313,14 +512,29 @@ void Trainer::select_best(EpochReport& r) {
 
 void Trainer::end_epoch(int64_t epoch) {
   p_.opt->sync();  // Lookahead: evaluate and save the slow weights
+  double loss_sum = s_.epoch_loss_sum, loss_count = static_cast<double>(s_.epoch_loss_count);
+  double images = static_cast<double>(s_.epoch_images);
+  if (p_.group) {
+    // BatchNorm running statistics are rank 0's (DDP's broadcast_buffers); the epoch's loss and images
+    // are the whole job's.
+    std::vector<at::Tensor> bufs = p_.net->buffers();
+    p_.group->broadcast(bufs, 0);
+    at::Tensor t = torch::tensor({loss_sum, loss_count, images}, torch::kDouble);
+    std::vector<at::Tensor> v{t};
+    p_.group->all_reduce_sum(v);
+    loss_sum = t[0].item<double>();
+    loss_count = t[1].item<double>();
+    images = t[2].item<double>();
+  }
   auto ev = evaluate();
   auto r = std::make_unique<EpochReport>();
   r->epoch = epoch + 1;
   r->values = ev.values;
-  r->values["train_loss"] = s_.epoch_loss_count ? s_.epoch_loss_sum / static_cast<double>(s_.epoch_loss_count) : 0.0;
+  r->values["train_loss"] = loss_count > 0 ? loss_sum / loss_count : 0.0;
   r->values["lr"] = plan_.lr_at(std::max<int64_t>(0, s_.step - 1));
-  r->values["train_images_per_s"] = s_.epoch_seconds > 0 ? static_cast<double>(s_.epoch_images) / s_.epoch_seconds : 0.0;
+  r->values["train_images_per_s"] = s_.epoch_seconds > 0 ? images / s_.epoch_seconds : 0.0;
   r->values["epoch_seconds"] = s_.epoch_seconds;
+  if (p_.scaler.enabled()) r->values["loss_scale"] = p_.scaler.scale();
   s_.elapsed_seconds += seconds_since(last_mark_);
   last_mark_ = std::chrono::steady_clock::now();
   r->values["elapsed_s"] = s_.elapsed_seconds;
@@ -361,6 +575,8 @@ FitOutcome Trainer::fit() {
       break;
     }
     end_epoch(epoch);
+    if (p_.group && any_rank(stop_signal().load() != 0 || stop_requested_) && !stop_requested_ && !stop_signal().load())
+      request_stop("another rank stopped", false, "stopped");
     if (int sig = stop_signal().load()) {
       save_last();
       return {"interrupted", sig};
@@ -372,6 +588,8 @@ FitOutcome Trainer::fit() {
       break;
     }
   }
+  // The training loop's collectives end here: SWA's BatchNorm recalibration and prediction run per rank.
+  if (p_.group) model::set_batchnorm_sync(nullptr);
   bool replaced = false;
   for (auto& cb : callbacks_) {
     cb->on_fit_end(*this);
@@ -409,6 +627,7 @@ CheckpointFiles Trainer::checkpoint_files(const model::TensorMap* model_weights)
   f.state["trainer"] = s_.to_json();
   f.state["plan"] = plan_.state();
   f.state["optimizer"] = optim_meta;
+  f.state["scaler"] = p_.scaler.state();
   f.state["callbacks"] = cbs;
   f.state["store"] = store_.state();
   f.state["metric"] = {{"name", p_.metrics->monitor()}, {"value", s_.best ? json(*s_.best) : json()}};
@@ -428,10 +647,17 @@ void Trainer::resume(const Checkpoint& c) {
   p_.opt->load_state(c.state_tensors, st.at("optimizer"));
   plan_.load_state(st.value("plan", json::object()));
   restore_rng(c.state_tensors);
+  p_.scaler.load_state(st.value("scaler", json()));
   auto cbs = st.value("callbacks", json::object());
   for (auto& cb : callbacks_) cb->load_state(c.state_tensors, cbs.value(cb->name(), json::object()));
   store_.load_state(st.value("store", json::object()));
+  const int64_t world = p_.group ? p_.group->world_size() : 1;
   s_ = TrainState::from_json(st.at("trainer"));
+  KG_CHECK(s_.batch == 0 || s_.world_size == world, UsageError, "checkpoint ", c.dir, " was saved mid-epoch (batch ", s_.batch,
+           ") by ", s_.world_size, " process(es); resume it with ", s_.world_size,
+           " (mid-epoch positions count global batches of train.batch_size x processes), or from a checkpoint saved at an "
+           "epoch's end, which any number of processes can resume");
+  s_.world_size = world;
 }
 
 }  // namespace kg::train

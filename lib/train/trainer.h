@@ -2,8 +2,9 @@
 // momentum / freezing, clipping and the non-finite policy, validation every epoch, "best" selection,
 // callbacks at fixed hooks, checkpoints that hold everything an exact resume needs.
 //
-// Mixed precision arrives with the device work: the loss scaler goes where `backward_scaled` and
-// `grads_finite` are (scale the loss, unscale before on_grads_ready/clipping, skip on overflow).
+// fp16: the loss is multiplied by the dynamic loss scale before backward; the gradients are unscaled
+// before on_grads_ready/clipping, and an update whose gradients overflowed is skipped with the scale
+// backed off (device/loss_scaler.h). The scaler's state is in every checkpoint.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -19,6 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "data/loader.h"
+#include "device/distributed.h"
+#include "device/loss_scaler.h"
 #include "loss/loss.h"
 #include "metric/metric_set.h"
 #include "model/model.h"
@@ -51,6 +54,9 @@ struct TrainState {
   std::string best_from;        // "model" or a variant ("ema", "swa")
   nlohmann::json history = nlohmann::json::array();  // one object per completed epoch (metrics.jsonl)
   std::string stop_reason;      // set when a callback ends the run early
+  int64_t oom_halvings = 0;     // out-of-memory back-offs: micro-batches are loader batches / 2^this
+  nlohmann::json oom_events = nlohmann::json::array();  // one object per back-off (epoch, update, from, to)
+  int64_t world_size = 1;       // processes that trained (batch counts global batches of batch_size * world_size)
 
   nlohmann::json to_json() const;
   static TrainState from_json(const nlohmann::json& j);
@@ -69,6 +75,13 @@ struct TrainerParts {
   c10::Device device = c10::Device(c10::kCPU);
   std::string task = "multiclass";
   device::Precision precision = device::Precision::fp32;  // device.precision: the forward pass under autocast
+  device::LossScaler scaler;  // fp16: enabled (DeviceInfo::make_scaler); a pass-through otherwise
+  int64_t fake_oom_above = -1;  // test hook KGTRAIN_FAKE_OOM_ABOVE: micro-batches above this many images "run out of memory" (-1 = off)
+  // Data parallel: the process group (nullptr = one process). Weights start from rank 0's, gradients are
+  // averaged over the ranks before every update (in dist_bucket_bytes buckets), BatchNorm buffers and the
+  // validation metrics are rank 0's, and every stop decision is shared.
+  device::ProcessGroupPtr group;
+  int64_t dist_bucket_bytes = 25 << 20;
 };
 
 struct TrainerIO {
@@ -114,6 +127,7 @@ class Trainer {
   const TrainOptions& options() const { return topt_; }
   const metric::MetricSet& metrics() const { return *p_.metrics; }
   const c10::Device& device() const { return p_.device; }
+  const device::LossScaler& scaler() const { return p_.scaler; }
   std::unique_ptr<data::Loader> train_loader(int64_t epoch) { return train_loader_(epoch, 0); }
   // Validation of `weights` (nullptr = the model as it is); the model's weights are restored afterwards.
   Evaluation evaluate(const model::TensorMap* weights = nullptr);
@@ -132,8 +146,22 @@ class Trainer {
   bool run_epoch(int64_t epoch);  // false when stopped mid-epoch
   void end_epoch(int64_t epoch);
   void apply_plan_for_epoch(int64_t epoch);
-  bool finish_update(const at::Tensor& group_loss_sum);
+  // `stop_here`: this rank wants to stop after the update (shared with the others in data parallel runs).
+  bool finish_update(const at::Tensor& group_loss_sum, bool stop_here);
+  // Forward + backward of loaded batch `b` in micro-batches of the current size (after OOM back-offs);
+  // each micro-batch's mean loss weighs 1 / `group_chunks`. Adds to the group's loss sums.
+  struct GroupSums;
+  void run_loaded_batch(const data::Batch& b, int64_t epoch, int64_t full_batch, int64_t group_chunks, GroupSums& g);
+  // train.oom_backoff: on CUDA, or with the fake-OOM test hook.
+  bool oom_backoff_enabled() const;
+  // Halves the micro-batch after an out-of-memory error (DeviceError at one image); logs and records it.
+  void back_off(int64_t epoch, int64_t full_batch, const std::string& what);
   void select_best(EpochReport& r);
+  // Data parallel helpers (no-ops for one process).
+  void broadcast_model();
+  // Gradients and the group's loss averaged over the ranks; the loss sum returned.
+  at::Tensor all_reduce_update(std::vector<at::Tensor>& grads, const at::Tensor& group_loss_sum, bool stop_here, bool* any_stop);
+  bool any_rank(bool flag);
   void save_last();
 
   TrainerParts p_;
@@ -150,8 +178,10 @@ class Trainer {
   std::vector<std::vector<at::Tensor>> group_params_;  // per layer group
   std::vector<bool> norm_param_;                         // parallel to net parameters: inside a normalization layer
   std::vector<at::Tensor> params_;
+  bool has_batch_norm_ = false;                          // the OOM back-off stops at two images per micro-batch
   std::unique_ptr<EpochReport> last_report_;
   bool stop_requested_ = false, stop_mid_epoch_ = false;
+  bool dist_stop_ = false;  // data parallel: a rank asked to stop at the last update
   std::string stop_reason_, stop_status_;
   std::chrono::steady_clock::time_point last_mark_ = std::chrono::steady_clock::now();
 };

@@ -51,7 +51,8 @@ struct Rig {
 
   // `n_train` rows train (from the front), the rest validate.
   Rig(const std::string& dataset_root, const std::string& dir, const std::vector<std::string>& overrides, int64_t n_train,
-      std::vector<train::CallbackPtr> extra = {}, train::MixFn mix = {}) {
+      std::vector<train::CallbackPtr> extra = {}, train::MixFn mix = {}, device::LossScaler scaler = {},
+      int64_t fake_oom_above = -1) {
     std::string file = dir + "/rig.toml";
     write_file(file, tiny_recipe(dataset_root));
     std::vector<std::string> args{"schedule.name=constant", "optim.name=sgd", "plots.enabled=false"};
@@ -98,7 +99,8 @@ struct Rig {
     io.progress = {true, false, 10};
     trainer = std::make_unique<train::Trainer>(
         train::TrainerParts{net.get(), opt.get(), loss.get(), metrics.get(), c10::Device(c10::kCPU), "multiclass",
-                            device::parse_precision(device::load_options(recipe).precision)},
+                            device::parse_precision(device::load_options(recipe).precision), scaler, fake_oom_above,
+                            nullptr, int64_t{25} << 20},
         *plan,
         topt, train::load_checkpoint_options(recipe), train_loader, valid_loader, std::move(mix), std::move(cbs), io);
   }

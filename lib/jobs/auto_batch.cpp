@@ -1,0 +1,110 @@
+#include "jobs/auto_batch.h"
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "core/strings.h"
+#include "device/device.h"
+#include "device/oom.h"
+#include "jobs/fit_setup.h"
+#include "jobs/model_setup.h"
+#include "model/model.h"
+#include "model/summary.h"
+#include "optim/optimizer.h"
+#include "train/options.h"
+
+using nlohmann::json;
+
+namespace kg::jobs {
+namespace {
+
+// One training step at `batch` on zero inputs; throws what LibTorch throws (out of memory included).
+void trial_step(model::Network& net, optim::Optimizer& opt, const model::ModelContext& ctx, const device::DeviceInfo& dev,
+                int64_t batch, int64_t fake_oom_above) {
+  auto fo = torch::TensorOptions().dtype(torch::kFloat).device(dev.device);
+  auto x = torch::zeros({batch, ctx.in_chans, ctx.height, ctx.width}, fo);
+  if (dev.channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+  at::Tensor f = ctx.num_features > 0 ? torch::zeros({batch, ctx.num_features}, fo) : at::Tensor();
+  at::Tensor out;
+  {
+    device::AutocastScope autocast(dev.precision, dev.device.type());
+    out = net.forward(x, f);
+  }
+  if (fake_oom_above >= 0 && batch > fake_oom_above) device::throw_fake_oom(batch, fake_oom_above);
+  // Any scalar of the outputs: the loss's own memory is negligible next to the activations it frees.
+  out.to(torch::kFloat).square().mean().backward();
+  opt.step();  // allocates the optimizer's state (Adam's moments) like the first real update
+  opt.zero_grad();
+}
+
+}  // namespace
+
+JobOptions resolve_auto_batch(const JobOptions& o) {
+  if (!train::batch_size_is_auto(o.recipe)) return o;
+  const auto topt = train::load_train_options(o.recipe);
+  const auto dev = device::setup(device::load_options(o.recipe));
+  const auto in = recipe_model_input(o.recipe);
+  const auto& backend = device::backend_for(dev.device.type());
+  const int index = dev.device.is_cuda() ? dev.device.index() : 0;
+  const double limit = (1.0 - topt.auto_batch_margin) * static_cast<double>(dev.hardware.total_memory);
+  // optim.lr = "find" has no number yet; any lr builds the same optimizer state.
+  const config::Tree recipe = lr_is_find(o.recipe) ? with_lr(o.recipe, 1.0) : o.recipe;
+  log(o, "batch size auto: trying powers of two up to " + std::to_string(topt.auto_batch_max) + " on " + dev.description +
+             " (input " + std::to_string(in.ctx.in_chans) + "x" + std::to_string(in.ctx.height) + "x" + std::to_string(in.ctx.width) +
+             ", " + format_significant(topt.auto_batch_margin * 100, 3) + "% of " + model::bytes_text(dev.hardware.total_memory) +
+             " kept free)");
+  json trials = json::array();
+  int64_t chosen = 0;
+  std::string stopped = "reached train.auto_batch_max";
+  {
+    auto net = model::build(recipe, in.ctx);
+    net->to(dev.device);
+    if (dev.channels_last) net->set_channels_last(true);
+    net->train();
+    auto opt = optim::build(recipe, *net);
+    // BatchNorm in training mode needs two samples: the search starts at 2.
+    for (int64_t b = 2; b <= std::max<int64_t>(2, topt.auto_batch_max); b *= 2) {
+      backend.empty_cache();
+      backend.reset_peak_memory(index);
+      json t = {{"batch", b}};
+      try {
+        trial_step(*net, *opt, in.ctx, dev, b, o.fake_oom_above);
+        backend.synchronize(index);
+      } catch (const std::exception& e) {
+        if (!device::is_out_of_memory(e)) throw;
+        opt->zero_grad();
+        backend.empty_cache();
+        std::string what = e.what();
+        t["fits"] = false;
+        t["error"] = what.substr(0, what.find('\n'));
+        trials.push_back(t);
+        stopped = "out of memory at " + std::to_string(b);
+        break;
+      }
+      const auto mem = backend.memory(index);
+      t["peak_bytes"] = mem.available ? json(mem.peak_reserved) : json();
+      const bool within = !mem.available || static_cast<double>(mem.peak_reserved) <= limit;
+      t["fits"] = within;
+      trials.push_back(t);
+      if (!within) {
+        stopped = "peak memory " + model::bytes_text(mem.peak_reserved) + " at " + std::to_string(b) + " leaves less than the margin";
+        break;
+      }
+      chosen = b;
+    }
+  }
+  backend.empty_cache();
+  KG_CHECK(chosen > 0, DeviceError, "train.batch_size = \"auto\": not even 2 images fit a training step on ", dev.description,
+           " (", stopped, "); lower data.image_size, set model.grad_checkpointing = true, or pick a smaller model");
+  log(o, "batch size auto: " + std::to_string(chosen) + " (" + stopped + ")");
+  JobOptions r = o;
+  config::Entry e;
+  if (const config::Entry* old = o.recipe.find("train.batch_size")) e = *old;
+  e.value = chosen;
+  r.recipe.set("train.batch_size", e);
+  r.auto_batch = {{"batch_size", chosen}, {"stopped", stopped}, {"margin", topt.auto_batch_margin}, {"trials", trials},
+                  {"device", dev.description}};
+  return r;
+}
+
+}  // namespace kg::jobs

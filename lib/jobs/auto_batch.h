@@ -1,0 +1,17 @@
+// train.batch_size = "auto": the largest power of two whose real training step (forward, backward,
+// optimizer step on inputs of the recipe's largest image size) fits on the device with
+// train.auto_batch_margin of its memory to spare — Lightning's BatchSizeFinder ("power" mode), except
+// that the answer is always a size that was run, never an untested one.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include "jobs/job.h"
+
+namespace kg::jobs {
+
+// `o` unchanged when train.batch_size is a number; otherwise `o` with train.batch_size set to the
+// found size, the trials logged and kept in `o.auto_batch` (for summary.json). DeviceError when not
+// even two images fit.
+JobOptions resolve_auto_batch(const JobOptions& o);
+
+}  // namespace kg::jobs
