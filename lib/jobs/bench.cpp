@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/strings.h"
+#include "jobs/auto_batch.h"
 #include "jobs/bench_ablate.h"
 #include "jobs/bench_phases.h"
 #include "jobs/bench_util.h"
@@ -114,7 +115,9 @@ std::string shell_word(const std::string& w) {
 
 }  // namespace
 
-int run_bench(const JobOptions& o) {
+int run_bench(const JobOptions& given) {
+  // train.batch_size = "auto" is found the way fit finds it; every row then times that size.
+  const JobOptions o = resolve_auto_batch(given);
   KG_CHECK(o.bench_steps > 0, UsageError, "--steps must be positive, got ", o.bench_steps);
   KG_CHECK(o.bench_warmup >= 0, UsageError, "--warmup must be >= 0, got ", o.bench_warmup);
   KG_CHECK(o.bench_repeats > 0, UsageError, "--repeats must be positive, got ", o.bench_repeats);

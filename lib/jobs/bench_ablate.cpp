@@ -134,8 +134,7 @@ Row Runner::time(const std::string& name, const std::vector<std::string>& overri
   ro.quiet = o_.quiet || !phases;  // the data lines once, for the baseline
   const bool host_reset = reset_host_peak();
   FitSetup s(ro, "bench");
-  KG_CHECK(s.topt.batch_size > 0, UsageError, "bench needs a number in train.batch_size (\"auto\" is chosen by fit and "
-           "lr-find; give the size they print, e.g. train.batch_size=256)");
+  KG_ASSERT(s.topt.batch_size > 0, "run_bench resolves train.batch_size = \"auto\" before timing");
   if (phases) {
     base_.dev = s.dev;
     base_.device_options = device::load_options(s.recipe);

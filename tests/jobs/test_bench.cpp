@@ -183,6 +183,14 @@ TEST_CASE("bench options: unknown toggles, dry run, the run folder", "[integrati
     CHECK(j["drift"].is_null());
     CHECK(j["settings"]["warmup"] == 0);
   }
+  SECTION("train.batch_size = \"auto\" is found as fit finds it, then timed at that size") {
+    auto a = kg::test::run_kgtrain({"bench", recipe, "train.batch_size=auto", "train.auto_batch_max=8", "--steps", "1",
+                                    "--warmup", "0", "--repeats", "1", "--json", dir / "auto.json"});
+    INFO(a.output);
+    REQUIRE(a.exit_code == 0);
+    CHECK(a.output.find("batch size auto: ") != std::string::npos);
+    CHECK(kg::test::read_json(dir / "auto.json")["data"]["batch_size"] == 8);
+  }
 }
 
 TEST_CASE("a configuration that throws is a failed or skipped row, never an abort", "[unit][jobs][bench]") {
