@@ -13,7 +13,7 @@
 #       && cmake --build /src/build && cmake --install /src/build
 FROM debian:bookworm-slim AS build
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      build-essential cmake ninja-build libtorch-dev libopencv-dev libtomlplusplus-dev libcli11-dev \
+      build-essential cmake ninja-build libtorch-dev libgloo-dev libopencv-dev libtomlplusplus-dev libcli11-dev \
       nlohmann-json3-dev catch2 zlib1g-dev && rm -rf /var/lib/apt/lists/*
 COPY . /src
 RUN cmake -S /src -B /src/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKGTRAIN_BUILD_TESTS=OFF \

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 
 PACKAGES=(build-essential cmake ninja-build ccache pkg-config
-          libtorch-dev libopencv-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev catch2 zlib1g-dev
+          libtorch-dev libgloo-dev libopencv-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev catch2 zlib1g-dev
           dataset-fashion-mnist)
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -151,4 +151,26 @@ void replace_directory(const std::string& src, const std::string& dst) {
   stdfs::remove_all(old, ec);
 }
 
+ScratchDir::ScratchDir(const std::string& prefix) {
+  if (prefix.empty()) return;
+  static std::atomic<int> counter{0};
+  std::error_code ec;
+  const auto base = stdfs::temp_directory_path(ec);
+  KG_CHECK(!ec, DataError, "no temp directory for a scratch folder: ", ec.message(), " (set TMPDIR)");
+  for (;;) {
+    auto p = base / (prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    if (stdfs::create_directory(p, ec)) {
+      path_ = p.string();
+      return;
+    }
+    KG_CHECK(!ec, DataError, "cannot create scratch folder ", p.string(), ": ", ec.message());
+  }
+}
+
+ScratchDir::~ScratchDir() {
+  if (path_.empty()) return;
+  std::error_code ec;
+  stdfs::remove_all(path_, ec);  // best effort: a destructor does not throw
+}
+
 }  // namespace kg

@@ -20,4 +20,18 @@ void replace_directory(const std::string& src, const std::string& dst);
 // Fsyncs a directory (after creating or renaming entries in it).
 void fsync_directory(const std::string& dir);
 
+// A private folder under the system's temp directory ("<prefix>-<pid>-<n>"), removed with everything in
+// it when the object goes. An empty prefix makes no folder (path() is "").
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& prefix);
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 }  // namespace kg

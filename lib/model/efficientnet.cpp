@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include "model/batchnorm.h"
 #include "model/layers.h"
 #include "model/model.h"
 
@@ -60,10 +61,10 @@ struct DepthwiseSeparableImpl : torch::nn::Module {
   DepthwiseSeparableImpl(int64_t cin, int64_t cout, int64_t k, int64_t stride, double dp)
       : skip(stride == 1 && cin == cout), drop_path_rate(dp) {
     conv_dw = register_module("conv_dw", conv(cin, cin, k, stride, cin));
-    bn1 = register_module("bn1", torch::nn::BatchNorm2d(cin));
+    bn1 = register_module("bn1", BatchNorm2d(cin));
     se = register_module("se", SqueezeExcite(cin, se_channels(cin, 1)));
     conv_pw = register_module("conv_pw", conv(cin, cout, 1));
-    bn2 = register_module("bn2", torch::nn::BatchNorm2d(cout));
+    bn2 = register_module("bn2", BatchNorm2d(cout));
   }
   at::Tensor forward(const at::Tensor& x) {
     at::Tensor y = se->forward(torch::silu(bn1->forward(conv_dw->forward(x))));
@@ -73,7 +74,7 @@ struct DepthwiseSeparableImpl : torch::nn::Module {
   bool skip;
   double drop_path_rate;
   torch::nn::Conv2d conv_dw{nullptr}, conv_pw{nullptr};
-  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
+  BatchNorm2d bn1{nullptr}, bn2{nullptr};
   SqueezeExcite se{nullptr};
 };
 TORCH_MODULE(DepthwiseSeparable);
@@ -84,12 +85,12 @@ struct InvertedResidualImpl : torch::nn::Module {
       : skip(stride == 1 && cin == cout), drop_path_rate(dp) {
     const int64_t mid = make_divisible(static_cast<double>(cin * expand));
     conv_pw = register_module("conv_pw", conv(cin, mid, 1));
-    bn1 = register_module("bn1", torch::nn::BatchNorm2d(mid));
+    bn1 = register_module("bn1", BatchNorm2d(mid));
     conv_dw = register_module("conv_dw", conv(mid, mid, k, stride, mid));
-    bn2 = register_module("bn2", torch::nn::BatchNorm2d(mid));
+    bn2 = register_module("bn2", BatchNorm2d(mid));
     se = register_module("se", SqueezeExcite(mid, se_channels(mid, expand)));
     conv_pwl = register_module("conv_pwl", conv(mid, cout, 1));
-    bn3 = register_module("bn3", torch::nn::BatchNorm2d(cout));
+    bn3 = register_module("bn3", BatchNorm2d(cout));
   }
   at::Tensor forward(const at::Tensor& x) {
     at::Tensor y = torch::silu(bn1->forward(conv_pw->forward(x)));
@@ -100,7 +101,7 @@ struct InvertedResidualImpl : torch::nn::Module {
   bool skip;
   double drop_path_rate;
   torch::nn::Conv2d conv_pw{nullptr}, conv_dw{nullptr}, conv_pwl{nullptr};
-  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
+  BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
   SqueezeExcite se{nullptr};
 };
 TORCH_MODULE(InvertedResidual);
@@ -114,7 +115,7 @@ void init_goog_module(torch::nn::Module& mod) {
     const int64_t k = (*o.kernel_size())[0] * (*o.kernel_size())[1];
     c->weight.normal_(0.0, std::sqrt(2.0 / static_cast<double>(k * o.out_channels() / o.groups())));
     if (c->bias.defined()) c->bias.zero_();
-  } else if (auto* b = mod.as<torch::nn::BatchNorm2d>()) {
+  } else if (auto* b = mod.as<BatchNorm2d>()) {
     b->weight.fill_(1.0);
     b->bias.zero_();
   } else if (auto* l = mod.as<torch::nn::Linear>()) {
@@ -133,7 +134,7 @@ class EfficientNet final : public Network {
   EfficientNet(double width, double depth, const ModelContext& ctx) {
     const int64_t stem = make_divisible(32 * width);
     conv_stem = register_module("conv_stem", conv(ctx.in_chans, stem, 3, 2));
-    bn1 = register_module("bn1", torch::nn::BatchNorm2d(stem));
+    bn1 = register_module("bn1", BatchNorm2d(stem));
 
     // timm's depth scaling (depth_trunc='ceil') and drop path rule: block i of n gets rate * i / n.
     std::vector<int64_t> repeats;
@@ -162,7 +163,7 @@ class EfficientNet final : public Network {
     }
     const int64_t features = make_divisible(1280 * width);
     conv_head = register_module("conv_head", conv(cin, features, 1));
-    bn2 = register_module("bn2", torch::nn::BatchNorm2d(features));
+    bn2 = register_module("bn2", BatchNorm2d(features));
     init_goog(*this);
 
     add_group("stem", {"conv_stem", "bn1"});
@@ -182,7 +183,7 @@ class EfficientNet final : public Network {
 
  private:
   torch::nn::Conv2d conv_stem{nullptr}, conv_head{nullptr};
-  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
+  BatchNorm2d bn1{nullptr}, bn2{nullptr};
   std::vector<torch::nn::Sequential> stages_;
 };
 

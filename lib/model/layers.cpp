@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include "model/batchnorm.h"
+
 namespace kg::model {
 
 at::Tensor drop_path(const at::Tensor& x, double p, bool training) {
@@ -23,7 +25,7 @@ void init_cnn(torch::nn::Module& m) {
     if (auto* c = mod->as<torch::nn::Conv2d>()) {
       torch::nn::init::kaiming_normal_(c->weight, 0.0, torch::kFanOut, torch::kReLU);
       if (c->bias.defined()) c->bias.zero_();
-    } else if (auto* b = mod->as<torch::nn::BatchNorm2d>()) {
+    } else if (auto* b = mod->as<BatchNorm2d>()) {
       if (b->weight.defined()) b->weight.fill_(1.0);
       if (b->bias.defined()) b->bias.zero_();
     }

@@ -3,6 +3,7 @@
 // on the residual branch and zero-initialised last BatchNorm of each block (zero_init_last).
 #include <torch/torch.h>
 
+#include "model/batchnorm.h"
 #include "model/layers.h"
 #include "model/model.h"
 
@@ -20,16 +21,16 @@ torch::nn::Conv2d conv(int64_t cin, int64_t cout, int64_t k, int64_t stride) {
 // torchvision's downsample: 1x1 conv (stride) + BN, when the shortcut changes shape.
 torch::nn::Sequential downsample(int64_t cin, int64_t cout, int64_t stride) {
   if (stride == 1 && cin == cout) return nullptr;
-  return torch::nn::Sequential(conv(cin, cout, 1, stride), torch::nn::BatchNorm2d(cout));
+  return torch::nn::Sequential(conv(cin, cout, 1, stride), BatchNorm2d(cout));
 }
 
 struct BasicBlockImpl : torch::nn::Module {
   static constexpr int64_t kExpansion = 1;
   BasicBlockImpl(int64_t cin, int64_t planes, int64_t stride, double dp) : drop_path_rate(dp) {
     conv1 = register_module("conv1", conv(cin, planes, 3, stride));
-    bn1 = register_module("bn1", torch::nn::BatchNorm2d(planes));
+    bn1 = register_module("bn1", BatchNorm2d(planes));
     conv2 = register_module("conv2", conv(planes, planes, 3, 1));
-    bn2 = register_module("bn2", torch::nn::BatchNorm2d(planes));
+    bn2 = register_module("bn2", BatchNorm2d(planes));
     if (auto d = downsample(cin, planes, stride)) ds = register_module("downsample", d);
   }
   at::Tensor forward(const at::Tensor& x) {
@@ -40,7 +41,7 @@ struct BasicBlockImpl : torch::nn::Module {
   void zero_init_last() { torch::NoGradGuard g; bn2->weight.zero_(); }
   double drop_path_rate;
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
-  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
+  BatchNorm2d bn1{nullptr}, bn2{nullptr};
   torch::nn::Sequential ds{nullptr};
 };
 TORCH_MODULE(BasicBlock);
@@ -49,11 +50,11 @@ struct BottleneckImpl : torch::nn::Module {
   static constexpr int64_t kExpansion = 4;
   BottleneckImpl(int64_t cin, int64_t planes, int64_t stride, double dp) : drop_path_rate(dp) {
     conv1 = register_module("conv1", conv(cin, planes, 1, 1));
-    bn1 = register_module("bn1", torch::nn::BatchNorm2d(planes));
+    bn1 = register_module("bn1", BatchNorm2d(planes));
     conv2 = register_module("conv2", conv(planes, planes, 3, stride));
-    bn2 = register_module("bn2", torch::nn::BatchNorm2d(planes));
+    bn2 = register_module("bn2", BatchNorm2d(planes));
     conv3 = register_module("conv3", conv(planes, planes * kExpansion, 1, 1));
-    bn3 = register_module("bn3", torch::nn::BatchNorm2d(planes * kExpansion));
+    bn3 = register_module("bn3", BatchNorm2d(planes * kExpansion));
     if (auto d = downsample(cin, planes * kExpansion, stride)) ds = register_module("downsample", d);
   }
   at::Tensor forward(const at::Tensor& x) {
@@ -65,7 +66,7 @@ struct BottleneckImpl : torch::nn::Module {
   void zero_init_last() { torch::NoGradGuard g; bn3->weight.zero_(); }
   double drop_path_rate;
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr}, conv3{nullptr};
-  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
+  BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
   torch::nn::Sequential ds{nullptr};
 };
 TORCH_MODULE(Bottleneck);
@@ -75,7 +76,7 @@ class ResNet final : public Network {
  public:
   ResNet(std::array<int64_t, 4> depths, const ResNetOptions& o, const ModelContext& ctx) : small_input_(o.small_input) {
     conv1 = register_module("conv1", small_input_ ? conv(ctx.in_chans, 64, 3, 1) : conv(ctx.in_chans, 64, 7, 2));
-    bn1 = register_module("bn1", torch::nn::BatchNorm2d(64));
+    bn1 = register_module("bn1", BatchNorm2d(64));
     const int64_t total = depths[0] + depths[1] + depths[2] + depths[3];
     int64_t cin = 64, index = 0;
     std::vector<typename Block::Impl*> blocks;
@@ -108,7 +109,7 @@ class ResNet final : public Network {
  private:
   bool small_input_;
   torch::nn::Conv2d conv1{nullptr};
-  torch::nn::BatchNorm2d bn1{nullptr};
+  BatchNorm2d bn1{nullptr};
   std::array<torch::nn::Sequential, 4> layers{nullptr, nullptr, nullptr, nullptr};
 };
 

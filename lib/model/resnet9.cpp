@@ -11,6 +11,7 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/torch.h>
 
+#include "model/batchnorm.h"
 #include "model/model.h"
 
 namespace kg::model {
@@ -24,10 +25,10 @@ struct Resnet9Options {
 struct ConvBnImpl : torch::nn::Module {
   ConvBnImpl(int64_t cin, int64_t cout)
       : conv(register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(cin, cout, 3).padding(1).bias(false)))),
-        bn(register_module("bn", torch::nn::BatchNorm2d(cout))) {}
+        bn(register_module("bn", BatchNorm2d(cout))) {}
   torch::Tensor forward(const torch::Tensor& x) { return bn->forward(conv->forward(x)).relu_(); }
   torch::nn::Conv2d conv;
-  torch::nn::BatchNorm2d bn;
+  BatchNorm2d bn;
 };
 TORCH_MODULE(ConvBn);
 

@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "data/loader.h"
+#include "model/batchnorm.h"
 #include "model/model.h"
 
 namespace kg::train {
@@ -35,7 +36,8 @@ bool add_if(torch::nn::Module& m, std::vector<BnRef>& out) {
 int64_t recalibrate_bn(model::Network& net, data::Loader& loader, const c10::Device& device, int64_t max_batches) {
   std::vector<BnRef> bns;
   for (auto& m : net.modules(/*include_self=*/false))
-    add_if<torch::nn::BatchNorm1dImpl>(*m, bns) || add_if<torch::nn::BatchNorm2dImpl>(*m, bns) ||
+    add_if<torch::nn::BatchNorm1dImpl>(*m, bns) || add_if<model::BatchNorm2dImpl>(*m, bns) ||
+        add_if<torch::nn::BatchNorm2dImpl>(*m, bns) ||
         add_if<torch::nn::BatchNorm3dImpl>(*m, bns);
   if (bns.empty()) return 0;
 

@@ -11,6 +11,7 @@
 #include "config/resolve.h"
 #include "config/validate.h"
 #include "core/fs.h"
+#include "model/batchnorm.h"
 #include "model/model.h"
 #include "model/safetensors.h"
 #include "support/det_weights.h"
@@ -43,7 +44,7 @@ void check_logits(const at::Tensor& got, const at::Tensor& want, const std::stri
 
 void set_bn_momentum(torch::nn::Module& m, double momentum) {
   for (auto& mod : m.modules())
-    if (auto* bn = mod->as<torch::nn::BatchNorm2d>()) bn->options.momentum(momentum);
+    if (auto* bn = mod->as<kg::model::BatchNorm2d>()) bn->options.momentum(momentum);
 }
 
 }  // namespace

@@ -67,16 +67,9 @@ config::Tree resolve_recipe(const std::vector<std::string>& files, const std::ve
   return config::validate(config::resolve(in).tree).tree;
 }
 
-RunResult run_kgtrain(const std::vector<std::string>& args) {
-  std::string cmd = "'" KGTRAIN_BINARY "'";
-  for (auto& a : args) {
-    std::string q;
-    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    cmd += " '" + q + "'";
-  }
-  cmd += " 2>&1";
+RunResult run_shell(const std::string& command) {
   RunResult r;
-  FILE* p = popen(cmd.c_str(), "r");
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
   if (!p) return r;
   char buf[4096];
   size_t n;
@@ -84,6 +77,16 @@ RunResult run_kgtrain(const std::vector<std::string>& args) {
   int status = pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+RunResult run_kgtrain(const std::vector<std::string>& args) {
+  std::string cmd = "'" KGTRAIN_BINARY "'";
+  for (auto& a : args) {
+    std::string q;
+    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    cmd += " '" + q + "'";
+  }
+  return run_shell(cmd);
 }
 
 std::string tiny_recipe(const std::string& data_root) {

@@ -27,6 +27,8 @@ struct RunResult {
 };
 // Runs the kgtrain binary with `args` (shell-quoted here).
 RunResult run_kgtrain(const std::vector<std::string>& args);
+// Runs a /bin/sh command line (environment assignments, pipes, background jobs).
+RunResult run_shell(const std::string& command);
 
 // A recipe for the tiny dataset (resnet9 width 4, one epoch).
 std::string tiny_recipe(const std::string& data_root);

@@ -1,0 +1,133 @@
+#include "launch.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include "core/error.h"
+
+namespace kg::app {
+namespace {
+
+// A TCP port nobody listens on now (the kernel's pick for port 0); rank 0's store binds it next.
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  KG_CHECK(fd >= 0, DeviceError, "--nproc: cannot open a socket to find a free port: ", std::strerror(errno));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  ::close(fd);
+  KG_CHECK(ok, DeviceError, "--nproc: cannot find a free loopback port: ", std::strerror(errno));
+  return ntohs(a.sin_port);
+}
+
+volatile sig_atomic_t forwarded_signal = 0;
+void on_signal(int sig) { forwarded_signal = sig; }
+
+int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return kExitInternal;
+}
+
+}  // namespace
+
+std::vector<std::string> without_nproc(int argc, char** argv) {
+  std::vector<std::string> out;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--nproc") {
+      ++i;  // and its value
+      continue;
+    }
+    if (a.rfind("--nproc=", 0) == 0) continue;
+    out.push_back(a);
+  }
+  return out;
+}
+
+int launch_local(int nproc, const std::vector<std::string>& args) {
+  KG_CHECK(nproc >= 1, UsageError, "--nproc must be at least 1, got ", nproc);
+  const int port = free_port();
+  std::vector<pid_t> pids;
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  std::cerr << "launching " << nproc << " processes (ranks 0.." << nproc - 1 << ", rendezvous 127.0.0.1:" << port
+            << "); rank 0 writes the outputs\n";
+  for (int r = 0; r < nproc; ++r) {
+    pid_t pid = ::fork();
+    KG_CHECK(pid >= 0, DeviceError, "--nproc: fork failed for rank ", r, ": ", std::strerror(errno));
+    if (pid == 0) {
+      ::setenv("RANK", std::to_string(r).c_str(), 1);
+      ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
+      ::setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
+      ::setenv("LOCAL_WORLD_SIZE", std::to_string(nproc).c_str(), 1);
+      ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+      ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+      std::vector<char*> cargv;
+      for (auto& a : args) cargv.push_back(const_cast<char*>(a.c_str()));
+      cargv.push_back(nullptr);
+      ::execv("/proc/self/exe", cargv.data());
+      std::cerr << "error: --nproc: cannot start rank " << r << ": " << std::strerror(errno) << "\n";
+      ::_exit(kExitDevice);
+    }
+    pids.push_back(pid);
+  }
+  int result = kExitOk, running = nproc, failed_rank = -1;
+  bool stopping = false;
+  auto stop_others = [&](int sig) {
+    for (auto p : pids)
+      if (p > 0) ::kill(p, sig);
+  };
+  auto deadline = std::chrono::steady_clock::time_point::max();
+  while (running > 0) {
+    if (forwarded_signal && !stopping) {
+      stop_others(forwarded_signal);  // each rank saves at its step boundary and exits 130/143
+      stopping = true;
+    }
+    int status = 0;
+    pid_t done = ::waitpid(-1, &status, WNOHANG);
+    if (done > 0) {
+      for (size_t r = 0; r < pids.size(); ++r) {
+        if (pids[r] != done) continue;
+        pids[r] = -1;
+        --running;
+        const int code = exit_code_of(status);
+        if (code != kExitOk && failed_rank < 0) {
+          failed_rank = static_cast<int>(r);
+          result = code;
+          if (running > 0) {
+            std::cerr << "rank " << r << " failed (exit " << code << "): stopping the other ranks\n";
+            stop_others(SIGTERM);
+            deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+          }
+        }
+      }
+      continue;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      stop_others(SIGKILL);
+      deadline = std::chrono::steady_clock::time_point::max();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (forwarded_signal && result == kExitOk) result = forwarded_signal == SIGTERM ? kExitSigterm : kExitSigint;
+  return result;
+}
+
+}  // namespace kg::app

@@ -1,0 +1,269 @@
+#include "device/distributed.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+// Gloo's headers come from libgloo-dev on Debian; a PyTorch install may lack them (then CPU ranks
+// cannot talk, and say so).
+#if defined(USE_C10D_GLOO) && __has_include(<gloo/config.h>)
+#define KG_HAVE_GLOO 1
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+#include <torch/torch.h>
+#if defined(KG_WITH_CUDA) && defined(USE_C10D_NCCL)
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include "core/error.h"
+
+namespace kg::device {
+namespace {
+
+int env_int(const std::map<std::string, std::string>& environ, const std::string& name, int lo, int hi, const char* what) {
+  auto it = environ.find(name);
+  if (it == environ.end() || it->second.empty())
+    throw UsageError(name + " is not set: a multi-process launch (WORLD_SIZE > 1) needs RANK, LOCAL_RANK, MASTER_ADDR and "
+                            "MASTER_PORT too (torchrun --no-python and kgtrain fit --nproc set them)");
+  size_t used = 0;
+  long v = 0;
+  try {
+    v = std::stol(it->second, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != it->second.size() || v < lo || v > hi)
+    throw UsageError(name + "=" + it->second + ": expected " + what + " (" + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+  return static_cast<int>(v);
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+#ifdef KG_HAVE_GLOO
+// Gloo's network device: GLOO_SOCKET_IFNAME when set (as in PyTorch), loopback for a local job, else
+// the address this machine's hostname resolves to.
+std::shared_ptr<::gloo::transport::Device> gloo_device(const DistEnv& env) {
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
+    return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
+  if (env.master_addr == "localhost" || env.master_addr.rfind("127.", 0) == 0)
+    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  return c10d::ProcessGroupGloo::createDefaultDevice();
+}
+#endif
+
+template <class PG>
+class C10dGroup final : public ProcessGroup {
+ public:
+  // `comm_device`: where the backend needs tensors (NCCL: the rank's GPU; Gloo: wherever they are).
+  C10dGroup(DistEnv env, std::string backend, c10::intrusive_ptr<PG> pg, std::chrono::seconds timeout,
+            std::optional<c10::Device> comm_device = std::nullopt)
+      : ProcessGroup(std::move(env), std::move(backend)), pg_(std::move(pg)), timeout_(timeout), comm_device_(comm_device) {}
+
+  void all_reduce_sum(std::vector<at::Tensor>& tensors, int64_t bucket_bytes) override {
+    guarded("all_reduce", [&] {
+      // Buckets of one dtype and device, in the tensors' order (the same on every rank).
+      std::vector<std::vector<size_t>> buckets;
+      std::vector<int64_t> bytes;
+      std::map<std::pair<int, std::string>, size_t> open;  // (dtype, device) -> bucket being filled
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        const auto& t = tensors[i];
+        if (!t.defined() || t.numel() == 0) continue;
+        const auto key = std::make_pair(static_cast<int>(t.scalar_type()), t.device().str());
+        const int64_t nb = t.numel() * static_cast<int64_t>(t.element_size());
+        auto it = open.find(key);
+        if (it == open.end() || bytes[it->second] + nb > bucket_bytes) {
+          buckets.emplace_back();
+          bytes.push_back(0);
+          it = open.insert_or_assign(key, buckets.size() - 1).first;
+        }
+        buckets[it->second].push_back(i);
+        bytes[it->second] += nb;
+      }
+      std::vector<at::Tensor> flats;
+      std::vector<c10::intrusive_ptr<c10d::Work>> works;
+      for (auto& b : buckets) {
+        std::vector<at::Tensor> parts;
+        for (size_t i : b) parts.push_back(tensors[i].detach().reshape({-1}));
+        std::vector<at::Tensor> one{on_comm_device(parts.size() == 1 ? parts[0].clone() : torch::cat(parts))};
+        flats.push_back(one[0]);
+        works.push_back(pg_->allreduce(one));
+      }
+      for (auto& w : works) wait(*w);
+      for (size_t k = 0; k < buckets.size(); ++k) {
+        int64_t off = 0;
+        at::NoGradGuard ng;
+        for (size_t i : buckets[k]) {
+          auto& t = tensors[i];
+          t.detach().copy_(flats[k].narrow(0, off, t.numel()).view(t.sizes()));
+          off += t.numel();
+        }
+      }
+    });
+  }
+
+  void broadcast(std::vector<at::Tensor>& tensors, int root) override {
+    guarded("broadcast", [&] {
+      c10d::BroadcastOptions o;
+      o.rootRank = root;
+      for (auto& t : tensors) {
+        if (!t.defined() || t.numel() == 0) continue;
+        std::vector<at::Tensor> one{on_comm_device(t.detach().is_contiguous() ? t.detach() : t.detach().contiguous())};
+        wait(*pg_->broadcast(one, o));
+        if (!one[0].is_same(t)) {
+          at::NoGradGuard ng;
+          t.detach().copy_(one[0]);
+        }
+      }
+    });
+  }
+
+  void barrier() override {
+    guarded("barrier", [&] { wait(*pg_->barrier()); });
+  }
+
+ private:
+  at::Tensor on_comm_device(const at::Tensor& t) const {
+    return comm_device_ && t.device() != *comm_device_ ? t.to(*comm_device_) : t;
+  }
+  void wait(c10d::Work& w) { w.wait(std::chrono::duration_cast<std::chrono::milliseconds>(timeout_)); }
+
+  template <class F>
+  void guarded(const char* op, F&& f) {
+    try {
+      f();
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw DeviceError("distributed " + std::string(op) + " failed on rank " + std::to_string(rank()) + " of " +
+                        std::to_string(world_size()) + " (" + backend_ + "): " + first_line(e.what()) +
+                        ". Another rank stopped (its error is in its own output) or did not answer within "
+                        "device.dist_timeout_s = " + std::to_string(timeout_.count()));
+    }
+  }
+
+  c10::intrusive_ptr<PG> pg_;
+  std::chrono::seconds timeout_;
+  std::optional<c10::Device> comm_device_;
+};
+
+// y = sum over ranks of x; dy/dx_r sums the gradients of every rank's loss (SyncBatchNorm).
+struct AllReduceSumFn : torch::autograd::Function<AllReduceSumFn> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, int64_t group) {
+    ctx->saved_data["group"] = group;
+    std::vector<at::Tensor> t{x.detach().clone()};
+    reinterpret_cast<ProcessGroup*>(group)->all_reduce_sum(t);
+    return t[0];
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list g) {
+    auto* group = reinterpret_cast<ProcessGroup*>(ctx->saved_data["group"].toInt());
+    std::vector<at::Tensor> t{g[0].contiguous().clone()};
+    group->all_reduce_sum(t);
+    return {t[0], at::Tensor()};
+  }
+};
+
+}  // namespace
+
+DistEnv dist_env_from(const std::map<std::string, std::string>& environ) {
+  DistEnv e;
+  auto ws = environ.find("WORLD_SIZE");
+  if (ws == environ.end() || ws->second.empty() || ws->second == "1") return e;
+  e.world_size = env_int(environ, "WORLD_SIZE", 1, 65536, "the number of processes");
+  e.rank = env_int(environ, "RANK", 0, e.world_size - 1, "this process's rank, below WORLD_SIZE");
+  e.local_rank = env_int(environ, "LOCAL_RANK", 0, e.world_size - 1, "this process's rank on its machine");
+  e.local_world_size = environ.count("LOCAL_WORLD_SIZE")
+                           ? env_int(environ, "LOCAL_WORLD_SIZE", e.local_rank + 1, e.world_size, "the ranks on this machine")
+                           : e.world_size;
+  auto addr = environ.find("MASTER_ADDR");
+  if (addr == environ.end() || addr->second.empty())
+    throw UsageError("MASTER_ADDR is not set: a multi-process launch (WORLD_SIZE > 1) needs rank 0's address");
+  e.master_addr = addr->second;
+  e.master_port = env_int(environ, "MASTER_PORT", 1, 65535, "a TCP port");
+  return e;
+}
+
+void ProcessGroup::broadcast_strings(std::vector<std::string>& values, int root) {
+  at::Tensor lengths = torch::zeros({static_cast<int64_t>(values.size())}, torch::kLong);
+  for (size_t i = 0; i < values.size(); ++i) lengths[static_cast<int64_t>(i)] = static_cast<int64_t>(values[i].size());
+  std::vector<at::Tensor> t{lengths};
+  broadcast(t, root);
+  int64_t total = lengths.sum().item<int64_t>();
+  at::Tensor bytes = torch::zeros({std::max<int64_t>(1, total)}, torch::kByte);
+  if (rank() == root) {
+    int64_t off = 0;
+    for (auto& v : values) {
+      std::memcpy(bytes.data_ptr<uint8_t>() + off, v.data(), v.size());
+      off += static_cast<int64_t>(v.size());
+    }
+  }
+  t = {bytes};
+  broadcast(t, root);
+  int64_t off = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const int64_t n = lengths[static_cast<int64_t>(i)].item<int64_t>();
+    values[i].assign(reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()) + off, static_cast<size_t>(n));
+    off += n;
+  }
+}
+
+at::Tensor ProcessGroup::differentiable_sum(const at::Tensor& t) {
+  return AllReduceSumFn::apply(t, static_cast<int64_t>(reinterpret_cast<intptr_t>(this)));
+}
+
+std::shared_ptr<ProcessGroup> ProcessGroup::connect(const DistEnv& env, const c10::Device& device, std::chrono::seconds timeout) {
+  KG_ASSERT(env.active(), "ProcessGroup::connect for a single process");
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
+  auto rendezvous_failed = [&](const std::string& what) {
+    return DeviceError("distributed rendezvous at " + env.master_addr + ":" + std::to_string(env.master_port) + " failed on rank " +
+                       std::to_string(env.rank) + " of " + std::to_string(env.world_size) + ": " + first_line(what) +
+                       " (did every rank start, and is MASTER_PORT free on rank 0's machine? waited device.dist_timeout_s = " +
+                       std::to_string(timeout.count()) + " s)");
+  };
+  c10::intrusive_ptr<c10d::Store> store;
+  try {
+    c10d::TCPStoreOptions so;
+    so.port = static_cast<std::uint16_t>(env.master_port);
+    so.isServer = env.rank == 0;
+    so.numWorkers = static_cast<size_t>(env.world_size);
+    so.waitWorkers = true;
+    so.timeout = ms;
+    store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
+  } catch (const std::exception& e) {
+    throw rendezvous_failed(e.what());
+  }
+  try {
+#if defined(KG_WITH_CUDA) && defined(USE_C10D_NCCL)
+    if (device.is_cuda()) {
+      auto o = c10d::ProcessGroupNCCL::Options::create();
+      o->timeout = ms;
+      auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world_size, o);
+      return std::make_shared<C10dGroup<c10d::ProcessGroupNCCL>>(env, "nccl", pg, timeout, device);
+    }
+#endif
+    if (device.is_cuda())
+      throw DeviceError("multi-process training on CUDA needs a LibTorch built with NCCL (USE_C10D_NCCL); this build has Gloo only");
+#ifdef KG_HAVE_GLOO
+    auto o = c10d::ProcessGroupGloo::Options::create(ms);
+    o->devices.push_back(gloo_device(env));
+    auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>("kgtrain", store), env.rank,
+                                                          env.world_size, o);
+    return std::make_shared<C10dGroup<c10d::ProcessGroupGloo>>(env, "gloo", pg, timeout);
+#else
+    throw DeviceError("multi-process training on the CPU needs LibTorch's Gloo backend and its headers (Debian: libgloo-dev); "
+                      "this build has neither");
+#endif
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw rendezvous_failed(e.what());  // the group connects to every other rank: a missing one times out here
+  }
+}
+
+}  // namespace kg::device

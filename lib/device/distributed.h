@@ -1,0 +1,65 @@
+// Multi-process data parallel over torch.distributed's c10d (Gloo on the CPU; NCCL on CUDA builds
+// that have it). torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT)
+// says where this process stands; `kgtrain fit --nproc N` sets the same for N local processes.
+// c10d's headers stay in distributed.cpp: this header is cheap to include.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+namespace kg::device {
+
+// One process's place in the job. world_size 1 = a plain single-process run.
+struct DistEnv {
+  int rank = 0, world_size = 1, local_rank = 0;
+  int local_world_size = 1;  // ranks on this machine (LOCAL_WORLD_SIZE; WORLD_SIZE when unset)
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  bool active() const { return world_size > 1; }
+  bool writer() const { return rank == 0; }
+};
+
+// Reads torchrun's variables from `environ`. Absent WORLD_SIZE (or 1) = single process; a missing or
+// malformed variable of a multi-process launch is a UsageError naming it.
+DistEnv dist_env_from(const std::map<std::string, std::string>& environ);
+
+// A connected process group. Every collective is a blocking call of all ranks in the same order; a
+// peer that died or stopped answering within `timeout` ends the call with a DeviceError (exit 4)
+// naming the rank and the operation, never a hang.
+class ProcessGroup {
+ public:
+  // Rendezvous through a TCP store at master_addr:master_port (rank 0 serves it).
+  static std::shared_ptr<ProcessGroup> connect(const DistEnv& env, const c10::Device& device, std::chrono::seconds timeout);
+  virtual ~ProcessGroup() = default;
+
+  int rank() const { return env_.rank; }
+  int world_size() const { return env_.world_size; }
+  const std::string& backend_name() const { return backend_; }
+
+  // Sum over ranks, in place. Tensors are packed into flat buckets of at most `bucket_bytes` per dtype
+  // (DDP's bucket_cap_mb), one collective per bucket.
+  virtual void all_reduce_sum(std::vector<at::Tensor>& tensors, int64_t bucket_bytes = 25 << 20) = 0;
+  // rank `root`'s values everywhere, in place.
+  virtual void broadcast(std::vector<at::Tensor>& tensors, int root = 0) = 0;
+  virtual void barrier() = 0;
+  // rank `root`'s strings everywhere (any lengths).
+  void broadcast_strings(std::vector<std::string>& values, int root = 0);
+  // all_reduce_sum of one tensor that autograd differentiates through (the backward is the same sum
+  // of the gradients): SyncBatchNorm's statistics.
+  at::Tensor differentiable_sum(const at::Tensor& t);
+
+ protected:
+  ProcessGroup(DistEnv env, std::string backend) : env_(std::move(env)), backend_(std::move(backend)) {}
+  DistEnv env_;
+  std::string backend_;
+};
+
+using ProcessGroupPtr = std::shared_ptr<ProcessGroup>;
+
+}  // namespace kg::device

@@ -1,0 +1,234 @@
+// Data parallel over c10d (lib/device/distributed.cpp, the loader's shards, the trainer's all-reduce,
+// SyncBatchNorm, fit --nproc): collectives between two ranks in one process, the shards of an epoch,
+// 2 processes x batch B = 1 process x batch 2B, and a failed rank ending the job instead of hanging.
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "data/loader.h"
+#include "device/distributed.h"
+#include "model/batchnorm.h"
+#include "model/safetensors.h"
+#include "support/fixtures.h"
+#include "support/job_helpers.h"
+#include "test_paths.h"
+
+namespace {
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+kg::device::DistEnv env_of(int rank, int world, int port) {
+  kg::device::DistEnv e;
+  e.rank = e.local_rank = rank;
+  e.world_size = e.local_world_size = world;
+  e.master_addr = "127.0.0.1";
+  e.master_port = port;
+  return e;
+}
+
+// Runs `f(group)` on two ranks (threads of this process, each with its own process group).
+template <class F>
+void two_ranks(F f) {
+  const int port = free_port();
+  std::exception_ptr err[2];
+  auto body = [&](int r) {
+    try {
+      auto g = kg::device::ProcessGroup::connect(env_of(r, 2, port), c10::Device(c10::kCPU), std::chrono::seconds(30));
+      f(*g);
+    } catch (...) {
+      err[r] = std::current_exception();
+    }
+  };
+  std::thread t1(body, 1);
+  body(0);
+  t1.join();
+  for (auto& e : err)
+    if (e) std::rethrow_exception(e);
+}
+
+std::string rank_env(int rank, int world, int port) {
+  return "RANK=" + std::to_string(rank) + " LOCAL_RANK=" + std::to_string(rank) + " WORLD_SIZE=" + std::to_string(world) +
+         " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " ";
+}
+
+}  // namespace
+
+TEST_CASE("torchrun's environment is read, and a broken one named", "[unit][device][dist]") {
+  using kg::device::dist_env_from;
+  CHECK_FALSE(dist_env_from({}).active());
+  CHECK_FALSE(dist_env_from({{"WORLD_SIZE", "1"}}).active());
+  auto e = dist_env_from({{"WORLD_SIZE", "4"}, {"RANK", "3"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
+                          {"MASTER_ADDR", "10.0.0.2"}, {"MASTER_PORT", "29400"}});
+  CHECK(e.active());
+  CHECK(e.rank == 3);
+  CHECK(e.local_rank == 1);
+  CHECK(e.local_world_size == 2);
+  CHECK(e.master_addr == "10.0.0.2");
+  CHECK(e.master_port == 29400);
+  CHECK_FALSE(e.writer());
+  try {
+    dist_env_from({{"WORLD_SIZE", "2"}, {"RANK", "0"}, {"LOCAL_RANK", "0"}, {"MASTER_ADDR", "127.0.0.1"}});
+    FAIL("no error");
+  } catch (const kg::UsageError& err) {
+    CHECK(std::string(err.what()).find("MASTER_PORT is not set") != std::string::npos);
+  }
+  try {
+    dist_env_from({{"WORLD_SIZE", "2"}, {"RANK", "2"}, {"LOCAL_RANK", "0"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}});
+    FAIL("no error");
+  } catch (const kg::UsageError& err) {
+    CHECK(std::string(err.what()).find("RANK=2: expected this process's rank, below WORLD_SIZE (0..1)") != std::string::npos);
+  }
+}
+
+TEST_CASE("each rank takes its slice of every global batch; a short one is split evenly and padded", "[unit][data][dist]") {
+  std::vector<int64_t> order;
+  for (int64_t i = 0; i < 10; ++i) order.push_back(100 + i);
+  int64_t g = 0;
+  // Global batches of 4: [100..103] [104..107] [108 109].
+  CHECK(kg::data::shard_order(order, 2, false, 0, 2, &g) == std::vector<int64_t>{100, 101, 104, 105, 108});
+  CHECK(g == 3);
+  CHECK(kg::data::shard_order(order, 2, false, 1, 2, &g) == std::vector<int64_t>{102, 103, 106, 107, 109});
+  CHECK(kg::data::shard_order(order, 2, true, 1, 2, &g) == std::vector<int64_t>{102, 103, 106, 107});
+  CHECK(g == 2);
+  // 9 rows: the last global batch has one sample; rank 1's share is padded with the epoch's first.
+  order.pop_back();
+  CHECK(kg::data::shard_order(order, 2, false, 0, 2, &g) == std::vector<int64_t>{100, 101, 104, 105, 108});
+  CHECK(kg::data::shard_order(order, 2, false, 1, 2, &g) == std::vector<int64_t>{102, 103, 106, 107, 100});
+  // Together the ranks cover every sample of the epoch.
+  std::set<int64_t> all;
+  for (int r = 0; r < 3; ++r)
+    for (auto x : kg::data::shard_order(order, 2, false, r, 3, &g)) all.insert(x);
+  CHECK(all.size() == order.size());
+}
+
+TEST_CASE("Gloo collectives between two ranks: bucketed sum, broadcast, strings, a differentiable sum",
+          "[unit][device][dist]") {
+  two_ranks([](kg::device::ProcessGroup& g) {
+    const double r = g.rank();
+    // Three tensors of two dtypes; 16-byte buckets force several collectives.
+    std::vector<at::Tensor> t{torch::full({3}, r + 1), torch::full({2, 2}, 10 * (r + 1)),
+                              torch::full({5}, static_cast<int64_t>(r + 1), torch::kLong)};
+    g.all_reduce_sum(t, 16);
+    CHECK(torch::equal(t[0], torch::full({3}, 3.0)));
+    CHECK(torch::equal(t[1], torch::full({2, 2}, 30.0)));
+    CHECK(torch::equal(t[2], torch::full({5}, int64_t{3}, torch::kLong)));
+    std::vector<at::Tensor> b{torch::full({4}, r), torch::arange(6).reshape({2, 3}).t() * (r + 1)};  // a non-contiguous one
+    g.broadcast(b, 0);
+    CHECK(torch::equal(b[0], torch::zeros({4})));
+    CHECK(torch::equal(b[1], torch::arange(6).reshape({2, 3}).t()));
+    std::vector<std::string> s{g.rank() == 0 ? "run/dir" : "x", g.rank() == 0 ? "" : "yyyy"};
+    g.broadcast_strings(s);
+    CHECK(s == std::vector<std::string>{"run/dir", ""});
+    // d(sum over ranks of (r+1) * x_r . w)/dx_r for the loss sum over both ranks: the same on each.
+    auto x = torch::full({2}, r + 1).requires_grad_(true);
+    auto y = g.differentiable_sum(x * (r + 1));
+    CHECK(torch::equal(y.detach(), torch::full({2}, 5.0)));  // 1*1 + 2*2
+    (y * (r + 1)).sum().backward();  // each rank's loss weighs the sum by (r + 1): total weight 3
+    CHECK(torch::allclose(x.grad(), torch::full({2}, 3 * (r + 1))));
+  });
+}
+
+TEST_CASE("SyncBatchNorm on two ranks normalises like BatchNorm on their joined batch", "[unit][model][dist]") {
+  torch::manual_seed(5);
+  const auto x = torch::randn({6, 3, 4, 4});
+  const auto w = torch::randn({6, 3, 4, 4});
+  kg::model::BatchNorm2d ref(3);
+  auto yref = ref->forward(x);
+  two_ranks([&](kg::device::ProcessGroup& g) {
+    // Each rank owns a module and half the batch. The hook is process-wide; both ranks live in this
+    // process, so it sums through the calling thread's group.
+    kg::model::BatchNorm2d bn(3);
+    const int64_t r = g.rank();
+    auto xr = x.narrow(0, 3 * r, 3).clone();
+    thread_local kg::device::ProcessGroup* mine = nullptr;
+    mine = &g;
+    kg::model::set_batchnorm_sync([](const at::Tensor& t) { return mine->differentiable_sum(t); });
+    auto y = bn->forward(xr);
+    CHECK(torch::allclose(y, yref.narrow(0, 3 * r, 3).detach(), 1e-5, 1e-5));
+    CHECK(torch::allclose(bn->running_mean, ref->running_mean, 1e-6, 1e-6));
+    CHECK(torch::allclose(bn->running_var, ref->running_var, 1e-5, 1e-6));
+  });
+  kg::model::set_batchnorm_sync(nullptr);
+}
+
+TEST_CASE("fit --nproc 2 with batch B trains the weights of one process with batch 2B", "[integration][dist]") {
+  kg::test::TempDir dir;
+  auto ds = kg::test::make_tiny_dataset(dir, 48, 4);  // fold 1 of 4 held out: 36 training rows = 3 global batches of 12
+  auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
+  const std::vector<std::string> common{"train.epochs=2", "optim.name=sgd", "optim.momentum=0.9", "--quiet"};
+  auto one = kg::test::run_kgtrain(kg::test::cat({"fit", recipe, "train.batch_size=12", "--run-dir", dir / "one"}, common));
+  INFO(one.output);
+  REQUIRE(one.exit_code == 0);
+  auto two = kg::test::run_kgtrain(kg::test::cat({"fit", recipe, "train.batch_size=6", "device.sync_batchnorm=true",
+                                                  "device.dist_timeout_s=60", "--nproc", "2", "--run-dir", dir / "two"},
+                                                 common));
+  INFO(two.output);
+  REQUIRE(two.exit_code == 0);
+  const auto a = kg::model::read_safetensors(dir / "one/checkpoints/last/model.safetensors");
+  const auto b = kg::model::read_safetensors(dir / "two/checkpoints/last/model.safetensors");
+  REQUIRE(a.size() == b.size());
+  for (auto& [k, t] : a) {
+    INFO(k);
+    const auto& u = b.at(k);
+    if (!t.is_floating_point()) {
+      CHECK(torch::equal(t, u));  // num_batches_tracked: 6 updates either way
+      continue;
+    }
+    CHECK((t - u).abs().max().item<double>() <= 1e-5 * (1 + t.abs().max().item<double>()));
+  }
+  const auto summary = kg::test::read_json(dir / "two/summary.json");
+  CHECK(summary["folds"][0]["processes"] == 2);
+  CHECK(summary["folds"][0]["updates"] == kg::test::read_json(dir / "one/summary.json")["folds"][0]["updates"]);
+}
+
+TEST_CASE("a rank that fails or never comes ends the job with exit 4, not a hang", "[integration][dist]") {
+  kg::test::TempDir dir;
+  auto ds = kg::test::make_tiny_dataset(dir, 24, 4);
+  auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
+  const std::string bin = std::string("'") + KGTRAIN_BINARY + "' fit '" + recipe + "' --quiet device.dist_timeout_s=20 ";
+  SECTION("rank 1 stops after the rendezvous (its data folder is missing)") {
+    const int port = free_port();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = kg::test::run_shell("(" + rank_env(1, 2, port) + bin + "data.root=/nonexistent >/dev/null 2>&1 &) ; " + rank_env(0, 2, port) +
+                       bin + "--run-dir '" + (dir / "run") + "'");
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    INFO(r.output);
+    CHECK(r.exit_code == 4);
+    CHECK(r.output.find("[rank 0/2] error: distributed") != std::string::npos);
+    CHECK(s < 60);
+  }
+  SECTION("rank 1 never starts: the rendezvous times out") {
+    auto r = kg::test::run_shell(rank_env(0, 2, free_port()) + bin + "device.dist_timeout_s=3 --run-dir '" + (dir / "run2") + "'");
+    INFO(r.output);
+    CHECK(r.exit_code == 4);
+    CHECK(r.output.find("distributed rendezvous at 127.0.0.1:") != std::string::npos);
+  }
+  SECTION("--nproc inside a launched job is refused") {
+    auto r = kg::test::run_shell("WORLD_SIZE=2 " + bin + "--nproc 2");
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("use either torchrun or --nproc") != std::string::npos);
+  }
+}
