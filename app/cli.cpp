@@ -467,6 +467,11 @@ int run(int argc, char** argv) {
   const std::string who = rank_prefix();
   try {
     return dispatch(argc, argv);
+  } catch (const Interrupted& e) {
+    // Rank 0 says where the run is saved; the other ranks' outputs were scratch.
+    const char* rank = std::getenv("RANK");
+    if (who.empty() || !rank || std::string(rank) == "0") std::cerr << who << "error: " << e.what() << "\n";
+    return e.exit_code();
   } catch (const Error& e) {
     std::cerr << who << "error: " << e.what() << "\n";
     return e.exit_code();

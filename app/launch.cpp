@@ -33,8 +33,11 @@ int free_port() {
   return ntohs(a.sin_port);
 }
 
-volatile sig_atomic_t forwarded_signal = 0;
-void on_signal(int sig) { forwarded_signal = sig; }
+volatile sig_atomic_t last_signal = 0, signals_seen = 0;
+void on_signal(int sig) {
+  last_signal = sig;
+  signals_seen = signals_seen + 1;
+}
 
 int exit_code_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -73,6 +76,9 @@ int launch_local(int nproc, const std::vector<std::string>& args) {
     pid_t pid = ::fork();
     KG_CHECK(pid >= 0, DeviceError, "--nproc: fork failed for rank ", r, ": ", std::strerror(errno));
     if (pid == 0) {
+      // Its own process group: a terminal's Ctrl-C reaches this launcher alone, which passes each signal on
+      // once (a rank's second signal kills it at once, so it must not get the terminal's copy too).
+      ::setpgid(0, 0);
       ::setenv("RANK", std::to_string(r).c_str(), 1);
       ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
       ::setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
@@ -86,19 +92,21 @@ int launch_local(int nproc, const std::vector<std::string>& args) {
       std::cerr << "error: --nproc: cannot start rank " << r << ": " << std::strerror(errno) << "\n";
       ::_exit(kExitDevice);
     }
+    ::setpgid(pid, pid);  // also here: whichever of the two runs first (no window for a terminal signal)
     pids.push_back(pid);
   }
   int result = kExitOk, running = nproc, failed_rank = -1;
-  bool stopping = false;
+  sig_atomic_t forwarded = 0;
   auto stop_others = [&](int sig) {
     for (auto p : pids)
       if (p > 0) ::kill(p, sig);
   };
   auto deadline = std::chrono::steady_clock::time_point::max();
   while (running > 0) {
-    if (forwarded_signal && !stopping) {
-      stop_others(forwarded_signal);  // each rank saves at its step boundary and exits 130/143
-      stopping = true;
+    if (signals_seen > forwarded) {
+      // The first: each rank saves at its step boundary and exits 130/143; a second one kills them.
+      stop_others(last_signal);
+      forwarded = signals_seen;
     }
     int status = 0;
     pid_t done = ::waitpid(-1, &status, WNOHANG);
@@ -112,7 +120,7 @@ int launch_local(int nproc, const std::vector<std::string>& args) {
           failed_rank = static_cast<int>(r);
           result = code;
           if (running > 0) {
-            std::cerr << "rank " << r << " failed (exit " << code << "): stopping the other ranks\n";
+            if (!forwarded) std::cerr << "rank " << r << " failed (exit " << code << "): stopping the other ranks\n";
             stop_others(SIGTERM);
             deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
           }
@@ -126,7 +134,7 @@ int launch_local(int nproc, const std::vector<std::string>& args) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  if (forwarded_signal && result == kExitOk) result = forwarded_signal == SIGTERM ? kExitSigterm : kExitSigint;
+  if (forwarded && result == kExitOk) result = last_signal == SIGTERM ? kExitSigterm : kExitSigint;
   return result;
 }
 

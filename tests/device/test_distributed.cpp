@@ -226,6 +226,15 @@ TEST_CASE("a rank that fails or never comes ends the job with exit 4, not a hang
     CHECK(r.exit_code == 4);
     CHECK(r.output.find("distributed rendezvous at 127.0.0.1:") != std::string::npos);
   }
+  SECTION("Ctrl-C to fit --nproc: every rank stops at the same update, rank 0 saves, exit 130") {
+    auto r = kg::test::run_shell(std::string("'") + KGTRAIN_BINARY + "' fit '" + recipe + "' --quiet train.epochs=3000 --nproc 2 " +
+                                 "--run-dir '" + (dir / "run3") + "' & pid=$!; sleep 12; kill -INT $pid; wait $pid; echo exit=$?");
+    INFO(r.output);
+    CHECK(r.output.find("exit=130") != std::string::npos);
+    const auto summary = kg::test::read_json(dir / "run3/summary.json");
+    CHECK(summary["status"] == "interrupted");
+    CHECK(std::filesystem::exists(dir / "run3/checkpoints/last/MANIFEST.json"));
+  }
   SECTION("--nproc inside a launched job is refused") {
     auto r = kg::test::run_shell("WORLD_SIZE=2 " + bin + "--nproc 2");
     CHECK(r.exit_code == 2);

@@ -69,7 +69,7 @@ config::Tree resolve_recipe(const std::vector<std::string>& files, const std::ve
 
 RunResult run_shell(const std::string& command) {
   RunResult r;
-  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  FILE* p = popen(("(" + command + ") 2>&1").c_str(), "r");
   if (!p) return r;
   char buf[4096];
   size_t n;
