@@ -21,60 +21,6 @@ using nlohmann::json;
 
 namespace kg::train {
 
-// --- TrainState ------------------------------------------------------------------------------------
-
-json TrainState::to_json() const {
-  return {{"epoch", epoch},
-          {"batch", batch},
-          {"step", step},
-          {"skipped_updates", skipped_updates},
-          {"nan_streak", nan_streak},
-          {"epoch_loss_sum", epoch_loss_sum},
-          {"epoch_loss_count", epoch_loss_count},
-          {"epoch_images", epoch_images},
-          {"epoch_seconds", epoch_seconds},
-          {"train_images", train_images},
-          {"train_seconds", train_seconds},
-          {"elapsed_seconds", elapsed_seconds},
-          {"best", best ? json(*best) : json()},
-          {"best_epoch", best_epoch},
-          {"best_from", best_from},
-          {"history", history},
-          {"stop_reason", stop_reason},
-          {"oom_halvings", oom_halvings},
-          {"oom_events", oom_events},
-          {"world_size", world_size}};
-}
-
-TrainState TrainState::from_json(const json& j) {
-  TrainState s;
-  try {
-    s.epoch = j.at("epoch").get<int64_t>();
-    s.batch = j.at("batch").get<int64_t>();
-    s.step = j.at("step").get<int64_t>();
-    s.skipped_updates = j.at("skipped_updates").get<int64_t>();
-    s.nan_streak = j.at("nan_streak").get<int64_t>();
-    s.epoch_loss_sum = j.at("epoch_loss_sum").get<double>();
-    s.epoch_loss_count = j.at("epoch_loss_count").get<int64_t>();
-    s.epoch_images = j.at("epoch_images").get<int64_t>();
-    s.epoch_seconds = j.at("epoch_seconds").get<double>();
-    s.train_images = j.at("train_images").get<int64_t>();
-    s.train_seconds = j.at("train_seconds").get<double>();
-    s.elapsed_seconds = j.value("elapsed_seconds", 0.0);
-    if (!j.at("best").is_null()) s.best = j.at("best").get<double>();
-    s.best_epoch = j.at("best_epoch").get<int64_t>();
-    s.best_from = j.at("best_from").get<std::string>();
-    s.history = j.at("history");
-    s.stop_reason = j.value("stop_reason", "");
-    s.oom_halvings = j.value("oom_halvings", int64_t{0});
-    s.oom_events = j.value("oom_events", json::array());
-    s.world_size = j.value("world_size", int64_t{1});
-  } catch (const json::exception& e) {
-    throw CheckpointError(std::string("checkpoint state.json \"trainer\" is malformed: ") + e.what());
-  }
-  return s;
-}
-
 // --- Trainer -------------------------------------------------------------------------------------
 
 namespace {
@@ -109,38 +55,6 @@ Trainer::Trainer(TrainerParts parts, Plan& plan, const TrainOptions& topt, const
     s_.world_size = p_.group->world_size();
     broadcast_model();  // every rank starts from rank 0's weights (DDP's constructor does the same)
   }
-}
-
-// --- data parallel ---------------------------------------------------------------------------------
-
-void Trainer::broadcast_model() {
-  if (!p_.group) return;
-  std::vector<at::Tensor> t = p_.net->parameters();
-  for (auto& b : p_.net->buffers()) t.push_back(b);
-  p_.group->broadcast(t, 0);
-}
-
-bool Trainer::any_rank(bool flag) {
-  if (!p_.group) return flag;
-  std::vector<at::Tensor> t{torch::full({1}, flag ? 1.0f : 0.0f)};
-  p_.group->all_reduce_sum(t);
-  return t[0].item<float>() > 0;
-}
-
-at::Tensor Trainer::all_reduce_update(std::vector<at::Tensor>& grads, const at::Tensor& group_loss_sum, bool stop_here,
-                                      bool* any_stop) {
-  // One collective for the gradients, the loss (every rank then agrees on a non-finite skip) and the
-  // stop flag. Gradients of the ranks' mean losses, averaged: the gradient of the global batch's mean.
-  at::Tensor extra = torch::stack({group_loss_sum.detach().to(torch::kFloat).reshape({}),
-                                   torch::full({}, stop_here ? 1.0f : 0.0f, group_loss_sum.options().dtype(torch::kFloat))});
-  std::vector<at::Tensor> t(grads);
-  t.push_back(extra);
-  p_.group->all_reduce_sum(t, p_.dist_bucket_bytes);
-  const double w = static_cast<double>(p_.group->world_size());
-  torch::NoGradGuard ng;
-  for (auto& g : grads) g.div_(w);
-  *any_stop = extra[1].item<float>() > 0;
-  return extra[0] / w;
 }
 
 void Trainer::log(const std::string& line) const {
@@ -599,65 +513,6 @@ FitOutcome Trainer::fit() {
   if (replaced) save_last();
   if (out.status.empty()) out.status = "completed";
   return out;
-}
-
-CheckpointFiles Trainer::checkpoint_files(const model::TensorMap* model_weights) {
-  CheckpointFiles f;
-  if (model_weights) {
-    f.model = *model_weights;
-  } else {
-    for (auto& [k, v] : model::state_dict(*p_.net)) f.model[k] = v.clone();
-    // Lookahead: the file holds the slow (evaluated) weights; saving changes nothing in training.
-    p_.opt->synced_view(f.model);
-  }
-  json optim_meta = json::object();
-  p_.opt->save_state(f.state_tensors, optim_meta);
-  for (auto& [k, v] : capture_rng()) f.state_tensors[k] = v;
-  json cbs = json::object();
-  for (auto& cb : callbacks_) {
-    json st = json::object();
-    cb->save_state(f.state_tensors, st);
-    cbs[cb->name()] = st;
-    if (auto* w = cb->extra_weights()) f.extra_weights[cb->name()] = *w;
-  }
-  f.state = io_.state_fields;
-  f.state["epoch"] = s_.epoch;
-  f.state["step"] = s_.step;
-  f.state["batch"] = s_.batch;
-  f.state["trainer"] = s_.to_json();
-  f.state["plan"] = plan_.state();
-  f.state["optimizer"] = optim_meta;
-  f.state["scaler"] = p_.scaler.state();
-  f.state["callbacks"] = cbs;
-  f.state["store"] = store_.state();
-  f.state["metric"] = {{"name", p_.metrics->monitor()}, {"value", s_.best ? json(*s_.best) : json()}};
-  f.recipe_toml = io_.recipe_toml;
-  f.provenance = io_.provenance;
-  return f;
-}
-
-void Trainer::save_last() { store_.save_last(checkpoint_files()); }
-
-void Trainer::resume(const Checkpoint& c) {
-  const auto& st = c.state;
-  KG_CHECK(st.contains("trainer") && st.contains("optimizer"), CheckpointError, "checkpoint ", c.dir,
-           " holds weights only (written by an older kgtrain or a weights export): it cannot resume a run; "
-           "use it with fit --weights instead");
-  model::load_state_dict(*p_.net, c.weights, /*strict=*/true, c.dir + "/model.safetensors");
-  p_.opt->load_state(c.state_tensors, st.at("optimizer"));
-  plan_.load_state(st.value("plan", json::object()));
-  restore_rng(c.state_tensors);
-  p_.scaler.load_state(st.value("scaler", json()));
-  auto cbs = st.value("callbacks", json::object());
-  for (auto& cb : callbacks_) cb->load_state(c.state_tensors, cbs.value(cb->name(), json::object()));
-  store_.load_state(st.value("store", json::object()));
-  const int64_t world = p_.group ? p_.group->world_size() : 1;
-  s_ = TrainState::from_json(st.at("trainer"));
-  KG_CHECK(s_.batch == 0 || s_.world_size == world, UsageError, "checkpoint ", c.dir, " was saved mid-epoch (batch ", s_.batch,
-           ") by ", s_.world_size, " process(es); resume it with ", s_.world_size,
-           " (mid-epoch positions count global batches of train.batch_size x processes), or from a checkpoint saved at an "
-           "epoch's end, which any number of processes can resume");
-  s_.world_size = world;
 }
 
 }  // namespace kg::train

@@ -1,0 +1,72 @@
+// What the trainer puts into a checkpoint, and the exact resume from one.
+#include "train/trainer.h"
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "train/rng_state.h"
+
+using nlohmann::json;
+
+namespace kg::train {
+
+CheckpointFiles Trainer::checkpoint_files(const model::TensorMap* model_weights) {
+  CheckpointFiles f;
+  if (model_weights) {
+    f.model = *model_weights;
+  } else {
+    for (auto& [k, v] : model::state_dict(*p_.net)) f.model[k] = v.clone();
+    // Lookahead: the file holds the slow (evaluated) weights; saving changes nothing in training.
+    p_.opt->synced_view(f.model);
+  }
+  json optim_meta = json::object();
+  p_.opt->save_state(f.state_tensors, optim_meta);
+  for (auto& [k, v] : capture_rng()) f.state_tensors[k] = v;
+  json cbs = json::object();
+  for (auto& cb : callbacks_) {
+    json st = json::object();
+    cb->save_state(f.state_tensors, st);
+    cbs[cb->name()] = st;
+    if (auto* w = cb->extra_weights()) f.extra_weights[cb->name()] = *w;
+  }
+  f.state = io_.state_fields;
+  f.state["epoch"] = s_.epoch;
+  f.state["step"] = s_.step;
+  f.state["batch"] = s_.batch;
+  f.state["trainer"] = s_.to_json();
+  f.state["plan"] = plan_.state();
+  f.state["optimizer"] = optim_meta;
+  f.state["scaler"] = p_.scaler.state();
+  f.state["callbacks"] = cbs;
+  f.state["store"] = store_.state();
+  f.state["metric"] = {{"name", p_.metrics->monitor()}, {"value", s_.best ? json(*s_.best) : json()}};
+  f.recipe_toml = io_.recipe_toml;
+  f.provenance = io_.provenance;
+  return f;
+}
+
+void Trainer::save_last() { store_.save_last(checkpoint_files()); }
+
+void Trainer::resume(const Checkpoint& c) {
+  const auto& st = c.state;
+  KG_CHECK(st.contains("trainer") && st.contains("optimizer"), CheckpointError, "checkpoint ", c.dir,
+           " holds weights only (written by an older kgtrain or a weights export): it cannot resume a run; "
+           "use it with fit --weights instead");
+  model::load_state_dict(*p_.net, c.weights, /*strict=*/true, c.dir + "/model.safetensors");
+  p_.opt->load_state(c.state_tensors, st.at("optimizer"));
+  plan_.load_state(st.value("plan", json::object()));
+  restore_rng(c.state_tensors);
+  p_.scaler.load_state(st.value("scaler", json()));
+  auto cbs = st.value("callbacks", json::object());
+  for (auto& cb : callbacks_) cb->load_state(c.state_tensors, cbs.value(cb->name(), json::object()));
+  store_.load_state(st.value("store", json::object()));
+  const int64_t world = p_.group ? p_.group->world_size() : 1;
+  s_ = TrainState::from_json(st.at("trainer"));
+  KG_CHECK(s_.batch == 0 || s_.world_size == world, UsageError, "checkpoint ", c.dir, " was saved mid-epoch (batch ", s_.batch,
+           ") by ", s_.world_size, " process(es); resume it with ", s_.world_size,
+           " (mid-epoch positions count global batches of train.batch_size x processes), or from a checkpoint saved at an "
+           "epoch's end, which any number of processes can resume");
+  s_.world_size = world;
+}
+
+}  // namespace kg::train
