@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/random.h"
+#include "data/resident.h"
 
 namespace kg::data {
 
@@ -42,6 +43,13 @@ std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int64_t batc
   return out;
 }
 
+std::vector<int64_t> shard_rows(const std::vector<int64_t>& rows, int rank, int count) {
+  KG_ASSERT(count >= 1 && rank >= 0 && rank < count, "shard ", rank, " of ", count);
+  std::vector<int64_t> out;
+  for (size_t i = static_cast<size_t>(rank); i < rows.size(); i += static_cast<size_t>(count)) out.push_back(rows[i]);
+  return out;
+}
+
 Loader::Loader(const Table& table, std::vector<int64_t> rows, const Pipeline& pipeline, LoaderOptions o)
     : table_(table), pipeline_(pipeline), o_(o) {
   order_ = o_.shuffle ? epoch_order(std::move(rows), o_.seed, o_.epoch) : std::move(rows);
@@ -57,6 +65,7 @@ Loader::Loader(const Table& table, std::vector<int64_t> rows, const Pipeline& pi
   // Skipped batches are never produced: both cursors start past them (a start at or past the end yields nothing).
   next_to_make_ = next_to_give_ = std::min(o_.start_batch, num_batches_);
   slots_.resize(static_cast<size_t>(o_.prefetch));
+  if (o_.resident) o_.workers = 0;
   for (int i = 0; i < o_.workers; ++i) threads_.emplace_back([this] { worker(); });
 }
 
@@ -84,8 +93,13 @@ void Loader::produce(int64_t b, Batch& out) {
   int64_t n = end - begin;
   out.index = b;
   const bool u8 = pipeline_.outputs_u8();
-  out.images = buffer({n, g.channels, g.height, g.width}, u8);
   out.rows.assign(order_.begin() + begin, order_.begin() + end);
+  if (o_.resident) {
+    out.images = o_.resident->batch(out.rows, pipeline_, o_.seed, o_.epoch);
+    fill_targets(out);
+    return;
+  }
+  out.images = buffer({n, g.channels, g.height, g.width}, u8);
   if (u8) {
     out.norm_mean = pipeline_.device_mean();
     out.norm_std = pipeline_.device_std();
@@ -96,7 +110,7 @@ void Loader::produce(int64_t b, Batch& out) {
   for (int64_t i = 0; i < n; ++i) {
     int64_t row = out.rows[static_cast<size_t>(i)];
     // One stream per sample: the same augmentation whatever thread or batch produces it.
-    Rng rng(stream_seed(o_.seed, static_cast<uint64_t>(o_.epoch), static_cast<uint64_t>(row), 0xA06ULL));
+    Rng rng = sample_rng(o_.seed, o_.epoch, row);
     const Row& r = table_.rows[static_cast<size_t>(row)];
     // The context string is built only on failure: this loop runs once per training image.
     try {
@@ -111,6 +125,11 @@ void Loader::produce(int64_t b, Batch& out) {
       with_context(r.where + " (id " + r.id + ")", [] { throw; });
     }
   }
+  fill_targets(out);
+}
+
+void Loader::fill_targets(Batch& out) const {
+  const auto n = static_cast<int64_t>(out.rows.size());
   auto gather = [&](const std::vector<float>& src, int64_t dim) {
     at::Tensor t = at::empty({n, dim}, at::kFloat);
     float* p = t.data_ptr<float>();

@@ -21,6 +21,8 @@
 
 namespace kg::data {
 
+class ResidentImages;  // data/resident.h
+
 struct Batch {
   int64_t index = 0;             // batch number within the epoch
   at::Tensor images;             // float [B, C, H, W], or uint8 with data.uint8_transfer (see to_model_input)
@@ -77,12 +79,19 @@ struct LoaderOptions {
   // of each. A short last global batch is split evenly, padded with the epoch's first samples (as
   // DistributedSampler pads) so every rank takes the same number of updates with equal batches.
   int shard_rank = 0, shard_count = 1;
+  // data.cache = "device": images come from these resident ones, gathered and augmented on the device
+  // in the consumer's thread (workers are not started); Batch::images is then float on the device.
+  const ResidentImages* resident = nullptr;
 };
 
 // The rows of `order` (an epoch's order) that rank `rank` of `count` trains on, batch by batch (see
 // LoaderOptions::shard_rank), and the number of batches they make.
 std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int64_t batch_size, bool drop_last, int rank, int count,
                                  int64_t* batches);
+
+// Rank `rank` of `count`'s share of an evaluation: rows[rank], rows[rank + count], ... (validation is
+// sharded this way under data parallel; train::gather_predictions puts the shares back in `rows` order).
+std::vector<int64_t> shard_rows(const std::vector<int64_t>& rows, int rank, int count);
 
 // The order a shuffled epoch visits `rows` in.
 std::vector<int64_t> epoch_order(std::vector<int64_t> rows, uint64_t seed, int64_t epoch);
@@ -109,6 +118,7 @@ class Loader {
  private:
   void worker();
   void produce(int64_t b, Batch& out);
+  void fill_targets(Batch& out) const;  // targets and features of out.rows
   // An image buffer of this shape no batch uses any more (reused: no allocation, no page faults,
   // and no page-locking per batch), or a new one.
   at::Tensor buffer(const std::vector<int64_t>& shape, bool u8);

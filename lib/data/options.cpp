@@ -102,9 +102,13 @@ config::Fields<DataOptions> data_fields() {
   f.field("uint8_transfer", &DataOptions::uint8_transfer,
           "ship batches as uint8 (4x fewer bytes) and scale + normalize on the device, timm's PrefetchLoader; "
           "normalize must be the last transform");
-  f.field("cache", &DataOptions::cache, "none, or ram: keep decoded images in memory after their first use (k folds share it)")
-      .choices({"none", "ram"});
-  f.field("cache_max_gb", &DataOptions::cache_max_gb, "memory cap of the RAM cache in GiB; images past it are decoded each time")
+  f.field("cache", &DataOptions::cache,
+          "none; ram: keep decoded images in memory after their first use (k folds share it); device: decode every "
+          "training image once into one uint8 tensor on the training device and gather, augment (pad_crop, hflip, "
+          "vflip) and normalize batches there (fit, lr-find, bench; prediction decodes as with ram)")
+      .choices({"none", "ram", "device"});
+  f.field("cache_max_gb", &DataOptions::cache_max_gb,
+          "memory cap of the cache in GiB: ram decodes images past it each time; device refuses a table bigger than it")
       .min(0);
   return f;
 }

@@ -36,8 +36,8 @@ struct DataOptions {
   config::json augment = config::json::array();  ///< training transforms, in order: [{ name = "hflip" }, ...]
   bool pin_memory = true;                  ///< CUDA: page-locked batches, copied asynchronously
   bool uint8_transfer = false;             ///< ship uint8 batches, scale + normalize on the device (timm PrefetchLoader)
-  std::string cache = "none";              ///< none | ram: keep decoded images in memory after first use
-  double cache_max_gb = 4.0;               ///< memory cap of the RAM cache, GiB
+  std::string cache = "none";              ///< none | ram (decoded images kept in memory) | device (one uint8 tensor on the device, augmented there)
+  double cache_max_gb = 4.0;               ///< memory cap of the cache, GiB
 };
 
 struct CvOptions {

@@ -18,7 +18,10 @@ Pipeline::Pipeline(const config::json& augment, const ImageGeometry& g, bool tra
     const auto& t = augment[i];
     std::string where = "data.augment[" + std::to_string(i) + "]";
     auto tr = transform_registry().create(t.at("name").get<std::string>(), config::Options(t, where), g);
-    if (train || !tr->random()) transforms_.push_back(std::move(tr));
+    if (train || !tr->random()) {
+      transforms_.push_back(std::move(tr));
+      names_.push_back(where + " (" + t.at("name").get<std::string>() + ")");
+    }
   }
   for (const auto& t : transforms_) presize_ = presize_ && !t->sizes_output();
   if (defer_normalize_) {
@@ -28,8 +31,40 @@ Pipeline::Pipeline(const config::json& augment, const ImageGeometry& g, bool tra
                "data.uint8_transfer = true needs normalize to be the last transform of data.augment (transforms after it "
                "work on floats, which cannot travel as uint8); move it last or set data.uint8_transfer = false");
     }
-    if (!transforms_.empty() && transforms_.back()->normalization(mean_, std_)) transforms_.pop_back();
+    if (!transforms_.empty() && transforms_.back()->normalization(mean_, std_)) {
+      transforms_.pop_back();
+      names_.pop_back();
+    }
   }
+}
+
+std::string Pipeline::without_index_map() const {
+  for (size_t i = 0; i < transforms_.size(); ++i)
+    if (!transforms_[i]->has_index_map()) return names_[i];
+  return "";
+}
+
+void Pipeline::index_maps(Rng& rng, std::vector<int64_t>& ys, std::vector<int64_t>& xs) const {
+  const int64_t h = g_.height, w = g_.width;
+  // Draw every transform's map in order (the order apply() draws in), then compose them from the
+  // output back: out -> last transform's input -> ... -> the stored image.
+  std::vector<std::vector<int64_t>> my(transforms_.size()), mx(transforms_.size());
+  for (size_t i = 0; i < transforms_.size(); ++i) {
+    KG_ASSERT(transforms_[i]->has_index_map(), names_[i], " has no index map");
+    my[i].resize(static_cast<size_t>(h));
+    mx[i].resize(static_cast<size_t>(w));
+    transforms_[i]->index_map(rng, h, w, my[i], mx[i]);
+  }
+  auto compose = [&](std::vector<int64_t>& out, const std::vector<std::vector<int64_t>>& maps, int64_t n) {
+    out.resize(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t c = j;
+      for (size_t i = maps.size(); i-- > 0 && c >= 0;) c = maps[i][static_cast<size_t>(c)];
+      out[static_cast<size_t>(j)] = c;
+    }
+  };
+  compose(ys, my, h);
+  compose(xs, mx, w);
 }
 
 void resize_to(cv::Mat& img, const ImageGeometry& g) {

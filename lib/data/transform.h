@@ -2,6 +2,7 @@
 // image into a CHW float tensor. Randomness comes from the caller's Rng, seeded per (seed, epoch, sample).
 #pragma once
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <opencv2/core/mat.hpp>
@@ -25,8 +26,20 @@ class Transform {
   virtual bool sizes_output() const { return false; }
   // normalize reports its per-channel statistics so the pipeline can leave it to the device.
   virtual bool normalization(std::vector<double>& mean, std::vector<double>& std) const { return false; }
+  // Transforms that only move pixels (pad_crop, hflip, vflip) also run on a whole batch on the device
+  // (data.cache = "device"): given an h x w input, they draw from `rng` exactly what apply() draws and
+  // fill, for each output row / column, the input row / column it reads (-1: the constant fill, 0).
+  // Output size = input size. False (the default) for transforms without a device version.
+  virtual bool has_index_map() const { return false; }
+  virtual void index_map(Rng& rng, int64_t h, int64_t w, std::vector<int64_t>& ys, std::vector<int64_t>& xs) const {}
 };
 using TransformPtr = std::unique_ptr<Transform>;
+
+// The random stream of one sample's augmentation in one epoch: the same whichever thread, batch or
+// device (data.cache = "device") transforms it.
+inline Rng sample_rng(uint64_t seed, int64_t epoch, int64_t row) {
+  return Rng(stream_seed(seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(row), 0xA06ULL));
+}
 
 using TransformRegistry = Registry<TransformPtr(const ImageGeometry&)>;
 
@@ -52,9 +65,17 @@ class Pipeline {
   const ImageGeometry& geometry() const { return g_; }
   size_t size() const { return transforms_.size(); }
 
+  // Device-side augmentation (data.cache = "device", a defer_normalize pipeline): "" when every
+  // transform left has an index map, else which one has none (for the error message).
+  std::string without_index_map() const;
+  // One sample's transforms as a single gather: output pixel (y, x) reads input (ys[y], xs[x]) of the
+  // data.image_size image, -1 meaning the fill value 0. Draws from `rng` as process() would.
+  void index_maps(Rng& rng, std::vector<int64_t>& ys, std::vector<int64_t>& xs) const;
+
  private:
   ImageGeometry g_;
   std::vector<TransformPtr> transforms_;
+  std::vector<std::string> names_;  // "data.augment[i] (name)" of each kept transform
   bool presize_ = true;  // no transform sizes the output: resize before the first transform
   bool defer_normalize_ = false;
   std::vector<double> mean_, std_;

@@ -41,7 +41,7 @@ const bench::PhaseTiming* find_phase(const bench::ConfigTiming& t, const std::st
 std::string verdict(const bench::ConfigTiming& t, const device::DeviceInfo& dev, const std::string& cache) {
   const double loader = t.loader_images_per_s, compute = t.compute_images_per_s, step = t.train_images_per_s;
   const std::string w = std::to_string(t.num_workers);
-  const std::string cache_hint = cache == "ram" ? "" : " or use data.cache=ram";
+  const std::string cache_hint = cache != "none" ? "" : " or use data.cache=ram";
   std::string v;
   if (loader <= 0 || compute <= 0) return "not enough timings for a verdict";
   if (t.num_workers == 0) {

@@ -73,7 +73,8 @@ Toggle plan_toggle(const std::string& name, const BaseInfo& b) {
   } else if (name == "channels_last") {
     flip("device.channels_last", d.channels_last);
   } else if (name == "workers") {
-    t.overrides.push_back("data.num_workers=" + n(b.num_workers > 0 ? 0 : 2));
+    if (b.cache == "device") t.skip = "data.cache = \"device\" makes batches on the device, without loader workers";
+    else t.overrides.push_back("data.num_workers=" + n(b.num_workers > 0 ? 0 : 2));
   } else if (name == "accum") {
     if (b.batch_size % 2) t.skip = "train.batch_size = " + n(b.batch_size) + " cannot be halved";
     else t.overrides = {"train.batch_size=" + n(b.batch_size / 2), "train.accum_steps=" + n(b.accum_steps * 2)};
@@ -89,6 +90,7 @@ Toggle plan_toggle(const std::string& name, const BaseInfo& b) {
   } else if (name == "grad_checkpointing") {
     flip("model.grad_checkpointing", b.grad_checkpointing);
   } else if (name == "cache") {
+    // ram against none; data.cache = "device" against ram (what it saves over decoded images in memory).
     t.overrides.push_back(std::string("data.cache=") + (b.cache == "ram" ? "none" : "ram"));
   } else if (name == "eval_batch") {
     t.overrides.push_back("train.eval_batch_size=" + n(2 * b.eval_batch));

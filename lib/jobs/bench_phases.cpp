@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "data/loader.h"
+#include "data/resident.h"
 #include "data/options.h"
 #include "device/backend.h"
 #include "device/precision.h"
@@ -85,6 +86,12 @@ void time_decode_phases(FitSetup& s, const std::vector<int64_t>& rows, int64_t b
   const auto order = data::epoch_order(rows, s.seed, 0);
   const size_t sample = std::min(order.size(), static_cast<size_t>(std::max<int64_t>(64, batch * st.steps)));
   const auto& pipe = *s.train_pipes[data::stage_at(s.stages, 0, s.epochs)];
+  if (s.resident) {
+    r.notes.push_back("data.cache = \"device\": the " + std::to_string(s.resident->size()) +
+                      " images were decoded once before training; the loader phase times the gather + augment on " +
+                      s.dev.device.str());
+    return;
+  }
   const std::string src = s.cache ? "from the RAM cache (data.cache = \"ram\"), " : "";
   std::vector<int> threads{1};
   if (s.dopt.num_workers > 1) threads.push_back(static_cast<int>(s.dopt.num_workers));
@@ -106,7 +113,8 @@ void time_decode_phases(FitSetup& s, const std::vector<int64_t>& rows, int64_t b
 
 // The training loader alone (no model): fit's loader of epoch 1 with its workers, prefetch and cache.
 // Returns its first batch for the compute phases.
-data::Batch time_loader_phase(FitSetup& s, const std::vector<int64_t>& rows, const Settings& st, ConfigTiming& r) {
+data::Batch time_loader_phase(FitSetup& s, const std::vector<int64_t>& rows, const Settings& st, const Sync& sync,
+                              ConfigTiming& r) {
   auto loader = s.train_loader(rows, 0, s.epochs);
   const int64_t n = std::min(loader->size(), st.warmup + st.steps * st.repeats);
   std::vector<double> secs;
@@ -114,6 +122,7 @@ data::Batch time_loader_phase(FitSetup& s, const std::vector<int64_t>& rows, con
   data::Batch b, first;
   auto last = Clock::now();
   for (int64_t i = 0; i < n && loader->next(b); ++i) {
+    if (s.resident) sync();  // device batches are ready when the device has made them
     const auto now = Clock::now();
     secs.push_back(std::chrono::duration<double>(now - last).count());
     images.push_back(b.images.size(0));
@@ -122,8 +131,12 @@ data::Batch time_loader_phase(FitSetup& s, const std::vector<int64_t>& rows, con
   }
   const auto w = median_window(secs, images, st.warmup, st.steps, st.repeats);
   r.loader_images_per_s = w.images_per_s;
-  r.phases.push_back(phase("loader", "loader alone (" + std::to_string(s.dopt.num_workers) + " workers)", r.micro_batch, w,
-                           s.dopt.num_workers == 0 ? "in the training thread (data.num_workers = 0)" : ""));
+  if (s.resident)
+    r.phases.push_back(phase("loader", "loader alone (device)", r.micro_batch, w,
+                             "data.cache = \"device\": on " + s.dev.device.str() + ", in the training thread"));
+  else
+    r.phases.push_back(phase("loader", "loader alone (" + std::to_string(s.dopt.num_workers) + " workers)", r.micro_batch, w,
+                             s.dopt.num_workers == 0 ? "in the training thread (data.num_workers = 0)" : ""));
   return first;
 }
 
@@ -360,7 +373,7 @@ ConfigTiming time_config(FitSetup& s, const Settings& st, bool phases, const std
     log("  decode + augment...");
     time_decode_phases(s, rows, r.micro_batch, st, r);
     log("  loader alone...");
-    const data::Batch b = time_loader_phase(s, rows, st, r);
+    const data::Batch b = time_loader_phase(s, rows, st, sync, r);
     log("  copy, forward, backward, optimizer step...");
     time_compute_phases(s, *net, b, st, sync, r);
   }

@@ -85,7 +85,7 @@ double time_decode_augment(const data::Table& t, const std::vector<int64_t>& row
   std::vector<std::vector<uint8_t>> out8(static_cast<size_t>(threads), std::vector<uint8_t>(u8 ? per_image : 0));
   return time_parallel(threads, n, [&](size_t i, int w) {
     const auto row = rows[i];
-    Rng rng(stream_seed(seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(row), 0xA06ULL));  // the loader's stream
+    Rng rng = data::sample_rng(seed, epoch, row);  // the loader's stream
     cv::Mat img = cache ? cache->get(row) : cv::Mat();
     if (img.empty()) img = t.image(static_cast<size_t>(row), static_cast<int>(g.channels));
     if (u8) pipe.process_u8(std::move(img), rng, out8[static_cast<size_t>(w)].data());

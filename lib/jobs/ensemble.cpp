@@ -121,7 +121,7 @@ struct EnsemblePredictor::Impl {
   std::vector<std::string> labels;  // reported views: batch sub-views, then one per train_aug entry
   std::unique_ptr<data::Pipeline> eval_pipe, train_pipe;
   uint64_t seed = 0;
-  // data.cache = "ram": each image is decoded once for every member, view pass and train_aug pass.
+  // data.cache = "ram" (or "device"): each image is decoded once for every member, view pass and train_aug pass.
   std::unique_ptr<data::ImageCache> cache;
   const data::Table* cache_table = nullptr;  // the cache's keys are this table's rows
 
@@ -155,7 +155,7 @@ struct EnsemblePredictor::Impl {
   MemberPrediction predict(const Member& m, const data::Table& table, const std::vector<int64_t>& rows) {
     model::load_weights(*net, m.weights, model::LoadPolicy{/*strict=*/true, /*reinit_head=*/false}, m.name);
     MemberPrediction r;
-    if (dopt.cache == "ram" && cache_table != &table) {
+    if (dopt.cache != "none" && cache_table != &table) {  // "device" caches prediction's images in RAM
       cache = std::make_unique<data::ImageCache>(static_cast<size_t>(dopt.cache_max_gb * (1ull << 30)));
       cache_table = &table;
     }

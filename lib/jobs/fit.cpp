@@ -161,6 +161,7 @@ int run_fit(const JobOptions& given) {
   const JobOptions o = resolve_auto_batch(given);
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t_start).count(); };
   FitSetup s(o, "fit");
+  const FitSetup& setup = s;  // inside a fold, `s` is the trainer's state
   const auto& run = s.run;
   const auto& topt = s.topt;
   const auto& copt = s.copt;
@@ -215,7 +216,8 @@ int run_fit(const JobOptions& given) {
     log(o, "  optim   " + optim_line);
     log(o, "  plan    " + plan.describe() + "; batch " + std::to_string(topt.batch_size) +
                (topt.accum_steps > 1 ? " x " + std::to_string(topt.accum_steps) + " accumulated" : "") + ", " +
-               std::to_string(dopt.num_workers) + " workers; loss " + recipe.at("loss.name").value.get<std::string>() +
+               (dopt.cache == "device" ? std::string("device-resident data") : std::to_string(dopt.num_workers) + " workers") +
+               "; loss " + recipe.at("loss.name").value.get<std::string>() +
                "; metrics " + join(metrics.names(), ", ") + " (monitor " + monitor + ")" +
                (mixing_possible && data::mixup_enabled(mix, 0) ? "; mixup/cutmix on" : "") + "; callbacks " + join(cbs, ", "));
     if (!o.plot_schedule.empty()) {
@@ -361,7 +363,8 @@ int run_fit(const JobOptions& given) {
       io.deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, share) * 1000));
     }
     train::TrainerParts parts{net.get(), opt.get(), s.loss.get(), &metrics, dev.device, task, dev.precision, dev.make_scaler(),
-                              o.fake_oom_above, s.group, static_cast<int64_t>(s.dev_opts.dist_bucket_mb * (1 << 20))};
+                              o.fake_oom_above, s.group, static_cast<int64_t>(s.dev_opts.dist_bucket_mb * (1 << 20)),
+                              s.shards_validation(valid_rows.size())};
     // SyncBatchNorm for this fold's training loop (the trainer turns it off when the loop ends).
     if (s.group && s.dev_opts.sync_batchnorm) {
       auto g = s.group;
@@ -409,6 +412,7 @@ int run_fit(const JobOptions& given) {
                    {"skipped_updates", s.skipped_updates},
                    {"precision", device::precision_name(dev.precision)},
                    {"processes", o.dist.world_size},
+                   {"validation_shards", setup.shards_validation(valid_rows.size()) ? o.dist.world_size : 1},
                    {"best", {{"metric", monitor}, {"value", s.best ? json(*s.best) : json()}, {"epoch", s.best_epoch}, {"from", s.best_from}}},
                    {"train_images_per_s", s.train_seconds > 0 ? static_cast<double>(s.train_images) / s.train_seconds : 0.0},
                    {"dir", dir.string()}};
@@ -423,8 +427,18 @@ int run_fit(const JobOptions& given) {
       model::load_state_dict(*net, train::load_checkpoint(best.string(), false).weights, true, best.string());
       used = "checkpoints/best";
     }
+    if (setup.group) {
+      // Every rank predicts its share with rank 0's weights (a resumed run's earlier best is in rank 0's folder only).
+      std::vector<at::Tensor> w = net->parameters();
+      for (auto& b : net->buffers()) w.push_back(b);
+      setup.group->broadcast(w, 0);
+      std::vector<std::string> u{used};
+      setup.group->broadcast_strings(u);
+      used = u[0];
+    }
     auto vl = valid_loader();
     auto pred = train::predict(*net, *vl, dev.device, nullptr, task, dev.precision);
+    if (setup.shards_validation(valid_rows.size())) train::gather_predictions(pred, *setup.group);
     double value = metrics.compute(pred.probs, pred.targets).at(monitor == "valid_loss" ? metrics.names().front() : monitor);
     out.summary["oof"] = {{"weights", used}, {"rows", pred.images}};
     write_oof_fold(dir.string(), table, classes, dopt.id_col, k, cv.folds, monitor == "valid_loss" ? metrics.names().front() : monitor,

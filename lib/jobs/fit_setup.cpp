@@ -10,6 +10,7 @@
 #include "core/strings.h"
 #include "data/folds.h"
 #include "data/loader.h"
+#include "data/resident.h"
 #include "data/source.h"
 #include "data/transform.h"
 #include "jobs/model_setup.h"
@@ -62,18 +63,29 @@ FitSetup::FitSetup(const JobOptions& opts, const std::string& command) : o(opts)
   task = data::task_name(classes.task);
   recipe = with_task_defaults(o.recipe, task);
   log(o, "kgtrain " + command + ": " + dev.description + ", env " + o.env_name + "; checking data...");
-  if (dopt.cache == "ram") cache = std::make_unique<data::ImageCache>(static_cast<size_t>(dopt.cache_max_gb * (1ull << 30)));
+  const auto cache_bytes = static_cast<size_t>(dopt.cache_max_gb * (1ull << 30));
+  stages = data::size_schedule(dopt);
+  geom = data::geometry(dopt);
+  // data.cache = "device" normalizes on the device, as uint8_transfer does.
+  const bool on_device = dopt.cache == "device", u8 = dopt.uint8_transfer || on_device;
+  for (auto& st : stages) train_pipes.push_back(std::make_unique<data::Pipeline>(dopt.augment, st.size, true, u8));
+  eval_pipe = std::make_unique<data::Pipeline>(dopt.augment, geom, false, u8);
+  if (on_device) data::ResidentImages::check_pipeline(*train_pipes.front(), stages.size());
+
+  if (dopt.cache != "none") cache = std::make_unique<data::ImageCache>(cache_bytes);
   // Nothing else runs yet: the scan decodes on every core, and with data.cache = "ram" its images
-  // stay cached, so the first epoch does not decode them again.
+  // stay cached, so the first epoch does not decode them again ("device" moves them to the device).
   table = data::load_split(dopt, data::Split::train, classes, /*scan=*/true, std::max(threads, dev.threads),
                            data::fold_columns(cv), cache.get());
   folds = data::assign_folds(table, cv, seed);
-
-  stages = data::size_schedule(dopt);
-  geom = data::geometry(dopt);
-  const bool u8 = dopt.uint8_transfer;
-  for (auto& st : stages) train_pipes.push_back(std::make_unique<data::Pipeline>(dopt.augment, st.size, true, u8));
-  eval_pipe = std::make_unique<data::Pipeline>(dopt.augment, geom, false, u8);
+  if (on_device) {
+    resident = std::make_unique<data::ResidentImages>(table, geom, dev.device, cache_bytes, std::max(threads, dev.threads),
+                                                      cache.get());
+    cache.reset();
+    log(o, "  cache   device: " + std::to_string(resident->size()) + " images, " +
+               fmt(static_cast<double>(resident->bytes()) / (1 << 20), 3) + " MiB uint8 on " + dev.device.str() +
+               "; batches are gathered, augmented and normalized there");
+  }
   pin = dopt.pin_memory && dev.device.is_cuda();
   mix = data::load_mixup_options(recipe);
   mixing_possible = classes.task != data::Task::regression;
@@ -150,6 +162,7 @@ std::unique_ptr<data::Loader> FitSetup::train_loader(const std::vector<int64_t>&
                                                      int64_t start) const {
   data::LoaderOptions lo{batch_at(epoch, n_epochs), true, true, static_cast<int>(dopt.num_workers),
                          static_cast<int>(dopt.prefetch), seed, epoch, max_batches, cache.get(), pin};
+  lo.resident = resident.get();
   lo.start_batch = start;
   lo.shard_rank = o.dist.rank;
   lo.shard_count = o.dist.world_size;
@@ -157,9 +170,16 @@ std::unique_ptr<data::Loader> FitSetup::train_loader(const std::vector<int64_t>&
   return std::make_unique<data::Loader>(table, rows, pipe, lo);
 }
 
-std::unique_ptr<data::Loader> FitSetup::valid_loader(const std::vector<int64_t>& rows) const {
+bool FitSetup::shards_validation(size_t valid_rows) const {
+  // --smoke evaluates 2 batches: not a share of anything.
+  return group && max_batches < 0 && valid_rows >= static_cast<size_t>(o.dist.world_size);
+}
+
+std::unique_ptr<data::Loader> FitSetup::valid_loader(const std::vector<int64_t>& all_rows) const {
+  const auto rows = shards_validation(all_rows.size()) ? data::shard_rows(all_rows, o.dist.rank, o.dist.world_size) : all_rows;
   data::LoaderOptions vo{train::eval_batch_size(topt), false, false, static_cast<int>(dopt.num_workers),
                          static_cast<int>(dopt.prefetch), seed, 0, max_batches, cache.get(), pin};
+  vo.resident = resident.get();
   return std::make_unique<data::Loader>(table, rows, *eval_pipe, vo);
 }
 

@@ -27,6 +27,7 @@ namespace kg::data {
 class Pipeline;
 class ImageCache;
 class Loader;
+class ResidentImages;
 }  // namespace kg::data
 namespace kg::model {
 class Network;
@@ -67,7 +68,8 @@ struct FitSetup {
   data::MixupOptions mix;
   bool mixing_possible = false;    // not for regression
   int64_t K = 0;                   // model outputs
-  std::unique_ptr<data::ImageCache> cache;
+  std::unique_ptr<data::ImageCache> cache;          // data.cache = "ram"
+  std::unique_ptr<data::ResidentImages> resident;   // data.cache = "device": the table's images on dev.device
   int64_t max_batches = -1;        // --smoke: 2 updates' worth of micro-batches per epoch
   int64_t epochs = 0;              // train.epochs (1 with --smoke)
   std::unique_ptr<metric::MetricSet> metrics;
@@ -87,7 +89,10 @@ struct FitSetup {
   // fit's training loader of `epoch` (of a plan of `n_epochs`) over `rows`, from micro-batch `start`.
   std::unique_ptr<data::Loader> train_loader(const std::vector<int64_t>& rows, int64_t epoch, int64_t n_epochs,
                                              int64_t start = 0) const;
+  // Under data parallel (when every rank gets a row; not --smoke) this rank's data::shard_rows share of `rows`:
+  // train::gather_predictions joins the shares.
   std::unique_ptr<data::Loader> valid_loader(const std::vector<int64_t>& rows) const;
+  bool shards_validation(size_t valid_rows) const;
   // Mixup/cutmix on a micro-batch (epoch, batch index); empty when the recipe never mixes.
   std::function<void(at::Tensor&, at::Tensor&, int64_t, int64_t)> mix_fn() const;
   // "  data    train.csv (csv): 96 rows, multiclass, 2 classes; fold 1 of 4 (auto): 72 train, 24 valid; input 1x12x12"

@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include "core/error.h"
+#include "device/distributed.h"
 #include "metric/metric.h"
 
 namespace kg::train {
@@ -36,6 +38,33 @@ Predictions predict(model::Network& net, data::Loader& loader, const c10::Device
   p.loss = p.images ? loss_sum / static_cast<double>(p.images) : 0.0;
   p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return p;
+}
+
+void gather_predictions(Predictions& p, device::ProcessGroup& group) {
+  const int w = group.world_size(), r = group.rank();
+  KG_CHECK(p.images > 0 && p.probs.dim() == 2, InternalError, "rank ", r, " has no validation rows to gather");
+  at::Tensor counts = torch::zeros({w}, torch::kLong);
+  counts[r] = p.images;
+  std::vector<at::Tensor> c{counts};
+  group.all_reduce_sum(c);
+  const int64_t n = counts.sum().item<int64_t>();
+  // Rank r's j-th row sits at r + j * w (shard_rows); a sum of zero-padded copies puts every share in place.
+  at::Tensor pos = torch::arange(r, n, w, torch::kLong);
+  KG_CHECK(pos.size(0) == p.images, InternalError, "rank ", r, " predicted ", p.images, " rows, its share is ", pos.size(0));
+  auto placed = [&](const at::Tensor& t) {
+    auto sizes = t.sizes().vec();
+    sizes[0] = n;
+    return torch::zeros(sizes, t.options()).index_copy_(0, pos, t);
+  };
+  std::vector<at::Tensor> t{placed(p.probs), placed(torch::tensor(p.rows, torch::kLong)),
+                            torch::full({1}, p.loss * static_cast<double>(p.images), torch::kDouble)};
+  if (p.targets.defined()) t.push_back(placed(p.targets));
+  group.all_reduce_sum(t);
+  p.probs = t[0];
+  p.rows.assign(t[1].data_ptr<int64_t>(), t[1].data_ptr<int64_t>() + n);
+  p.loss = t[2].item<double>() / static_cast<double>(n);
+  if (p.targets.defined()) p.targets = t[3];
+  p.images = n;
 }
 
 ViewOutputs predict_views(model::Network& net, data::Loader& loader, const c10::Device& device, device::Precision precision,

@@ -14,6 +14,10 @@
 #include "loss/loss.h"
 #include "model/model.h"
 
+namespace kg::device {
+class ProcessGroup;
+}
+
 namespace kg::train {
 
 struct Predictions {
@@ -29,6 +33,11 @@ struct Predictions {
 // `precision`: the forward pass under autocast (device.precision); outputs are converted to float32.
 Predictions predict(model::Network& net, data::Loader& loader, const c10::Device& device, const loss::Loss* loss,
                     const std::string& task = "multiclass", device::Precision precision = device::Precision::fp32);
+
+// Data parallel evaluation: every rank predicted its data::shard_rows share of the same rows; afterwards
+// every rank holds all predictions in the rows' order (probs, targets, rows, images, the mean loss),
+// as one process would have made them. Each share must hold at least one row.
+void gather_predictions(Predictions& p, device::ProcessGroup& group);
 
 // Raw outputs (logits / values, float32 on the CPU) of every view of each batch: views[i] maps the model
 // input batch to the i-th view's input (test-time augmentation); each batch is loaded once.

@@ -104,6 +104,7 @@ Evaluation Trainer::evaluate(const model::TensorMap* weights) {
     auto loader = valid_loader_();
     ev.pred = predict(*p_.net, *loader, p_.device, p_.loss, p_.task, p_.precision);
   }
+  if (p_.shard_validation) gather_predictions(ev.pred, *p_.group);
   if (weights) model::load_state_dict(*p_.net, backup, true, "training weights");
   ev.values = p_.metrics->compute(ev.pred.probs, ev.pred.targets);
   ev.values["valid_loss"] = ev.pred.loss;

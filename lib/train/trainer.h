@@ -82,6 +82,8 @@ struct TrainerParts {
   // validation metrics are rank 0's, and every stop decision is shared.
   device::ProcessGroupPtr group;
   int64_t dist_bucket_bytes = 25 << 20;
+  // The validation loader yields this rank's data::shard_rows share: evaluate() gathers the predictions.
+  bool shard_validation = false;
 };
 
 struct TrainerIO {

@@ -15,14 +15,19 @@
 #include <string>
 #include <thread>
 
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "core/fs.h"
+#include "core/strings.h"
+#include "data/csv.h"
 #include "data/loader.h"
 #include "device/distributed.h"
 #include "model/batchnorm.h"
 #include "model/safetensors.h"
 #include "support/fixtures.h"
+#include "train/engine.h"
 #include "support/job_helpers.h"
 #include "test_paths.h"
 
@@ -151,6 +156,33 @@ TEST_CASE("Gloo collectives between two ranks: bucketed sum, broadcast, strings,
   });
 }
 
+TEST_CASE("sharded predictions are gathered in the rows' order on every rank", "[unit][train][dist]") {
+  // 5 rows over 2 ranks: rank 0 predicted rows 0, 2, 4 of the list, rank 1 rows 1, 3.
+  const std::vector<int64_t> all{40, 41, 42, 43, 44};
+  two_ranks([&](kg::device::ProcessGroup& g) {
+    const int r = g.rank();
+    const auto mine = kg::data::shard_rows(all, r, 2);
+    CHECK(mine == (r == 0 ? std::vector<int64_t>{40, 42, 44} : std::vector<int64_t>{41, 43}));
+    kg::train::Predictions p;
+    p.rows = mine;
+    p.images = static_cast<int64_t>(mine.size());
+    p.probs = torch::empty({p.images, 2});
+    p.targets = torch::empty({p.images}, torch::kLong);
+    for (int64_t j = 0; j < p.images; ++j) {
+      p.probs[j][0] = static_cast<float>(mine[static_cast<size_t>(j)]);
+      p.probs[j][1] = 1.0f;
+      p.targets[j] = mine[static_cast<size_t>(j)] % 2;
+    }
+    p.loss = r == 0 ? 1.0 : 2.0;  // mean over 3 and 2 rows: (3 * 1 + 2 * 2) / 5
+    kg::train::gather_predictions(p, g);
+    CHECK(p.rows == all);
+    CHECK(p.images == 5);
+    CHECK(torch::equal(p.probs.select(1, 0), torch::tensor({40.f, 41.f, 42.f, 43.f, 44.f})));
+    CHECK(torch::equal(p.targets, torch::tensor({0, 1, 0, 1, 0}, torch::kLong)));
+    CHECK(p.loss == Approx(7.0 / 5));
+  });
+}
+
 TEST_CASE("SyncBatchNorm on two ranks normalises like BatchNorm on their joined batch", "[unit][model][dist]") {
   torch::manual_seed(5);
   const auto x = torch::randn({6, 3, 4, 4});
@@ -199,8 +231,27 @@ TEST_CASE("fit --nproc 2 with batch B trains the weights of one process with bat
     }
     CHECK((t - u).abs().max().item<double>() <= 1e-5 * (1 + t.abs().max().item<double>()));
   }
+  // Validation is sharded (6 rows per rank) and gathered: the same rows, order and numbers as one process.
+  const auto oof1 = kg::data::read_csv(dir / "one/oof_fold.csv"), oof2 = kg::data::read_csv(dir / "two/oof_fold.csv");
+  REQUIRE(oof2.rows.size() == 12);
+  REQUIRE(oof1.rows.size() == oof2.rows.size());
+  for (size_t i = 0; i < oof1.rows.size(); ++i) {
+    CHECK(oof1.rows[i][0] == oof2.rows[i][0]);  // id
+    for (size_t c = 1; c < oof1.rows[i].size(); ++c) {
+      char* end = nullptr;
+      const double x = std::strtod(oof1.rows[i][c].c_str(), &end), y = std::strtod(oof2.rows[i][c].c_str(), &end);
+      if (end && *end == 0) CHECK(std::abs(x - y) <= 1e-4);
+    }
+  }
+  auto last_valid_loss = [&](const std::string& run) -> double {
+    auto lines = kg::split(kg::read_file(dir / (run + "/metrics.jsonl")), '\n');
+    while (!lines.empty() && lines.back().empty()) lines.pop_back();
+    return nlohmann::json::parse(lines.back()).at("valid_loss").template get<double>();
+  };
+  CHECK(std::abs(last_valid_loss("one") - last_valid_loss("two")) <= 1e-4);
   const auto summary = kg::test::read_json(dir / "two/summary.json");
   CHECK(summary["folds"][0]["processes"] == 2);
+  CHECK(summary["folds"][0]["validation_shards"] == 2);
   CHECK(summary["folds"][0]["updates"] == kg::test::read_json(dir / "one/summary.json")["folds"][0]["updates"]);
 }
 

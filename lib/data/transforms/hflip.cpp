@@ -24,6 +24,13 @@ class HFlip : public Transform {
     }
   }
 
+  bool has_index_map() const override { return true; }
+  void index_map(Rng& rng, int64_t h, int64_t w, std::vector<int64_t>& ys, std::vector<int64_t>& xs) const override {
+    const bool on = rng.uniform() < p_;
+    for (size_t i = 0; i < ys.size(); ++i) ys[i] = static_cast<int64_t>(i);
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = on ? w - 1 - static_cast<int64_t>(i) : static_cast<int64_t>(i);
+  }
+
  private:
   double p_;
 };

@@ -1,5 +1,7 @@
 // pad_crop: reflect-pad each side, then crop a random window back to data.image_size
 // (the CIFAR-10 / DAWNBench augmentation).
+#include <algorithm>
+
 #include <opencv2/core.hpp>
 
 #include "core/error.h"
@@ -30,8 +32,27 @@ class PadCrop : public Transform {
     cv::copyMakeBorder(img, padded, pad, pad, pad, pad, border, cv::Scalar::all(0));
     img = padded(cv::Rect(dx, dy, static_cast<int>(g_.width), static_cast<int>(g_.height))).clone();
   }
+  bool has_index_map() const override { return true; }
+  void index_map(Rng& rng, int64_t h, int64_t w, std::vector<int64_t>& ys, std::vector<int64_t>& xs) const override {
+    const double u = rng.uniform();
+    const int64_t pad = o_.pad;
+    const auto dy = static_cast<int64_t>(rng.below(static_cast<uint64_t>(h + 2 * pad - g_.height + 1)));
+    const auto dx = static_cast<int64_t>(rng.below(static_cast<uint64_t>(w + 2 * pad - g_.width + 1)));
+    const bool on = u < o_.p;
+    for (size_t y = 0; y < ys.size(); ++y) ys[y] = on ? border(static_cast<int64_t>(y) + dy - pad, h) : static_cast<int64_t>(y);
+    for (size_t x = 0; x < xs.size(); ++x) xs[x] = on ? border(static_cast<int64_t>(x) + dx - pad, w) : static_cast<int64_t>(x);
+  }
 
  private:
+  // Where a padded coordinate reads from, as cv::copyMakeBorder pads (-1: the constant fill).
+  int64_t border(int64_t i, int64_t n) const {
+    if (i >= 0 && i < n) return i;
+    if (o_.mode == "constant") return -1;
+    if (o_.mode == "edge" || n == 1) return std::clamp<int64_t>(i, 0, n - 1);
+    while (i < 0 || i >= n) i = i < 0 ? -i : 2 * n - 2 - i;  // BORDER_REFLECT_101
+    return i;
+  }
+
   PadCropOptions o_;
   ImageGeometry g_;
 };

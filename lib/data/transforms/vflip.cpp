@@ -22,6 +22,13 @@ class VFlip : public Transform {
     img = out;
   }
 
+  bool has_index_map() const override { return true; }
+  void index_map(Rng& rng, int64_t h, int64_t w, std::vector<int64_t>& ys, std::vector<int64_t>& xs) const override {
+    const bool on = rng.uniform() < p_;
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<int64_t>(i);
+    for (size_t i = 0; i < ys.size(); ++i) ys[i] = on ? h - 1 - static_cast<int64_t>(i) : static_cast<int64_t>(i);
+  }
+
  private:
   double p_;
 };
