@@ -12,6 +12,7 @@
 #include "core/fs.h"
 #include "core/strings.h"
 #include "data/loader.h"
+#include "device/device.h"
 #include "data/resident.h"
 #include "data/table.h"
 #include "data/transform.h"
@@ -182,4 +183,21 @@ TEST_CASE("bench with data.cache = device times the device gather, not decoding"
       CHECK(a["configuration"] == nlohmann::json::array({"data.cache=ram"}));
     }
   }
+}
+
+TEST_CASE("device-resident batches on CUDA equal the CPU ones", "[gpu][data][resident]") {
+  if (!kg::device::cuda_available()) {
+    WARN("no CUDA device: skipped");
+    return;
+  }
+  Setup s(16, 12);
+  const auto g = kg::data::geometry(s.opts);
+  const auto aug = kg::config::json::parse(
+      R"([{"name": "pad_crop", "pad": 3, "mode": "constant"}, {"name": "hflip"}, {"name": "vflip"}, {"name": "normalize", "mean": [0.4], "std": [0.3]}])");
+  kg::data::Pipeline p(aug, g, true, true);
+  kg::data::ResidentImages cpu(s.table, g, torch::kCPU, size_t{1} << 30, 2), gpu(s.table, g, torch::kCUDA, size_t{1} << 30, 2);
+  const auto rows = s.all();
+  auto a = cpu.batch(rows, p, 5, 1), b = gpu.batch(rows, p, 5, 1);
+  CHECK(b.is_cuda());
+  CHECK(torch::allclose(a, b.cpu(), 1e-6, 1e-6));
 }
