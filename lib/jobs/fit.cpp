@@ -429,9 +429,7 @@ int run_fit(const JobOptions& given) {
     }
     if (setup.group) {
       // Every rank predicts its share with rank 0's weights (a resumed run's earlier best is in rank 0's folder only).
-      std::vector<at::Tensor> w = net->parameters();
-      for (auto& b : net->buffers()) w.push_back(b);
-      setup.group->broadcast(w, 0);
+      train::broadcast_weights(*net, *setup.group);
       std::vector<std::string> u{used};
       setup.group->broadcast_strings(u);
       used = u[0];

@@ -86,6 +86,9 @@ struct TrainerParts {
   bool shard_validation = false;
 };
 
+// Rank 0's parameters and buffers on every rank of `group`, in place.
+void broadcast_weights(model::Network& net, device::ProcessGroup& group);
+
 struct TrainerIO {
   std::string dir;                    // run dir or fold dir: checkpoints/, metrics.jsonl, plots
   std::string label;                  // "fold 2/5" for progress lines ("" = none)

@@ -5,11 +5,14 @@
 
 namespace kg::train {
 
+void broadcast_weights(model::Network& net, device::ProcessGroup& group) {
+  std::vector<at::Tensor> t = net.parameters();
+  for (auto& b : net.buffers()) t.push_back(b);
+  group.broadcast(t, 0);
+}
+
 void Trainer::broadcast_model() {
-  if (!p_.group) return;
-  std::vector<at::Tensor> t = p_.net->parameters();
-  for (auto& b : p_.net->buffers()) t.push_back(b);
-  p_.group->broadcast(t, 0);
+  if (p_.group) broadcast_weights(*p_.net, *p_.group);
 }
 
 bool Trainer::any_rank(bool flag) {
