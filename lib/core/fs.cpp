@@ -1,6 +1,7 @@
 #include "core/fs.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -115,6 +116,31 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
   fsync_directory(dir);
 }
 
+namespace {
+thread_local int remove_tree_errno = 0;  // nftw's callback has no user pointer
+
+int remove_entry(const char* path, const struct stat*, int, struct FTW*) {
+  if (::remove(path) != 0 && errno != ENOENT && remove_tree_errno == 0) remove_tree_errno = errno;
+  return 0;  // go on: remove as much as possible
+}
+}  // namespace
+
+bool remove_tree(const std::string& path, std::error_code& ec) {
+  ec.clear();
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return true;
+    ec.assign(errno, std::generic_category());
+    return false;
+  }
+  remove_tree_errno = 0;
+  // Depth first (children before their folder), never following symbolic links.
+  if (::nftw(path.c_str(), remove_entry, 32, FTW_DEPTH | FTW_PHYS) != 0 && remove_tree_errno == 0)
+    remove_tree_errno = errno ? errno : EIO;
+  if (remove_tree_errno != 0) ec.assign(remove_tree_errno, std::generic_category());
+  return remove_tree_errno == 0;
+}
+
 void replace_directory(const std::string& src, const std::string& dst) {
   std::error_code ec;
   KG_CHECK(stdfs::is_directory(src, ec), DataError, "cannot replace ", dst, ": ", src,
@@ -134,7 +160,7 @@ void replace_directory(const std::string& src, const std::string& dst) {
   } else if (errno == EINVAL || errno == ENOSYS || errno == ENOTSUP) {
     // No exchange on this kernel/file system: a short window where dst is missing is unavoidable.
     old = dst + ".old";
-    stdfs::remove_all(old, ec);
+    remove_tree(old, ec);
     if (::rename(dst.c_str(), old.c_str()) != 0)
       throw DataError("cannot rename " + dst + " to " + old + ": " + os_reason(errno));
     if (::rename(src.c_str(), dst.c_str()) != 0) {
@@ -148,7 +174,7 @@ void replace_directory(const std::string& src, const std::string& dst) {
   fsync_directory(parent_of(dst));
   if (parent_of(old) != parent_of(dst)) fsync_directory(parent_of(old));
   // dst is already correct; a leftover old tree is only litter, so removal is best effort.
-  stdfs::remove_all(old, ec);
+  remove_tree(old, ec);
 }
 
 ScratchDir::ScratchDir(const std::string& prefix) {
@@ -170,7 +196,7 @@ ScratchDir::ScratchDir(const std::string& prefix) {
 ScratchDir::~ScratchDir() {
   if (path_.empty()) return;
   std::error_code ec;
-  stdfs::remove_all(path_, ec);  // best effort: a destructor does not throw
+  remove_tree(path_, ec);  // best effort: a destructor does not throw
 }
 
 }  // namespace kg

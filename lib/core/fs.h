@@ -2,6 +2,7 @@
 // directory, fsync, rename — a reader never sees a half-written file.
 #pragma once
 #include <string>
+#include <system_error>
 #include <string_view>
 
 namespace kg {
@@ -16,6 +17,12 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 // Atomically replaces directory `dst` with the fully written directory `src` (same file system).
 // Uses renameat2(RENAME_EXCHANGE) where available so `dst` always exists; otherwise rename dance.
 void replace_directory(const std::string& src, const std::string& dst);
+
+// Removes `path` and, for a folder, everything below it, never following symbolic links; true when
+// nothing is left (a missing path included), else false with the first error in `ec`. Used instead
+// of std::filesystem::remove_all, which crashed when kgtrain was built with GCC 13 against PyTorch
+// 2.11's LibTorch (its libtorch_cpu.so carries its own copy of the filesystem library).
+bool remove_tree(const std::string& path, std::error_code& ec);
 
 // Fsyncs a directory (after creating or renaming entries in it).
 void fsync_directory(const std::string& dir);

@@ -174,7 +174,7 @@ void clean_stale_temps(const fs::path& parent, const std::string& name) {
     const std::string suffix = n.substr(prefix.size());
     long pid = -1;
     if (!suffix.empty() && std::all_of(suffix.begin(), suffix.end(), is_digit) && suffix.size() < 10) pid = std::stol(suffix);
-    if (pid == static_cast<long>(::getpid()) || !process_alive(pid)) fs::remove_all(e.path(), ec);
+    if (pid == static_cast<long>(::getpid()) || !process_alive(pid)) remove_tree(e.path().string(), ec);
   }
 }
 
@@ -186,7 +186,7 @@ void rename_or_throw(const fs::path& from, const fs::path& to) {
 // Puts `tmp` at `target`; the previous `target` ends up at `rotated`, never missing while both exist.
 void swap_and_rotate(const fs::path& tmp, const fs::path& target, const fs::path& rotated) {
   std::error_code ec;
-  fs::remove_all(rotated, ec);
+  remove_tree(rotated.string(), ec);
   if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) {
     fsync_directory(target.parent_path().string());
     rename_or_throw(tmp, rotated);  // tmp now holds the previous checkpoint
@@ -269,7 +269,7 @@ void save_checkpoint(const std::string& dir, const CheckpointFiles& f, const std
       else
         replace_directory(tmp.string(), target.string());
     } catch (...) {
-      fs::remove_all(tmp, ec);
+      remove_tree(tmp.string(), ec);
       throw;
     }
   });
@@ -408,7 +408,7 @@ void CheckpointStore::prune_rotated() const {
     rotated.emplace_back(std::stoll(n.substr(5)), e.path());
   }
   std::sort(rotated.begin(), rotated.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (size_t i = static_cast<size_t>(keep_last_ - 1); i < rotated.size(); ++i) fs::remove_all(rotated[i].second, ec);
+  for (size_t i = static_cast<size_t>(keep_last_ - 1); i < rotated.size(); ++i) remove_tree(rotated[i].second.string(), ec);
 }
 
 void CheckpointStore::save_best(const CheckpointFiles& f) { save_checkpoint((fs::path(dir_) / "best").string(), f); }
@@ -416,7 +416,7 @@ void CheckpointStore::save_best(const CheckpointFiles& f) { save_checkpoint((fs:
 void CheckpointStore::evict_beyond_k() {
   std::error_code ec;
   while (static_cast<int>(top_.size()) > top_k_) {
-    fs::remove_all(fs::path(dir_) / top_.back().dir, ec);
+    remove_tree((fs::path(dir_) / top_.back().dir).string(), ec);
     top_.pop_back();
   }
 }
@@ -430,7 +430,7 @@ bool CheckpointStore::offer_top_k(const CheckpointFiles& f, double value, int64_
   bool keep = static_cast<int>(top_.size()) < top_k_ || ranks_before(e, top_.back());
   if (!keep) {
     std::error_code ec;
-    if (had) fs::remove_all(fs::path(dir_) / e.dir, ec);  // the repeated epoch no longer qualifies
+    if (had) remove_tree((fs::path(dir_) / e.dir).string(), ec);  // the repeated epoch no longer qualifies
     return false;
   }
   save_checkpoint((fs::path(dir_) / e.dir).string(), f);

@@ -91,3 +91,24 @@ TEST_CASE("fsync_directory", "[unit]") {
   CHECK_NOTHROW(kg::fsync_directory(d.str()));
   CHECK_THROWS_AS(kg::fsync_directory(d / "missing"), kg::DataError);
 }
+
+TEST_CASE("remove_tree removes a tree, never follows links, accepts a missing path", "[unit]") {
+  kg::test::TempDir d;
+  kg::write_file_atomic(d / "keep/outside.txt", "stays");
+  kg::write_file_atomic(d / "t/a.txt", "a");
+  kg::write_file_atomic(d / "t/deep/er/b.txt", "b");
+  std::filesystem::create_directories(d / "t/empty");
+  std::filesystem::create_directory_symlink(d / "keep", d / "t/link");  // must not be entered
+  std::error_code ec;
+  CHECK(kg::remove_tree(d / "t", ec));
+  CHECK(!ec);
+  CHECK(!std::filesystem::exists(d / "t"));
+  CHECK(kg::read_file(d / "keep/outside.txt") == "stays");
+
+  CHECK(kg::remove_tree(d / "never-was", ec));  // nothing to remove is success, as with remove_all
+  CHECK(!ec);
+  kg::write_file_atomic(d / "file", "x");
+  CHECK(kg::remove_tree(d / "file", ec));  // a plain file too
+  CHECK(!std::filesystem::exists(d / "file"));
+  CHECK(entries(d.str()) == std::set<std::string>{"keep"});
+}

@@ -189,7 +189,7 @@ TEST_CASE("folds trained in separate processes merge into the same oof.csv and c
   {
     INFO("a fold dir without fold.json: exit 3 naming it");
     const std::string broken = S.dir / "R1_unfinished";
-    fs::remove_all(broken);
+    { std::error_code ec; kg::remove_tree(broken, ec); }
     fs::copy(runs[1], broken, fs::copy_options::recursive);
     fs::remove(broken + "/fold.json");
     auto r = kg::test::run_kgtrain({"merge-oof", runs[0], broken, runs[2], "--out", S.dir / "M_broken"});

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/fs.h"
+
 namespace kg::test {
 
 class TempDir {
@@ -18,7 +20,7 @@ class TempDir {
   }
   ~TempDir() {
     std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
+    kg::remove_tree(path_.string(), ec);  // not std::filesystem::remove_all: see core/fs.h
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
