@@ -307,6 +307,7 @@ int dispatch(int argc, char** argv) {
   imp->add_option("--test-labels", io.test_labels, "test labels IDX file")->required();
   imp->add_option("--out", io.out_dir, "output folder (DATA)")->required();
   imp->add_option("--threads", io.threads, "PNG encoding threads")->check(CLI::PositiveNumber);
+  imp->add_flag("--packs", io.packs, "write raw packs DATA/train.kgpack + DATA/test.kgpack (tables inside) instead of PNG folders and train/test CSVs: no decoding when training");
 
   try {
     app.parse(argc, argv);

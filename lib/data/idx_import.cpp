@@ -22,6 +22,8 @@
 #include "core/fs.h"
 #include "data/csv.h"
 #include "data/image_io.h"
+#include "data/pack.h"
+#include "build_info.h"
 
 namespace kg::data {
 namespace {
@@ -184,7 +186,7 @@ void remove_stale(const std::string& dir, int64_t first, int64_t count) {
                 stem.size() <= 18 && stem[0] != '0' &&
                 stem.find_first_not_of("0123456789") == std::string::npos;
     keep = keep && std::stoll(stem) >= first && std::stoll(stem) < first + count;
-    if (!keep && stdfs::remove_all(e.path(), ec) == static_cast<std::uintmax_t>(-1))
+    if (!keep && !remove_tree(e.path().string(), ec))
       throw DataError("cannot remove " + e.path().string() + ": " + ec.message());
   }
 }
@@ -198,7 +200,7 @@ void write_split(const IdxImages& im, const std::string& out_dir, const std::str
   const std::string dst = out_dir + "/" + split;
   const std::string stage = out_dir + "/." + split + ".partial";
   std::error_code ec;
-  stdfs::remove_all(stage, ec);  // left by an interrupted run
+  remove_tree(stage, ec);  // left by an interrupted run
   const bool update = stdfs::is_directory(dst, ec);
   const std::string dir = update ? dst : stage;
   stdfs::create_directories(dir, ec);
@@ -238,12 +240,34 @@ void write_split(const IdxImages& im, const std::string& out_dir, const std::str
   work();
   for (auto& t : pool) t.join();
   if (error) {
-    if (!update) stdfs::remove_all(stage, ec);
+    if (!update) remove_tree(stage, ec);
     std::rethrow_exception(error);
   }
   if (update) remove_stale(dst, first_id, im.count);  // also sweeps .tmp files of a killed run
   sync_tree(dir);
   if (!update) replace_directory(stage, dst);
+}
+
+// Writes <out_dir>/<split>.kgpack: one raw pack of the split's 8-bit gray images, whose table is
+// id[,label] with ids first_id, first_id + 1, ... (labels only for train, as in train.csv/test.csv).
+void write_pack(const IdxImages& im, const IdxLabels& labels, const IdxImportOptions& o,
+                const std::string& split, int64_t first_id) {
+  const bool train = split == "train";
+  std::string table = train ? "id,label\n" : "id\n";
+  for (int64_t i = 0; i < im.count; ++i)
+    table += std::to_string(first_id + i) + (train ? "," + std::to_string(labels.label(i)) : "") + "\n";
+  const nlohmann::json meta = {{"kind", "raw"}, {"height", im.height}, {"width", im.width}, {"channels", 1},
+                               {"table_csv", table}, {"id_col", "id"},
+                               {"source", "idx:" + (train ? o.train_images : o.test_images)},
+                               {"split", split}, {"created_by", std::string("kgtrain ") + KGTRAIN_VERSION}};
+  std::error_code ec;
+  stdfs::create_directories(o.out_dir, ec);
+  if (ec) throw DataError("cannot create directory " + o.out_dir + ": " + ec.message());
+  PackWriter w(o.out_dir + "/" + split + ".kgpack", meta);
+  const size_t bytes = static_cast<size_t>(im.height) * static_cast<size_t>(im.width);
+  for (int64_t i = 0; i < im.count; ++i)
+    w.add(std::string_view(reinterpret_cast<const char*>(im.pixels(i)), bytes));
+  w.finish();
 }
 
 }  // namespace
@@ -278,8 +302,13 @@ IdxImportReport import_idx(const IdxImportOptions& o) {
   }
 
   // Images first, so no CSV ever names an image that is not there yet.
-  write_split(train, o.out_dir, "train", 1, o.threads);
-  write_split(test, o.out_dir, "test", train.count + 1, o.threads);
+  if (o.packs) {
+    write_pack(train, train_y, o, "train", 1);
+    write_pack(test, test_y, o, "test", train.count + 1);
+  } else {
+    write_split(train, o.out_dir, "train", 1, o.threads);
+    write_split(test, o.out_dir, "test", train.count + 1, o.threads);
+  }
 
   std::string train_csv = "id,label\n", test_csv = "id\n", sample = "id,label\n",
               truth = "id,label\n";
@@ -291,8 +320,12 @@ IdxImportReport import_idx(const IdxImportOptions& o) {
     sample += id + ",0\n";
     truth += id + "," + std::to_string(test_y.label(i)) + "\n";
   }
-  write_file_atomic(o.out_dir + "/train.csv", train_csv);
-  write_file_atomic(o.out_dir + "/test.csv", test_csv);
+  // With packs the tables live inside them (and a train.csv would make data.format = "auto" look
+  // for PNG files).
+  if (!o.packs) {
+    write_file_atomic(o.out_dir + "/train.csv", train_csv);
+    write_file_atomic(o.out_dir + "/test.csv", test_csv);
+  }
   write_file_atomic(o.out_dir + "/sample_submission.csv", sample);
   write_file_atomic(o.out_dir + "/test_labels.csv", truth);
   if (!o.class_names.empty()) {

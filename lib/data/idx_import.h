@@ -12,6 +12,9 @@ struct IdxImportOptions {
   std::string out_dir;                                                // DATA
   int threads = 2;                                                    // PNG encoding threads
   std::vector<std::string> class_names;  // optional; written to DATA/classes.csv (index,name)
+  // Raw packs DATA/train.kgpack and DATA/test.kgpack (tables inside) instead of PNG folders and
+  // train.csv/test.csv: no image decoding at training time, and no OpenCV image codecs needed.
+  bool packs = false;
 };
 
 struct IdxImportReport {
@@ -21,7 +24,8 @@ struct IdxImportReport {
 
 // Writes DATA/train/<id>.png and DATA/test/<id>.png (8-bit gray), DATA/train.csv (id,label),
 // DATA/test.csv (id), DATA/sample_submission.csv (id,label with label 0), DATA/test_labels.csv
-// (id,label) and, with class names, DATA/classes.csv (index,name). Ids are 1..N_train for train
+// (id,label) and, with class names, DATA/classes.csv (index,name); with `packs`, DATA/train.kgpack
+// and DATA/test.kgpack replace the PNG folders and train.csv/test.csv. Ids are 1..N_train for train
 // and N_train+1..N_train+N_test for test. A new image directory is built aside and renamed into
 // place; an existing one is updated file by file (unchanged images are not rewritten, stale files
 // are removed). CSVs are written atomically after the images. A re-run gives identical bytes.

@@ -10,6 +10,9 @@
 #include "data/csv.h"
 #include "data/idx_import.h"
 #include "data/image_io.h"
+#include "data/options.h"
+#include "data/pack.h"
+#include "data/source.h"
 #include "support/temp_dir.h"
 
 namespace stdfs = std::filesystem;
@@ -212,4 +215,39 @@ TEST_CASE("import_idx: malformed inputs are DataErrors naming the file", "[unit]
     CHECK_THROWS_AS(kg::data::import_idx(o), kg::UsageError);
   }
   CHECK_FALSE(stdfs::exists(o.out_dir + "/train.csv"));
+}
+
+TEST_CASE("import_idx with packs: raw packs holding the tables, no PNG folders or train/test CSVs", "[unit]") {
+  kg::test::TempDir d;
+  IdxImportOptions o = tiny(d.str(), true);
+  o.packs = true;
+  auto r = kg::data::import_idx(o);
+  CHECK(r.train == 7);
+  const std::string D = o.out_dir;
+  CHECK(entries(D) == std::set<std::string>{"train.kgpack", "test.kgpack", "sample_submission.csv", "test_labels.csv"});
+  CHECK(kg::read_file(D + "/test_labels.csv") == "id,label\n8,7\n9,0\n10,5\n");
+
+  const std::string train_px = idx_images(7, 4, 5, 1).substr(16), test_px = idx_images(3, 4, 5, 100).substr(16);
+  for (bool train : {true, false}) {
+    INFO((train ? "train" : "test"));
+    auto p = kg::data::PackReader::open(D + (train ? "/train.kgpack" : "/test.kgpack"));
+    CHECK(p->kind() == kg::data::PackKind::raw);
+    CHECK(p->raw_geometry().height == 4);
+    CHECK(p->raw_geometry().width == 5);
+    CHECK(p->raw_geometry().channels == 1);
+    CHECK(p->id_col() == "id");
+    CHECK(p->table_csv() == (train ? "id,label\n1,3\n2,0\n3,9\n4,1\n5,1\n6,4\n7,2\n" : "id\n8\n9\n10\n"));
+    REQUIRE(p->size() == (train ? 7 : 3));
+    for (int64_t i = 0; i < p->size(); ++i)
+      CHECK(std::string(p->item(i)) == (train ? train_px : test_px).substr(static_cast<size_t>(i) * 20, 20));
+  }
+  // data.format = "auto" finds the packs (there is no train.csv to prefer).
+  kg::data::DataOptions dopt;
+  dopt.root = D;
+  CHECK(kg::data::resolve_format(dopt) == "pack");
+
+  // A second import in the same place gives the same bytes.
+  const std::string before = kg::read_file(D + "/train.kgpack");
+  kg::data::import_idx(o);
+  CHECK(kg::read_file(D + "/train.kgpack") == before);
 }
