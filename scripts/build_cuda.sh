@@ -7,6 +7,7 @@
 #   bash scripts/build_cuda.sh                           # -> build-cuda/kgtrain
 #   bash scripts/build_cuda.sh --fetch-deps .deps/hdr    # on a machine with apt: unpack the header-only packages
 #   bash scripts/build_cuda.sh --deps .deps/hdr          # on the GPU machine (no package registry needed)
+#                                                        # (--deps again for more prefixes, e.g. DIR/include + DIR/lib)
 #   bash scripts/build_cuda.sh --tests                   # also build kgtrain_tests (GPU tests run when a GPU is there)
 #   bash scripts/build_cuda.sh -- -DCMAKE_CUDA_ARCHITECTURES=90   # anything after -- goes to cmake
 #
@@ -24,14 +25,15 @@ TESTS=OFF
 JOBS=$(nproc 2>/dev/null || echo 4)
 CONFIGURE_ONLY=0
 EXTRA=()
-HEADER_PACKAGES=(libtomlplusplus-dev libcli11-dev nlohmann-json3-dev catch2)
+# libtomlplusplus3: Debian builds toml++ as a shared library (libtomlplusplus-dev links it).
+HEADER_PACKAGES=(libtomlplusplus-dev libtomlplusplus3 libcli11-dev nlohmann-json3-dev catch2)
 
 usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 missing() { echo "build_cuda: $*" >&2; exit 3; }
 
 while [ $# -gt 0 ]; do
   case "$1" in
-    --deps) DEPS=${2:?--deps needs a folder}; shift 2 ;;
+    --deps) DEPS="$DEPS${DEPS:+ }${2:?--deps needs a folder}"; shift 2 ;;
     --fetch-deps) FETCH=${2:?--fetch-deps needs a folder}; shift 2 ;;
     --build-dir) BUILD_DIR=${2:?--build-dir needs a folder}; shift 2 ;;
     --torch-prefix) TORCH_PREFIX=${2:?--torch-prefix needs a folder}; shift 2 ;;
@@ -69,11 +71,14 @@ fi
 [ -d "$TORCH_PREFIX" ] || missing "no LibTorch cmake prefix at $TORCH_PREFIX"
 
 PREFIXES="$TORCH_PREFIX"
-if [ -n "$DEPS" ]; then
-  [ -d "$DEPS/usr/include" ] || missing "$DEPS has no usr/include: make it with --fetch-deps $DEPS on a machine with apt"
-  DEPS=$(cd "$DEPS" && pwd)
-  PREFIXES="$DEPS/usr;$PREFIXES"  # the given headers before any a system prefix holds
-fi
+for dir in $DEPS; do
+  # A --fetch-deps folder (DIR/usr/include) or a plain prefix (DIR/include, DIR/lib: an OpenCV
+  # without CMake files, say). Given folders come before any system prefix.
+  if [ -d "$dir/usr/include" ]; then PREFIXES="$(cd "$dir/usr" && pwd);$PREFIXES"
+  elif [ -d "$dir/include" ]; then PREFIXES="$(cd "$dir" && pwd);$PREFIXES"
+  else missing "$dir has no usr/include or include: make it with --fetch-deps $dir on a machine with apt"
+  fi
+done
 command -v cmake >/dev/null || missing "cmake not found (pip install cmake, or apt-get install cmake)"
 GEN=()
 command -v ninja >/dev/null && GEN=(-G Ninja)

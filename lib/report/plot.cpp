@@ -6,11 +6,11 @@
 #include <limits>
 
 #include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "data/image_io.h"
 
 namespace kg::report {
 
@@ -328,9 +328,10 @@ std::string render_png(const std::vector<Chart>& charts) {
     p.copyTo(img(cv::Rect(0, y, p.cols, p.rows)));
     y += p.rows;
   }
-  std::vector<uchar> buf;
-  KG_CHECK(cv::imencode(".png", img, buf), DataError, "cannot encode a ", width, "x", height, " chart as PNG");
-  return std::string(buf.begin(), buf.end());
+  cv::cvtColor(img, img, cv::COLOR_BGR2RGB);  // drawn in OpenCV's BGR; encode_png takes RGB
+  std::string bytes;
+  data::encode_png(img, bytes);
+  return bytes;
 }
 
 void stacked_plot(const std::string& png_path, const std::vector<Chart>& charts) {

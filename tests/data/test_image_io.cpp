@@ -186,3 +186,30 @@ TEST_CASE("encode_png / write_png_atomic store RGB correctly and deterministical
   CHECK(same(kg::data::decode_image_bytes(a, "mem", 1), g));
   CHECK_THROWS_AS(kg::data::encode_png(cv::Mat(2, 2, CV_16UC1), a), kg::InternalError);
 }
+
+TEST_CASE("encode_png_zlib (the encoder of builds without imgcodecs) gives PNGs OpenCV decodes exactly", "[unit]") {
+  cv::RNG rng(7);
+  for (int channels : {1, 3}) {
+    for (auto [h, w] : {std::pair{1, 1}, {5, 7}, {31, 64}}) {
+      INFO("channels " << channels << ", " << h << "x" << w);
+      cv::Mat img(h, w, channels == 3 ? CV_8UC3 : CV_8UC1);
+      rng.fill(img, cv::RNG::UNIFORM, 0, 256);
+      std::string a, b;
+      kg::data::encode_png_zlib(img, a);
+      kg::data::encode_png_zlib(img.clone(), b);
+      CHECK(a == b);  // deterministic
+      REQUIRE(a.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0);
+      CHECK(same(kg::data::decode_image_bytes(a, "mem", channels), img));  // RGB order kept
+      const cv::Mat raw(1, static_cast<int>(a.size()), CV_8UC1, a.data());
+      cv::Mat bgr = cv::imdecode(raw, cv::IMREAD_UNCHANGED);
+      REQUIRE(bgr.channels() == channels);
+      if (channels == 3) CHECK(bgr.at<cv::Vec3b>(0, 0)[0] == img.at<cv::Vec3b>(0, 0)[2]);
+    }
+  }
+  // A chart-like image (flat areas) compresses well below the raw size.
+  cv::Mat flat(100, 100, CV_8UC3, cv::Scalar(255, 255, 255));
+  std::string png;
+  kg::data::encode_png_zlib(flat, png);
+  CHECK(png.size() < 1000);
+  CHECK_THROWS_AS(kg::data::encode_png_zlib(cv::Mat(2, 2, CV_16UC1), png), kg::InternalError);
+}
