@@ -85,6 +85,9 @@ TEST_CASE("bench times every phase, ablates the toggles and suggests a fit comma
   CHECK(j["phases"][3]["note"] == "cpu: no copy");
   CHECK(j["phases"][7]["batch"] == 8);  // one update: 8 images, no accumulation
   CHECK(j["phases"][7]["ms_per_step"].get<double>() > 0);
+  // 12 validation rows are one batch of 16: the set is gone through again for the 2 timed steps, its
+  // first pass (one-off costs such as cuDNN autotuning of each batch shape) left out as warm-up.
+  CHECK(j["phases"][8]["steps"] == 2);
   CHECK(j["epoch"]["updates"] == 4);    // 36 rows / 8, the last partial batch dropped
   CHECK(j["epoch"]["seconds"].get<double>() > j["epoch"]["train_seconds"].get<double>());
   CHECK(j["memory"]["peak_rss_bytes"].get<int64_t>() > 0);
