@@ -19,6 +19,7 @@
 #include "core/fs.h"
 #include "core/strings.h"
 #include "device/device.h"
+#include "device/precision.h"
 #include "jobs/bench_util.h"
 #include "jobs/job.h"
 #include "jobs/model_setup.h"
@@ -73,14 +74,20 @@ struct Step {
 // One training step on fixed synthetic tensors. Gradients are dropped (set to none) first, as fit's
 // AdamW does, so the heap before the forward pass holds no gradient of the previous step.
 Step train_step(model::Network& net, torch::optim::Optimizer& opt, const at::Tensor& x, const at::Tensor& feats,
-                const std::function<at::Tensor(const at::Tensor&)>& loss_fn, const at::Tensor& sync_param) {
+                const std::function<at::Tensor(const at::Tensor&)>& loss_fn, const at::Tensor& sync_param,
+                device::Precision precision) {
   for (auto& g : opt.param_groups())
     for (auto& p : g.params()) p.mutable_grad() = at::Tensor();
   Step s;
   const auto t0 = Clock::now();
   const int64_t before = heap_in_use();
   {
-    at::Tensor loss = loss_fn(net.forward(x, feats));
+    at::Tensor out;
+    {
+      device::AutocastScope autocast(precision, x.device().type());  // device.precision, as in fit
+      out = net.forward(x, feats);
+    }
+    at::Tensor loss = loss_fn(out.to(torch::kFloat));
     const int64_t after = heap_in_use();
     if (before >= 0 && after >= 0) s.held_bytes = after - before;
     loss.backward();
@@ -187,10 +194,10 @@ int run_bench_model(const JobOptions& o) {
                    std::to_string(o.bench_model_warmup) + " + " + std::to_string(o.bench_model_steps) + " steps...");
         // A fresh AdamW per configuration: its moments take each layout's memory format.
         torch::optim::AdamW opt(net->parameters(), torch::optim::AdamWOptions(1e-4).weight_decay(0.01));
-        for (int64_t i = 0; i < o.bench_model_warmup; ++i) train_step(*net, opt, x, feats, loss_fn, sync_param);
+        for (int64_t i = 0; i < o.bench_model_warmup; ++i) train_step(*net, opt, x, feats, loss_fn, sync_param, dev.precision);
         std::vector<double> secs, held;
         for (int64_t i = 0; i < o.bench_model_steps; ++i) {
-          Step s = train_step(*net, opt, x, feats, loss_fn, sync_param);
+          Step s = train_step(*net, opt, x, feats, loss_fn, sync_param, dev.precision);
           secs.push_back(s.seconds);
           held.push_back(static_cast<double>(s.held_bytes));
         }
@@ -206,6 +213,8 @@ int run_bench_model(const JobOptions& o) {
                     {"step_seconds", secs},
                     {"median_step_seconds", med},
                     {"images_per_s", ips},
+                    // forward + backward ~ 3x the forward pass's 2 x MACs
+                    {"train_tflops_per_s", 3.0 * summary.gflops * ips / 1000.0},
                     {"held_after_forward_bytes", held_json}};
         rows.push_back(row);
         by_config[{layout, ckpt}] = row;
@@ -240,6 +249,7 @@ int run_bench_model(const JobOptions& o) {
                    {"recipe", o.layers},
                    {"device", dev.description},
                    {"threads", dev.threads},
+                   {"precision", device::precision_name(dev.precision)},
                    {"input", {{"channels", ctx.in_chans}, {"height", ctx.height}, {"width", ctx.width}}},
                    {"feature_dim", ctx.num_features},
                    {"outputs", ctx.num_outputs},

@@ -67,6 +67,20 @@ TEST_CASE("bench-model times training steps of the recipe's model in both layout
     CHECK(k["models"][1]["summary"]["parameters"]["total"].get<int64_t>() > 11000000);
     CHECK(k["input"]["height"] == 12);  // data.image_size
   }
+  SECTION("the forward pass runs under device.precision's autocast, as in fit") {
+    auto held = [&](const std::string& precision) {
+      auto m = kg::test::run_kgtrain({"bench-model", recipe, "device.precision=" + precision, "--layouts", "nchw", "--steps",
+                                      "1", "--warmup", "0", "--size", "32", "--batch", "16", "--json", out, "--quiet"});
+      INFO(m.output);
+      REQUIRE(m.exit_code == 0);
+      auto k = json::parse(kg::read_file(out));
+      CHECK(k["precision"] == precision);
+      CHECK(k["runs"][0]["train_tflops_per_s"].get<double>() > 0);
+      return k["runs"][0]["held_after_forward_bytes"].get<double>();
+    };
+    const double fp32 = held("fp32"), bf16 = held("bf16");
+    CHECK(bf16 < 0.8 * fp32);  // bf16 activations: about half the bytes autograd keeps
+  }
   SECTION("bad options and unknown models exit 2") {
     auto u = kg::test::run_kgtrain({"bench-model", recipe, "--models", "resnet19"});
     CHECK(u.exit_code == 2);
