@@ -350,6 +350,21 @@ TEST_CASE("checkpointing on CUDA replays the CUDA generator's drop-path masks", 
     WARN("no CUDA device: skipped");
     return;
   }
+  // Deterministic cuDNN algorithms without TF32: the recompute then matches the first forward pass
+  // exactly, and the comparison measures the replay, not the choice of convolution algorithm.
+  auto& ctx = at::globalContext();
+  const bool det = ctx.deterministicCuDNN(), bench = ctx.benchmarkCuDNN(), tf32 = ctx.allowTF32CuDNN();
+  ctx.setDeterministicCuDNN(true);
+  ctx.setBenchmarkCuDNN(false);
+  ctx.setAllowTF32CuDNN(false);
+  struct Restore {
+    std::function<void()> f;
+    ~Restore() { f(); }
+  } restore{[&] {
+    ctx.setDeterministicCuDNN(det);
+    ctx.setBenchmarkCuDNN(bench);
+    ctx.setAllowTF32CuDNN(tf32);
+  }};
   auto [plain, ckpt] = twins("[model]\nname = \"resnet18\"\nsmall_input = true\ndrop_path_rate = 0.5", 32);
   plain->to(torch::kCUDA);
   ckpt->to(torch::kCUDA);

@@ -7,6 +7,7 @@
 #include "device/backend.h"
 
 #ifdef KG_WITH_CUDA
+#include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -41,7 +42,13 @@ class CudaBackend : public Backend {
     c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(index));
     c10::cuda::device_synchronize();
   }
+  // LibTorch 2.x's caching allocator sizes its per-device tables on the first CUDA allocation and
+  // rejects every query before ("Invalid device argument"): one tiny allocation starts it.
+  static void start_allocator(int index) {
+    (void)at::empty({1}, at::TensorOptions().dtype(at::kByte).device(c10::kCUDA, static_cast<c10::DeviceIndex>(index)));
+  }
   MemoryStats memory(int index) const override {
+    start_allocator(index);
     // Stat arrays are indexed by StatType; 0 is AGGREGATE in every LibTorch version.
     const auto s = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
     MemoryStats m;
@@ -52,7 +59,10 @@ class CudaBackend : public Backend {
     m.peak_reserved = s.reserved_bytes[0].peak;
     return m;
   }
-  void reset_peak_memory(int index) const override { c10::cuda::CUDACachingAllocator::resetPeakStats(index); }
+  void reset_peak_memory(int index) const override {
+    start_allocator(index);
+    c10::cuda::CUDACachingAllocator::resetPeakStats(index);
+  }
   void empty_cache() const override { c10::cuda::CUDACachingAllocator::emptyCache(); }
 #else
   [[noreturn]] static void not_built() {
