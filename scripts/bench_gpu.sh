@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# GPU benchmark, run by hand on a CUDA machine with PyTorch 2.x (not in CI). In one run:
+#   1. builds kgtrain against python's torch (scripts/build_cuda.sh; DEPS folders via --deps);
+#   2. resnet50, 224 px, bf16 autocast, channels_last, synthetic data: `kgtrain bench-model` against
+#      the same network in PyTorch eager (scripts/peer_resnet50.py), same GPU, same batch -> ratio, MFU;
+#   3. Fashion-MNIST to 94%: IDX -> raw packs (`kgtrain import-idx --packs`), `kgtrain fit` on the GPU
+#      with data.cache = "device", `tta-predict`, test accuracy scored against test_labels.csv, wall times;
+#   4. `kgtrain bench --ablate` on that recipe (the before/after table);
+#   5. the [gpu] tests (when BUILD_TESTS=1).
+# Everything is logged under OUTDIR. Environment: DEPS ("DIR DIR..." for build_cuda.sh --deps),
+# FMNIST (folder of the four IDX .gz files), BATCH (256), OUTDIR (default $OUT or /tmp/kgtrain-gpu),
+# STAGES (default "build resnet50 fmnist ablate tests").
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUTDIR=${OUTDIR:-${OUT:-/tmp/kgtrain-gpu}}
+mkdir -p "$OUTDIR"
+STAGES=${STAGES:-build resnet50 fmnist ablate tests}
+BATCH=${BATCH:-256}
+FMNIST=${FMNIST:-/usr/share/datasets/fashion-mnist}
+B=build-cuda
+K=$B/kgtrain
+has() { [[ " $STAGES " == *" $1 "* ]]; }
+say() { echo "== $(date +%T) $*"; }
+PEAK_TFLOPS=989  # H100/H200 SXM dense bf16 (datasheet), for MFU
+
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())'
+
+if has build; then
+  say build
+  deps=(); for d in ${DEPS:-}; do deps+=(--deps "$d"); done
+  t0=$(date +%s)
+  tests=(); [ "${BUILD_TESTS:-0}" = 1 ] && tests=(--tests)
+  bash scripts/build_cuda.sh "${deps[@]}" "${tests[@]}" > "$OUTDIR/build.log" 2>&1
+  rc=$?
+  say "build rc=$rc in $(( $(date +%s) - t0 )) s"
+  if [ $rc -ne 0 ]; then
+    grep -E "error|Error" "$OUTDIR/build.log" | head -60
+    cmake --build $B -j "$(nproc)" -- -k 0 > "$OUTDIR/build_all_errors.log" 2>&1
+    grep -c "error:" "$OUTDIR/build_all_errors.log"
+    # The LibTorch headers, for compiling against them where there is no GPU.
+    tp=$(python3 -c 'import os, torch; print(os.path.dirname(torch.__file__))')
+    tar cf - -C "$tp" include | xz -T0 -3 > "$OUTDIR/torch_include.tar.xz"
+    exit 1
+  fi
+  $K --version
+fi
+
+if has resnet50; then
+  say "resnet50 bf16 channels_last batch $BATCH: kgtrain bench-model"
+  cat > /tmp/r50.toml <<TOML
+[run]
+name = "bench_gpu"
+seed = 0
+[data]
+root = "/tmp/no-data"
+channels = 3
+image_size = 224
+num_classes = 1000
+[model]
+name = "resnet50"
+[train]
+batch_size = $BATCH
+[device]
+name = "cuda"
+precision = "bf16"
+cudnn_benchmark = true
+TOML
+  $K bench-model /tmp/r50.toml --models resnet50 --layouts channels_last,nchw --steps 20 --warmup 5 \
+    --json "$OUTDIR/r50_kgtrain.json" 2>&1 | tail -6
+  say "resnet50: PyTorch eager"
+  python3 scripts/peer_resnet50.py --batch "$BATCH" --steps 20 --warmup 5 | tee "$OUTDIR/r50_peer.json"
+  python3 - "$OUTDIR" "$PEAK_TFLOPS" <<'PY'
+import json, os, sys
+d, peak = sys.argv[1], float(sys.argv[2])
+k = json.load(open(os.path.join(d, "r50_kgtrain.json")))
+p = json.loads(open(os.path.join(d, "r50_peer.json")).read().strip().splitlines()[-1])
+gf = k["models"][0]["summary"]["gflops_per_image"]
+for r in k["runs"]:
+    ips = r["images_per_s"]
+    print(f"kgtrain resnet50 {r['layout']}: {ips:.0f} img/s, MFU {3 * gf * ips / 1e3 / peak:.1%} (3 x {gf:.2f} GFLOP/img fwd)")
+    if r["layout"] == "channels_last":
+        print(f"peer (PyTorch eager, channels_last): {p['images_per_s']:.0f} img/s, MFU {3 * gf * p['images_per_s'] / 1e3 / peak:.1%}; kgtrain / peer = {ips / p['images_per_s']:.3f}")
+PY
+fi
+
+if has fmnist; then
+  say "Fashion-MNIST: import-idx --packs"
+  D=/tmp/fmnist
+  $K import-idx --train-images "$FMNIST/train-images-idx3-ubyte.gz" --train-labels "$FMNIST/train-labels-idx1-ubyte.gz" \
+    --test-images "$FMNIST/t10k-images-idx3-ubyte.gz" --test-labels "$FMNIST/t10k-labels-idx1-ubyte.gz" --out $D --packs
+  run_fit() {  # name, overrides...
+    local name=$1; shift
+    local t0 t1 t2
+    t0=$(date +%s.%N)
+    $K fit recipes/fashion_mnist.toml data.root=$D device.name=cuda data.cache=device "$@" --run-dir /tmp/run_$name --quiet \
+      > "$OUTDIR/fit_$name.log" 2>&1 || { tail -20 "$OUTDIR/fit_$name.log"; return; }
+    t1=$(date +%s.%N)
+    $K tta-predict recipes/fashion_mnist.toml data.root=$D device.name=cuda "$@" --checkpoint /tmp/run_$name/checkpoints/best \
+      --out /tmp/sub_$name.csv --run-dir /tmp/pred_$name --quiet > "$OUTDIR/pred_$name.log" 2>&1 || { tail -20 "$OUTDIR/pred_$name.log"; return; }
+    t2=$(date +%s.%N)
+    python3 - "$name" "$t0" "$t1" "$t2" /tmp/sub_$name.csv $D/test_labels.csv /tmp/run_$name/metrics.jsonl "$*" <<'PY'
+import csv, json, sys
+name, t0, t1, t2, sub, truth, metrics, ov = sys.argv[1:9]
+t0, t1, t2 = map(float, (t0, t1, t2))
+y = {r["id"]: r["label"] for r in csv.DictReader(open(truth))}
+s = {r["id"]: r["label"] for r in csv.DictReader(open(sub))}
+acc = sum(s[i] == y[i] for i in y) / len(y)
+ep = [json.loads(l) for l in open(metrics)]
+print(f"fmnist {name} [{ov}]: test accuracy {acc:.4f}, fit {t1 - t0:.1f} s, fit + tta-predict {t2 - t0:.1f} s; "
+      + "; ".join(f"ep{e['epoch']} acc {e['accuracy']:.4f} at {e['elapsed_s']:.1f}s" for e in ep))
+PY
+    grep -m3 -E "cache|device|precision" "$OUTDIR/fit_$name.log" | head -3
+  }
+  run_fit b512e16 device.precision=bf16 train.batch_size=512 train.epochs=16
+  run_fit w32 device.precision=bf16 model.width=32 train.batch_size=512 train.epochs=12
+fi
+
+if has ablate; then
+  say "kgtrain bench --ablate on the Fashion-MNIST recipe (GPU)"
+  timeout 200 $K bench recipes/fashion_mnist.toml data.root=/tmp/fmnist device.name=cuda device.precision=bf16 \
+    --ablate precision,channels_last,tf32,cudnn_benchmark,cache,eval_batch,workers --json "$OUTDIR/bench.json" 2>&1 | tail -40
+fi
+
+if has tests; then
+  say "[gpu] tests"
+  if [ ! -x $B/kgtrain_tests ]; then
+    cmake -S . -B $B -DKGTRAIN_BUILD_TESTS=ON > /dev/null && cmake --build $B -j "$(nproc)" --target kgtrain_tests > "$OUTDIR/build_tests.log" 2>&1 ||
+      { grep -E "error" "$OUTDIR/build_tests.log" | head -30; exit 1; }
+  fi
+  $B/kgtrain_tests "[gpu]" 2>&1 | tail -30
+  timeout 120 $B/kgtrain_tests "[device],[checkpoint]" 2>&1 | tail -15
+fi
+say done
