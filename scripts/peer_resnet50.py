@@ -17,6 +17,8 @@ p.add_argument("--classes", type=int, default=1000)
 p.add_argument("--layout", default="channels_last", choices=["channels_last", "nchw"])
 p.add_argument("--precision", default="bf16", choices=["bf16", "fp32"])
 p.add_argument("--compile", action="store_true", help="torch.compile the model (not eager)")
+p.add_argument("--foreach", default="auto", choices=["auto", "off", "fused"],
+               help="AdamW's implementation: PyTorch's default (multi-tensor on CUDA), per parameter, or fused")
 a = p.parse_args()
 
 torch.backends.cudnn.benchmark = True
@@ -25,7 +27,8 @@ fmt = torch.channels_last if a.layout == "channels_last" else torch.contiguous_f
 model = torchvision.models.resnet50(num_classes=a.classes).to(dev, memory_format=fmt)
 if a.compile:
     model = torch.compile(model)
-opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1e-2)
+impl = {"auto": {}, "off": {"foreach": False}, "fused": {"fused": True}}[a.foreach]
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1e-2, **impl)
 x = torch.randn(a.batch, 3, a.size, a.size, device=dev).contiguous(memory_format=fmt)
 y = torch.randint(0, a.classes, (a.batch,), device=dev)
 loss_fn = torch.nn.CrossEntropyLoss()
@@ -49,5 +52,5 @@ for _ in range(a.steps):
 med = statistics.median(times)
 print(json.dumps({"peer": "pytorch-eager" + ("+compile" if a.compile else ""), "torch": torch.__version__,
                   "gpu": torch.cuda.get_device_name(), "batch": a.batch, "size": a.size, "layout": a.layout,
-                  "precision": a.precision, "median_step_s": med, "images_per_s": a.batch / med,
+                  "precision": a.precision, "adamw": a.foreach, "median_step_s": med, "images_per_s": a.batch / med,
                   "peak_allocated_gib": torch.cuda.max_memory_allocated() / 2**30}))

@@ -8,8 +8,6 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
-#include <optional>
-#include <set>
 #include <sstream>
 
 #include "config/resolve.h"
@@ -26,6 +24,7 @@
 #include "data/table.h"
 #include "device/device.h"
 #include "jobs/auto_batch.h"
+#include "jobs/fit_resume.h"
 #include "jobs/fit_setup.h"
 #include "jobs/job.h"
 #include "jobs/model_setup.h"
@@ -57,78 +56,6 @@ namespace kg::jobs {
 namespace {
 
 std::string fmt(double v, int prec = 4) { return format_significant(v, prec); }
-
-// Where a resumed run lives: --run-dir, the run of a given checkpoint, or the newest unfinished run.
-struct ResumeTarget {
-  std::string run_dir;        // "" = start fresh
-  std::string checkpoint;     // a specific checkpoint dir ("" = newest per fold)
-  std::string note;
-};
-
-bool unfinished(const fs::path& run) {
-  if (!fs::exists(run / "summary.json")) return true;
-  try {
-    auto s = json::parse(read_file((run / "summary.json").string()));
-    return s.value("status", "") != "completed";
-  } catch (const std::exception&) {
-    return true;
-  }
-}
-
-ResumeTarget resume_target(const JobOptions& o) {
-  ResumeTarget t;
-  if (o.resume.empty()) return t;
-  if (o.resume != "auto") {
-    fs::path p(o.resume);
-    KG_CHECK(fs::exists(p), UsageError, "--resume ", o.resume, ": no such directory (give a run directory, a checkpoint "
-                                        "such as RUN/checkpoints/last, or \"auto\")");
-    if (fs::exists(p / "state.json") || fs::exists(p / "MANIFEST.json")) {
-      t.checkpoint = p.string();
-      fs::path run = p.parent_path().parent_path();  // RUN[/fold_k]/checkpoints/<name>
-      if (starts_with(run.filename().string(), "fold_")) run = run.parent_path();
-      t.run_dir = run.string();
-    } else {
-      t.run_dir = starts_with(p.filename().string(), "fold_") ? p.parent_path().string() : p.string();
-    }
-    return t;
-  }
-  if (!o.run_dir.empty()) {
-    if (fs::exists(o.run_dir)) t.run_dir = o.run_dir;
-    else t.note = "--resume auto: " + o.run_dir + " does not exist yet: starting fresh";
-    return t;
-  }
-  auto run = train::load_run_options(o.recipe);
-  auto paths = train::load_paths_options(o.recipe);
-  fs::path base = fs::path(paths.runs) / run.name;
-  std::vector<fs::path> cands;
-  if (fs::is_directory(base))
-    for (auto& e : fs::directory_iterator(base))
-      if (e.is_directory() && e.path().filename().string().find("-fit") != std::string::npos) cands.push_back(e.path());
-  std::sort(cands.begin(), cands.end());
-  for (auto it = cands.rbegin(); it != cands.rend(); ++it)
-    if (unfinished(*it)) {
-      t.run_dir = it->string();
-      return t;
-    }
-  t.note = "--resume auto: no unfinished fit run under " + base.string() + ": starting fresh";
-  return t;
-}
-
-// Keys whose values differ between two recipes in TOML form (line-wise), for the resume warning.
-std::vector<std::string> changed_lines(const std::string& a, const std::string& b) {
-  auto lines = [](const std::string& s) {
-    std::set<std::string> out;
-    std::istringstream is(s);
-    for (std::string l; std::getline(is, l);)
-      if (!trim(l).empty() && trim(l)[0] != '#') out.insert(l);
-    return out;
-  };
-  auto la = lines(a), lb = lines(b);
-  std::vector<std::string> out;
-  for (auto& l : lb)
-    if (!la.count(l)) out.push_back(l);
-  return out;
-}
 
 struct FoldOutcome {
   std::string status;
@@ -371,36 +298,9 @@ int run_fit(const JobOptions& given) {
       model::set_batchnorm_sync([g](const at::Tensor& t) { return g->differentiable_sum(t); });
     }
     train::Trainer trainer(std::move(parts), plan, topt, copt, train_loader, valid_loader, mixing, train::build_callbacks(recipe), io);
-    if (resuming) {
-      // A checkpoint named by --resume (verified once here) serves its own fold; other folds take their
-      // newest complete one (find_latest already hashed it: no second verification).
-      std::optional<train::Checkpoint> given;
-      if (!target.checkpoint.empty()) {
-        auto c = train::load_checkpoint(target.checkpoint, true);
-        if (c.state.value("fold", int64_t{-1}) == k) given = std::move(c);
-      }
-      std::string ck = given ? target.checkpoint : std::string();
-      std::vector<std::string> skipped;
-      if (ck.empty()) {
-        if (writer) {
-          if (auto latest = train::find_latest((src / "checkpoints").string(), &skipped)) ck = *latest;
-        }
-        if (s.group) {  // every rank resumes from the checkpoint rank 0 chose
-          std::vector<std::string> chosen{ck};
-          s.group->broadcast_strings(chosen);
-          ck = chosen[0];
-        }
-      }
-      for (auto& s : skipped) log(o, "  resume: skipped damaged checkpoint " + s);
-      if (!ck.empty()) {
-        trainer.resume(given ? *given : train::load_checkpoint(ck, false));
-        log(o, (multi ? "fold " + std::to_string(k) + ": " : std::string()) + "resumed from " + ck + " (epoch " +
-                   std::to_string(trainer.state().epoch) + ", update " + std::to_string(trainer.state().step) + ", batch " +
-                   std::to_string(trainer.state().batch) + ")");
-      } else {
-        log(o, (multi ? "fold " + std::to_string(k) + ": " : std::string()) + "no complete checkpoint to resume: starting fresh");
-      }
-    }
+    if (resuming)
+      resume_fold(trainer, target, src.string(), k, multi ? "fold " + std::to_string(k) + ": " : std::string(), writer,
+                  s.group, o);
     auto outcome = trainer.fit();
     const auto& s = trainer.state();
     out.status = outcome.status;

@@ -1,0 +1,121 @@
+#include "jobs/fit_resume.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/fs.h"
+#include "core/strings.h"
+#include "train/checkpoint.h"
+#include "train/options.h"
+#include "train/trainer.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace kg::jobs {
+namespace {
+
+bool unfinished(const fs::path& run) {
+  if (!fs::exists(run / "summary.json")) return true;
+  try {
+    auto s = json::parse(read_file((run / "summary.json").string()));
+    return s.value("status", "") != "completed";
+  } catch (const std::exception&) {
+    return true;
+  }
+}
+
+}  // namespace
+
+ResumeTarget resume_target(const JobOptions& o) {
+  ResumeTarget t;
+  if (o.resume.empty()) return t;
+  if (o.resume != "auto") {
+    fs::path p(o.resume);
+    KG_CHECK(fs::exists(p), UsageError, "--resume ", o.resume, ": no such directory (give a run directory, a checkpoint "
+                                        "such as RUN/checkpoints/last, or \"auto\")");
+    if (fs::exists(p / "state.json") || fs::exists(p / "MANIFEST.json")) {
+      t.checkpoint = p.string();
+      fs::path run = p.parent_path().parent_path();  // RUN[/fold_k]/checkpoints/<name>
+      if (starts_with(run.filename().string(), "fold_")) run = run.parent_path();
+      t.run_dir = run.string();
+    } else {
+      t.run_dir = starts_with(p.filename().string(), "fold_") ? p.parent_path().string() : p.string();
+    }
+    return t;
+  }
+  if (!o.run_dir.empty()) {
+    if (fs::exists(o.run_dir)) t.run_dir = o.run_dir;
+    else t.note = "--resume auto: " + o.run_dir + " does not exist yet: starting fresh";
+    return t;
+  }
+  auto run = train::load_run_options(o.recipe);
+  auto paths = train::load_paths_options(o.recipe);
+  fs::path base = fs::path(paths.runs) / run.name;
+  std::vector<fs::path> cands;
+  if (fs::is_directory(base))
+    for (auto& e : fs::directory_iterator(base))
+      if (e.is_directory() && e.path().filename().string().find("-fit") != std::string::npos) cands.push_back(e.path());
+  std::sort(cands.begin(), cands.end());
+  for (auto it = cands.rbegin(); it != cands.rend(); ++it)
+    if (unfinished(*it)) {
+      t.run_dir = it->string();
+      return t;
+    }
+  t.note = "--resume auto: no unfinished fit run under " + base.string() + ": starting fresh";
+  return t;
+}
+
+std::vector<std::string> changed_lines(const std::string& a, const std::string& b) {
+  auto lines = [](const std::string& s) {
+    std::set<std::string> out;
+    std::istringstream is(s);
+    for (std::string l; std::getline(is, l);)
+      if (!trim(l).empty() && trim(l)[0] != '#') out.insert(l);
+    return out;
+  };
+  auto la = lines(a), lb = lines(b);
+  std::vector<std::string> out;
+  for (auto& l : lb)
+    if (!la.count(l)) out.push_back(l);
+  return out;
+}
+
+void resume_fold(train::Trainer& trainer, const ResumeTarget& target, const std::string& fold_dir, int64_t k,
+                 const std::string& label, bool writer, const device::ProcessGroupPtr& group, const JobOptions& o) {
+  // A checkpoint named by --resume (verified once here) serves its own fold; other folds take their
+  // newest complete one (find_latest already hashed it: no second verification).
+  std::optional<train::Checkpoint> given;
+  if (!target.checkpoint.empty()) {
+    auto c = train::load_checkpoint(target.checkpoint, true);
+    if (c.state.value("fold", int64_t{-1}) == k) given = std::move(c);
+  }
+  std::string ck = given ? target.checkpoint : std::string();
+  std::vector<std::string> skipped;
+  if (ck.empty()) {
+    if (writer) {
+      if (auto latest = train::find_latest((fs::path(fold_dir) / "checkpoints").string(), &skipped)) ck = *latest;
+    }
+    if (group) {  // every rank resumes from the checkpoint rank 0 chose
+      std::vector<std::string> chosen{ck};
+      group->broadcast_strings(chosen);
+      ck = chosen[0];
+    }
+  }
+  for (auto& s : skipped) log(o, "  resume: skipped damaged checkpoint " + s);
+  if (ck.empty()) {
+    log(o, label + "no complete checkpoint to resume: starting fresh");
+    return;
+  }
+  trainer.resume(given ? *given : train::load_checkpoint(ck, false));
+  log(o, label + "resumed from " + ck + " (epoch " + std::to_string(trainer.state().epoch) + ", update " +
+             std::to_string(trainer.state().step) + ", batch " + std::to_string(trainer.state().batch) + ")");
+}
+
+}  // namespace kg::jobs

@@ -1,0 +1,36 @@
+// `fit --resume`: which run it continues (a run folder, the run of a given checkpoint, or the newest
+// unfinished run of run.name), what changed in its recipe, and the checkpoint each fold restarts from.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "device/distributed.h"
+#include "jobs/job.h"
+
+namespace kg::train {
+class Trainer;
+}
+
+namespace kg::jobs {
+
+// Where a resumed run lives: --run-dir, the run of a given checkpoint, or the newest unfinished run.
+struct ResumeTarget {
+  std::string run_dir;     // "" = start fresh
+  std::string checkpoint;  // a specific checkpoint dir ("" = newest per fold)
+  std::string note;        // why nothing is resumed, when --resume auto found nothing
+};
+
+// UsageError when --resume names a path that does not exist.
+ResumeTarget resume_target(const JobOptions& o);
+
+// Lines of recipe `b` (TOML) that `a` does not have, comments and blank lines aside: the resume warning.
+std::vector<std::string> changed_lines(const std::string& a, const std::string& b);
+
+// Restores fold `k`'s trainer from the checkpoint named by --resume when it belongs to this fold, else
+// from the newest complete checkpoint under `fold_dir`/checkpoints (chosen by the writing rank and
+// broadcast over `group`, so every rank resumes from the same one); logs which, or that it starts fresh.
+void resume_fold(train::Trainer& trainer, const ResumeTarget& target, const std::string& fold_dir, int64_t k,
+                 const std::string& label, bool writer, const device::ProcessGroupPtr& group, const JobOptions& o);
+
+}  // namespace kg::jobs
