@@ -2,6 +2,10 @@
 // Adam adds L2 weight decay to the gradient, AdamW decays the weights (p *= 1 - lr * wd); bias
 // correction uses each parameter's own step count.
 #include <cmath>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -50,6 +54,47 @@ class Adam : public Optimizer {
       denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(o_.eps);
     }
     p.addcdiv_(exp_avg, denom, -step_size);
+  }
+
+  // The same arithmetic as update(), op for op, over every parameter of the group that shares a step
+  // count, device and dtypes, with multi-tensor (foreach) kernels: PyTorch's default AdamW on CUDA.
+  // On the CPU LibTorch runs them tensor by tensor, so the result is bit-identical to update().
+  void update_group(const std::vector<Item>& items, const StepArgs& a) override {
+    if (o_.amsgrad || items.size() < 2) return Optimizer::update_group(items, a);
+    std::map<std::tuple<int64_t, std::string, int, int>, std::vector<Item>> buckets;
+    for (const auto& it : items)
+      buckets[{it.s->step, it.p->device().str(), static_cast<int>(it.p->scalar_type()),
+               static_cast<int>(it.grad->scalar_type())}].push_back(it);
+    for (const auto& [key, bucket] : buckets) {
+      if (bucket.size() == 1) {
+        update(*bucket[0].p, *bucket[0].grad, *bucket[0].s, a);
+        continue;
+      }
+      std::vector<at::Tensor> ps, gs, m, v;
+      for (const auto& it : bucket) {
+        ps.push_back(*it.p);
+        gs.push_back(*it.grad);
+        m.push_back(slot(*it.s, "exp_avg", *it.p));
+        v.push_back(slot(*it.s, "exp_avg_sq", *it.p));
+      }
+      const double beta1 = *momentum_, beta2 = o_.betas[1];
+      if (decoupled_) {
+        if (a.weight_decay != 0) at::_foreach_mul_(ps, 1 - a.lr * a.weight_decay);
+      } else if (a.weight_decay != 0) {
+        gs = at::_foreach_add(gs, ps, a.weight_decay);
+      }
+      at::_foreach_mul_(m, beta1);
+      at::_foreach_add_(m, gs, 1 - beta1);
+      at::_foreach_mul_(v, beta2);
+      at::_foreach_addcmul_(v, gs, gs, 1 - beta2);
+      const double step = static_cast<double>(std::get<0>(key));
+      const double step_size = a.lr / (1 - std::pow(beta1, step));
+      const double bias_correction2_sqrt = std::sqrt(1 - std::pow(beta2, step));
+      std::vector<at::Tensor> denom = at::_foreach_sqrt(v);
+      at::_foreach_div_(denom, bias_correction2_sqrt);
+      at::_foreach_add_(denom, o_.eps);
+      at::_foreach_addcdiv_(ps, m, denom, -step_size);
+    }
   }
 
  private:

@@ -60,15 +60,21 @@ void Optimizer::step() {
   torch::NoGradGuard no_grad;
   for (size_t g = 0; g < groups_.size(); ++g) {
     const StepArgs args{lr_ * groups_[g].lr_mult, groups_[g].weight_decay};
+    std::vector<Item> items;
+    items.reserve(groups_[g].params.size());
     for (size_t i = 0; i < groups_[g].params.size(); ++i) {
       const at::Tensor& p = groups_[g].params[i];
-      const at::Tensor& grad = p.grad();
-      if (!grad.defined()) continue;
+      if (!p.grad().defined()) continue;
       ParamState& s = state_[g][i];
       ++s.step;
-      update(p, grad, s, args);
+      items.push_back({&p, &p.grad(), &s});
     }
+    if (!items.empty()) update_group(items, args);
   }
+}
+
+void Optimizer::update_group(const std::vector<Item>& items, const StepArgs& a) {
+  for (const auto& it : items) update(*it.p, *it.grad, *it.s, a);
 }
 
 void Optimizer::zero_grad() {

@@ -83,6 +83,15 @@ class Optimizer {
   };
   // One parameter's update; `grad` is defined and `s.step` already counts this update.
   virtual void update(const at::Tensor& p, const at::Tensor& grad, ParamState& s, const StepArgs& a) = 0;
+  struct Item {
+    const at::Tensor* p;
+    const at::Tensor* grad;
+    ParamState* s;
+  };
+  // One group's updates of this step, in parameter order (each s->step already counted). The default
+  // calls update() per parameter; an optimizer may do them together instead (multi-tensor kernels: on
+  // CUDA a handful of launches for the whole group instead of several per parameter).
+  virtual void update_group(const std::vector<Item>& items, const StepArgs& a);
   // Scalars beyond lr, momentum and per-parameter state (lookahead's counter).
   virtual void save_extra(config::json& /*meta*/) const {}
   virtual void load_extra(const config::json& /*meta*/) {}
