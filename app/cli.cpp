@@ -21,6 +21,7 @@
 #include "core/stop.h"
 #include "core/strings.h"
 #include "data/idx_import.h"
+#include "data/image_io.h"
 #include "device/compat.h"
 #include "device/device.h"
 #include "device/distributed.h"
@@ -59,7 +60,7 @@ std::string builtin_recipes_dir(const std::map<std::string, std::string>& env) {
 
 std::string version_text() {
   std::string s = std::string("kgtrain ") + KGTRAIN_VERSION + "\nLibTorch " + compat::torch_version() + "\nOpenCV " +
-                  CV_VERSION + "\n";
+                  CV_VERSION + (data::can_decode_images() ? "" : " (no image codecs: PNG/JPEG decoding disabled)") + "\n";
   std::string cuda = device::cuda_build_info();
   s += cuda.empty() ? "CUDA: not built (CPU-only LibTorch)\n" : cuda + "\n";
   return s;
