@@ -13,7 +13,7 @@
 #include "core/strings.h"
 #include "data/loader.h"
 #include "device/device.h"
-#include "data/image_io.h"
+#include "data/pack.h"
 #include "data/resident.h"
 #include "data/table.h"
 #include "data/transform.h"
@@ -21,15 +21,34 @@
 
 namespace {
 
+// 29 gray images of 4 classes: PNG files + train.csv, or (raw_pack) one raw pack holding pixels and
+// table, which needs no image codecs (the GPU build without them runs the [gpu] test on it).
 struct Setup {
   kg::test::TempDir dir;
   kg::data::DataOptions opts;
   kg::data::Table table;
-  explicit Setup(int stored_size, int image_size) {
-    auto ds = kg::test::make_tiny_dataset(dir, 29, 4, stored_size);
-    opts.root = ds.root;
+  explicit Setup(int stored_size, int image_size, bool raw_pack = false) {
     opts.channels = 1;
     opts.image_size = image_size;
+    if (raw_pack) {
+      std::string csv = "id,label\n";
+      for (int i = 0; i < 29; ++i) csv += "r" + std::to_string(i) + "," + std::to_string(i % 4) + "\n";
+      kg::data::PackWriter w(dir / "train.kgpack", {{"kind", "raw"}, {"height", stored_size}, {"width", stored_size},
+                                                    {"channels", 1}, {"table_csv", csv}, {"id_col", "id"}});
+      torch::manual_seed(5);
+      for (int i = 0; i < 29; ++i) {
+        at::Tensor px = torch::randint(0, 256, {stored_size * stored_size}, torch::kByte);
+        w.add(std::string_view(reinterpret_cast<const char*>(px.data_ptr<uint8_t>()), static_cast<size_t>(px.numel())));
+      }
+      w.finish();
+      opts.root = dir.str();
+      opts.format = "pack";
+      auto classes = kg::data::infer_classes(opts);
+      table = kg::data::load_split(opts, kg::data::Split::train, classes, true, 1);
+      return;
+    }
+    auto ds = kg::test::make_tiny_dataset(dir, 29, 4, stored_size);
+    opts.root = ds.root;
     auto classes = kg::data::infer_classes(opts);
     table = kg::data::load_table(opts, opts.train_csv, opts.image_dir, &classes, true);
   }
@@ -54,7 +73,9 @@ std::vector<kg::data::Batch> drain(const kg::data::Table& t, const std::vector<i
 TEST_CASE("device-resident batches equal the host pipeline's, transform by transform", "[unit][data][resident]") {
   // Stored 16x16 and resized to 12 once (as the host pipeline's first resize), or stored at 12.
   const int stored = GENERATE(12, 16);
-  Setup s(stored, 12);
+  const bool raw_pack = GENERATE(false, true);
+  INFO("stored " << stored << (raw_pack ? ", raw pack" : ", PNG files"));
+  Setup s(stored, 12, raw_pack);
   const char* augments[] = {
       R"([{"name": "pad_crop", "pad": 3}, {"name": "hflip"}, {"name": "normalize", "mean": [0.4], "std": [0.3]}])",
       R"([{"name": "hflip"}, {"name": "pad_crop", "pad": 5, "mode": "constant", "p": 0.7}, {"name": "vflip"}])",
@@ -191,11 +212,7 @@ TEST_CASE("device-resident batches on CUDA equal the CPU ones", "[gpu][data][res
     WARN("no CUDA device: skipped");
     return;
   }
-  if (!kg::data::can_decode_images()) {
-    WARN("this build has no image codecs and the fixture is PNG files: skipped");
-    return;
-  }
-  Setup s(16, 12);
+  Setup s(16, 12, /*raw_pack=*/true);
   const auto g = kg::data::geometry(s.opts);
   const auto aug = kg::config::json::parse(
       R"([{"name": "pad_crop", "pad": 3, "mode": "constant"}, {"name": "hflip"}, {"name": "vflip"}, {"name": "normalize", "mean": [0.4], "std": [0.3]}])");
