@@ -36,6 +36,7 @@ void put_chunk(std::string& out, const char* type, const std::string& data) {
   put_u32(out, static_cast<uint32_t>(crc32(0L, p, static_cast<uInt>(4 + data.size()))));
 }
 
+#if KG_WITH_IMGCODECS
 // Brings any decoded depth to 8 bits.
 void to_8bit(cv::Mat& m, const std::string& name) {
   switch (m.depth()) {
@@ -57,6 +58,7 @@ void swap_red_blue(cv::Mat& m) {
     for (; p != end; p += 3) std::swap(p[0], p[2]);
   }
 }
+#endif
 
 }  // namespace
 

@@ -282,7 +282,7 @@ void time_eval_step(FitSetup& s, model::Network& net, const std::vector<int64_t>
   }
   // With more than one pass, the whole first one is warm-up.
   const int64_t warmup = first_pass < needed ? std::max(st.warmup, first_pass) : st.warmup;
-  const auto w = median_window(secs, images, std::min(warmup, static_cast<int64_t>(secs.size()) - 1), st.steps, st.repeats);
+  const auto w = median_window(secs, images, warmup, st.steps, st.repeats);  // it keeps one step at least
   r.eval_images_per_s = w.images_per_s;
   r.eval_epoch_seconds = w.images_per_s > 0 ? static_cast<double>(valid.size()) / w.images_per_s : 0.0;
   r.phases.push_back(phase("eval_step", "evaluation step", r.eval_batch, w));

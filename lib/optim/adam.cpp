@@ -29,75 +29,65 @@ class Adam : public Optimizer {
 
  protected:
   void update(const at::Tensor& p, const at::Tensor& grad, ParamState& s, const StepArgs& a) override {
-    const double beta1 = *momentum_, beta2 = o_.betas[1];
-    at::Tensor g = grad;
-    if (decoupled_) {
-      if (a.weight_decay != 0) p.mul_(1 - a.lr * a.weight_decay);
-    } else if (a.weight_decay != 0) {
-      g = g.add(p, a.weight_decay);
-    }
-    at::Tensor& exp_avg = slot(s, "exp_avg", p);
-    at::Tensor& exp_avg_sq = slot(s, "exp_avg_sq", p);
-    exp_avg.mul_(beta1).add_(g, 1 - beta1);
-    exp_avg_sq.mul_(beta2).addcmul_(g, g, 1 - beta2);
-    const double step = static_cast<double>(s.step);
-    const double bias_correction1 = 1 - std::pow(beta1, step);
-    const double bias_correction2 = 1 - std::pow(beta2, step);
-    const double step_size = a.lr / bias_correction1;
-    const double bias_correction2_sqrt = std::sqrt(bias_correction2);
-    at::Tensor denom;
-    if (o_.amsgrad) {
-      at::Tensor& max_sq = slot(s, "max_exp_avg_sq", p);
-      at::maximum_out(max_sq, max_sq, exp_avg_sq);
-      denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(o_.eps);
-    } else {
-      denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(o_.eps);
-    }
-    p.addcdiv_(exp_avg, denom, -step_size);
+    step_together({p}, {grad}, {&s}, s.step, a);
   }
 
-  // The same arithmetic as update(), op for op, over every parameter of the group that shares a step
-  // count, device and dtypes, with multi-tensor (foreach) kernels: PyTorch's default AdamW on CUDA.
-  // On the CPU LibTorch runs them tensor by tensor, so the result is bit-identical to update().
+  // Parameters sharing a step count, device and dtypes are updated together (PyTorch's default
+  // AdamW on CUDA: a handful of multi-tensor launches per group instead of several per parameter).
   void update_group(const std::vector<Item>& items, const StepArgs& a) override {
-    if (o_.amsgrad || items.size() < 2) return Optimizer::update_group(items, a);
-    std::map<std::tuple<int64_t, std::string, int, int>, std::vector<Item>> buckets;
+    std::map<std::tuple<int64_t, int, int, int, int>, std::vector<const Item*>> buckets;
     for (const auto& it : items)
-      buckets[{it.s->step, it.p->device().str(), static_cast<int>(it.p->scalar_type()),
-               static_cast<int>(it.grad->scalar_type())}].push_back(it);
+      buckets[{it.s->step, static_cast<int>(it.p->device().type()), it.p->device().index(),
+               static_cast<int>(it.p->scalar_type()), static_cast<int>(it.grad->scalar_type())}]
+          .push_back(&it);
     for (const auto& [key, bucket] : buckets) {
-      if (bucket.size() == 1) {
-        update(*bucket[0].p, *bucket[0].grad, *bucket[0].s, a);
-        continue;
+      std::vector<at::Tensor> ps, gs;
+      std::vector<ParamState*> states;
+      for (const Item* it : bucket) {
+        ps.push_back(*it->p);
+        gs.push_back(*it->grad);
+        states.push_back(it->s);
       }
-      std::vector<at::Tensor> ps, gs, m, v;
-      for (const auto& it : bucket) {
-        ps.push_back(*it.p);
-        gs.push_back(*it.grad);
-        m.push_back(slot(*it.s, "exp_avg", *it.p));
-        v.push_back(slot(*it.s, "exp_avg_sq", *it.p));
-      }
-      const double beta1 = *momentum_, beta2 = o_.betas[1];
-      if (decoupled_) {
-        if (a.weight_decay != 0) at::_foreach_mul_(ps, 1 - a.lr * a.weight_decay);
-      } else if (a.weight_decay != 0) {
-        gs = at::_foreach_add(gs, ps, a.weight_decay);
-      }
-      at::_foreach_mul_(m, beta1);
-      at::_foreach_add_(m, gs, 1 - beta1);
-      at::_foreach_mul_(v, beta2);
-      at::_foreach_addcmul_(v, gs, gs, 1 - beta2);
-      const double step = static_cast<double>(std::get<0>(key));
-      const double step_size = a.lr / (1 - std::pow(beta1, step));
-      const double bias_correction2_sqrt = std::sqrt(1 - std::pow(beta2, step));
-      std::vector<at::Tensor> denom = at::_foreach_sqrt(v);
-      at::_foreach_div_(denom, bias_correction2_sqrt);
-      at::_foreach_add_(denom, o_.eps);
-      at::_foreach_addcdiv_(ps, m, denom, -step_size);
+      step_together(std::move(ps), std::move(gs), states, std::get<0>(key), a);
     }
   }
 
  private:
+  // One Adam(W) update of `ps` (all at update count `step`) with multi-tensor (foreach) kernels, op for
+  // op torch.optim.Adam(W)'s arithmetic. On the CPU LibTorch runs them tensor by tensor, so the result
+  // does not depend on how the parameters are grouped (tested bit for bit).
+  void step_together(std::vector<at::Tensor> ps, std::vector<at::Tensor> gs, const std::vector<ParamState*>& states,
+                     int64_t step, const StepArgs& a) {
+    std::vector<at::Tensor> m, v;
+    for (size_t i = 0; i < ps.size(); ++i) {
+      m.push_back(slot(*states[i], "exp_avg", ps[i]));
+      v.push_back(slot(*states[i], "exp_avg_sq", ps[i]));
+    }
+    const double beta1 = *momentum_, beta2 = o_.betas[1];
+    if (decoupled_) {
+      if (a.weight_decay != 0) at::_foreach_mul_(ps, 1 - a.lr * a.weight_decay);
+    } else if (a.weight_decay != 0) {
+      gs = at::_foreach_add(gs, ps, a.weight_decay);
+    }
+    at::_foreach_mul_(m, beta1);
+    at::_foreach_add_(m, gs, 1 - beta1);
+    at::_foreach_mul_(v, beta2);
+    at::_foreach_addcmul_(v, gs, gs, 1 - beta2);
+    const double step_size = a.lr / (1 - std::pow(beta1, static_cast<double>(step)));
+    const double bias_correction2_sqrt = std::sqrt(1 - std::pow(beta2, static_cast<double>(step)));
+    if (o_.amsgrad) {
+      for (size_t i = 0; i < ps.size(); ++i) {
+        at::Tensor& max_sq = slot(*states[i], "max_exp_avg_sq", ps[i]);
+        at::maximum_out(max_sq, max_sq, v[i]);
+        v[i] = max_sq;  // the denominator's source from here on
+      }
+    }
+    std::vector<at::Tensor> denom = at::_foreach_sqrt(v);
+    at::_foreach_div_(denom, bias_correction2_sqrt);
+    at::_foreach_add_(denom, o_.eps);
+    at::_foreach_addcdiv_(ps, m, denom, -step_size);
+  }
+
   AdamOptions o_;
   bool decoupled_;
 };
