@@ -54,6 +54,10 @@ config::Fields<DeviceOptions> fields() {
           "ranks; a rank that died or hangs then ends the job with exit 4 instead of a hang").min(1);
   f.field("dist_bucket_mb", &DeviceOptions::dist_bucket_mb,
           "multi-process runs: gradients are all-reduced in buckets of at most this many MB (DDP's bucket_cap_mb)").positive();
+  f.field("dist_overlap", &DeviceOptions::dist_overlap,
+          "multi-process runs: a bucket is all-reduced as soon as backward has its gradients, while the layers "
+          "below are still computed (DDP); false = all buckets after backward (then an out-of-memory error in "
+          "backward can still be retried at a smaller micro-batch)");
   f.field("sync_batchnorm", &DeviceOptions::sync_batchnorm,
           "multi-process runs: BatchNorm layers normalise with the statistics of the global batch, summed over the "
           "ranks (torch.nn.SyncBatchNorm): small per-GPU batches then train like one large batch");

@@ -25,6 +25,7 @@ struct DeviceOptions {
   double loss_scale_backoff_factor = 0.5;   ///< fp16: scale backoff after an inf/NaN update (which is skipped)
   int64_t dist_timeout_s = 600;   ///< multi-process: seconds a collective waits for the other ranks before the job fails
   double dist_bucket_mb = 25;     ///< multi-process: gradients all-reduced in buckets of this many MB (DDP's bucket_cap_mb)
+  bool dist_overlap = true;       ///< multi-process: buckets all-reduced while backward runs (DDP's overlap)
   bool sync_batchnorm = false;    ///< multi-process: BatchNorm statistics over the global batch (SyncBatchNorm)
 };
 

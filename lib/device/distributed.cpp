@@ -108,6 +108,17 @@ class C10dGroup final : public ProcessGroup {
     });
   }
 
+  std::unique_ptr<Work> start_all_reduce_sum(at::Tensor flat) override {
+    KG_ASSERT(flat.is_contiguous(), "start_all_reduce_sum needs a contiguous tensor");
+    std::unique_ptr<Work> w;
+    guarded("all_reduce", [&] {
+      std::vector<at::Tensor> one{on_comm_device(flat)};
+      auto work = pg_->allreduce(one);
+      w = std::make_unique<Pending>(this, std::move(work), std::move(flat), one[0]);
+    });
+    return w;
+  }
+
   void broadcast(std::vector<at::Tensor>& tensors, int root) override {
     guarded("broadcast", [&] {
       c10d::BroadcastOptions o;
@@ -147,6 +158,23 @@ class C10dGroup final : public ProcessGroup {
                         "device.dist_timeout_s = " + std::to_string(timeout_.count()));
     }
   }
+
+  // A started all-reduce; the result goes back to `dst` when the backend needed a copy elsewhere.
+  struct Pending final : Work {
+    Pending(C10dGroup* g, c10::intrusive_ptr<c10d::Work> w, at::Tensor dst, at::Tensor buf)
+        : g_(g), w_(std::move(w)), dst_(std::move(dst)), buf_(std::move(buf)) {}
+    void wait() override {
+      if (!w_) return;
+      g_->guarded("all_reduce", [&] {
+        g_->wait(*w_);
+        if (!buf_.is_same(dst_)) dst_.copy_(buf_);
+      });
+      w_.reset();
+    }
+    C10dGroup* g_;
+    c10::intrusive_ptr<c10d::Work> w_;
+    at::Tensor dst_, buf_;
+  };
 
   c10::intrusive_ptr<PG> pg_;
   std::chrono::seconds timeout_;

@@ -45,6 +45,16 @@ class ProcessGroup {
   // Sum over ranks, in place. Tensors are packed into flat buckets of at most `bucket_bytes` per dtype
   // (DDP's bucket_cap_mb), one collective per bucket.
   virtual void all_reduce_sum(std::vector<at::Tensor>& tensors, int64_t bucket_bytes = 25 << 20) = 0;
+  // A collective in flight; wait() returns once its result is in place (a DeviceError, exit 4, when a
+  // rank failed or did not answer in time).
+  class Work {
+   public:
+    virtual ~Work() = default;
+    virtual void wait() = 0;
+  };
+  // Starts the sum over ranks of one contiguous tensor, in place, and returns at once (the gradient
+  // buckets overlapped with backward). Every rank must start the same collectives in the same order.
+  virtual std::unique_ptr<Work> start_all_reduce_sum(at::Tensor flat) = 0;
   // rank `root`'s values everywhere, in place.
   virtual void broadcast(std::vector<at::Tensor>& tensors, int root = 0) = 0;
   virtual void barrier() = 0;

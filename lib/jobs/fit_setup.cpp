@@ -55,6 +55,7 @@ FitSetup::FitSetup(const JobOptions& opts, const std::string& command) : o(opts)
     log(o, "  ranks   " + std::to_string(o.dist.world_size) + " processes (" + group->backend_name() + "), global batch " +
                std::to_string(topt.batch_size * o.dist.world_size) + " = " + std::to_string(o.dist.world_size) + " x " +
                std::to_string(topt.batch_size) + (dev_opts.sync_batchnorm ? ", SyncBatchNorm" : "") +
+               (dev_opts.dist_overlap ? ", gradients summed during backward" : ", gradients summed after backward") +
                "; rank 0 writes the outputs");
   }
   seed = static_cast<uint64_t>(run.seed);

@@ -14,6 +14,7 @@
 #include "device/backend.h"
 #include "model/batchnorm.h"
 #include "device/oom.h"
+#include "train/grad_reducer.h"
 #include "train/rng_state.h"
 
 namespace fs = std::filesystem;
@@ -54,8 +55,11 @@ Trainer::Trainer(TrainerParts parts, Plan& plan, const TrainOptions& topt, const
   if (p_.group) {
     s_.world_size = p_.group->world_size();
     broadcast_model();  // every rank starts from rank 0's weights (DDP's constructor does the same)
+    if (p_.dist_overlap) reducer_ = std::make_unique<GradReducer>(p_.group, p_.dist_bucket_bytes);
   }
 }
+
+Trainer::~Trainer() = default;
 
 void Trainer::log(const std::string& line) const {
   if (io_.log) io_.log(line);
@@ -80,6 +84,7 @@ void Trainer::apply_plan_for_epoch(int64_t epoch) {
     bool freeze = frozen_set.count(params_[i].unsafeGetTensorImpl()) && !(topt_.train_bn && norm_param_[i]);
     params_[i].set_requires_grad(!freeze);
   }
+  reduce_params_of_epoch();
   // Layer-group learning-rate multipliers of the plan's phase (fine_tune), by the optimizer group's layer group.
   if (const auto* mults = plan_.group_lr_mult(epoch)) {
     auto names = p_.net->group_names();
@@ -236,7 +241,8 @@ void Trainer::back_off(int64_t epoch, int64_t full_batch, const std::string& wha
       std::to_string(full_batch * topt_.accum_steps) + ", lr and schedule unchanged); retrying the update");
 }
 
-void Trainer::run_loaded_batch(const data::Batch& b, int64_t epoch, int64_t full_batch, int64_t group_chunks, GroupSums& g) {
+void Trainer::run_loaded_batch(const data::Batch& b, int64_t epoch, int64_t full_batch, int64_t group_chunks,
+                               bool last_of_group, GroupSums& g) {
   const int64_t micro = micro_size(full_batch, s_.oom_halvings);
   const int64_t rows = b.images.size(0);
   const int64_t per_full = chunks_of(full_batch, micro);
@@ -258,6 +264,7 @@ void Trainer::run_loaded_batch(const data::Batch& b, int64_t epoch, int64_t full
     // statistics and dropout's generator already moved), before backward.
     if (p_.fake_oom_above >= 0 && len > p_.fake_oom_above) device::throw_fake_oom(len, p_.fake_oom_above);
     auto l = p_.loss->forward(out.to(torch::kFloat), y);  // the loss in float32 whatever the precision
+    if (reducer_ && last_of_group && start + len >= rows) reducer_->arm();
     // Each micro-batch's mean loss weighs 1/(the group's real size): the group's gradient is the
     // gradient of its mean loss, also for a short final group (timm; Lightning divides by accum).
     if (p_.scaler.enabled()) (l * (p_.scaler.scale() / static_cast<double>(group_chunks))).backward();
@@ -325,19 +332,27 @@ bool Trainer::run_epoch(int64_t epoch) {
       }
     }
     const int64_t first = b.index - in_group;
+    const bool last_of_group = in_group + 1 == group_size;
     if (!backoff) {
-      run_loaded_batch(b, epoch, full, group_chunks(first), g);
+      run_loaded_batch(b, epoch, full, group_chunks(first), last_of_group, g);
     } else {
       group.push_back(b);
       size_t done = group.size() - 1;  // loaded batches of this group already run at the current size
       for (;;) {
         try {
-          for (size_t i = done; i < group.size(); ++i) run_loaded_batch(group[i], epoch, full, group_chunks(first), g);
+          for (size_t i = done; i < group.size(); ++i)
+            run_loaded_batch(group[i], epoch, full, group_chunks(first), last_of_group && i + 1 == group.size(), g);
           break;
         } catch (const std::exception& e) {
           if (!device::is_out_of_memory(e)) throw;
           std::string what = e.what();
           what = what.substr(0, what.find('\n'));
+          if (!abandon_reduction())
+            throw DeviceError("out of memory in backward at update " + std::to_string(s_.step + 1) + " (micro-batch " +
+                              std::to_string(micro_size(full, s_.oom_halvings)) + ") after this rank had started summing "
+                              "gradients with the others: the update cannot be retried at a smaller micro-batch. Set "
+                              "device.dist_overlap = false (OOM back-off then works in multi-process runs) or a smaller "
+                              "train.batch_size: " + what);
           // Everything this update computed is dropped: the group starts again at the smaller size.
           p_.opt->zero_grad();
           g.loss.zero_();

@@ -35,6 +35,8 @@
 
 namespace kg::train {
 
+class GradReducer;
+
 // Where the loop stands; saved in every checkpoint (state.json "trainer").
 struct TrainState {
   int64_t epoch = 0;            // epochs completed
@@ -82,6 +84,7 @@ struct TrainerParts {
   // validation metrics are rank 0's, and every stop decision is shared.
   device::ProcessGroupPtr group;
   int64_t dist_bucket_bytes = 25 << 20;
+  bool dist_overlap = true;  // device.dist_overlap: buckets summed while backward runs (GradReducer)
   // The validation loader yields this rank's data::shard_rows share: evaluate() gathers the predictions.
   bool shard_validation = false;
 };
@@ -116,6 +119,7 @@ class Trainer {
  public:
   Trainer(TrainerParts parts, Plan& plan, const TrainOptions& topt, const CheckpointOptions& copt, TrainLoaderFn train_loader,
           ValidLoaderFn valid_loader, MixFn mix, std::vector<CallbackPtr> callbacks, TrainerIO io);
+  ~Trainer();
 
   // Restores model, optimizer, plan, RNG, callbacks and the loop's position from a checkpoint.
   void resume(const Checkpoint& c);
@@ -156,7 +160,9 @@ class Trainer {
   // Forward + backward of loaded batch `b` in micro-batches of the current size (after OOM back-offs);
   // each micro-batch's mean loss weighs 1 / `group_chunks`. Adds to the group's loss sums.
   struct GroupSums;
-  void run_loaded_batch(const data::Batch& b, int64_t epoch, int64_t full_batch, int64_t group_chunks, GroupSums& g);
+  // `last_of_group`: b is the update's last loaded batch (its last micro-batch's backward is reduced).
+  void run_loaded_batch(const data::Batch& b, int64_t epoch, int64_t full_batch, int64_t group_chunks, bool last_of_group,
+                        GroupSums& g);
   // train.oom_backoff: on CUDA, or with the fake-OOM test hook.
   bool oom_backoff_enabled() const;
   // Halves the micro-batch after an out-of-memory error (DeviceError at one image); logs and records it.
@@ -167,6 +173,10 @@ class Trainer {
   // Gradients and the group's loss averaged over the ranks; the loss sum returned.
   at::Tensor all_reduce_update(std::vector<at::Tensor>& grads, const at::Tensor& group_loss_sum, bool stop_here, bool* any_stop);
   bool any_rank(bool flag);
+  // The overlapped reducer's parameters: those that take a gradient this epoch.
+  void reduce_params_of_epoch();
+  // An update failed (out of memory) after its gradients began to be reduced: false when a retry is unsafe.
+  bool abandon_reduction();
   void save_last();
 
   TrainerParts p_;
@@ -183,6 +193,7 @@ class Trainer {
   std::vector<std::vector<at::Tensor>> group_params_;  // per layer group
   std::vector<bool> norm_param_;                         // parallel to net parameters: inside a normalization layer
   std::vector<at::Tensor> params_;
+  std::unique_ptr<GradReducer> reducer_;                 // data parallel with device.dist_overlap
   bool has_batch_norm_ = false;                          // the OOM back-off stops at two images per micro-batch
   std::unique_ptr<EpochReport> last_report_;
   bool stop_requested_ = false, stop_mid_epoch_ = false;

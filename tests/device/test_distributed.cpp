@@ -3,11 +3,6 @@
 // 2 processes x batch B = 1 process x batch 2B, and a failed rank ending the job instead of hanging.
 #include <catch2/catch.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -29,50 +24,10 @@
 #include "support/fixtures.h"
 #include "train/engine.h"
 #include "support/job_helpers.h"
+#include "support/two_ranks.h"
 #include "test_paths.h"
 
 namespace {
-
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-kg::device::DistEnv env_of(int rank, int world, int port) {
-  kg::device::DistEnv e;
-  e.rank = e.local_rank = rank;
-  e.world_size = e.local_world_size = world;
-  e.master_addr = "127.0.0.1";
-  e.master_port = port;
-  return e;
-}
-
-// Runs `f(group)` on two ranks (threads of this process, each with its own process group).
-template <class F>
-void two_ranks(F f) {
-  const int port = free_port();
-  std::exception_ptr err[2];
-  auto body = [&](int r) {
-    try {
-      auto g = kg::device::ProcessGroup::connect(env_of(r, 2, port), c10::Device(c10::kCPU), std::chrono::seconds(30));
-      f(*g);
-    } catch (...) {
-      err[r] = std::current_exception();
-    }
-  };
-  std::thread t1(body, 1);
-  body(0);
-  t1.join();
-  for (auto& e : err)
-    if (e) std::rethrow_exception(e);
-}
 
 std::string rank_env(int rank, int world, int port) {
   return "RANK=" + std::to_string(rank) + " LOCAL_RANK=" + std::to_string(rank) + " WORLD_SIZE=" + std::to_string(world) +
@@ -131,7 +86,7 @@ TEST_CASE("each rank takes its slice of every global batch; a short one is split
 
 TEST_CASE("Gloo collectives between two ranks: bucketed sum, broadcast, strings, a differentiable sum",
           "[unit][device][dist]") {
-  two_ranks([](kg::device::ProcessGroup& g) {
+  kg::test::two_ranks([](kg::device::ProcessGroup& g) {
     const double r = g.rank();
     // Three tensors of two dtypes; 16-byte buckets force several collectives.
     std::vector<at::Tensor> t{torch::full({3}, r + 1), torch::full({2, 2}, 10 * (r + 1)),
@@ -159,7 +114,7 @@ TEST_CASE("Gloo collectives between two ranks: bucketed sum, broadcast, strings,
 TEST_CASE("sharded predictions are gathered in the rows' order on every rank", "[unit][train][dist]") {
   // 5 rows over 2 ranks: rank 0 predicted rows 0, 2, 4 of the list, rank 1 rows 1, 3.
   const std::vector<int64_t> all{40, 41, 42, 43, 44};
-  two_ranks([&](kg::device::ProcessGroup& g) {
+  kg::test::two_ranks([&](kg::device::ProcessGroup& g) {
     const int r = g.rank();
     const auto mine = kg::data::shard_rows(all, r, 2);
     CHECK(mine == (r == 0 ? std::vector<int64_t>{40, 42, 44} : std::vector<int64_t>{41, 43}));
@@ -189,7 +144,7 @@ TEST_CASE("SyncBatchNorm on two ranks normalises like BatchNorm on their joined 
   const auto w = torch::randn({6, 3, 4, 4});
   kg::model::BatchNorm2d ref(3);
   auto yref = ref->forward(x);
-  two_ranks([&](kg::device::ProcessGroup& g) {
+  kg::test::two_ranks([&](kg::device::ProcessGroup& g) {
     // Each rank owns a module and half the batch. The hook is process-wide; both ranks live in this
     // process, so it sums through the calling thread's group.
     kg::model::BatchNorm2d bn(3);
@@ -206,7 +161,7 @@ TEST_CASE("SyncBatchNorm on two ranks normalises like BatchNorm on their joined 
   kg::model::set_batchnorm_sync(nullptr);
 }
 
-TEST_CASE("fit --nproc 2 with batch B trains the weights of one process with batch 2B", "[integration][dist]") {
+TEST_CASE("fit --nproc 2 with batch B trains the weights of one process with batch 2B (overlapped or not)", "[integration][dist]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 48, 4);  // fold 1 of 4 held out: 36 training rows = 3 global batches of 12
   auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
@@ -219,8 +174,20 @@ TEST_CASE("fit --nproc 2 with batch B trains the weights of one process with bat
                                                  common));
   INFO(two.output);
   REQUIRE(two.exit_code == 0);
+  // The same with every bucket summed after backward instead of during it: the same weights, bit for bit.
+  auto off = kg::test::run_kgtrain(kg::test::cat({"fit", recipe, "train.batch_size=6", "device.sync_batchnorm=true",
+                                                  "device.dist_overlap=false", "device.dist_timeout_s=60", "--nproc", "2",
+                                                  "--run-dir", dir / "off"},
+                                                 common));
+  INFO(off.output);
+  REQUIRE(off.exit_code == 0);
   const auto a = kg::model::read_safetensors(dir / "one/checkpoints/last/model.safetensors");
   const auto b = kg::model::read_safetensors(dir / "two/checkpoints/last/model.safetensors");
+  const auto c = kg::model::read_safetensors(dir / "off/checkpoints/last/model.safetensors");
+  for (auto& [k, t] : b) {
+    INFO(k);
+    CHECK(torch::equal(t, c.at(k)));
+  }
   REQUIRE(a.size() == b.size());
   for (auto& [k, t] : a) {
     INFO(k);
@@ -261,7 +228,7 @@ TEST_CASE("a rank that fails or never comes ends the job with exit 4, not a hang
   auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
   const std::string bin = std::string("'") + KGTRAIN_BINARY + "' fit '" + recipe + "' --quiet device.dist_timeout_s=20 ";
   SECTION("rank 1 stops after the rendezvous (its data folder is missing)") {
-    const int port = free_port();
+    const int port = kg::test::free_port();
     const auto t0 = std::chrono::steady_clock::now();
     auto r = kg::test::run_shell("(" + rank_env(1, 2, port) + bin + "data.root=/nonexistent >/dev/null 2>&1 &) ; " + rank_env(0, 2, port) +
                        bin + "--run-dir '" + (dir / "run") + "'");
@@ -272,7 +239,7 @@ TEST_CASE("a rank that fails or never comes ends the job with exit 4, not a hang
     CHECK(s < 60);
   }
   SECTION("rank 1 never starts: the rendezvous times out") {
-    auto r = kg::test::run_shell(rank_env(0, 2, free_port()) + bin + "device.dist_timeout_s=3 --run-dir '" + (dir / "run2") + "'");
+    auto r = kg::test::run_shell(rank_env(0, 2, kg::test::free_port()) + bin + "device.dist_timeout_s=3 --run-dir '" + (dir / "run2") + "'");
     INFO(r.output);
     CHECK(r.exit_code == 4);
     CHECK(r.output.find("distributed rendezvous at 127.0.0.1:") != std::string::npos);

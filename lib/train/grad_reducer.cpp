@@ -1,0 +1,159 @@
+#include "train/grad_reducer.h"
+
+#include <map>
+#include <string>
+#include <utility>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+
+namespace kg::train {
+
+GradReducer::GradReducer(device::ProcessGroupPtr group, int64_t bucket_bytes)
+    : group_(std::move(group)), bucket_bytes_(bucket_bytes) {
+  KG_ASSERT(group_ && bucket_bytes_ > 0, "GradReducer needs a process group and a bucket size");
+}
+
+GradReducer::~GradReducer() {
+  // A collective still in flight (an exception left the update half done) must not outlive its buffer.
+  for (auto& b : buckets_)
+    if (b.work) try {
+        b.work->wait();
+      } catch (const std::exception&) {
+      }
+  remove_hooks();
+}
+
+void GradReducer::remove_hooks() {
+  for (size_t i = 0; i < hooks_.size(); ++i) params_[i].remove_hook(hooks_[i]);
+  hooks_.clear();
+}
+
+void GradReducer::set_params(const std::vector<at::Tensor>& params) {
+  remove_hooks();
+  params_ = params;
+  slots_.assign(params_.size(), Slot{});
+  buckets_.clear();
+  // Last parameter first; one open bucket per (dtype, device).
+  std::map<std::pair<int, std::pair<int, int>>, size_t> open;
+  std::vector<int64_t> bytes;
+  for (size_t k = params_.size(); k-- > 0;) {
+    const auto& p = params_[k];
+    KG_ASSERT(p.requires_grad(), "GradReducer: a parameter without requires_grad");
+    const auto key = std::make_pair(static_cast<int>(p.scalar_type()),
+                                    std::make_pair(static_cast<int>(p.device().type()), static_cast<int>(p.device().index())));
+    const int64_t nb = p.numel() * static_cast<int64_t>(p.element_size());
+    auto it = open.find(key);
+    if (it == open.end() || (bytes[it->second] > 0 && bytes[it->second] + nb > bucket_bytes_)) {
+      buckets_.emplace_back();
+      bytes.push_back(0);
+      it = open.insert_or_assign(key, buckets_.size() - 1).first;
+    }
+    slots_[k].bucket = it->second;
+    slots_[k].offset = bytes[it->second] / static_cast<int64_t>(p.element_size());
+    buckets_[it->second].params.push_back(k);
+    bytes[it->second] += nb;
+  }
+  for (size_t j = 0; j < buckets_.size(); ++j) {
+    const auto& first = params_[buckets_[j].params.front()];
+    buckets_[j].flat = torch::empty({bytes[j] / static_cast<int64_t>(first.element_size())}, first.options().requires_grad(false));
+  }
+  hooks_.reserve(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i)
+    hooks_.push_back(params_[i].register_hook([this, i](const at::Tensor& g) { on_grad(i, g); }));
+  reset();
+}
+
+void GradReducer::reset() {
+  for (auto& s : slots_) s.arrived = false;
+  for (auto& b : buckets_) {
+    b.pending = b.params.size();
+    b.work.reset();
+  }
+  next_ = 0;
+  armed_ = false;
+}
+
+void GradReducer::arm() {
+  std::lock_guard<std::mutex> lock(mu_);
+  reset();
+  armed_ = true;
+  started_during_backward_ = 0;
+}
+
+void GradReducer::on_grad(size_t i, const at::Tensor& g) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!armed_ || !g.defined()) return;
+  at::NoGradGuard no_grad;
+  Slot& s = slots_[i];
+  Bucket& b = buckets_[s.bucket];
+  const auto& p = params_[i];
+  at::Tensor dst = b.flat.narrow(0, s.offset, p.numel()).view(p.sizes());
+  if (s.arrived) {
+    // A second gradient for one parameter in one backward (it sits in two graph tasks): it adds up,
+    // as in .grad, until its bucket has gone out.
+    KG_CHECK(b.work == nullptr, InternalError, "a gradient for parameter ", i, " arrived after its bucket was all-reduced");
+    dst.add_(g);
+    return;
+  }
+  // The hook runs before autograd accumulates g into .grad: the bucket gets what .grad will hold.
+  const at::Tensor& acc = p.grad();
+  if (acc.defined()) at::add_out(dst, acc, g);
+  else dst.copy_(g);
+  s.arrived = true;
+  if (--b.pending == 0) start_ready();
+}
+
+void GradReducer::start(Bucket& b) { b.work = group_->start_all_reduce_sum(b.flat); }
+
+void GradReducer::start_ready() {
+  while (next_ < buckets_.size() && buckets_[next_].pending == 0) {
+    start(buckets_[next_++]);
+    ++started_during_backward_;
+  }
+}
+
+void GradReducer::finish() {
+  std::lock_guard<std::mutex> lock(mu_);
+  KG_ASSERT(armed_, "GradReducer::finish without arm");
+  at::NoGradGuard no_grad;
+  for (; next_ < buckets_.size(); ++next_) {
+    Bucket& b = buckets_[next_];
+    for (size_t i : b.params) {
+      if (slots_[i].arrived) continue;
+      // No gradient in the last backward: what earlier micro-batches left in .grad, else zeros.
+      const auto& p = params_[i];
+      at::Tensor dst = b.flat.narrow(0, slots_[i].offset, p.numel()).view(p.sizes());
+      if (p.grad().defined()) dst.copy_(p.grad());
+      else dst.zero_();
+    }
+    start(b);
+  }
+  const double w = static_cast<double>(group_->world_size());
+  for (auto& b : buckets_) {
+    b.work->wait();
+    b.work.reset();
+    b.flat.div_(w);
+    for (size_t i : b.params) {
+      auto& p = params_[i];
+      if (p.grad().defined()) p.mutable_grad().copy_(b.flat.narrow(0, slots_[i].offset, p.numel()).view(p.sizes()));
+    }
+  }
+  armed_ = false;
+}
+
+bool GradReducer::abandon() {
+  std::lock_guard<std::mutex> lock(mu_);
+  bool clean = next_ == 0;
+  for (auto& b : buckets_)
+    if (b.work) try {
+        b.work->wait();  // every rank sends this bucket: let it complete before the buffer is reused
+      } catch (const std::exception&) {
+        clean = false;
+      }
+  reset();
+  return clean;
+}
+
+}  // namespace kg::train
