@@ -1,6 +1,8 @@
 // What the trainer puts into a checkpoint, and the exact resume from one.
 #include "train/trainer.h"
 
+#include <algorithm>
+
 #include <torch/torch.h>
 
 #include "core/error.h"
@@ -34,6 +36,9 @@ CheckpointFiles Trainer::checkpoint_files(const model::TensorMap* model_weights)
   f.state["step"] = s_.step;
   f.state["batch"] = s_.batch;
   f.state["trainer"] = s_.to_json();
+  // Where the update counter stands in the plan's layout of updates per epoch: a resume whose updates per
+  // epoch differ (another number of processes, batch size or accumulation) continues the schedule there.
+  f.state["trainer"]["updates_into_epoch"] = s_.step - plan_.first_step_of_epoch(s_.epoch);
   f.state["plan"] = plan_.state();
   f.state["optimizer"] = optim_meta;
   f.state["scaler"] = p_.scaler.state();
@@ -67,6 +72,16 @@ void Trainer::resume(const Checkpoint& c) {
            " (mid-epoch positions count global batches of train.batch_size x processes), or from a checkpoint saved at an "
            "epoch's end, which any number of processes can resume");
   s_.world_size = world;
+  if (s_.batch == 0 && st.at("trainer").contains("updates_into_epoch")) {
+    const int64_t at = plan_.first_step_of_epoch(s_.epoch) + st.at("trainer").at("updates_into_epoch").get<int64_t>();
+    if (at != s_.step) {
+      log("  resume: " + std::to_string(plan_.steps_in_epoch(std::min(s_.epoch, plan_.epochs() - 1))) +
+          " updates per epoch now (processes, batch size or accumulation changed): the schedule goes on from update " +
+          std::to_string(at) + " of " + std::to_string(plan_.total_steps()) + " (the checkpoint counted " +
+          std::to_string(s_.step) + ")");
+      s_.step = at;
+    }
+  }
 }
 
 }  // namespace kg::train

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -257,5 +258,44 @@ TEST_CASE("a rank that fails or never comes ends the job with exit 4, not a hang
     auto r = kg::test::run_shell("WORLD_SIZE=2 " + bin + "--nproc 2");
     CHECK(r.exit_code == 2);
     CHECK(r.output.find("use either torchrun or --nproc") != std::string::npos);
+  }
+}
+
+TEST_CASE("an epoch-end checkpoint of 2 processes resumes on 1 with the schedule where it stood", "[integration][dist]") {
+  kg::test::TempDir dir;
+  auto ds = kg::test::make_tiny_dataset(dir, 48, 4);  // 36 training rows
+  auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
+  const std::vector<std::string> common{"train.epochs=3",  "optim.name=sgd",     "train.batch_size=6",
+                                        "train.checkpoint_every_steps=1", "checkpoint.keep_last=20", "--quiet"};
+  // 2 processes x 6 images: 3 updates per epoch; checkpoints/step-000000003 is the end of epoch 1.
+  auto two = kg::test::run_kgtrain(
+      kg::test::cat({"fit", recipe, "device.dist_timeout_s=60", "--nproc", "2", "--run-dir", dir / "two"}, common));
+  INFO(two.output);
+  REQUIRE(two.exit_code == 0);
+  // 1 process x 6 images: 6 updates per epoch, 18 in all; the one-cycle schedule spans them.
+  auto one = kg::test::run_kgtrain(kg::test::cat({"fit", recipe, "--run-dir", dir / "one"}, common));
+  INFO(one.output);
+  REQUIRE(one.exit_code == 0);
+  // As if the 2-process run had been stopped after epoch 1: the fold is not finished; resume on 1 process.
+  REQUIRE(std::remove((dir / "two/fold.json").c_str()) == 0);
+  auto res = kg::test::run_kgtrain({"fit", "--resume", dir / "two/checkpoints/step-000000003"});
+  INFO(res.output);
+  REQUIRE(res.exit_code == 0);
+  CHECK(res.output.find("the schedule goes on from update 6 of 18 (the checkpoint counted 3)") != std::string::npos);
+  auto lines = [&](const std::string& run) {
+    std::vector<nlohmann::json> out;
+    for (auto& l : kg::split(kg::read_file(dir / (run + "/metrics.jsonl")), '\n'))
+      if (!l.empty()) out.push_back(nlohmann::json::parse(l));
+    return out;
+  };
+  const auto a = lines("one"), b = lines("two");
+  REQUIRE(a.size() == 3);
+  REQUIRE(b.size() == 3);
+  // Epochs 2 and 3 of the resumed run: the updates and learning rates of the 1-process run's layout
+  // (without the rebase they would stop at update 15, the last one mid-schedule at a high rate).
+  for (size_t e = 1; e < 3; ++e) {
+    INFO("epoch " << e + 1);
+    CHECK(b[e]["step"] == a[e]["step"]);
+    CHECK(b[e]["lr"].get<double>() == Approx(a[e]["lr"].get<double>()).epsilon(1e-12));
   }
 }
