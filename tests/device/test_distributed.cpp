@@ -299,3 +299,24 @@ TEST_CASE("an epoch-end checkpoint of 2 processes resumes on 1 with the schedule
     CHECK(b[e]["lr"].get<double>() == Approx(a[e]["lr"].get<double>()).epsilon(1e-12));
   }
 }
+
+TEST_CASE("OOM back-off on 2 processes retries the update the same with buckets overlapped or not", "[integration][dist][oom]") {
+  kg::test::TempDir dir;
+  auto ds = kg::test::make_tiny_dataset(dir, 48, 4);  // 36 training rows: 2 global batches of 2 x 8 an epoch
+  auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
+  // Both ranks "run out of memory" above 4 images after the forward pass, before the bucket hooks are
+  // armed: each update is retried at 4 images per micro-batch, 2 accumulated.
+  kg::test::EnvVar fake("KGTRAIN_FAKE_OOM_ABOVE", "4");
+  auto run = [&](const std::string& name, const std::string& overlap) {
+    auto r = kg::test::run_kgtrain({"fit", recipe, "train.epochs=2", "optim.name=sgd", "train.batch_size=8",
+                                    "device.dist_overlap=" + overlap, "device.dist_timeout_s=60", "--nproc", "2",
+                                    "--run-dir", dir / name});
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.output, Catch::Contains("out of memory at update 1 (micro-batch 8): now 4 x 2 accumulated"));
+    CHECK(kg::test::read_json(dir / (name + "/summary.json"))["folds"][0]["oom_backoff"]["halvings"] == 1);
+  };
+  run("on", "true");
+  run("off", "false");
+  CHECK(kg::read_file(dir / "on/checkpoints/last/model.safetensors") == kg::read_file(dir / "off/checkpoints/last/model.safetensors"));
+}

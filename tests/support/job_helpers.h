@@ -1,5 +1,6 @@
 // Small helpers the job tests share: argument lists, JSON files, CSV columns by id.
 #pragma once
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -15,6 +16,15 @@ inline std::vector<std::string> cat(std::vector<std::string> a, const std::vecto
   a.insert(a.end(), b.begin(), b.end());
   return a;
 }
+
+// Sets an environment variable for the kgtrain processes a test starts; unset again at scope exit.
+struct EnvVar {
+  std::string name;
+  EnvVar(const std::string& n, const std::string& v) : name(n) { ::setenv(n.c_str(), v.c_str(), 1); }
+  ~EnvVar() { ::unsetenv(name.c_str()); }
+  EnvVar(const EnvVar&) = delete;
+  EnvVar& operator=(const EnvVar&) = delete;
+};
 
 inline nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(kg::read_file(path)); }
 

@@ -13,14 +13,7 @@
 
 namespace fs = std::filesystem;
 
-namespace {
-// Sets an environment variable for the kgtrain processes a test starts; unset again at scope exit.
-struct EnvVar {
-  std::string name;
-  EnvVar(const std::string& n, const std::string& v) : name(n) { ::setenv(n.c_str(), v.c_str(), 1); }
-  ~EnvVar() { ::unsetenv(name.c_str()); }
-};
-}  // namespace
+using kg::test::EnvVar;
 
 TEST_CASE("OOM back-off: 16 -> 8 -> 4 images per micro-batch, same weights as batch 4 x 4 from the start",
           "[train][oom]") {
