@@ -1,6 +1,6 @@
 // SWA callback: SWALR's lr trace (tests/golden/swa.json from torch 1.13, scripts/golden/gen_swa.py), the
-// running average against the arithmetic mean, checkpoint round trip, the [swa] section, and BatchNorm
-// recalibration against statistics computed here from the same batches.
+// running average against the arithmetic mean, checkpoint round trip, the [swa] section, and EMA + SWA
+// in the real training loop (BN recalibration itself: test_bn_recalibrate.cpp).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -20,17 +20,18 @@
 #include "data/transform.h"
 #include "model/model.h"
 #include "support/fixtures.h"
-#include "train/bn_recalibrate.h"
 #include "train/callbacks/ema.h"
 #include "train/callbacks/swa.h"
 #include "train/options.h"
 #include "train/plan.h"
 #include "train/trainer.h"
+#include "train/bn_net_fixture.h"
 #include "test_paths.h"
 
 using nlohmann::json;
 using kg::train::SwaCallback;
 using kg::train::SwaOptions;
+using namespace kg::test::bn;
 
 namespace {
 
@@ -200,199 +201,6 @@ TEST_CASE("[swa] section: off by default, validated, builds the callback", "[uni
   CHECK_THROWS_AS(recipe("[swa]\nswa_epoch_start = 2.5\n"), kg::ConfigError);
   CHECK_THROWS_AS(recipe("[swa]\nannealing_strategy = \"cosine\"\n"), kg::ConfigError);
   CHECK_THROWS_AS(recipe("[swa]\nswa_lr = -0.1\n"), kg::ConfigError);
-}
-
-// --- BatchNorm recalibration ----------------------------------------------------------------------
-
-namespace {
-
-// BatchNorm2d straight on the input (its statistics are the images'), then the fastai head with one
-// hidden layer: BatchNorm1d on the pooled features, Linear, ReLU, BatchNorm1d, Linear.
-class BnNet final : public kg::model::Network {
- public:
-  explicit BnNet(const kg::model::ModelContext& ctx) {
-    bn = register_module("bn", torch::nn::BatchNorm2d(ctx.in_chans));
-    add_group("stem", {"bn"});
-    finish(ctx, *this, "fc");
-  }
-  at::Tensor forward_features(const at::Tensor& x) override { return bn->forward(x); }
-  torch::nn::BatchNorm2d bn{nullptr};
-};
-
-std::shared_ptr<BnNet> make_net() {
-  kg::model::ModelContext ctx;
-  ctx.in_chans = 1;
-  ctx.num_outputs = 2;
-  ctx.height = ctx.width = 12;
-  ctx.model.head_hidden = {3};
-  ctx.model.head_dropout = 0;  // dropout in train mode would make the head's BN inputs random
-  auto net = std::make_shared<BnNet>(ctx);
-  torch::NoGradGuard ng;
-  net->bn->weight.fill_(1.5);
-  net->bn->bias.fill_(0.2);
-  return net;
-}
-
-std::vector<torch::nn::BatchNormOptions*> all_bn_options(kg::model::Network& net, std::vector<std::string>* names = nullptr) {
-  std::vector<torch::nn::BatchNormOptions*> out;
-  for (auto& item : net.named_modules("", false)) {
-    const auto& name = item.key();
-    const auto& m = item.value();
-    if (auto* b1 = dynamic_cast<torch::nn::BatchNorm1dImpl*>(m.get())) out.push_back(&b1->options);
-    else if (auto* b2 = dynamic_cast<torch::nn::BatchNorm2dImpl*>(m.get())) out.push_back(&b2->options);
-    else continue;
-    if (names) names->push_back(name);
-  }
-  return out;
-}
-
-at::Tensor buffer(kg::model::Network& net, const std::string& name) {
-  for (auto& b : net.named_buffers(true))
-    if (b.key() == name) return b.value();
-  FAIL("no buffer " << name);
-  return {};
-}
-
-struct Data {
-  kg::test::TempDir dir;
-  kg::data::DataOptions opts;
-  kg::data::ClassList classes;
-  kg::data::Table table;
-  std::unique_ptr<kg::data::Pipeline> pipeline;
-  std::vector<int64_t> rows;
-  kg::data::LoaderOptions lo;
-  Data() {
-    auto ds = kg::test::make_tiny_dataset(dir, 37, 4);
-    opts.root = ds.root;
-    opts.channels = 1;
-    opts.image_size = 12;
-    classes = kg::data::infer_classes(opts);
-    table = kg::data::load_table(opts, opts.train_csv, opts.image_dir, &classes, true);
-    pipeline = std::make_unique<kg::data::Pipeline>(json::array(), kg::data::geometry(opts), true);
-    for (int64_t i = 0; i < table.size(); ++i) rows.push_back(i);
-    lo.batch_size = 8;  // 37 rows: 4 full batches and one of 5
-    lo.shuffle = true;
-    lo.seed = 3;
-    lo.epoch = 1;
-  }
-  std::unique_ptr<kg::data::Loader> loader(int64_t max_batches = -1) const {
-    auto o = lo;
-    o.max_batches = max_batches;
-    return std::make_unique<kg::data::Loader>(table, rows, *pipeline, o);
-  }
-  std::vector<at::Tensor> images() const {
-    std::vector<at::Tensor> out;
-    auto l = loader();
-    kg::data::Batch b;
-    while (l->next(b)) out.push_back(kg::data::to_model_input(b, torch::kCPU).to(torch::kDouble));
-    return out;
-  }
-};
-
-// What one pass with cumulative averaging must give, computed from the batches: BatchNorm2d on the
-// images, then BatchNorm1d on the average-pooled output of BatchNorm2d in train mode (batch statistics).
-struct Expected {
-  double bn2d_mean = 0, bn2d_var = 0;        // mean over batches of batch mean / unbiased batch variance
-  double head_mean = 0, head_var = 0;
-  double bn2d_mean_m01 = 0, bn2d_var_m01 = 1;  // the same with momentum 0.1 from (0, 1)
-};
-
-Expected expected_stats(const std::vector<at::Tensor>& batches, size_t n, double eps) {
-  Expected e;
-  for (size_t i = 0; i < n; ++i) {
-    const auto& x = batches[i];  // [B, 1, 12, 12]
-    const double m = x.mean().item<double>();
-    const double v = x.var(/*unbiased=*/true).item<double>();
-    const double vb = x.var(/*unbiased=*/false).item<double>();
-    e.bn2d_mean += m / static_cast<double>(n);
-    e.bn2d_var += v / static_cast<double>(n);
-    e.bn2d_mean_m01 = 0.9 * e.bn2d_mean_m01 + 0.1 * m;
-    e.bn2d_var_m01 = 0.9 * e.bn2d_var_m01 + 0.1 * v;
-    auto pooled = ((x - m) / std::sqrt(vb + eps) * 1.5 + 0.2).mean({1, 2, 3});  // [B]
-    e.head_mean += pooled.mean().item<double>() / static_cast<double>(n);
-    e.head_var += pooled.var(true).item<double>() / static_cast<double>(n);
-  }
-  return e;
-}
-
-}  // namespace
-
-TEST_CASE("BN recalibration is one cumulative-average pass over the training batches", "[unit][callbacks]") {
-  Data data;
-  const auto batches = data.images();
-  REQUIRE(batches.size() == 5);
-  auto net = make_net();
-  std::vector<std::string> bn_names;
-  auto options = all_bn_options(*net, &bn_names);
-  REQUIRE(options.size() == 3);  // bn, head_hidden.0, head_hidden.4 (or wherever the head puts them)
-  const std::string head_bn = bn_names[1];
-  INFO("head BatchNorm: " << head_bn);
-
-  // Stale statistics from "training" that the recalibration must discard.
-  {
-    torch::NoGradGuard ng;
-    for (auto& b : net->named_buffers(true)) {
-      if (b.key().find("running_mean") != std::string::npos) b.value().fill_(7);
-      if (b.key().find("running_var") != std::string::npos) b.value().fill_(9);
-      if (b.key().find("num_batches_tracked") != std::string::npos) b.value().fill_(123);
-    }
-  }
-  net->eval();
-  net->bn->train();  // a mixed state that must come back as it was
-
-  SECTION("full pass") {
-    auto loader = data.loader();
-    CHECK(kg::train::recalibrate_bn(*net, *loader, torch::kCPU) == 3);
-    const auto e = expected_stats(batches, batches.size(), 1e-5);
-    CHECK(net->bn->running_mean.item<double>() == Approx(e.bn2d_mean).epsilon(1e-5));
-    CHECK(net->bn->running_var.item<double>() == Approx(e.bn2d_var).epsilon(1e-5));
-    CHECK(buffer(*net, head_bn + ".running_mean").item<double>() == Approx(e.head_mean).margin(1e-5));
-    CHECK(buffer(*net, head_bn + ".running_var").item<double>() == Approx(e.head_var).epsilon(1e-4));
-    for (auto& name : bn_names) CHECK(buffer(*net, name + ".num_batches_tracked").item<int64_t>() == 5);
-    // Not what momentum 0.1 would have left.
-    CHECK(std::abs(net->bn->running_mean.item<double>() - e.bn2d_mean_m01) > 1e-2);
-    CHECK(std::abs(net->bn->running_var.item<double>() - e.bn2d_var_m01) > 1e-2);
-  }
-  SECTION("bn_batches limits the pass") {
-    auto loader = data.loader();
-    kg::train::recalibrate_bn(*net, *loader, torch::kCPU, 2);
-    const auto e = expected_stats(batches, 2, 1e-5);
-    CHECK(net->bn->running_mean.item<double>() == Approx(e.bn2d_mean).epsilon(1e-5));
-    CHECK(net->bn->running_var.item<double>() == Approx(e.bn2d_var).epsilon(1e-5));
-    CHECK(net->bn->num_batches_tracked.item<int64_t>() == 2);
-  }
-  // Momenta and modes are restored.
-  for (auto* o : options) {
-    REQUIRE(o->momentum().has_value());
-    CHECK(*o->momentum() == 0.1);
-  }
-  CHECK_FALSE(net->is_training());
-  CHECK(net->bn->is_training());
-  for (auto& item : net->named_modules("", false))
-    if (item.key() != "bn") CHECK_FALSE(item.value()->is_training());
-}
-
-TEST_CASE("BN recalibration without BatchNorm layers runs nothing", "[unit][callbacks]") {
-  struct NoBn final : kg::model::Network {
-    explicit NoBn(const kg::model::ModelContext& ctx) {
-      conv = register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 2, 3)));
-      add_group("stem", {"conv"});
-      finish(ctx, *this, "fc");
-    }
-    at::Tensor forward_features(const at::Tensor& x) override { return conv->forward(x); }
-    torch::nn::Conv2d conv{nullptr};
-  };
-  kg::model::ModelContext ctx;
-  ctx.in_chans = 1;
-  ctx.num_outputs = 2;
-  ctx.height = ctx.width = 12;
-  auto net = std::make_shared<NoBn>(ctx);
-  Data data;
-  auto loader = data.loader();
-  CHECK(kg::train::recalibrate_bn(*net, *loader, torch::kCPU) == 0);
-  kg::data::Batch b;
-  CHECK(loader->next(b));  // untouched
-  CHECK(b.index == 0);
 }
 
 // --- both callbacks inside the real training loop ---------------------------------------------------
