@@ -5,7 +5,6 @@
 
 #include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
-#include <opencv2/core/version.hpp>
 
 #include <cstdlib>
 #include <filesystem>
@@ -59,8 +58,11 @@ std::string builtin_recipes_dir(const std::map<std::string, std::string>& env) {
 }
 
 std::string version_text() {
-  std::string s = std::string("kgtrain ") + KGTRAIN_VERSION + "\nLibTorch " + compat::torch_version() + "\nOpenCV " +
-                  CV_VERSION + (data::can_decode_images() ? "" : " (no image codecs: PNG/JPEG decoding disabled)") + "\n";
+  const std::string cv = data::opencv_version();
+  std::string s = std::string("kgtrain ") + KGTRAIN_VERSION + "\nLibTorch " + compat::torch_version() + "\n" +
+                  (cv.empty() ? "OpenCV: not built (no image decoding, no resizing/colour/warp transforms, no PNG charts)"
+                              : "OpenCV " + cv + (data::can_decode_images() ? "" : " (no image codecs: PNG/JPEG decoding disabled)")) +
+                  "\n";
   std::string cuda = device::cuda_build_info();
   s += cuda.empty() ? "CUDA: not built (CPU-only LibTorch)\n" : cuda + "\n";
   return s;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds kgtrain against the LibTorch inside an installed PyTorch (2.x, with CUDA): Kaggle, Colab, a GPU
-# workstation or cluster node. Needs python3 with torch, cmake >= 3.18, a C++17 compiler, OpenCV's C++
-# development files, zlib, and the header-only dependencies (toml++, CLI11, nlohmann/json; Catch2 for
-# the tests) either installed or unpacked into a folder:
+# workstation or cluster node. Needs python3 with torch, cmake >= 3.18, a C++17 compiler, zlib, and the
+# header-only dependencies (toml++, CLI11, nlohmann/json; Catch2 for the tests) either installed or
+# unpacked into a folder. OpenCV's C++ files are optional: without them kgtrain trains from IDX files
+# and raw packs only (README: Building with CUDA), and the tests are not built.
 #
 #   bash scripts/build_cuda.sh                           # -> build-cuda/kgtrain
 #   bash scripts/build_cuda.sh --fetch-deps .deps/hdr    # on a machine with apt: unpack the header-only packages
@@ -85,9 +86,8 @@ command -v ninja >/dev/null && GEN=(-G Ninja)
 
 cmake -S . -B "$BUILD_DIR" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PREFIXES" \
   -DKGTRAIN_BUILD_TESTS="$TESTS" "${EXTRA[@]}" ||
-  missing "cmake could not configure (see above). OpenCV's C++ files: apt-get install libopencv-dev, or" \
-          "conda install -c conda-forge opencv and add its prefix with -- -DOpenCV_DIR=...; header-only" \
-          "libraries: --fetch-deps / --deps"
+  missing "cmake could not configure (see above). Header-only libraries: --fetch-deps / --deps; OpenCV (optional):" \
+          "apt-get install libopencv-dev, or conda install -c conda-forge opencv and add its prefix with -- -DOpenCV_DIR=..."
 [ "$CONFIGURE_ONLY" = 1 ] && { echo "build_cuda: configured $BUILD_DIR"; exit 0; }
 cmake --build "$BUILD_DIR" -j "$JOBS" || exit 1
 echo "build_cuda: built $BUILD_DIR/kgtrain"

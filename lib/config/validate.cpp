@@ -94,6 +94,10 @@ void check_component_table(const std::string& key, const Entry& e, size_t i, con
     return;
   }
   const ComponentInfo* c = reg->find_info(name->get<std::string>());
+  if (!c && !reg->unavailable(name->get<std::string>()).empty()) {
+    problems.push_back(at + ".name: " + reg->unavailable(name->get<std::string>()) + " (" + origin_of(e, idx + ".name") + ")");
+    return;
+  }
   if (!c) {
     auto known = reg->names();
     problems.push_back(at + ".name: unknown " + kind + " \"" + name->get<std::string>() + "\" (" +

@@ -33,7 +33,13 @@ std::vector<std::string> RegistryBase::names() const {
   return out;
 }
 
+std::string RegistryBase::unavailable(const std::string& name) const {
+  auto it = unavailable_.find(name);
+  return it == unavailable_.end() ? "" : kind_ + " \"" + name + "\" is not in this build: " + it->second;
+}
+
 void RegistryBase::unknown(const std::string& name, const std::string& where) const {
+  if (auto why = unavailable(name); !why.empty()) throw ConfigError(why + (where.empty() ? "" : " (at " + where + ")"));
   auto known = names();
   throw ConfigError("unknown " + kind_ + " \"" + name + "\"" + (where.empty() ? "" : " at " + where) +
                     " (known: " + join(known, ", ") + ")" + did_you_mean(name, known));

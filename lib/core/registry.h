@@ -28,6 +28,11 @@ class RegistryBase {
   std::vector<std::string> names() const;
   // ConfigError 'unknown model "resnt9" at x.toml:3:8 (known: resnet9, ...) (did you mean resnet9?)'.
   [[noreturn]] void unknown(const std::string& name, const std::string& where) const;
+  // Components left out of this build (e.g. the OpenCV transforms in a build without OpenCV): naming one
+  // is an error that gives `reason` instead of "unknown".
+  void mark_unavailable(const std::string& name, const std::string& reason) { unavailable_[name] = reason; }
+  // "" unless `name` was marked unavailable; then 'transform "resize" is not in this build: <reason>'.
+  std::string unavailable(const std::string& name) const;
 
   static const std::map<std::string, const RegistryBase*>& all();
   static const RegistryBase* by_kind(const std::string& kind);
@@ -42,6 +47,7 @@ class RegistryBase {
   static std::map<std::string, const RegistryBase*>& mutable_all();
   std::string kind_;
   std::vector<std::string> duplicates_;
+  std::map<std::string, std::string> unavailable_;
 };
 
 template <class Signature> class Registry;

@@ -16,7 +16,6 @@
 #include <thread>
 #include <utility>
 
-#include <opencv2/core.hpp>
 
 #include "core/error.h"
 #include "core/fs.h"
@@ -217,7 +216,7 @@ void write_split(const IdxImages& im, const std::string& out_dir, const std::str
         const int64_t i = next++;
         if (i >= im.count) break;
         // A Mat header over the file's bytes: no pixel copy before encoding.
-        const cv::Mat m(im.height, im.width, CV_8UC1, const_cast<unsigned char*>(im.pixels(i)));
+        const Image m(im.height, im.width, image_type(kDepth8U, 1), const_cast<unsigned char*>(im.pixels(i)));
         encode_png(m, png);
         const std::string path = dir + "/" + std::to_string(first_id + i) + ".png";
         if (!update) {

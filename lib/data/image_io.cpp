@@ -4,7 +4,11 @@
 #include <utility>
 #include <vector>
 
+#if KG_WITH_OPENCV
+#include <opencv2/core/utility.hpp>
+#include <opencv2/core/version.hpp>
 #include <opencv2/imgproc.hpp>
+#endif
 #if KG_WITH_IMGCODECS
 #include <opencv2/imgcodecs.hpp>
 #endif
@@ -38,7 +42,7 @@ void put_chunk(std::string& out, const char* type, const std::string& data) {
 
 #if KG_WITH_IMGCODECS
 // Brings any decoded depth to 8 bits.
-void to_8bit(cv::Mat& m, const std::string& name) {
+void to_8bit(Image& m, const std::string& name) {
   switch (m.depth()) {
     case CV_8U: return;
     case CV_16U: m.convertTo(m, CV_8U, 1.0 / 257.0); return;  // 65535 -> 255 exactly
@@ -51,7 +55,7 @@ void to_8bit(cv::Mat& m, const std::string& name) {
 }
 
 // BGR -> RGB in place: cv::cvtColor would copy the whole image for an in-place call.
-void swap_red_blue(cv::Mat& m) {
+void swap_red_blue(Image& m) {
   for (int r = 0; r < m.rows; ++r) {
     uchar* p = m.ptr<uchar>(r);
     uchar* end = p + static_cast<size_t>(m.cols) * 3;
@@ -64,21 +68,37 @@ void swap_red_blue(cv::Mat& m) {
 
 bool can_decode_images() { return KG_WITH_IMGCODECS != 0; }
 
-cv::Mat decode_image_bytes(std::string_view bytes, const std::string& name, int channels) {
+std::string opencv_version() {
+#if KG_WITH_OPENCV
+  return CV_VERSION;
+#else
+  return "";
+#endif
+}
+
+int opencv_threads() {
+#if KG_WITH_OPENCV
+  return cv::getNumThreads();
+#else
+  return 0;
+#endif
+}
+
+Image decode_image_bytes(std::string_view bytes, const std::string& name, int channels) {
   KG_ASSERT(channels == 1 || channels == 3, "channels=", channels);
   KG_CHECK(!bytes.empty(), DataError, "image ", name, " is empty (0 bytes)");
   KG_CHECK(bytes.size() <= static_cast<size_t>(INT_MAX), DataError, "image ", name,
            " is too large (", bytes.size(), " bytes)");
 #if !KG_WITH_IMGCODECS
-  throw DataError("cannot decode image " + name + ": this kgtrain was built without OpenCV's image " +
-                  "codecs (imgcodecs), and image decoding needs them. Rebuild with them (Debian/Ubuntu: " +
-                  "apt-get install libopencv-dev), or train from data that needs no decoding: an IDX " +
+  throw DataError("cannot decode image " + name + ": this kgtrain was built without " +
+                  std::string(KG_WITH_OPENCV ? "OpenCV's image codecs (imgcodecs)" : "OpenCV") +
+                  ", and image decoding needs them. Rebuild with them (Debian/Ubuntu: apt-get install libopencv-dev), or train from data that needs no decoding: an IDX " +
                   "file, a raw pack (`kgtrain pack --raw` on a machine whose kgtrain decodes), or " +
                   "data.cache = \"device\" over such a source");
 #else
   // imdecode only reads the buffer; the cast is for the Mat constructor.
-  const cv::Mat buf(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<char*>(bytes.data()));
-  cv::Mat m;
+  const Image buf(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<char*>(bytes.data()));
+  Image m;
   try {
     // ANYDEPTH|ANYCOLOR rather than IMREAD_UNCHANGED: it still keeps 16-bit and gray images, but
     // yields 1 or 3 channels (alpha dropped) and applies EXIF orientation, which OpenCV 4.6 skips
@@ -96,7 +116,7 @@ cv::Mat decode_image_bytes(std::string_view bytes, const std::string& name, int 
 
   if (channels == 3) {
     if (m.channels() == 1) {
-      cv::Mat rgb;
+      Image rgb;
       cv::cvtColor(m, rgb, cv::COLOR_GRAY2RGB);
       return rgb;
     }
@@ -104,7 +124,7 @@ cv::Mat decode_image_bytes(std::string_view bytes, const std::string& name, int 
     return m;
   }
   if (m.channels() == 3) {
-    cv::Mat gray;
+    Image gray;
     cv::cvtColor(m, gray, cv::COLOR_BGR2GRAY);  // m is still BGR here: same as RGB2GRAY on RGB
     return gray;
   }
@@ -112,13 +132,13 @@ cv::Mat decode_image_bytes(std::string_view bytes, const std::string& name, int 
 #endif
 }
 
-cv::Mat decode_image(const std::string& path, int channels) {
+Image decode_image(const std::string& path, int channels) {
   return decode_image_bytes(read_file(path), path, channels);
 }
 
-void encode_png_zlib(const cv::Mat& img, std::string& out) {
-  KG_ASSERT(img.depth() == CV_8U && (img.channels() == 1 || img.channels() == 3),
-            "encode_png wants CV_8UC1 or CV_8UC3, got type ", img.type());
+void encode_png_zlib(const Image& img, std::string& out) {
+  KG_ASSERT(img.depth() == kDepth8U && (img.channels() == 1 || img.channels() == 3),
+            "encode_png wants 8-bit gray or RGB, got type ", img.type());
   const size_t row_bytes = static_cast<size_t>(img.cols) * img.channels();
   // Each scanline: filter type 1 (Sub: each byte minus the one a pixel to its left), which suits
   // photographs and charts alike, then the row.
@@ -126,7 +146,7 @@ void encode_png_zlib(const cv::Mat& img, std::string& out) {
   raw.reserve((row_bytes + 1) * img.rows);
   const size_t bpp = img.channels();
   for (int r = 0; r < img.rows; ++r) {
-    const uchar* p = img.ptr<uchar>(r);
+    const uint8_t* p = img.ptr<uint8_t>(r);
     raw.push_back(1);
     for (size_t i = 0; i < row_bytes; ++i) raw.push_back(static_cast<char>(p[i] - (i >= bpp ? p[i - bpp] : 0)));
   }
@@ -147,13 +167,13 @@ void encode_png_zlib(const cv::Mat& img, std::string& out) {
   put_chunk(out, "IEND", "");
 }
 
-void encode_png(const cv::Mat& img, std::string& out) {
+void encode_png(const Image& img, std::string& out) {
 #if !KG_WITH_IMGCODECS
   encode_png_zlib(img, out);
 #else
   KG_ASSERT(img.depth() == CV_8U && (img.channels() == 1 || img.channels() == 3),
             "encode_png wants CV_8UC1 or CV_8UC3, got type ", img.type());
-  cv::Mat bgr;
+  Image bgr;
   if (img.channels() == 3) cv::cvtColor(img, bgr, cv::COLOR_RGB2BGR);
   std::vector<uchar> buf;
   bool ok = cv::imencode(".png", img.channels() == 3 ? bgr : img, buf, kPngParams);
@@ -162,7 +182,7 @@ void encode_png(const cv::Mat& img, std::string& out) {
 #endif
 }
 
-void write_png_atomic(const std::string& path, const cv::Mat& rgb_or_gray) {
+void write_png_atomic(const std::string& path, const Image& rgb_or_gray) {
   std::string bytes;
   encode_png(rgb_or_gray, bytes);
   write_file_atomic(path, bytes);

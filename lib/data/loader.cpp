@@ -114,7 +114,7 @@ void Loader::produce(int64_t b, Batch& out) {
     const Row& r = table_.rows[static_cast<size_t>(row)];
     // The context string is built only on failure: this loop runs once per training image.
     try {
-      cv::Mat img = o_.cache ? o_.cache->get(row) : cv::Mat();
+      Image img = o_.cache ? o_.cache->get(row) : Image();
       if (img.empty()) {
         img = table_.image(static_cast<size_t>(row), static_cast<int>(g.channels));
         if (o_.cache) o_.cache->put(row, img);
@@ -186,13 +186,13 @@ at::Tensor to_model_input(const Batch& b, const c10::Device& device) {
   return x;
 }
 
-cv::Mat ImageCache::get(int64_t row) const {
+Image ImageCache::get(int64_t row) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = images_.find(row);
-  return it == images_.end() ? cv::Mat() : it->second.clone();
+  return it == images_.end() ? Image() : it->second.clone();
 }
 
-void ImageCache::put(int64_t row, const cv::Mat& img) {
+void ImageCache::put(int64_t row, const Image& img) {
   const size_t b = img.total() * img.elemSize();
   std::lock_guard<std::mutex> lock(mu_);
   if (bytes_ + b > max_bytes_ || images_.count(row)) return;
@@ -202,7 +202,7 @@ void ImageCache::put(int64_t row, const cv::Mat& img) {
 
 void ImageCache::remap(const std::vector<int64_t>& new_of_old) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::unordered_map<int64_t, cv::Mat> kept;
+  std::unordered_map<int64_t, Image> kept;
   bytes_ = 0;
   for (auto& [row, img] : images_) {
     const int64_t to = row >= 0 && row < static_cast<int64_t>(new_of_old.size()) ? new_of_old[static_cast<size_t>(row)] : -1;

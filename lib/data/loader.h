@@ -10,7 +10,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include <opencv2/core/mat.hpp>
+#include "data/image.h"
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -45,9 +45,9 @@ class ImageCache {
  public:
   explicit ImageCache(size_t max_bytes) : max_bytes_(max_bytes) {}
   // The row's image (a clone the caller may modify), or an empty Mat when not cached.
-  cv::Mat get(int64_t row) const;
+  Image get(int64_t row) const;
   // Keeps `img` unless the cap is reached.
-  void put(int64_t row, const cv::Mat& img);
+  void put(int64_t row, const Image& img);
   // Re-keys after rows were removed from the table: row r becomes new_of_old[r]; -1 drops it.
   void remap(const std::vector<int64_t>& new_of_old);
   size_t bytes() const;
@@ -56,7 +56,7 @@ class ImageCache {
  private:
   size_t max_bytes_;
   mutable std::mutex mu_;
-  std::unordered_map<int64_t, cv::Mat> images_;
+  std::unordered_map<int64_t, Image> images_;
   size_t bytes_ = 0;
 };
 

@@ -10,7 +10,9 @@
 #include <cstring>
 #include <filesystem>
 
+#if KG_WITH_OPENCV
 #include <opencv2/imgproc.hpp>
+#endif
 
 #include "core/error.h"
 #include "core/fs.h"
@@ -399,20 +401,33 @@ std::string_view PackReader::item(int64_t i) const {
   return {reinterpret_cast<const char*>(base_ + load_le64(e)), static_cast<size_t>(load_le64(e + 8))};
 }
 
-cv::Mat PackReader::image(int64_t i, int channels) const {
+Image PackReader::image(int64_t i, int channels) const {
   KG_CHECK(channels == 1 || channels == 3, InternalError, "PackReader::image: channels must be 1 or 3, got ", channels);
   std::string_view bytes = item(i);
   if (kind_ == PackKind::encoded) return decode_image_bytes(bytes, name() + "#" + std::to_string(i), channels);
   const int c = static_cast<int>(raw_.channels);
-  cv::Mat wrapped(static_cast<int>(raw_.height), static_cast<int>(raw_.width), CV_8UC(c),
-                  const_cast<char*>(bytes.data()));  // read-only mapping: never written through
-  cv::Mat out;
+  Image wrapped(static_cast<int>(raw_.height), static_cast<int>(raw_.width), image_type(kDepth8U, c),
+                const_cast<char*>(bytes.data()));  // read-only mapping: never written through
+  if (c == channels) return wrapped.clone();
+#if KG_WITH_OPENCV
+  Image out;
   try {
-    if (c == channels) out = wrapped.clone();
-    else cv::cvtColor(wrapped, out, c == 3 ? cv::COLOR_RGB2GRAY : cv::COLOR_GRAY2RGB);
+    cv::cvtColor(wrapped, out, c == 3 ? cv::COLOR_RGB2GRAY : cv::COLOR_GRAY2RGB);
   } catch (const cv::Exception& e) {
     throw DataError(path_ + ": item " + std::to_string(i) + ": " + e.what());
   }
+#else
+  // OpenCV's conversions: gray replicated; RGB -> gray with its 14-bit fixed-point BT.601 weights.
+  Image out(wrapped.rows, wrapped.cols, image_type(kDepth8U, channels));
+  for (int y = 0; y < wrapped.rows; ++y) {
+    const uint8_t* s = wrapped.ptr<uint8_t>(y);
+    uint8_t* d = out.ptr<uint8_t>(y);
+    for (int x = 0; x < wrapped.cols; ++x) {
+      if (c == 1) d[3 * x] = d[3 * x + 1] = d[3 * x + 2] = s[x];
+      else d[x] = static_cast<uint8_t>((s[3 * x] * 4899 + s[3 * x + 1] * 9617 + s[3 * x + 2] * 1868 + (1 << 13)) >> 14);
+    }
+  }
+#endif
   return out;
 }
 

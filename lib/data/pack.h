@@ -17,7 +17,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <opencv2/core/mat.hpp>
+#include "data/image.h"
 
 namespace kg::data {
 
@@ -92,8 +92,8 @@ class PackReader {
   std::string_view item(int64_t i) const;
   // The item as an 8-bit image with exactly `channels` (1 gray or 3 RGB) channels, owning its pixels.
   // Encoded items are decoded (data::decode_image_bytes, named "<file>#<i>"); raw items are copied
-  // and converted (RGB -> gray by cv::cvtColor, gray -> RGB by replication).
-  cv::Mat image(int64_t i, int channels) const;
+  // and converted (RGB -> gray by OpenCV's BT.601 weights, gray -> RGB by replication).
+  Image image(int64_t i, int channels) const;
 
   const nlohmann::json& meta() const { return meta_; }
   PackKind kind() const { return kind_; }

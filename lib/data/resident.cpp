@@ -6,7 +6,6 @@
 #include <thread>
 
 #include <ATen/ATen.h>
-#include <opencv2/core.hpp>
 
 #include "core/error.h"
 #include "core/strings.h"
@@ -43,10 +42,10 @@ ResidentImages::ResidentImages(const Table& t, const ImageGeometry& g, const c10
   auto work = [&] {
     for (int64_t i; (i = next++) < n_;) {
       try {
-        cv::Mat img = cache ? cache->get(i) : cv::Mat();
+        Image img = cache ? cache->get(i) : Image();
         if (img.empty()) img = t.image(static_cast<size_t>(i), static_cast<int>(C));
         resize_to(img, g);
-        KG_ASSERT(img.channels() == C && img.depth() == CV_8U, "decoded image of ", img.channels(), " channels");
+        KG_ASSERT(img.channels() == C && img.depth() == kDepth8U, "decoded image of ", img.channels(), " channels");
         for (int64_t y = 0; y < H; ++y)
           std::memcpy(base + ((i * (H + 1) + y) * (W + 1)) * C, img.ptr<uint8_t>(static_cast<int>(y)),
                       static_cast<size_t>(W * C));

@@ -54,7 +54,7 @@ void scan_images(const Table& t, const ImageGeometry& g, int threads, std::vecto
       const Row& r = t.rows[i];
       if (!t.pack && r.image.empty()) continue;  // already bad (path refused)
       try {
-        cv::Mat img = t.image(i, static_cast<int>(g.channels));
+        Image img = t.image(i, static_cast<int>(g.channels));
         if (fill) fill->put(static_cast<int64_t>(i), img);
       } catch (const Error& e) {
         std::lock_guard<std::mutex> lock(mu);

@@ -149,7 +149,7 @@ ClassList ClassList::from_json(const nlohmann::json& j) {
   return c;
 }
 
-cv::Mat Table::image(size_t row, int channels) const {
+Image Table::image(size_t row, int channels) const {
   const Row& r = rows[row];
   if (pack && r.item >= 0) return pack->image(r.item, channels);  // extra rows of a packed table are loose files
   return decode_image(r.image, channels);

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <opencv2/core/mat.hpp>
+#include "data/image.h"
 
 #include "data/options.h"
 
@@ -77,7 +77,7 @@ struct Table {
   bool labeled() const { return !targets.empty() || !values.empty(); }
   int64_t size() const { return static_cast<int64_t>(rows.size()); }
   // The row's image as 8-bit RGB or gray with `channels` channels; DataError when unreadable.
-  cv::Mat image(size_t row, int channels) const;
+  Image image(size_t row, int channels) const;
   // The label used to balance folds: the class (multiclass, binary), the rarest present label
   // (multilabel; K for none), a quantile bin of the first target (regression); -1 when unlabeled.
   std::vector<int64_t> strata(int bins = 10) const;

@@ -1,6 +1,11 @@
 #include "data/transform.h"
 
+#include <algorithm>
+#include <string>
+
+#if KG_WITH_OPENCV
 #include <opencv2/imgproc.hpp>
+#endif
 
 #include "core/error.h"
 #include "data/image_io.h"
@@ -10,6 +15,38 @@ namespace kg::data {
 TransformRegistry& transform_registry() {
   static TransformRegistry r("transform");
   return r;
+}
+
+#if !KG_WITH_OPENCV
+namespace {
+// The transforms that compute new pixels are OpenCV calls: named in a recipe, they say so.
+const bool kMarked = [] {
+  for (const char* name : {"affine", "center_crop", "color_jitter", "gaussian_blur", "grayscale", "random_erasing",
+                           "random_resized_crop", "resize"})
+    transform_registry().mark_unavailable(
+        name, "it needs OpenCV, which this kgtrain was built without (Debian/Ubuntu: apt-get install libopencv-dev, then "
+              "rebuild); this build has hflip, vflip, pad_crop and normalize");
+  return true;
+}();
+}  // namespace
+#endif
+
+Image remap_pixels(const Image& in, const std::vector<int64_t>& ys, const std::vector<int64_t>& xs) {
+  const size_t px = in.elemSize();
+  Image out(static_cast<int>(ys.size()), static_cast<int>(xs.size()), in.type());
+  for (size_t y = 0; y < ys.size(); ++y) {
+    uint8_t* dst = out.ptr<uint8_t>(static_cast<int>(y));
+    if (ys[y] < 0) {
+      std::fill(dst, dst + xs.size() * px, uint8_t{0});
+      continue;
+    }
+    const uint8_t* src = in.ptr<uint8_t>(static_cast<int>(ys[y]));
+    for (size_t x = 0; x < xs.size(); ++x) {
+      if (xs[x] < 0) std::fill(dst + x * px, dst + (x + 1) * px, uint8_t{0});
+      else std::copy(src + static_cast<size_t>(xs[x]) * px, src + static_cast<size_t>(xs[x] + 1) * px, dst + x * px);
+    }
+  }
+  return out;
 }
 
 Pipeline::Pipeline(const config::json& augment, const ImageGeometry& g, bool train, bool defer_normalize)
@@ -67,24 +104,31 @@ void Pipeline::index_maps(Rng& rng, std::vector<int64_t>& ys, std::vector<int64_
   compose(xs, mx, w);
 }
 
-void resize_to(cv::Mat& img, const ImageGeometry& g) {
+void resize_to(Image& img, const ImageGeometry& g) {
   if (img.rows == g.height && img.cols == g.width) return;
-  cv::Mat resized;
+#if KG_WITH_OPENCV
+  Image resized;
   bool shrink = img.rows > g.height || img.cols > g.width;
   cv::resize(img, resized, cv::Size(static_cast<int>(g.width), static_cast<int>(g.height)), 0, 0,
              shrink ? cv::INTER_AREA : cv::INTER_LINEAR);
   img = resized;
+#else
+  throw DataError("an image is " + std::to_string(img.cols) + "x" + std::to_string(img.rows) + ", data.image_size is " +
+                  std::to_string(g.width) + "x" + std::to_string(g.height) + ": resizing needs OpenCV, which this kgtrain "
+                  "was built without. Set data.image_size to the images' size, or make a raw pack at that size with "
+                  "`kgtrain pack --raw --size H W` where kgtrain has OpenCV");
+#endif
 }
 
-void Pipeline::transform(cv::Mat& img, Rng& rng) const {
+void Pipeline::transform(Image& img, Rng& rng) const {
   if (presize_) resize_to(img, g_);
   for (const auto& t : transforms_) t->apply(img, rng);
   resize_to(img, g_);
 }
 
-void Pipeline::process_u8(cv::Mat img, Rng& rng, uint8_t* out) const {
+void Pipeline::process_u8(Image img, Rng& rng, uint8_t* out) const {
   transform(img, rng);
-  KG_CHECK(img.depth() == CV_8U, DataError, "data.uint8_transfer: a transform produced float pixels; only a final normalize may");
+  KG_CHECK(img.depth() == kDepth8U, DataError, "data.uint8_transfer: a transform produced float pixels; only a final normalize may");
   const int c = img.channels();
   const int64_t plane = g_.height * g_.width;
   for (int y = 0; y < img.rows; ++y) {
@@ -94,12 +138,12 @@ void Pipeline::process_u8(cv::Mat img, Rng& rng, uint8_t* out) const {
   }
 }
 
-void Pipeline::process(cv::Mat img, Rng& rng, float* out) const {
+void Pipeline::process(Image img, Rng& rng, float* out) const {
   transform(img, rng);
   // Without a normalize transform pixels are scaled to [0, 1].
   const int c = img.channels();
   const int64_t plane = g_.height * g_.width;
-  const bool u8 = img.depth() == CV_8U;
+  const bool u8 = img.depth() == kDepth8U;
   for (int y = 0; y < img.rows; ++y) {
     const uint8_t* row8 = img.ptr<uint8_t>(y);
     const float* rowf = img.ptr<float>(y);

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include <opencv2/core/mat.hpp>
+#include "data/image.h"
 
 #include "config/tree.h"
 #include "core/random.h"
@@ -17,7 +17,7 @@ namespace kg::data {
 class Transform {
  public:
   virtual ~Transform() = default;
-  virtual void apply(cv::Mat& img, Rng& rng) const = 0;
+  virtual void apply(Image& img, Rng& rng) const = 0;
   // Random transforms are training-only; evaluation keeps the deterministic ones (normalize, ...).
   virtual bool random() const = 0;
   // True for transforms that produce data.image_size themselves (resize, center_crop,
@@ -44,7 +44,11 @@ inline Rng sample_rng(uint64_t seed, int64_t epoch, int64_t row) {
 using TransformRegistry = Registry<TransformPtr(const ImageGeometry&)>;
 
 // Resizes to g's height x width (area when shrinking, linear when growing); no-op at that size.
-void resize_to(cv::Mat& img, const ImageGeometry& g);
+// Without OpenCV: a DataError when the size differs.
+void resize_to(Image& img, const ImageGeometry& g);
+// out(y, x) = in(ys[y], xs[x]), 0 where an index is -1: an index map applied on the host (the pixel
+// moves of the flips and pad_crop in a build without OpenCV).
+Image remap_pixels(const Image& in, const std::vector<int64_t>& ys, const std::vector<int64_t>& xs);
 TransformRegistry& transform_registry();
 
 class Pipeline {
@@ -55,9 +59,9 @@ class Pipeline {
   Pipeline(const config::json& augment, const ImageGeometry& g, bool train, bool defer_normalize = false);
   // Resizes and transforms a decoded 8-bit image and writes CHW floats to `out`. Unless a transform sizes the output itself, the
   // image is first resized to data.image_size; whatever size the transforms leave is resized to it last.
-  void process(cv::Mat img, Rng& rng, float* out) const;
+  void process(Image img, Rng& rng, float* out) const;
   // The same into uint8 CHW (defer_normalize pipelines); DataError when a transform produced floats.
-  void process_u8(cv::Mat img, Rng& rng, uint8_t* out) const;
+  void process_u8(Image img, Rng& rng, uint8_t* out) const;
   bool outputs_u8() const { return defer_normalize_; }
   // Mean and std of the deferred normalize, [0, 1] units, one per channel (empty: scale to [0, 1] only).
   const std::vector<double>& device_mean() const { return mean_; }
@@ -79,7 +83,7 @@ class Pipeline {
   bool presize_ = true;  // no transform sizes the output: resize before the first transform
   bool defer_normalize_ = false;
   std::vector<double> mean_, std_;
-  void transform(cv::Mat& img, Rng& rng) const;
+  void transform(Image& img, Rng& rng) const;
 };
 
 }  // namespace kg::data

@@ -7,12 +7,12 @@
 #include <iostream>
 
 #include <ATen/core/Tensor.h>
-#include <opencv2/core/utility.hpp>
 
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/strings.h"
 #include "data/folds.h"
+#include "data/image_io.h"
 #include "data/loader.h"
 #include "data/options.h"
 #include "data/source.h"
@@ -134,7 +134,7 @@ int run_bench_data(const JobOptions& o) {
                      " rows (" + format + "), input " + std::to_string(geom.channels) + "x" + std::to_string(geom.height) + "x" +
                      std::to_string(geom.width) + ", batch " + std::to_string(batch) + ", " + std::to_string(workers) +
                      " workers, prefetch " + std::to_string(dopt.prefetch) + ", OpenCV threads " +
-                     std::to_string(cv::getNumThreads()) + (pipe.outputs_u8() ? ", uint8 batches" : "") + "\n  transforms (" +
+                     std::to_string(data::opencv_threads()) + (pipe.outputs_u8() ? ", uint8 batches" : "") + "\n  transforms (" +
                      (train ? "training" : "evaluation") + "): " + (transforms.empty() ? "none" : join(transforms, ", ")) +
                      (train ? "" : " (random ones skipped)") + "\n";
   if (o.dry_run) {
@@ -163,7 +163,7 @@ int run_bench_data(const JobOptions& o) {
                  {"transforms", transforms},
                  {"cache", dopt.cache},
                  {"uint8_transfer", dopt.uint8_transfer},
-                 {"opencv_threads", cv::getNumThreads()}};
+                 {"opencv_threads", data::opencv_threads()}};
   std::string table_txt = has("decode") || has("augment") ? "section          threads    images   seconds       img/s  img/s/thread\n" : "";
   auto add_line = [&](const std::string& name, const json& r) {
     char buf[160];

@@ -8,7 +8,6 @@
 #include <mutex>
 #include <thread>
 
-#include <opencv2/core/mat.hpp>
 
 #include "core/random.h"
 #include "data/loader.h"
@@ -86,7 +85,7 @@ double time_decode_augment(const data::Table& t, const std::vector<int64_t>& row
   return time_parallel(threads, n, [&](size_t i, int w) {
     const auto row = rows[i];
     Rng rng = data::sample_rng(seed, epoch, row);  // the loader's stream
-    cv::Mat img = cache ? cache->get(row) : cv::Mat();
+    data::Image img = cache ? cache->get(row) : data::Image();
     if (img.empty()) img = t.image(static_cast<size_t>(row), static_cast<int>(g.channels));
     if (u8) pipe.process_u8(std::move(img), rng, out8[static_cast<size_t>(w)].data());
     else pipe.process(std::move(img), rng, out[static_cast<size_t>(w)].data());

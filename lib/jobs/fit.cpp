@@ -148,6 +148,8 @@ int run_fit(const JobOptions& given) {
                "; metrics " + join(metrics.names(), ", ") + " (monitor " + monitor + ")" +
                (mixing_possible && data::mixup_enabled(mix, 0) ? "; mixup/cutmix on" : "") + "; callbacks " + join(cbs, ", "));
     if (!o.plot_schedule.empty()) {
+      KG_CHECK(report::can_plot(), UsageError, "--plot-schedule draws a PNG with OpenCV, which this kgtrain was built without; "
+               "kgtrain show RECIPE prints the plan, and metrics.jsonl records the lr of every epoch");
       report::Series lr{"lr", {}, {}, false}, mom{"momentum", {}, {}, false};
       const double spe = static_cast<double>(std::max<int64_t>(1, plan.steps_in_epoch(0)));
       bool has_mom = false;

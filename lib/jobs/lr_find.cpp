@@ -64,6 +64,7 @@ void write_outputs(const train::LrFindResult& r, const std::string& dir) {
   for (size_t i = 0; i < r.lrs.size(); ++i) csv += cell(r.lrs[i]) + "," + cell(r.losses[i]) + "," + cell(r.smoothed[i]) + "\n";
   write_file_atomic((d / "lr_find.csv").string(), csv);
   write_file_atomic((d / "lr_find.json").string(), r.to_json().dump(2) + "\n");
+  if (!report::can_plot()) return;  // said by print_table
 
   // fastai's plot_lr_find: the smoothed loss on a log lr axis without the last 5 points (skip_end).
   report::Series curve{"smoothed loss", {}, {}, false};
@@ -112,7 +113,8 @@ void print_table(const train::LrFindResult& r, const std::string& dir) {
     std::cout << "  " << name << "  " << (v ? num(*v) : std::string("n/a")) << (n == r.chosen ? "  <- chosen" : "") << "\n";
   }
   for (auto& note : r.notes) std::cout << "note: " << note << "\n";
-  std::cout << "wrote " << (fs::path(dir) / "lr_find.csv").string() << ", lr_find.json, lr_find.png\n";
+  std::cout << "wrote " << (fs::path(dir) / "lr_find.csv").string() << ", lr_find.json"
+            << (report::can_plot() ? ", lr_find.png\n" : " (no lr_find.png: this kgtrain was built without OpenCV, which draws it)\n");
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ int64_t pack_split(const JobOptions& o, const data::DataOptions& dopt, data::Spl
             items[k] = read_file(r.image);
             continue;
           }
-          cv::Mat img = data::decode_image(r.image, static_cast<int>(g.channels));
+          data::Image img = data::decode_image(r.image, static_cast<int>(g.channels));
           data::resize_to(img, g);
           if (!img.isContinuous()) img = img.clone();
           items[k].assign(reinterpret_cast<const char*>(img.data), img.total() * img.elemSize());

@@ -5,8 +5,10 @@
 #include <cstdio>
 #include <limits>
 
+#if KG_WITH_OPENCV
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
+#endif
 
 #include "core/error.h"
 #include "core/fs.h"
@@ -16,6 +18,7 @@ namespace kg::report {
 
 namespace {
 
+#if KG_WITH_OPENCV
 constexpr int kFont = cv::FONT_HERSHEY_SIMPLEX;
 constexpr double kTickScale = 0.42, kLabelScale = 0.5, kTitleScale = 0.6;
 constexpr int kShift = 4;  // sub-pixel bits for cv::line / cv::circle coordinates
@@ -32,6 +35,7 @@ cv::Size text_size(const std::string& s, double scale, int thickness = 1) {
 void text(cv::Mat& img, const std::string& s, cv::Point org, double scale, const cv::Scalar& color, int thickness = 1) {
   cv::putText(img, s, org, kFont, scale, color, thickness, cv::LINE_AA);
 }
+#endif
 
 // "1e-4", "2.5e-3", "0.01", "150": compact labels; scientific for very small or large magnitudes.
 std::string sci(double v, int decimals) {
@@ -135,6 +139,7 @@ std::vector<Tick> log_ticks(const Axis& a, int max_ticks) {
 
 std::vector<Tick> ticks(const Axis& a, int max_ticks) { return a.log ? log_ticks(a, max_ticks) : linear_ticks(a, max_ticks); }
 
+#if KG_WITH_OPENCV
 cv::Mat render_chart(const Chart& c) {
   const PlotOptions& o = c.options;
   KG_CHECK(o.width >= 240 && o.height >= 160, ConfigError, "plot size ", o.width, "x", o.height,
@@ -295,6 +300,8 @@ cv::Mat render_chart(const Chart& c) {
   return img;
 }
 
+#endif
+
 }  // namespace
 
 std::vector<AxisTick> axis_ticks(double lo, double hi, bool log, int max_ticks) {
@@ -314,7 +321,13 @@ Rgb series_color(size_t i) {
 }
 Rgb marker_color() { return {200, 0, 90}; }
 
+bool can_plot() { return KG_WITH_OPENCV != 0; }
+
 std::string render_png(const std::vector<Chart>& charts) {
+#if !KG_WITH_OPENCV
+  throw DataError("PNG charts are drawn with OpenCV, which this kgtrain was built without (Debian/Ubuntu: apt-get "
+                  "install libopencv-dev, then rebuild); the numbers are in metrics.jsonl / lr_find.json");
+#else
   std::vector<cv::Mat> parts;
   int width = 1, height = 0;
   for (const auto& c : charts) {
@@ -332,6 +345,7 @@ std::string render_png(const std::vector<Chart>& charts) {
   std::string bytes;
   data::encode_png(img, bytes);
   return bytes;
+#endif
 }
 
 void stacked_plot(const std::string& png_path, const std::vector<Chart>& charts) {

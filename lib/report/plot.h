@@ -25,6 +25,10 @@ struct PlotOptions {
   int width = 900, height = 560;  // pixels; at least 240 x 160
 };
 
+// False in a build without OpenCV: the drawing functions below then throw a DataError saying so, and
+// callers that draw on their own (the plots callback, lr-find) skip their charts with a log line.
+bool can_plot();
+
 // Draws the chart and writes a PNG atomically (encoded in memory, then kg::write_file_atomic). An empty
 // chart is still a valid PNG. ConfigError for a size below the minimum; DataError when it cannot write.
 void line_plot(const std::string& png_path, const std::vector<Series>& series, const PlotOptions& o,

@@ -1,5 +1,7 @@
 // hflip: mirror left-right with probability p.
+#if KG_WITH_OPENCV
 #include <opencv2/core.hpp>
+#endif
 
 #include "core/error.h"
 #include "data/transform.h"
@@ -15,13 +17,19 @@ class HFlip : public Transform {
  public:
   explicit HFlip(const FlipOptions& o) : p_(o.p) {}
   bool random() const override { return true; }
-  void apply(cv::Mat& img, Rng& rng) const override {
+  void apply(Image& img, Rng& rng) const override {
     // Into a new buffer: the caller's image may be shared (cache, TTA views).
+#if KG_WITH_OPENCV
     if (rng.uniform() < p_) {
       cv::Mat out;
       cv::flip(img, out, 1);
       img = out;
     }
+#else
+    std::vector<int64_t> ys(static_cast<size_t>(img.rows)), xs(static_cast<size_t>(img.cols));
+    index_map(rng, img.rows, img.cols, ys, xs);
+    img = remap_pixels(img, ys, xs);
+#endif
   }
 
   bool has_index_map() const override { return true; }

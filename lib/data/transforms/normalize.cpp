@@ -1,5 +1,7 @@
 // normalize: (x - mean) / std in [0, 1] pixel units; turns the image into floats.
+#if KG_WITH_OPENCV
 #include <opencv2/core.hpp>
+#endif
 
 #include "core/error.h"
 #include "data/transform.h"
@@ -39,10 +41,22 @@ class Normalize : public Transform {
     std = std_;
     return true;
   }
-  void apply(cv::Mat& img, Rng&) const override {
+  void apply(Image& img, Rng&) const override {
+#if KG_WITH_OPENCV
     cv::Mat f;
     const double scale = img.depth() == CV_8U ? 1.0 / 255.0 : 1.0;
     img.convertTo(f, CV_32F, scale);
+#else
+    // convertTo's arithmetic: float samples times the float scale.
+    Image f(img.rows, img.cols, image_type(kDepth32F, img.channels()));
+    const bool u8 = img.depth() == kDepth8U;
+    const float scale = static_cast<float>(1.0 / 255.0);
+    for (int y = 0; y < f.rows; ++y) {
+      float* out = f.ptr<float>(y);
+      for (int x = 0; x < f.cols * f.channels(); ++x)
+        out[x] = u8 ? static_cast<float>(img.ptr<uint8_t>(y)[x]) * scale : img.ptr<float>(y)[x];
+    }
+#endif
     const int c = f.channels();
     for (int y = 0; y < f.rows; ++y) {
       float* row = f.ptr<float>(y);

@@ -2,7 +2,9 @@
 // (the CIFAR-10 / DAWNBench augmentation).
 #include <algorithm>
 
+#if KG_WITH_OPENCV
 #include <opencv2/core.hpp>
+#endif
 
 #include "core/error.h"
 #include "data/transform.h"
@@ -20,7 +22,14 @@ class PadCrop : public Transform {
  public:
   PadCrop(const PadCropOptions& o, const ImageGeometry& g) : o_(o), g_(g) {}
   bool random() const override { return true; }
-  void apply(cv::Mat& img, Rng& rng) const override {
+  void apply(Image& img, Rng& rng) const override {
+#if !KG_WITH_OPENCV
+    // Without OpenCV the pipeline's images are at data.image_size already (nothing resizes); the index
+    // map draws what the OpenCV version below draws and pads the same way.
+    std::vector<int64_t> ys(static_cast<size_t>(img.rows)), xs(static_cast<size_t>(img.cols));
+    index_map(rng, img.rows, img.cols, ys, xs);
+    img = remap_pixels(img, ys, xs);
+#else
     // Draw every number even when skipped, so one transform's p never shifts another's stream.
     double u = rng.uniform();
     int pad = static_cast<int>(o_.pad);
@@ -31,6 +40,7 @@ class PadCrop : public Transform {
     cv::Mat padded;
     cv::copyMakeBorder(img, padded, pad, pad, pad, pad, border, cv::Scalar::all(0));
     img = padded(cv::Rect(dx, dy, static_cast<int>(g_.width), static_cast<int>(g_.height))).clone();
+#endif
   }
   bool has_index_map() const override { return true; }
   void index_map(Rng& rng, int64_t h, int64_t w, std::vector<int64_t>& ys, std::vector<int64_t>& xs) const override {

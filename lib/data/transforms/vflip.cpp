@@ -1,5 +1,7 @@
 // vflip: mirror top-bottom with probability p.
+#if KG_WITH_OPENCV
 #include <opencv2/core.hpp>
+#endif
 
 #include "core/error.h"
 #include "data/transform.h"
@@ -15,11 +17,17 @@ class VFlip : public Transform {
  public:
   explicit VFlip(const VFlipOptions& o) : p_(o.p) {}
   bool random() const override { return true; }
-  void apply(cv::Mat& img, Rng& rng) const override {
+  void apply(Image& img, Rng& rng) const override {
+#if KG_WITH_OPENCV
     if (rng.uniform() >= p_) return;
     cv::Mat out;  // a new buffer: the caller's image may be shared
     cv::flip(img, out, 0);
     img = out;
+#else
+    std::vector<int64_t> ys(static_cast<size_t>(img.rows)), xs(static_cast<size_t>(img.cols));
+    index_map(rng, img.rows, img.cols, ys, xs);
+    img = remap_pixels(img, ys, xs);  // a new buffer: the caller's image may be shared
+#endif
   }
 
   bool has_index_map() const override { return true; }

@@ -24,7 +24,13 @@ class Plots : public Callback {
  public:
   std::string name() const override { return "plots"; }
   int order() const override { return 85; }
+  void on_fit_start(Trainer& t) override {
+    if (!report::can_plot())
+      t.log("  plots: no loss.png / metrics.png / lr.png: this kgtrain was built without OpenCV, which draws them "
+            "(metrics.jsonl has every number; set plots.enabled = false to silence this)");
+  }
   void on_epoch_end(Trainer& t, EpochReport&) override {
+    if (!report::can_plot()) return;
     namespace fs = std::filesystem;
     const auto& h = t.state().history;
     auto series = [&](const std::string& key) {
