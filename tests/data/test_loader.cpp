@@ -12,20 +12,7 @@
 
 namespace {
 
-struct Setup {
-  kg::test::TempDir dir;
-  kg::data::DataOptions opts;
-  kg::data::ClassList classes;
-  kg::data::Table table;
-  Setup() {
-    auto ds = kg::test::make_tiny_dataset(dir, 37, 4);
-    opts.root = ds.root;
-    opts.channels = 1;
-    opts.image_size = 12;
-    classes = kg::data::infer_classes(opts);
-    table = kg::data::load_table(opts, opts.train_csv, opts.image_dir, &classes, true);
-  }
-};
+using Setup = kg::test::TinyTable;  // 37 rows
 
 std::vector<kg::data::Batch> drain(const kg::data::Table& t, const kg::data::Pipeline& p, kg::data::LoaderOptions o) {
   std::vector<int64_t> rows(static_cast<size_t>(t.size()));

@@ -57,6 +57,15 @@ TinyDataset make_tiny_dataset(const TempDir& dir, int train, int test, int size)
   return d;
 }
 
+TinyTable::TinyTable(int rows) {
+  auto ds = make_tiny_dataset(dir, rows, 4);
+  opts.root = ds.root;
+  opts.channels = 1;
+  opts.image_size = 12;
+  classes = data::infer_classes(opts);
+  table = data::load_table(opts, opts.train_csv, opts.image_dir, &classes, true);
+}
+
 config::Tree resolve_recipe(const std::vector<std::string>& files, const std::vector<std::string>& args) {
   config::ResolveInput in;
   in.recipe_files = files;

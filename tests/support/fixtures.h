@@ -5,6 +5,8 @@
 
 #include "support/temp_dir.h"
 #include "config/tree.h"
+#include "data/options.h"
+#include "data/table.h"
 
 namespace kg::test {
 
@@ -17,6 +19,16 @@ struct TinyDataset {
 // half, "right" images on the right half, plus noise. 12x12 gray PNGs, string labels, a sample
 // submission whose rows are shuffled, test_labels.csv with the truth.
 TinyDataset make_tiny_dataset(const TempDir& dir, int train = 64, int test = 16, int size = 12);
+
+// make_tiny_dataset(dir, rows, 4)'s training table loaded as a job loads it (1 channel, 12 x 12, classes
+// inferred).
+struct TinyTable {
+  TempDir dir;
+  data::DataOptions opts;
+  data::ClassList classes;
+  data::Table table;
+  explicit TinyTable(int rows = 37);
+};
 
 // Resolves and validates recipe files + overrides as the CLI does (builtin recipes = repository's).
 config::Tree resolve_recipe(const std::vector<std::string>& files, const std::vector<std::string>& args);

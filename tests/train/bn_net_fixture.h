@@ -66,21 +66,11 @@ inline at::Tensor buffer(kg::model::Network& net, const std::string& name) {
   return {};
 }
 
-struct Data {
-  kg::test::TempDir dir;
-  kg::data::DataOptions opts;
-  kg::data::ClassList classes;
-  kg::data::Table table;
+struct Data : kg::test::TinyTable {
   std::unique_ptr<kg::data::Pipeline> pipeline;
   std::vector<int64_t> rows;
   kg::data::LoaderOptions lo;
-  Data() {
-    auto ds = kg::test::make_tiny_dataset(dir, 37, 4);
-    opts.root = ds.root;
-    opts.channels = 1;
-    opts.image_size = 12;
-    classes = kg::data::infer_classes(opts);
-    table = kg::data::load_table(opts, opts.train_csv, opts.image_dir, &classes, true);
+  Data() : TinyTable(37) {
     pipeline = std::make_unique<kg::data::Pipeline>(json::array(), kg::data::geometry(opts), true);
     for (int64_t i = 0; i < table.size(); ++i) rows.push_back(i);
     lo.batch_size = 8;  // 37 rows: 4 full batches and one of 5
