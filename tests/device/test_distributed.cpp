@@ -87,38 +87,41 @@ TEST_CASE("each rank takes its slice of every global batch; a short one is split
 
 TEST_CASE("Gloo collectives between two ranks: bucketed sum, broadcast, strings, a differentiable sum",
           "[unit][device][dist]") {
-  kg::test::two_ranks([](kg::device::ProcessGroup& g) {
+  kg::test::RankChecks checks;
+  kg::test::two_ranks([&](kg::device::ProcessGroup& g) {
     const double r = g.rank();
     // Three tensors of two dtypes; 16-byte buckets force several collectives.
     std::vector<at::Tensor> t{torch::full({3}, r + 1), torch::full({2, 2}, 10 * (r + 1)),
                               torch::full({5}, static_cast<int64_t>(r + 1), torch::kLong)};
     g.all_reduce_sum(t, 16);
-    CHECK(torch::equal(t[0], torch::full({3}, 3.0)));
-    CHECK(torch::equal(t[1], torch::full({2, 2}, 30.0)));
-    CHECK(torch::equal(t[2], torch::full({5}, int64_t{3}, torch::kLong)));
+    RANK_CHECK(checks, g.rank(), torch::equal(t[0], torch::full({3}, 3.0)));
+    RANK_CHECK(checks, g.rank(), torch::equal(t[1], torch::full({2, 2}, 30.0)));
+    RANK_CHECK(checks, g.rank(), torch::equal(t[2], torch::full({5}, int64_t{3}, torch::kLong)));
     std::vector<at::Tensor> b{torch::full({4}, r), torch::arange(6).reshape({2, 3}).t() * (r + 1)};  // a non-contiguous one
     g.broadcast(b, 0);
-    CHECK(torch::equal(b[0], torch::zeros({4})));
-    CHECK(torch::equal(b[1], torch::arange(6).reshape({2, 3}).t()));
+    RANK_CHECK(checks, g.rank(), torch::equal(b[0], torch::zeros({4})));
+    RANK_CHECK(checks, g.rank(), torch::equal(b[1], torch::arange(6).reshape({2, 3}).t()));
     std::vector<std::string> s{g.rank() == 0 ? "run/dir" : "x", g.rank() == 0 ? "" : "yyyy"};
     g.broadcast_strings(s);
-    CHECK(s == std::vector<std::string>{"run/dir", ""});
+    RANK_CHECK(checks, g.rank(), s == std::vector<std::string>{"run/dir", ""});
     // d(sum over ranks of (r+1) * x_r . w)/dx_r for the loss sum over both ranks: the same on each.
     auto x = torch::full({2}, r + 1).requires_grad_(true);
     auto y = g.differentiable_sum(x * (r + 1));
-    CHECK(torch::equal(y.detach(), torch::full({2}, 5.0)));  // 1*1 + 2*2
+    RANK_CHECK(checks, g.rank(), torch::equal(y.detach(), torch::full({2}, 5.0)));  // 1*1 + 2*2
     (y * (r + 1)).sum().backward();  // each rank's loss weighs the sum by (r + 1): total weight 3
-    CHECK(torch::allclose(x.grad(), torch::full({2}, 3 * (r + 1))));
+    RANK_CHECK(checks, g.rank(), torch::allclose(x.grad(), torch::full({2}, 3 * (r + 1))));
   });
+  checks.report();
 }
 
 TEST_CASE("sharded predictions are gathered in the rows' order on every rank", "[unit][train][dist]") {
   // 5 rows over 2 ranks: rank 0 predicted rows 0, 2, 4 of the list, rank 1 rows 1, 3.
   const std::vector<int64_t> all{40, 41, 42, 43, 44};
+  kg::test::RankChecks checks;
   kg::test::two_ranks([&](kg::device::ProcessGroup& g) {
     const int r = g.rank();
     const auto mine = kg::data::shard_rows(all, r, 2);
-    CHECK(mine == (r == 0 ? std::vector<int64_t>{40, 42, 44} : std::vector<int64_t>{41, 43}));
+    RANK_CHECK(checks, r, mine == (r == 0 ? std::vector<int64_t>{40, 42, 44} : std::vector<int64_t>{41, 43}));
     kg::train::Predictions p;
     p.rows = mine;
     p.images = static_cast<int64_t>(mine.size());
@@ -131,12 +134,13 @@ TEST_CASE("sharded predictions are gathered in the rows' order on every rank", "
     }
     p.loss = r == 0 ? 1.0 : 2.0;  // mean over 3 and 2 rows: (3 * 1 + 2 * 2) / 5
     kg::train::gather_predictions(p, g);
-    CHECK(p.rows == all);
-    CHECK(p.images == 5);
-    CHECK(torch::equal(p.probs.select(1, 0), torch::tensor({40.f, 41.f, 42.f, 43.f, 44.f})));
-    CHECK(torch::equal(p.targets, torch::tensor({0, 1, 0, 1, 0}, torch::kLong)));
-    CHECK(p.loss == Approx(7.0 / 5));
+    RANK_CHECK(checks, r, p.rows == all);
+    RANK_CHECK(checks, r, p.images == 5);
+    RANK_CHECK(checks, r, torch::equal(p.probs.select(1, 0), torch::tensor({40.f, 41.f, 42.f, 43.f, 44.f})));
+    RANK_CHECK(checks, r, torch::equal(p.targets, torch::tensor({0, 1, 0, 1, 0}, torch::kLong)));
+    RANK_CHECK(checks, r, p.loss == Approx(7.0 / 5));
   });
+  checks.report();
 }
 
 TEST_CASE("SyncBatchNorm on two ranks normalises like BatchNorm on their joined batch", "[unit][model][dist]") {
@@ -145,6 +149,7 @@ TEST_CASE("SyncBatchNorm on two ranks normalises like BatchNorm on their joined 
   const auto w = torch::randn({6, 3, 4, 4});
   kg::model::BatchNorm2d ref(3);
   auto yref = ref->forward(x);
+  kg::test::RankChecks checks;
   kg::test::two_ranks([&](kg::device::ProcessGroup& g) {
     // Each rank owns a module and half the batch. The hook is process-wide; both ranks live in this
     // process, so it sums through the calling thread's group.
@@ -155,11 +160,12 @@ TEST_CASE("SyncBatchNorm on two ranks normalises like BatchNorm on their joined 
     mine = &g;
     kg::model::set_batchnorm_sync([](const at::Tensor& t) { return mine->differentiable_sum(t); });
     auto y = bn->forward(xr);
-    CHECK(torch::allclose(y, yref.narrow(0, 3 * r, 3).detach(), 1e-5, 1e-5));
-    CHECK(torch::allclose(bn->running_mean, ref->running_mean, 1e-6, 1e-6));
-    CHECK(torch::allclose(bn->running_var, ref->running_var, 1e-5, 1e-6));
+    RANK_CHECK(checks, r, torch::allclose(y, yref.narrow(0, 3 * r, 3).detach(), 1e-5, 1e-5));
+    RANK_CHECK(checks, r, torch::allclose(bn->running_mean, ref->running_mean, 1e-6, 1e-6));
+    RANK_CHECK(checks, r, torch::allclose(bn->running_var, ref->running_var, 1e-5, 1e-6));
   });
   kg::model::set_batchnorm_sync(nullptr);
+  checks.report();
 }
 
 TEST_CASE("fit --nproc 2 with batch B trains the weights of one process with batch 2B (overlapped or not)", "[integration][dist]") {

@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <exception>
+#include <string>
+#include <vector>
 #include <thread>
 #include <type_traits>
 
@@ -37,6 +39,26 @@ inline kg::device::DistEnv env_of(int rank, int world, int port) {
   e.master_port = port;
   return e;
 }
+
+// Catch2's assertions are not thread-safe (two ranks asserting at once corrupted its state): rank
+// threads record their checks with RANK_CHECK, and report() asserts them on the test thread.
+struct RankChecks {
+  struct Item {
+    bool ok;
+    const char* expr;
+    int line;
+  };
+  std::vector<Item> of[2];
+  void report() const {
+    for (int r = 0; r < 2; ++r)
+      for (const auto& i : of[r]) {
+        INFO("rank " << r << ", line " << i.line << ": " << i.expr);
+        CHECK(i.ok);
+      }
+  }
+};
+#define RANK_CHECK(checks, rank, ...) \
+  (checks).of[(rank)].push_back({static_cast<bool>(__VA_ARGS__), #__VA_ARGS__, __LINE__})
 
 // Runs `f(group)` on two ranks (threads of this process, each with its own process group); f takes a
 // ProcessGroup& or the ProcessGroupPtr.
