@@ -31,7 +31,10 @@ const bool kMarked = [] {
 }  // namespace
 #endif
 
-Image remap_pixels(const Image& in, const std::vector<int64_t>& ys, const std::vector<int64_t>& xs) {
+void apply_index_map(const Transform& t, Image& img, Rng& rng) {
+  std::vector<int64_t> ys(static_cast<size_t>(img.rows)), xs(static_cast<size_t>(img.cols));
+  t.index_map(rng, img.rows, img.cols, ys, xs);
+  const Image in = img;
   const size_t px = in.elemSize();
   Image out(static_cast<int>(ys.size()), static_cast<int>(xs.size()), in.type());
   for (size_t y = 0; y < ys.size(); ++y) {
@@ -46,7 +49,7 @@ Image remap_pixels(const Image& in, const std::vector<int64_t>& ys, const std::v
       else std::copy(src + static_cast<size_t>(xs[x]) * px, src + static_cast<size_t>(xs[x] + 1) * px, dst + x * px);
     }
   }
-  return out;
+  img = out;
 }
 
 Pipeline::Pipeline(const config::json& augment, const ImageGeometry& g, bool train, bool defer_normalize)

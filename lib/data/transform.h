@@ -46,9 +46,10 @@ using TransformRegistry = Registry<TransformPtr(const ImageGeometry&)>;
 // Resizes to g's height x width (area when shrinking, linear when growing); no-op at that size.
 // Without OpenCV: a DataError when the size differs.
 void resize_to(Image& img, const ImageGeometry& g);
-// out(y, x) = in(ys[y], xs[x]), 0 where an index is -1: an index map applied on the host (the pixel
-// moves of the flips and pad_crop in a build without OpenCV).
-Image remap_pixels(const Image& in, const std::vector<int64_t>& ys, const std::vector<int64_t>& xs);
+// t's index map applied on the host, into a new image of the same size: out(y, x) = img(ys[y], xs[x]),
+// 0 where an index is -1. Draws from `rng` what t.apply() draws: the pixel moves of the flips and
+// pad_crop in a build without OpenCV.
+void apply_index_map(const Transform& t, Image& img, Rng& rng);
 TransformRegistry& transform_registry();
 
 class Pipeline {

@@ -6,7 +6,9 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -68,24 +70,7 @@ class C10dGroup final : public ProcessGroup {
 
   void all_reduce_sum(std::vector<at::Tensor>& tensors, int64_t bucket_bytes) override {
     guarded("all_reduce", [&] {
-      // Buckets of one dtype and device, in the tensors' order (the same on every rank).
-      std::vector<std::vector<size_t>> buckets;
-      std::vector<int64_t> bytes;
-      std::map<std::pair<int, std::string>, size_t> open;  // (dtype, device) -> bucket being filled
-      for (size_t i = 0; i < tensors.size(); ++i) {
-        const auto& t = tensors[i];
-        if (!t.defined() || t.numel() == 0) continue;
-        const auto key = std::make_pair(static_cast<int>(t.scalar_type()), t.device().str());
-        const int64_t nb = t.numel() * static_cast<int64_t>(t.element_size());
-        auto it = open.find(key);
-        if (it == open.end() || bytes[it->second] + nb > bucket_bytes) {
-          buckets.emplace_back();
-          bytes.push_back(0);
-          it = open.insert_or_assign(key, buckets.size() - 1).first;
-        }
-        buckets[it->second].push_back(i);
-        bytes[it->second] += nb;
-      }
+      const auto buckets = plan_buckets(tensors, bucket_bytes);
       std::vector<at::Tensor> flats;
       std::vector<c10::intrusive_ptr<c10d::Work>> works;
       for (auto& b : buckets) {
@@ -198,6 +183,28 @@ struct AllReduceSumFn : torch::autograd::Function<AllReduceSumFn> {
 };
 
 }  // namespace
+
+std::vector<std::vector<size_t>> plan_buckets(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes) {
+  std::vector<std::vector<size_t>> buckets;
+  std::vector<int64_t> bytes;
+  std::map<std::tuple<int, int, int>, size_t> open;  // (dtype, device type, device index) -> bucket being filled
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const auto& t = tensors[i];
+    if (!t.defined() || t.numel() == 0) continue;
+    const auto key = std::make_tuple(static_cast<int>(t.scalar_type()), static_cast<int>(t.device().type()),
+                                     static_cast<int>(t.device().index()));
+    const int64_t nb = t.numel() * static_cast<int64_t>(t.element_size());
+    auto it = open.find(key);
+    if (it == open.end() || bytes[it->second] + nb > bucket_bytes) {
+      buckets.emplace_back();
+      bytes.push_back(0);
+      it = open.insert_or_assign(key, buckets.size() - 1).first;
+    }
+    buckets[it->second].push_back(i);
+    bytes[it->second] += nb;
+  }
+  return buckets;
+}
 
 DistEnv dist_env_from(const std::map<std::string, std::string>& environ) {
   DistEnv e;

@@ -15,6 +15,12 @@
 
 namespace kg::device {
 
+// Gradient buckets (DDP's bucket_cap_mb): `tensors` in the given order, each bucket of one dtype and
+// device and at most `bucket_bytes` (a larger tensor gets a bucket of its own); undefined and empty
+// tensors are left out. Each bucket lists indexes into `tensors`; the same tensors give the same
+// buckets on every rank.
+std::vector<std::vector<size_t>> plan_buckets(const std::vector<at::Tensor>& tensors, int64_t bucket_bytes);
+
 // One process's place in the job. world_size 1 = a plain single-process run.
 struct DistEnv {
   int rank = 0, world_size = 1, local_rank = 0;

@@ -1,7 +1,6 @@
 #include "train/grad_reducer.h"
 
-#include <map>
-#include <string>
+#include <algorithm>
 #include <utility>
 
 #include <torch/torch.h>
@@ -26,42 +25,39 @@ GradReducer::~GradReducer() {
 }
 
 void GradReducer::remove_hooks() {
-  for (size_t i = 0; i < hooks_.size(); ++i) params_[i].remove_hook(hooks_[i]);
+  for (auto [i, handle] : hooks_) params_[i].remove_hook(handle);
   hooks_.clear();
 }
 
 void GradReducer::set_params(const std::vector<at::Tensor>& params) {
+  // The same parameters as before (most epochs): the hooks and buckets stand.
+  if (params.size() == params_.size() &&
+      std::equal(params.begin(), params.end(), params_.begin(), [](const at::Tensor& a, const at::Tensor& b) { return a.is_same(b); })) {
+    std::lock_guard<std::mutex> lock(mu_);
+    reset();
+    return;
+  }
   remove_hooks();
   params_ = params;
+  for (auto& p : params_) KG_ASSERT(p.requires_grad(), "GradReducer: a parameter without requires_grad");
   slots_.assign(params_.size(), Slot{});
   buckets_.clear();
-  // Last parameter first; one open bucket per (dtype, device).
-  std::map<std::pair<int, std::pair<int, int>>, size_t> open;
-  std::vector<int64_t> bytes;
-  for (size_t k = params_.size(); k-- > 0;) {
-    const auto& p = params_[k];
-    KG_ASSERT(p.requires_grad(), "GradReducer: a parameter without requires_grad");
-    const auto key = std::make_pair(static_cast<int>(p.scalar_type()),
-                                    std::make_pair(static_cast<int>(p.device().type()), static_cast<int>(p.device().index())));
-    const int64_t nb = p.numel() * static_cast<int64_t>(p.element_size());
-    auto it = open.find(key);
-    if (it == open.end() || (bytes[it->second] > 0 && bytes[it->second] + nb > bucket_bytes_)) {
-      buckets_.emplace_back();
-      bytes.push_back(0);
-      it = open.insert_or_assign(key, buckets_.size() - 1).first;
+  // Last parameter first: about the order backward produces the gradients.
+  const std::vector<at::Tensor> last_first(params_.rbegin(), params_.rend());
+  for (const auto& members : device::plan_buckets(last_first, bucket_bytes_)) {
+    Bucket& b = buckets_.emplace_back();
+    int64_t numel = 0;
+    for (size_t j : members) {
+      const size_t k = params_.size() - 1 - j;
+      slots_[k] = {buckets_.size() - 1, numel, false};
+      b.params.push_back(k);
+      numel += params_[k].numel();
     }
-    slots_[k].bucket = it->second;
-    slots_[k].offset = bytes[it->second] / static_cast<int64_t>(p.element_size());
-    buckets_[it->second].params.push_back(k);
-    bytes[it->second] += nb;
+    b.flat = torch::empty({numel}, params_[b.params.front()].options().requires_grad(false));
   }
-  for (size_t j = 0; j < buckets_.size(); ++j) {
-    const auto& first = params_[buckets_[j].params.front()];
-    buckets_[j].flat = torch::empty({bytes[j] / static_cast<int64_t>(first.element_size())}, first.options().requires_grad(false));
-  }
-  hooks_.reserve(params_.size());
-  for (size_t i = 0; i < params_.size(); ++i)
-    hooks_.push_back(params_[i].register_hook([this, i](const at::Tensor& g) { on_grad(i, g); }));
+  // Hooks on the bucketed parameters (plan_buckets leaves empty ones out: nothing to sum).
+  for (const auto& b : buckets_)
+    for (size_t i : b.params) hooks_.emplace_back(i, params_[i].register_hook([this, i](const at::Tensor& g) { on_grad(i, g); }));
   reset();
 }
 

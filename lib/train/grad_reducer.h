@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -27,7 +28,7 @@ class GradReducer {
   GradReducer& operator=(const GradReducer&) = delete;
 
   // The parameters to reduce (those that require a gradient, in the model's order, the same on every
-  // rank); replaces the hooks of an earlier set. Unarmed.
+  // rank); replaces the hooks and buckets of an earlier, different set. Unarmed.
   void set_params(const std::vector<at::Tensor>& params);
   // The next backward is the update's last: reduce its gradients as they arrive.
   void arm();
@@ -64,7 +65,7 @@ class GradReducer {
   device::ProcessGroupPtr group_;
   int64_t bucket_bytes_;
   std::vector<at::Tensor> params_;
-  std::vector<unsigned> hooks_;
+  std::vector<std::pair<size_t, unsigned>> hooks_;  // (parameter, hook handle)
   std::vector<Slot> slots_;
   std::vector<Bucket> buckets_;
   size_t next_ = 0;  // the next bucket to start

@@ -26,9 +26,7 @@ class HFlip : public Transform {
       img = out;
     }
 #else
-    std::vector<int64_t> ys(static_cast<size_t>(img.rows)), xs(static_cast<size_t>(img.cols));
-    index_map(rng, img.rows, img.cols, ys, xs);
-    img = remap_pixels(img, ys, xs);
+    apply_index_map(*this, img, rng);
 #endif
   }
 

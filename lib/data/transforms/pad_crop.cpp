@@ -26,9 +26,7 @@ class PadCrop : public Transform {
 #if !KG_WITH_OPENCV
     // Without OpenCV the pipeline's images are at data.image_size already (nothing resizes); the index
     // map draws what the OpenCV version below draws and pads the same way.
-    std::vector<int64_t> ys(static_cast<size_t>(img.rows)), xs(static_cast<size_t>(img.cols));
-    index_map(rng, img.rows, img.cols, ys, xs);
-    img = remap_pixels(img, ys, xs);
+    apply_index_map(*this, img, rng);
 #else
     // Draw every number even when skipped, so one transform's p never shifts another's stream.
     double u = rng.uniform();

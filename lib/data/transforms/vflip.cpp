@@ -24,9 +24,7 @@ class VFlip : public Transform {
     cv::flip(img, out, 0);
     img = out;
 #else
-    std::vector<int64_t> ys(static_cast<size_t>(img.rows)), xs(static_cast<size_t>(img.cols));
-    index_map(rng, img.rows, img.cols, ys, xs);
-    img = remap_pixels(img, ys, xs);  // a new buffer: the caller's image may be shared
+    apply_index_map(*this, img, rng);  // a new buffer: the caller's image may be shared
 #endif
   }
 
