@@ -26,18 +26,17 @@ class BceWithLogits : public Loss {
     }
     bool all_one = true;
     for (double x : pw) all_one = all_one && x == 1.0;
-    if (!all_one) pos_weight_ = torch::tensor(pw, torch::kFloat);
+    if (!all_one) pos_weight_ = DeviceConstant(torch::tensor(pw, torch::kFloat));
   }
   at::Tensor forward(const at::Tensor& logits, const at::Tensor& targets) const override {
     auto t = detail::dense_targets(logits, targets, "bce_with_logits");
     if (eps_ > 0) t = t * (1.0 - eps_) + eps_ / 2.0;
-    at::Tensor pw = pos_weight_.defined() ? pos_weight_.to(logits.device(), logits.scalar_type()) : at::Tensor();
-    return torch::binary_cross_entropy_with_logits(logits, t, {}, pw, at::Reduction::Mean);
+    return torch::binary_cross_entropy_with_logits(logits, t, {}, pos_weight_.like(logits), at::Reduction::Mean);
   }
 
  private:
   double eps_;
-  at::Tensor pos_weight_;
+  DeviceConstant pos_weight_;
 };
 
 config::Fields<BceOptions> fields() {

@@ -23,11 +23,11 @@ class CrossEntropy : public Loss {
       KG_CHECK(static_cast<int64_t>(o.class_weights.size()) == ctx.num_outputs, ConfigError, "loss.class_weights has ",
                o.class_weights.size(), " values but the model has K = ", ctx.num_outputs,
                " classes: give one weight per class, in class order");
-      weight_ = torch::tensor(o.class_weights, torch::kFloat);
+      weight_ = DeviceConstant(torch::tensor(o.class_weights, torch::kFloat));
     }
   }
   at::Tensor forward(const at::Tensor& logits, const at::Tensor& targets) const override {
-    at::Tensor w = weight_.defined() ? weight_.to(logits.device(), logits.scalar_type()) : at::Tensor();
+    const at::Tensor w = weight_.like(logits);
     if (targets.dim() == 1) {
       KG_CHECK(!targets.is_floating_point(), DataError,
                "loss cross_entropy: 1-D targets must be int64 class indices, got ", targets.dtype());
@@ -45,7 +45,7 @@ class CrossEntropy : public Loss {
 
  private:
   double eps_;
-  at::Tensor weight_;
+  DeviceConstant weight_;
 };
 
 config::Fields<CrossEntropyOptions> fields() {

@@ -35,6 +35,13 @@ KG_REGISTER_SECTION("loss", "the training loss", fields().schema(), "loss");
 
 }  // namespace
 
+at::Tensor DeviceConstant::like(const at::Tensor& logits) const {
+  if (!host_.defined()) return {};
+  if (!on_device_.defined() || on_device_.device() != logits.device() || on_device_.scalar_type() != logits.scalar_type())
+    on_device_ = host_.to(logits.device(), logits.scalar_type());
+  return on_device_;
+}
+
 bool add_loss_tasks(const std::string& name, std::vector<std::string> tasks) {
   return task_table().add(name, std::move(tasks));
 }

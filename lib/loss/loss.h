@@ -21,6 +21,20 @@ class Loss {
 };
 using LossPtr = std::unique_ptr<Loss>;
 
+// A loss's constant (class weights, pos_weight) kept on the device and in the dtype of the logits it
+// last met: no host-to-device copy per step, which a CUDA graph could not capture either.
+class DeviceConstant {
+ public:
+  DeviceConstant() = default;
+  explicit DeviceConstant(at::Tensor host) : host_(std::move(host)) {}
+  // Undefined when there is no constant.
+  at::Tensor like(const at::Tensor& logits) const;
+
+ private:
+  at::Tensor host_;
+  mutable at::Tensor on_device_;
+};
+
 // What a loss is built for: K model outputs and the task (data.task).
 struct LossContext {
   int64_t num_outputs = 0;

@@ -8,6 +8,10 @@
 
 #include <ATen/core/Tensor.h>
 
+namespace torch::nn {
+class Module;
+}
+
 namespace kg::model {
 
 using TensorMap = std::map<std::string, at::Tensor>;  // sorted by name: the file layout order
