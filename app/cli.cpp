@@ -27,6 +27,7 @@
 #include "jobs/job.h"
 #include "jobs/show.h"
 #include "launch.h"
+#include "test_hooks.h"
 
 extern char** environ;
 namespace fs = std::filesystem;
@@ -125,16 +126,7 @@ jobs::JobOptions resolve_job(const std::string& command, const Common& c) {
     o.dist = device::dist_env_from(in.environ);
     if (o.dist.active() && !o.dist.writer()) o.quiet = true;  // rank 0 alone reports progress
   }
-  if (auto it = in.environ.find("KGTRAIN_FAKE_OOM_ABOVE"); it != in.environ.end() && !it->second.empty()) {
-    size_t used = 0;
-    try {
-      o.fake_oom_above = std::stoll(it->second, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != it->second.size() || o.fake_oom_above < 0)
-      throw UsageError("KGTRAIN_FAKE_OOM_ABOVE=" + it->second + ": expected a number of images >= 0");
-  }
+  read_test_hooks(in.environ, o);
   return o;
 }
 
@@ -292,7 +284,7 @@ int dispatch(int argc, char** argv) {
   add_common(bn, bn_c, false, false);
   jobs::JobOptions bn_o;
   bn->add_option("--ablate", bn_o.bench_ablate, "toggles to time one at a time: precision, channels_last, workers, accum, "
-                                                "tf32, cudnn_benchmark, grad_checkpointing, cache, eval_batch")
+                                                "tf32, cudnn_benchmark, cuda_graphs, grad_checkpointing, cache, eval_batch")
       ->delimiter(',');
   bn->add_flag("--suggest", bn_o.bench_suggest, "the fastest combination of the toggles faster by more than 3% (timed), as "
                                                 "overrides to paste (every toggle when --ablate is not given)");

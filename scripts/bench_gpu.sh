@@ -113,13 +113,14 @@ PY
     grep -m3 -E "cache|device|precision" "$OUTDIR/fit_$name.log" | head -3
   }
   run_fit b512e16 device.precision=bf16 train.batch_size=512 train.epochs=16
+  run_fit b512e16_graphs device.precision=bf16 train.batch_size=512 train.epochs=16 device.cuda_graphs=true
   run_fit w32 device.precision=bf16 model.width=32 train.batch_size=512 train.epochs=12
 fi
 
 if has ablate; then
   say "kgtrain bench --ablate on the Fashion-MNIST recipe (GPU)"
   timeout 200 $K bench recipes/fashion_mnist.toml data.root=/tmp/fmnist device.name=cuda device.precision=bf16 \
-    --ablate precision,channels_last,tf32,cudnn_benchmark,cache,eval_batch,workers --json "$OUTDIR/bench.json" 2>&1 | tail -40
+    --ablate precision,channels_last,tf32,cudnn_benchmark,cuda_graphs,cache,eval_batch,workers --json "$OUTDIR/bench.json" 2>&1 | tail -40
 fi
 
 if has tests; then

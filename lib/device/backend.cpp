@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "device/graph.h"
 
 namespace kg::device {
 namespace {
@@ -22,6 +23,11 @@ std::string DeviceDescription::str() const {
   char mem[32];
   std::snprintf(mem, sizeof mem, "%.1f GiB", static_cast<double>(total_memory) / (1024.0 * 1024.0 * 1024.0));
   return name + " (compute capability " + std::to_string(cc_major) + "." + std::to_string(cc_minor) + ", " + mem + ")";
+}
+
+std::unique_ptr<GraphCapturer> Backend::graph_capturer(int, std::string* why) const {
+  if (why) *why = "CUDA graphs need a CUDA device (this run is on " + name() + ")";
+  return nullptr;
 }
 
 bool register_backend(std::unique_ptr<Backend> b) {

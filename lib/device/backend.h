@@ -15,6 +15,8 @@
 
 namespace kg::device {
 
+class GraphCapturer;
+
 // What precision and speed choices depend on. Tests build fake ones (a T4, an A100) to check choices.
 struct DeviceDescription {
   c10::DeviceType type = c10::kCPU;
@@ -48,6 +50,8 @@ class Backend {
   virtual MemoryStats memory(int index) const = 0;
   virtual void reset_peak_memory(int index) const = 0;
   virtual void empty_cache() const = 0;           // hands cached blocks back (after an out-of-memory error)
+  // Records and replays device work (device/graph.h); nullptr with `why` set where this backend cannot.
+  virtual std::unique_ptr<GraphCapturer> graph_capturer(int index, std::string* why) const;
 };
 
 // Registered backends, highest priority first.

@@ -43,6 +43,12 @@ config::Fields<DeviceOptions> fields() {
   f.field("cudnn_benchmark", &DeviceOptions::cudnn_benchmark,
           "cuDNN times its convolution algorithms once per input shape and keeps the fastest (CUDA; off with "
           "device.deterministic)");
+  f.field("cuda_graphs", &DeviceOptions::cuda_graphs,
+          "CUDA: capture each training micro-batch's forward, loss and backward in a CUDA graph (one per input shape) "
+          "and replay it: one launch instead of hundreds of kernels, for small models whose steps are bound by "
+          "launch overhead (Keras' steps_per_execution). The optimizer step stays eager; results equal eager ones. "
+          "Ignored on the CPU (logged); not with model.grad_checkpointing or device.sync_batchnorm; multi-process "
+          "runs then sum gradients after backward");
   f.field("loss_scale_init", &DeviceOptions::loss_scale_init, "fp16: the first loss scale (GradScaler's init_scale)").positive();
   f.field("loss_scale_growth_interval", &DeviceOptions::loss_scale_growth_interval,
           "fp16: clean updates in a row before the loss scale grows").min(1);

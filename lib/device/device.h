@@ -19,6 +19,7 @@ struct DeviceOptions {
   std::string precision = "fp32";  ///< fp32 | fp16 | bf16 | auto (autocast)
   bool tf32 = true;           ///< TF32 tensor cores for float32 matmuls and convolutions (CUDA, Ampere and newer)
   bool cudnn_benchmark = true;  ///< cuDNN tries the convolution algorithms once per input shape and keeps the fastest
+  bool cuda_graphs = false;   ///< training micro-batches replayed from CUDA graphs (one launch per step)
   double loss_scale_init = 65536.0;         ///< fp16: first loss scale
   int64_t loss_scale_growth_interval = 2000;  ///< fp16: clean updates before the scale doubles
   double loss_scale_growth_factor = 2.0;    ///< fp16: scale growth

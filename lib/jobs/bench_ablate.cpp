@@ -41,8 +41,8 @@ std::string seconds_text(double s) { return fixed(s, s >= 100 ? 0 : s >= 10 ? 1 
 }  // namespace
 
 const std::vector<std::string>& toggle_names() {
-  static const std::vector<std::string> names{"precision", "channels_last",     "workers", "accum",     "tf32",
-                                              "cudnn_benchmark", "grad_checkpointing", "cache", "eval_batch"};
+  static const std::vector<std::string> names{"precision",   "channels_last",      "workers", "accum",     "tf32",
+                                              "cudnn_benchmark", "cuda_graphs", "grad_checkpointing", "cache", "eval_batch"};
   return names;
 }
 
@@ -87,6 +87,10 @@ Toggle plan_toggle(const std::string& name, const BaseInfo& b) {
     if (!cuda) t.skip = "cpu: cuDNN runs on CUDA devices only";
     else if (d.deterministic) t.skip = "device.deterministic = true keeps the cuDNN benchmark off";
     else flip("device.cudnn_benchmark", d.cudnn_benchmark);
+  } else if (name == "cuda_graphs") {
+    if (!cuda) t.skip = "cpu: CUDA graphs need a CUDA device";
+    else if (b.grad_checkpointing) t.skip = "model.grad_checkpointing = true: its recomputation cannot be captured";
+    else flip("device.cuda_graphs", d.cuda_graphs);
   } else if (name == "grad_checkpointing") {
     flip("model.grad_checkpointing", b.grad_checkpointing);
   } else if (name == "cache") {

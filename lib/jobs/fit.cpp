@@ -293,7 +293,8 @@ int run_fit(const JobOptions& given) {
     }
     train::TrainerParts parts{net.get(), opt.get(), s.loss.get(), &metrics, dev.device, task, dev.precision, dev.make_scaler(),
                               o.fake_oom_above, s.group, static_cast<int64_t>(s.dev_opts.dist_bucket_mb * (1 << 20)),
-                              s.dev_opts.dist_overlap, s.shards_validation(valid_rows.size())};
+                              s.dev_opts.dist_overlap, s.shards_validation(valid_rows.size()), s.cuda_graphs,
+                              o.emulate_graphs};
     // SyncBatchNorm for this fold's training loop (the trainer turns it off when the loop ends).
     if (s.group && s.dev_opts.sync_batchnorm) {
       auto g = s.group;

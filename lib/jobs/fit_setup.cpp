@@ -19,6 +19,7 @@
 #include "model/weights.h"
 #include "optim/param_groups.h"
 #include "optim/schedule.h"
+#include "train/step_graphs.h"
 
 namespace kg::jobs {
 namespace {
@@ -88,6 +89,11 @@ FitSetup::FitSetup(const JobOptions& opts, const std::string& command) : o(opts)
                "; batches are gathered, augmented and normalized there");
   }
   pin = dopt.pin_memory && dev.device.is_cuda();
+  if (dev_opts.cuda_graphs) {
+    const std::string why = train::graphs_blocker(recipe, group != nullptr);
+    cuda_graphs = why.empty();
+    if (!cuda_graphs) log(o, "  cuda graphs: off (" + why + ")");
+  }
   mix = data::load_mixup_options(recipe);
   mixing_possible = classes.task != data::Task::regression;
   K = classes.outputs();

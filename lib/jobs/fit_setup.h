@@ -65,6 +65,7 @@ struct FitSetup {
   std::vector<std::unique_ptr<data::Pipeline>> train_pipes;  // one per stage
   std::unique_ptr<data::Pipeline> eval_pipe;
   bool pin = false;
+  bool cuda_graphs = false;        // device.cuda_graphs in effect (when asked but blocked, the reason was logged)
   data::MixupOptions mix;
   bool mixing_possible = false;    // not for regression
   int64_t K = 0;                   // model outputs

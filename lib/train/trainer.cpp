@@ -15,7 +15,8 @@
 #include "model/batchnorm.h"
 #include "device/oom.h"
 #include "train/grad_reducer.h"
-#include "train/rng_state.h"
+#include "train/model_snapshot.h"
+#include "train/step_graphs.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -52,11 +53,22 @@ Trainer::Trainer(TrainerParts parts, Plan& plan, const TrainOptions& topt, const
   for (auto& m : p_.net->modules(/*include_self=*/false))
     if (m->name().find("BatchNorm") != std::string::npos) has_batch_norm_ = true;
   for (auto& t : params_) norm_param_.push_back(norm.count(t.unsafeGetTensorImpl()) > 0);
+  if (p_.cuda_graphs) {
+    std::string why;
+    auto capturer = p_.emulate_graphs ? device::emulated_capturer() : device::graph_capturer(p_.device, &why);
+    if (capturer) graphs_ = std::make_unique<GraphedSteps>(std::move(capturer), micro_step(), params_, io_.log);
+    else log("  cuda graphs: off (" + why + "); the step runs eagerly");
+  }
   if (p_.group) {
     s_.world_size = p_.group->world_size();
     broadcast_model();  // every rank starts from rank 0's weights (DDP's constructor does the same)
-    if (p_.dist_overlap) reducer_ = std::make_unique<GradReducer>(p_.group, p_.dist_bucket_bytes);
+    // A graph replays backward without the reducer's hooks: with graphs the buckets go after backward.
+    if (p_.dist_overlap && !graphs_) reducer_ = std::make_unique<GradReducer>(p_.group, p_.dist_bucket_bytes);
   }
+}
+
+MicroStep Trainer::micro_step() const {
+  return MicroStep{p_.net, p_.loss, p_.precision, p_.device.type(), p_.scaler.enabled()};
 }
 
 Trainer::~Trainer() = default;
@@ -197,24 +209,6 @@ int64_t micro_size(int64_t full, int64_t halvings) {
 }
 int64_t chunks_of(int64_t rows, int64_t micro) { return (rows + micro - 1) / micro; }
 
-// Model state a failed (out-of-memory) attempt may have touched before the update: BatchNorm running
-// statistics and the random generators (dropout). Restored before the retry so it computes exactly
-// what a run with the smaller micro-batch from the start computes.
-struct AttemptSnapshot {
-  std::vector<at::Tensor> buffers;
-  model::TensorMap rng;
-  void take(model::Network& net) {
-    buffers.clear();
-    for (auto& t : net.buffers()) buffers.push_back(t.detach().clone());
-    rng = capture_rng();
-  }
-  void restore(model::Network& net) const {
-    torch::NoGradGuard ng;
-    auto now = net.buffers();
-    for (size_t i = 0; i < now.size() && i < buffers.size(); ++i) now[i].copy_(buffers[i]);
-    restore_rng(rng);
-  }
-};
 }  // namespace
 
 bool Trainer::oom_backoff_enabled() const { return topt_.oom_backoff && (p_.device.is_cuda() || p_.fake_oom_above >= 0); }
@@ -235,6 +229,7 @@ void Trainer::back_off(int64_t epoch, int64_t full_batch, const std::string& wha
   const int64_t to = micro_size(full_batch, s_.oom_halvings);
   const int64_t accum = topt_.accum_steps * chunks_of(full_batch, to);
   s_.oom_events.push_back({{"epoch", epoch + 1}, {"update", s_.step + 1}, {"from", from}, {"to", to}, {"accum_steps", accum}});
+  if (graphs_) graphs_->clear();  // their memory pool goes back too
   device::backend_for(p_.device.type()).empty_cache();
   log("  out of memory at update " + std::to_string(s_.step + 1) + " (micro-batch " + std::to_string(from) + "): now " +
       std::to_string(to) + " x " + std::to_string(accum) + " accumulated per update (effective batch " +
@@ -255,21 +250,25 @@ void Trainer::run_loaded_batch(const data::Batch& b, int64_t epoch, int64_t full
     // a run whose loader made micro-batches from the start.
     if (mix_) mix_(x, y, epoch, b.index * per_full + c);
     at::Tensor f = mb.features.defined() ? mb.features.to(p_.device, /*non_blocking=*/true) : at::Tensor();
-    at::Tensor out;
-    {
-      device::AutocastScope autocast(p_.precision, p_.device.type());
-      out = p_.net->forward(x, f);
-    }
-    // The test hook fails where real out-of-memory errors mostly happen: after the forward pass (BatchNorm
-    // statistics and dropout's generator already moved), before backward.
-    if (p_.fake_oom_above >= 0 && len > p_.fake_oom_above) device::throw_fake_oom(len, p_.fake_oom_above);
-    auto l = p_.loss->forward(out.to(torch::kFloat), y);  // the loss in float32 whatever the precision
-    if (reducer_ && last_of_group && start + len >= rows) reducer_->arm();
     // Each micro-batch's mean loss weighs 1/(the group's real size): the group's gradient is the
     // gradient of its mean loss, also for a short final group (timm; Lightning divides by accum).
-    if (p_.scaler.enabled()) (l * (p_.scaler.scale() / static_cast<double>(group_chunks))).backward();
-    else (l / static_cast<double>(group_chunks)).backward();
-    auto ld = l.detach();
+    // fp16 multiplies by the loss scale / that size instead.
+    const double weight = p_.scaler.enabled() ? p_.scaler.scale() / static_cast<double>(group_chunks)
+                                              : static_cast<double>(group_chunks);
+    at::Tensor ld;
+    if (graphs_ && graphs_->on()) {
+      if (p_.fake_oom_above >= 0 && len > p_.fake_oom_above) device::throw_fake_oom(len, p_.fake_oom_above);
+      ld = graphs_->run(x, f, y, weight, group_chunks == 1);
+    } else {
+      const MicroStep step = micro_step();
+      auto l = step.forward(x, f, y);
+      // The test hook fails where real out-of-memory errors mostly happen: after the forward pass (BatchNorm
+      // statistics and dropout's generator already moved), before backward.
+      if (p_.fake_oom_above >= 0 && len > p_.fake_oom_above) device::throw_fake_oom(len, p_.fake_oom_above);
+      if (reducer_ && last_of_group && start + len >= rows) reducer_->arm();
+      step.backward(l, step.weight_tensor(weight, p_.device));
+      ld = l.detach();
+    }
     g.loss += ld;
     g.loss_double += ld.to(torch::kDouble);
     ++g.count;
@@ -284,6 +283,7 @@ bool Trainer::run_epoch(int64_t epoch) {
   const int64_t full = loader->batch_size();
   const bool backoff = oom_backoff_enabled();
   p_.net->train();
+  if (graphs_) graphs_->check_model();
   Progress progress(io_.progress, (io_.label.empty() ? "" : io_.label + " ") + "epoch " + std::to_string(epoch + 1) + "/" +
                                       std::to_string(plan_.epochs()),
                     n);
@@ -304,7 +304,7 @@ bool Trainer::run_epoch(int64_t epoch) {
   int64_t in_group = 0, group_size = 0;
   double lr = 0;
   std::vector<data::Batch> group;  // the update's loaded batches so far, kept for an out-of-memory retry
-  AttemptSnapshot snapshot;
+  ModelSnapshot snapshot;  // what a retried (out-of-memory) attempt restores
   // Micro-batches in the group [first, first + group_size) of loader batches at the current micro-batch size.
   auto group_chunks = [&](int64_t first) {
     const int64_t micro = micro_size(full, s_.oom_halvings);

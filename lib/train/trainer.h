@@ -36,6 +36,8 @@
 namespace kg::train {
 
 class GradReducer;
+class GraphedSteps;
+struct MicroStep;
 
 // Where the loop stands; saved in every checkpoint (state.json "trainer").
 struct TrainState {
@@ -87,6 +89,10 @@ struct TrainerParts {
   bool dist_overlap = true;  // device.dist_overlap: buckets summed while backward runs (GradReducer)
   // The validation loader yields this rank's data::shard_rows share: evaluate() gathers the predictions.
   bool shard_validation = false;
+  // device.cuda_graphs (the job checked graphs_blocker): micro-batches replayed from CUDA graphs
+  // (train/step_graphs.h); in data parallel runs the gradients are then summed after backward.
+  bool cuda_graphs = false;
+  bool emulate_graphs = false;  // test hook KGTRAIN_EMULATE_CUDA_GRAPHS: graphs emulated by re-running the step (any device)
 };
 
 // Rank 0's parameters and buffers on every rank of `group`, in place.
@@ -137,6 +143,7 @@ class Trainer {
   const metric::MetricSet& metrics() const { return *p_.metrics; }
   const c10::Device& device() const { return p_.device; }
   const device::LossScaler& scaler() const { return p_.scaler; }
+  const GraphedSteps* graphs() const { return graphs_.get(); }  // nullptr without device.cuda_graphs
   std::unique_ptr<data::Loader> train_loader(int64_t epoch) { return train_loader_(epoch, 0); }
   // Validation of `weights` (nullptr = the model as it is); the model's weights are restored afterwards.
   Evaluation evaluate(const model::TensorMap* weights = nullptr);
@@ -178,6 +185,7 @@ class Trainer {
   // An update failed (out of memory) after its gradients began to be reduced: false when a retry is unsafe.
   bool abandon_reduction();
   void save_last();
+  MicroStep micro_step() const;
 
   TrainerParts p_;
   Plan& plan_;
@@ -194,6 +202,7 @@ class Trainer {
   std::vector<bool> norm_param_;                         // parallel to net parameters: inside a normalization layer
   std::vector<at::Tensor> params_;
   std::unique_ptr<GradReducer> reducer_;                 // data parallel with device.dist_overlap
+  std::unique_ptr<GraphedSteps> graphs_;                 // device.cuda_graphs
   bool has_batch_norm_ = false;                          // the OOM back-off stops at two images per micro-batch
   std::unique_ptr<EpochReport> last_report_;
   bool stop_requested_ = false, stop_mid_epoch_ = false;

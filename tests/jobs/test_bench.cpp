@@ -52,7 +52,8 @@ TEST_CASE("bench times every phase, ablates the toggles and suggests a fit comma
 
   auto r = kg::test::run_kgtrain(kg::test::cat(
       {"bench", recipe, "--ablate",
-       "precision,channels_last,workers,accum,tf32,cudnn_benchmark,grad_checkpointing,cache,eval_batch", "--suggest"},
+       "precision,channels_last,workers,accum,tf32,cudnn_benchmark,cuda_graphs,grad_checkpointing,cache,eval_batch",
+       "--suggest"},
       fast));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
@@ -104,7 +105,7 @@ TEST_CASE("bench times every phase, ablates the toggles and suggests a fit comma
                                                "cuda_peak_reserved_bytes"});
     rows[a["name"]] = a;
   }
-  REQUIRE(rows.size() == 9);
+  REQUIRE(rows.size() == 10);
   for (auto name : {"channels_last", "workers", "accum", "grad_checkpointing", "cache", "eval_batch"}) {
     INFO(name << ": " << rows[name].dump());
     CHECK(rows[name]["status"] == "timed");
@@ -117,7 +118,7 @@ TEST_CASE("bench times every phase, ablates the toggles and suggests a fit comma
   CHECK(rows["accum"]["configuration"] == json({"train.batch_size=4", "train.accum_steps=2"}));
   CHECK(rows["cache"]["configuration"] == json({"data.cache=ram"}));
   CHECK(rows["eval_batch"]["configuration"] == json({"train.eval_batch_size=32"}));
-  for (auto name : {"tf32", "cudnn_benchmark"}) {
+  for (auto name : {"tf32", "cudnn_benchmark", "cuda_graphs"}) {
     CHECK(rows[name]["status"] == "skipped");
     CHECK(rows[name]["reason"].get<std::string>().rfind("cpu: ", 0) == 0);
     CHECK(rows[name]["epoch_seconds"].is_null());
@@ -162,8 +163,8 @@ TEST_CASE("bench options: unknown toggles, dry run, the run folder", "[integrati
     CHECK(u.exit_code == 2);
     CHECK(u.output.find("unknown toggle \"precison\"") != std::string::npos);
     CHECK(u.output.find("did you mean precision") != std::string::npos);
-    CHECK(u.output.find("allowed: precision, channels_last, workers, accum, tf32, cudnn_benchmark, grad_checkpointing, "
-                        "cache, eval_batch") != std::string::npos);
+    CHECK(u.output.find("allowed: precision, channels_last, workers, accum, tf32, cudnn_benchmark, cuda_graphs, "
+                        "grad_checkpointing, cache, eval_batch") != std::string::npos);
     CHECK(kg::test::run_kgtrain({"bench", recipe, "--steps", "0"}).exit_code == 2);
   }
   SECTION("--dry-run plans the toggles and times nothing") {

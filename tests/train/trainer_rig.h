@@ -97,11 +97,13 @@ struct Rig {
     train::TrainerIO io;
     io.dir = dir;
     io.progress = {true, false, 10};
+    train::TrainerParts parts{net.get(), opt.get(), loss.get(), metrics.get(), c10::Device(c10::kCPU), "multiclass",
+                              device::parse_precision(device::load_options(recipe).precision), scaler, fake_oom_above,
+                              nullptr, int64_t{25} << 20};
+    // device.cuda_graphs = true: emulated (a CPU has no CUDA graphs).
+    parts.cuda_graphs = parts.emulate_graphs = device::load_options(recipe).cuda_graphs;
     trainer = std::make_unique<train::Trainer>(
-        train::TrainerParts{net.get(), opt.get(), loss.get(), metrics.get(), c10::Device(c10::kCPU), "multiclass",
-                            device::parse_precision(device::load_options(recipe).precision), scaler, fake_oom_above,
-                            nullptr, int64_t{25} << 20},
-        *plan,
+        parts, *plan,
         topt, train::load_checkpoint_options(recipe), train_loader, valid_loader, std::move(mix), std::move(cbs), io);
   }
 

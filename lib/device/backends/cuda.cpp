@@ -1,14 +1,20 @@
 // The CUDA backend. Built against a CUDA LibTorch (KG_WITH_CUDA, set by CMakeLists.txt when Torch
 // brings its CUDA libraries) it reads device properties and the caching allocator's statistics;
-// against Debian's CPU-only LibTorch it is registered but never available.
+// against Debian's CPU-only LibTorch it is registered but never available. It also captures and replays
+// CUDA graphs (device.cuda_graphs, device/graph.h).
 #include <torch/cuda.h>
 
 #include "core/error.h"
 #include "device/backend.h"
+#include "device/compat.h"
+#include "device/graph.h"
 
 #ifdef KG_WITH_CUDA
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -16,6 +22,97 @@
 
 namespace kg::device {
 namespace {
+
+#ifdef KG_WITH_CUDA
+// Autocast caches the casts of weights for its outermost scope; under capture they would be graph
+// memory handed to work outside it (torch.cuda.make_graphed_callables requires cache_enabled=False).
+struct AutocastCacheOff {
+  bool prev = at::autocast::is_autocast_cache_enabled();
+  AutocastCacheOff() { at::autocast::set_autocast_cache_enabled(false); }
+  ~AutocastCacheOff() { at::autocast::set_autocast_cache_enabled(prev); }
+};
+
+class CudaStepGraph : public StepGraph {
+ public:
+  CudaStepGraph(int index) : index_(static_cast<c10::DeviceIndex>(index)) {}
+  void replay() override {
+    c10::cuda::CUDAGuard guard(index_);
+    graph_.replay();
+  }
+  void set(std::vector<at::Tensor> outputs, std::vector<at::Tensor> grads) {
+    outputs_ = std::move(outputs);
+    grads_ = std::move(grads);
+  }
+  at::cuda::CUDAGraph& graph() { return graph_; }
+
+ private:
+  c10::DeviceIndex index_;
+  at::cuda::CUDAGraph graph_;
+};
+
+// Warm-up and capture on a side stream (a capture cannot use the default stream; torch.cuda.graph does
+// the same), ordered after the work queued so far and before the work queued next. Thread-local capture
+// mode: the loader's threads may keep allocating pinned memory and copying while the step is captured.
+// The graphs share one memory pool.
+class CudaCapturer : public GraphCapturer {
+ public:
+  explicit CudaCapturer(int index)
+      : index_(static_cast<c10::DeviceIndex>(index)), pool_(at::cuda::graph_pool_handle()),
+        side_(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, index_)) {}
+
+  std::unique_ptr<StepGraph> capture(const GraphWork& work, const std::vector<at::Tensor>& params, int warmup) override {
+    c10::cuda::CUDAGuard guard(index_);
+    const auto main = c10::cuda::getCurrentCUDAStream(index_);
+    auto g = std::make_unique<CudaStepGraph>(index_);
+    const auto before = take_grads(params);
+    try {
+      at::cuda::CUDAEvent ready;
+      ready.record(main);
+      ready.block(side_);
+      std::vector<at::Tensor> outputs, grads;
+      {
+        c10::cuda::CUDAStreamGuard on_side(side_);
+        AutocastCacheOff cache_off;
+        for (int i = 0; i < warmup; ++i) {
+          (void)work();
+          (void)take_grads(params);
+        }
+#if KG_TORCH_VERSION_AT_LEAST(2, 1)
+        g->graph().capture_begin(pool_, cudaStreamCaptureModeThreadLocal);
+#else
+        g->graph().capture_begin(pool_);
+#endif
+        try {
+          outputs = work();
+        } catch (...) {
+          try {
+            g->graph().capture_end();
+          } catch (...) {
+          }
+          (void)cudaGetLastError();  // the invalidated capture's error is not the caller's
+          throw;
+        }
+        g->graph().capture_end();
+        grads = take_grads(params);
+      }
+      at::cuda::CUDAEvent done;
+      done.record(side_);
+      done.block(main);
+      g->set(std::move(outputs), std::move(grads));
+    } catch (...) {
+      put_grads(params, before);
+      throw;
+    }
+    put_grads(params, before);
+    return g;
+  }
+
+ private:
+  c10::DeviceIndex index_;
+  decltype(at::cuda::graph_pool_handle()) pool_;
+  c10::cuda::CUDAStream side_;
+};
+#endif
 
 class CudaBackend : public Backend {
  public:
@@ -64,6 +161,9 @@ class CudaBackend : public Backend {
     c10::cuda::CUDACachingAllocator::resetPeakStats(index);
   }
   void empty_cache() const override { c10::cuda::CUDACachingAllocator::emptyCache(); }
+  std::unique_ptr<GraphCapturer> graph_capturer(int index, std::string*) const override {
+    return std::make_unique<CudaCapturer>(index);
+  }
 #else
   [[noreturn]] static void not_built() {
     throw DeviceError("this kgtrain was built against a CPU-only LibTorch: CUDA devices cannot be used (build with "
@@ -74,6 +174,10 @@ class CudaBackend : public Backend {
   MemoryStats memory(int) const override { return {}; }
   void reset_peak_memory(int) const override {}
   void empty_cache() const override {}
+  std::unique_ptr<GraphCapturer> graph_capturer(int, std::string* why) const override {
+    if (why) *why = "this kgtrain was built against a CPU-only LibTorch";
+    return nullptr;
+  }
 #endif
 };
 

@@ -1,0 +1,171 @@
+#include "train/step_graphs.h"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include <torch/torch.h>
+
+#include "device/device.h"
+#include "device/oom.h"
+#include "train/model_snapshot.h"
+
+namespace kg::train {
+
+namespace {
+constexpr int kWarmup = 3;       // eager runs before a capture (cuDNN benchmark, library handles), as in PyTorch's docs
+constexpr size_t kMaxGraphs = 4;  // input shapes kept captured (progressive-resizing stages, out-of-memory back-offs)
+
+// The weight as the float32 the loss is multiplied by: a loss scale beyond float32's range is infinity
+// (the update then overflows and is skipped), not a conversion error.
+float as_float(double w) {
+  return std::abs(w) > static_cast<double>(std::numeric_limits<float>::max()) ? std::copysign(std::numeric_limits<float>::infinity(), w)
+                                                                            : static_cast<float>(w);
+}
+
+void describe(std::ostringstream& s, const at::Tensor& t) {
+  if (!t.defined()) {
+    s << "-;";
+    return;
+  }
+  s << c10::toString(t.scalar_type()) << t.sizes() << t.strides() << ';';
+}
+}  // namespace
+
+at::Tensor MicroStep::forward(const at::Tensor& x, const at::Tensor& f, const at::Tensor& y) const {
+  at::Tensor out;
+  {
+    device::AutocastScope autocast(precision, device_type);
+    out = net->forward(x, f);
+  }
+  return loss->forward(out.to(torch::kFloat), y);  // the loss in float32 whatever the precision
+}
+
+void MicroStep::backward(const at::Tensor& loss, const at::Tensor& weight) const {
+  (scaled ? loss * weight : loss / weight).backward();
+}
+
+at::Tensor MicroStep::weight_tensor(double weight, const c10::Device& d) const {
+  return torch::full({}, as_float(weight), torch::TensorOptions().dtype(torch::kFloat).device(d));
+}
+
+std::string graphs_blocker(const config::Tree& recipe, bool multi_process) {
+  if (model::load_options(recipe).grad_checkpointing)
+    return "model.grad_checkpointing recomputes activations inside backward, which a graph cannot record";
+  if (multi_process && device::load_options(recipe).sync_batchnorm)
+    return "device.sync_batchnorm exchanges BatchNorm statistics between processes inside the forward pass";
+  return "";
+}
+
+struct GraphedSteps::Entry {
+  std::string key;
+  at::Tensor x, f, y, w;  // the static inputs every replay reads
+  std::unique_ptr<device::StepGraph> graph;
+};
+
+GraphedSteps::GraphedSteps(std::unique_ptr<device::GraphCapturer> capturer, MicroStep step, std::vector<at::Tensor> params,
+                           std::function<void(const std::string&)> log)
+    : capturer_(std::move(capturer)), step_(step), params_(std::move(params)), log_(std::move(log)) {}
+
+GraphedSteps::~GraphedSteps() = default;
+
+std::string GraphedSteps::signature() const {
+  std::string s;
+  for (const auto& p : params_) s += p.requires_grad() ? '1' : '0';
+  s += '|';
+  for (const auto& m : step_.net->modules(/*include_self=*/true)) s += m->is_training() ? '1' : '0';
+  return s;
+}
+
+void GraphedSteps::check_model() {
+  if (entries_.empty() || signature() == model_signature_) return;
+  clear();
+  if (log_) log_("  cuda graphs: trainable parameters or layer modes changed; the step is captured again");
+}
+
+void GraphedSteps::clear() { entries_.clear(); }
+
+GraphedSteps::Entry& GraphedSteps::entry_for(const at::Tensor& x, const at::Tensor& f, const at::Tensor& y) {
+  std::ostringstream k;
+  describe(k, x);
+  describe(k, f);
+  describe(k, y);
+  const std::string key = k.str();
+  for (auto it = entries_.begin(); it != entries_.end(); ++it)
+    if ((*it)->key == key) {
+      entries_.splice(entries_.begin(), entries_, it);
+      return *entries_.front();
+    }
+  if (entries_.size() >= kMaxGraphs) entries_.pop_back();
+  auto e = std::make_unique<Entry>();
+  e->key = key;
+  // The batch itself (not uninitialised memory): warm-up runs read it, and a loss must see valid targets.
+  e->x = x.clone();
+  e->f = f.defined() ? f.clone() : at::Tensor();
+  e->y = y.clone();
+  e->w = step_.weight_tensor(1.0, x.device());
+  Entry* ep = e.get();
+  const MicroStep step = step_;
+  device::GraphWork work = [step, ep]() -> std::vector<at::Tensor> {
+    at::Tensor l = step.forward(ep->x, ep->f, ep->y);
+    step.backward(l, ep->w);
+    return {l.detach()};
+  };
+  // Warm-up and capture move BatchNorm statistics and the generators (a capture on the CPU emulation
+  // runs the work too): the replay that counts starts from where the step found them.
+  ModelSnapshot before;
+  before.take(*step_.net);
+  try {
+    e->graph = capturer_->capture(work, params_, kWarmup);
+  } catch (...) {
+    before.restore(*step_.net);
+    throw;
+  }
+  before.restore(*step_.net);
+  if (entries_.empty()) model_signature_ = signature();
+  ++captures_;
+  if (log_)
+    log_("  cuda graphs: training step captured for input " + c10::str(x.sizes()) + " (" + std::to_string(entries_.size() + 1) +
+         " shape" + (entries_.empty() ? "" : "s") + " kept)");
+  entries_.push_front(std::move(e));
+  return *entries_.front();
+}
+
+at::Tensor GraphedSteps::run(const at::Tensor& x, const at::Tensor& f, const at::Tensor& y, double weight, bool sole) {
+  Entry* e = nullptr;
+  try {
+    e = &entry_for(x, f, y);
+  } catch (const std::exception& err) {
+    if (device::is_out_of_memory(err)) throw;
+    std::string what = err.what();
+    on_ = false;
+    clear();
+    if (log_)
+      log_("  cuda graphs: off for the rest of the run, the step could not be captured (" + what.substr(0, what.find('\n')) +
+           "); it runs eagerly");
+    at::Tensor l = step_.forward(x, f, y);
+    step_.backward(l, step_.weight_tensor(weight, x.device()));
+    return l.detach();
+  }
+  {
+    torch::NoGradGuard ng;
+    e->x.copy_(x, /*non_blocking=*/true);
+    if (f.defined()) e->f.copy_(f, /*non_blocking=*/true);
+    e->y.copy_(y, /*non_blocking=*/true);
+    e->w.fill_(as_float(weight));
+  }
+  e->graph->replay();  // outside the guard: the emulation runs backward
+  ++replays_;
+  torch::NoGradGuard ng;
+  // What backward does with a micro-batch's gradient: the first one becomes .grad, later ones add in place.
+  const auto& grads = e->graph->grads();
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!grads[i].defined()) continue;
+    at::Tensor& g = params_[i].mutable_grad();
+    if (!g.defined()) g = sole ? grads[i] : grads[i].clone();
+    else g.add_(grads[i]);
+  }
+  return e->graph->outputs().front();
+}
+
+}  // namespace kg::train
