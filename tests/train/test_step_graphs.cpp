@@ -135,3 +135,25 @@ TEST_CASE("fit on CUDA with device.cuda_graphs: captured, and the weights of the
   WARN("largest weight difference, graphs vs eager: " << worst);
   CHECK(worst < 1e-5);
 }
+
+TEST_CASE("fit --nproc 2 with cuda graphs (emulated): gradients summed after backward, the eager run's weights",
+          "[train][graphs][dist][integration]") {
+  kg::test::TempDir dir;
+  auto ds = kg::test::make_tiny_dataset(dir, 48, 4);
+  const std::string recipe = dir.write("r.toml", kg::test::tiny_recipe(ds.root));
+  const std::vector<std::string> base{"fit", recipe, "train.epochs=2", "plots.enabled=false", "train.batch_size=6",
+                                      "optim.name=sgd", "optim.momentum=0.9", "device.dist_timeout_s=60", "--nproc", "2"};
+  auto eager = kg::test::run_kgtrain(kg::test::cat(base, {"device.dist_overlap=false", "--run-dir", dir / "eager"}));
+  INFO(eager.output);
+  REQUIRE(eager.exit_code == 0);
+  kg::test::RunResult graphed;
+  {
+    EnvVar emulate("KGTRAIN_EMULATE_CUDA_GRAPHS", "1");
+    graphed = kg::test::run_kgtrain(kg::test::cat(base, {"device.cuda_graphs=true", "--run-dir", dir / "graphs"}));
+  }
+  INFO(graphed.output);
+  REQUIRE(graphed.exit_code == 0);
+  CHECK_THAT(graphed.output, Catch::Contains("cuda graphs: training step captured for input [6, 1, 12, 12]"));
+  CHECK(kg::read_file(dir / "eager/checkpoints/last/model.safetensors") ==
+        kg::read_file(dir / "graphs/checkpoints/last/model.safetensors"));
+}
