@@ -40,25 +40,65 @@ void GradReducer::set_params(const std::vector<at::Tensor>& params) {
   remove_hooks();
   params_ = params;
   for (auto& p : params_) KG_ASSERT(p.requires_grad(), "GradReducer: a parameter without requires_grad");
+  // Last parameter first: about the order backward produces the gradients, until one backward shows it.
+  std::vector<size_t> last_first;
+  for (size_t k = params_.size(); k-- > 0;) last_first.push_back(k);
+  plan(last_first);
+  rebuilt_ = false;
+  // Hooks on the bucketed parameters (plan_buckets leaves empty ones out: nothing to sum).
+  for (const auto& b : buckets_)
+    for (size_t i : b.params) hooks_.emplace_back(i, params_[i].register_hook([this, i](const at::Tensor& g) { on_grad(i, g); }));
+  reset();
+}
+
+void GradReducer::plan(const std::vector<size_t>& order) {
   slots_.assign(params_.size(), Slot{});
   buckets_.clear();
-  // Last parameter first: about the order backward produces the gradients.
-  const std::vector<at::Tensor> last_first(params_.rbegin(), params_.rend());
-  for (const auto& members : device::plan_buckets(last_first, bucket_bytes_)) {
+  std::vector<at::Tensor> ordered;
+  for (size_t k : order) ordered.push_back(params_[k]);
+  for (const auto& members : device::plan_buckets(ordered, bucket_bytes_)) {
     Bucket& b = buckets_.emplace_back();
     int64_t numel = 0;
     for (size_t j : members) {
-      const size_t k = params_.size() - 1 - j;
+      const size_t k = order[j];
       slots_[k] = {buckets_.size() - 1, numel, false};
       b.params.push_back(k);
       numel += params_[k].numel();
     }
     b.flat = torch::empty({numel}, params_[b.params.front()].options().requires_grad(false));
   }
-  // Hooks on the bucketed parameters (plan_buckets leaves empty ones out: nothing to sum).
-  for (const auto& b : buckets_)
-    for (size_t i : b.params) hooks_.emplace_back(i, params_[i].register_hook([this, i](const at::Tensor& g) { on_grad(i, g); }));
-  reset();
+}
+
+std::vector<std::vector<size_t>> GradReducer::layout() const {
+  std::vector<std::vector<size_t>> out;
+  for (const auto& b : buckets_) out.push_back(b.params);
+  return out;
+}
+
+void GradReducer::rebuild_from_arrivals() {
+  rebuilt_ = true;
+  if (buckets_.empty()) return;  // nothing trainable: the same on every rank
+  // The arrival order, then the parameters that got no gradient (last first): rank 0's for every rank,
+  // which must agree on the buckets.
+  std::vector<size_t> order = arrivals_;
+  std::vector<bool> seen(params_.size(), false);
+  for (size_t k : order) seen[k] = true;
+  for (size_t k = params_.size(); k-- > 0;)
+    if (!seen[k]) order.push_back(k);
+  std::vector<int64_t> as_int(order.begin(), order.end());
+  std::vector<at::Tensor> t{torch::tensor(as_int, torch::kLong).to(params_.front().device())};
+  group_->broadcast(t, 0);
+  const at::Tensor root = t[0].cpu();
+  KG_CHECK(root.numel() == static_cast<int64_t>(order.size()), InternalError, "bucket rebuild: rank 0 ordered ", root.numel(),
+           " parameters, this rank ", order.size());
+  for (size_t j = 0; j < order.size(); ++j) order[j] = static_cast<size_t>(root[static_cast<int64_t>(j)].item<int64_t>());
+  std::vector<size_t> now;
+  for (const auto& b : buckets_) now.insert(now.end(), b.params.begin(), b.params.end());
+  std::vector<size_t> wanted;
+  for (size_t k : order)
+    if (std::find(now.begin(), now.end(), k) != now.end()) wanted.push_back(k);  // the bucketed ones
+  if (wanted != now) plan(order);
+  arrivals_.clear();
 }
 
 void GradReducer::reset() {
@@ -74,6 +114,7 @@ void GradReducer::reset() {
 void GradReducer::arm() {
   std::lock_guard<std::mutex> lock(mu_);
   reset();
+  arrivals_.clear();
   armed_ = true;
   started_during_backward_ = 0;
 }
@@ -98,6 +139,7 @@ void GradReducer::on_grad(size_t i, const at::Tensor& g) {
   if (acc.defined()) at::add_out(dst, acc, g);
   else dst.copy_(g);
   s.arrived = true;
+  if (!rebuilt_) arrivals_.push_back(i);
   if (--b.pending == 0) start_ready();
 }
 
@@ -137,6 +179,7 @@ void GradReducer::finish() {
     }
   }
   armed_ = false;
+  if (!rebuilt_) rebuild_from_arrivals();
 }
 
 bool GradReducer::abandon() {

@@ -3,7 +3,9 @@
 // gradients), into buckets of at most `bucket_bytes` of one dtype and device. A hook on each parameter
 // copies its gradient into its bucket as soon as autograd has it, and a full bucket is summed over the
 // ranks while backward goes on computing the layers below. Buckets start in one fixed order, the same
-// on every rank, whatever order the gradients come in.
+// on every rank, whatever order the gradients come in. After the first reduced backward the buckets are
+// laid out again in the order its gradients arrived on rank 0 (DDP's bucket rebuild): a model whose
+// layers are registered in another order than they run then fills its buckets one after another.
 //
 // Only the last backward of an update is reduced (arm()): earlier micro-batches of gradient
 // accumulation communicate nothing, and the bucket gets what they accumulated plus the last one's.
@@ -41,6 +43,8 @@ class GradReducer {
   bool abandon();
 
   size_t buckets() const { return buckets_.size(); }
+  // The parameters (indexes into set_params' list) of each bucket, in start order (for tests).
+  std::vector<std::vector<size_t>> layout() const;
   // Buckets of the last finish() that had started before backward ended (the overlap; for tests/logs).
   size_t started_during_backward() const { return started_during_backward_; }
 
@@ -61,6 +65,10 @@ class GradReducer {
   void start(Bucket& b);
   void remove_hooks();
   void reset();
+  // Buckets over params_ taken in `order` (indexes into params_).
+  void plan(const std::vector<size_t>& order);
+  // After the first reduced backward: rank 0's arrival order, the layout from then on.
+  void rebuild_from_arrivals();
 
   device::ProcessGroupPtr group_;
   int64_t bucket_bytes_;
@@ -69,6 +77,8 @@ class GradReducer {
   std::vector<Slot> slots_;
   std::vector<Bucket> buckets_;
   size_t next_ = 0;  // the next bucket to start
+  std::vector<size_t> arrivals_;   // parameters in the order their gradients first arrived (until the rebuild)
+  bool rebuilt_ = false;
   bool armed_ = false;
   size_t started_during_backward_ = 0;
   std::mutex mu_;  // hooks run on autograd's threads

@@ -135,3 +135,52 @@ TEST_CASE("gradient buckets summed during backward equal the blocking all-reduce
     CHECK(s.abandon_before);
   }
 }
+
+TEST_CASE("after the first reduced backward the buckets follow the order the gradients arrived in (DDP's rebuild)",
+          "[unit][train][dist]") {
+  struct Out {
+    std::vector<std::vector<size_t>> before, after;
+    size_t buckets = 0, started_before = 0, started_after = 0;
+    std::vector<size_t> diff{99};
+  };
+  Out seen[2];
+  kg::test::two_ranks([&](kg::device::ProcessGroupPtr g) {
+    const int r = g->rank();
+    Out& out = seen[r];
+    Mlp m;
+    // Parameters listed first layer last: "last first" is then the order of the forward pass, the
+    // opposite of backward's, and the unused parameter's bucket comes first.
+    const std::vector<at::Tensor> reversed(m.p.rbegin(), m.p.rend());
+    kg::train::GradReducer reducer(g, /*bucket_bytes=*/128);
+    reducer.set_params(reversed);
+    out.before = reducer.layout();
+    out.buckets = reducer.buckets();
+    reducer.arm();
+    m.loss(input(r, 0)).backward();
+    out.started_before = reducer.started_during_backward();
+    reducer.finish();
+    out.after = reducer.layout();
+
+    m.zero_grad();
+    m.loss(input(r, 1)).backward();
+    const auto want = blocking_average(*g, m.grads());
+    m.zero_grad();
+    reducer.arm();
+    m.loss(input(r, 1)).backward();
+    out.started_after = reducer.started_during_backward();
+    reducer.finish();
+    out.diff = differing(m.grads(), want);
+  });
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r);
+    const Out& o = seen[r];
+    REQUIRE(o.buckets >= 4);
+    CHECK(o.before.front() == std::vector<size_t>{6});  // the unused parameter (reversed index 6) first: nothing
+    CHECK(o.started_before == 0);                       // could start before backward ended
+    CHECK(o.after.back() == std::vector<size_t>{6});    // now last, the others in arrival order
+    CHECK(o.after.front() != o.before.front());
+    CHECK(o.after == seen[0].after);  // rank 0's order on every rank
+    CHECK(o.started_after == o.buckets - 1);
+    CHECK(o.diff.empty());
+  }
+}
