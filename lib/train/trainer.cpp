@@ -117,8 +117,12 @@ bool Trainer::finish_update(const at::Tensor& group_loss_sum, bool stop_here) {
     if (p.grad().defined()) grads.push_back(p.grad());
   dist_stop_ = stop_here;
   const at::Tensor loss_sum = p_.group ? all_reduce_update(grads, group_loss_sum, stop_here, &dist_stop_) : group_loss_sum;
-  bool finite = std::isfinite(loss_sum.item<double>());
+  // The loss is read from the device together with the gradient norm below: one host sync per update
+  // (fp16's scaler decides on it first).
+  bool finite = true, loss_read = false;
   if (p_.scaler.enabled()) {
+    finite = std::isfinite(loss_sum.item<double>());
+    loss_read = true;
     // fp16: back to true gradients before anyone looks at them. Gradients that overflowed while the
     // loss is finite are the scale's fault (GradScaler: skip, back off). Once the scale is below 1 the
     // scale cannot be the cause: the non-finite policy below takes over.
@@ -155,16 +159,18 @@ bool Trainer::finish_update(const at::Tensor& group_loss_sum, bool stop_here) {
       for (auto& p : params_)
         if (p.grad().defined()) grads.push_back(p.grad());
     }
-    std::vector<at::Tensor> norms;
-    norms.reserve(grads.size());
-    for (auto& g : grads) norms.push_back(g.norm(2));
-    auto total = torch::stack(norms).norm(2);
-    double total_norm = total.item<double>();
-    finite = std::isfinite(total_norm);
+    // Every gradient's norm in multi-tensor kernels (PyTorch's clip_grad_norm_), then one copy to the host.
+    const at::Tensor total = torch::stack(at::_foreach_norm(grads)).norm(2);
+    const at::Tensor host =
+        torch::stack({total.to(torch::kDouble).reshape({}), loss_sum.detach().to(torch::kDouble).reshape({})}).cpu();
+    const double total_norm = host.data_ptr<double>()[0];
+    finite = std::isfinite(total_norm) && (loss_read || std::isfinite(host.data_ptr<double>()[1]));
     if (finite && topt_.clip_grad_norm > 0 && total_norm > topt_.clip_grad_norm) {
       double coef = topt_.clip_grad_norm / (total_norm + 1e-6);
       for (auto& g : grads) g.mul_(coef);
     }
+  } else if (finite) {
+    finite = std::isfinite(loss_sum.item<double>());  // no gradient to look at
   }
   if (!finite) {
     p_.opt->zero_grad();
