@@ -9,6 +9,7 @@
 #include "config/sections.h"
 #include "core/error.h"
 #include "core/strings.h"
+#include "device/compat.h"
 #include "train/trainer.h"
 
 namespace kg::train {
@@ -105,10 +106,26 @@ void EmaCallback::update(int64_t step) {
   KG_ASSERT(!pairs_.empty(), "EMA update before attach()");
   const double w = 1.0 - ema_decay(o_, step);
   torch::NoGradGuard no_grad;
+#if KG_TORCH_VERSION_AT_LEAST(2, 0)
+  // Multi-tensor lerp (timm's ModelEmaV3 uses torch._foreach_lerp_): a few launches instead of one per
+  // tensor on CUDA, the same lerp per element. LibTorch 1.13 has no _foreach_lerp_.
+  std::vector<at::Tensor> avg, live;
+  for (auto& [s, m] : pairs_) {
+    if (w == 1.0 || !s.is_floating_point()) s.copy_(m);  // first update (decay 0) and integer buffers
+    else if (m.scalar_type() == s.scalar_type() && m.device() == s.device()) {
+      avg.push_back(s);
+      live.push_back(m);
+    } else {
+      s.lerp_(m.to(s.scalar_type()), w);
+    }
+  }
+  if (!avg.empty()) at::_foreach_lerp_(avg, live, w);
+#else
   for (auto& [s, m] : pairs_) {
     if (w == 1.0 || !s.is_floating_point()) s.copy_(m);  // first update (decay 0) and integer buffers
     else s.lerp_(m.to(s.scalar_type()), w);
   }
+#endif
   ++updates_;
 }
 
