@@ -30,6 +30,28 @@ std::map<std::string, at::Tensor> train(const kg::test::TinyDataset& ds, const f
   return rig.params();
 }
 
+// `fit` with `base` twice: eagerly (plus `eager_extra`) into DIR/eager, with device.cuda_graphs emulated
+// into DIR/graphs. Both must succeed; the graphed run's output is returned.
+std::string fit_eager_and_graphed(const std::vector<std::string>& base, const std::string& dir,
+                                  const std::vector<std::string>& eager_extra = {}) {
+  auto eager = kg::test::run_kgtrain(kg::test::cat(kg::test::cat(base, eager_extra), {"--run-dir", dir + "/eager"}));
+  INFO(eager.output);
+  REQUIRE(eager.exit_code == 0);
+  kg::test::RunResult graphed;
+  {
+    EnvVar emulate("KGTRAIN_EMULATE_CUDA_GRAPHS", "1");
+    graphed = kg::test::run_kgtrain(kg::test::cat(base, {"device.cuda_graphs=true", "--run-dir", dir + "/graphs"}));
+  }
+  INFO(graphed.output);
+  REQUIRE(graphed.exit_code == 0);
+  return graphed.output;
+}
+
+bool same_weights(const std::string& dir) {
+  return kg::read_file(dir + "/eager/checkpoints/last/model.safetensors") ==
+         kg::read_file(dir + "/graphs/checkpoints/last/model.safetensors");
+}
+
 }  // namespace
 
 TEST_CASE("cuda graphs (emulated): same weights as eager, with accumulation and a short last update", "[train][graphs]") {
@@ -70,20 +92,10 @@ TEST_CASE("fit with cuda graphs (emulated): resnet9 with BatchNorm, mixup and fi
   // fine_tune: 1 frozen epoch, then 1 with every group trainable (the graph is captured again).
   const std::vector<std::string> base{"fit", recipe, "train.mode=\"fine_tune\"", "train.freeze_epochs=1", "train.epochs=1",
                                       "plots.enabled=false", "train.batch_size=8", "mixup.mixup_alpha=0.4"};
-  auto eager = kg::test::run_kgtrain(kg::test::cat(base, {"--run-dir", dir / "eager"}));
-  INFO(eager.output);
-  REQUIRE(eager.exit_code == 0);
-  kg::test::RunResult graphed;
-  {
-    EnvVar emulate("KGTRAIN_EMULATE_CUDA_GRAPHS", "1");
-    graphed = kg::test::run_kgtrain(kg::test::cat(base, {"device.cuda_graphs=true", "--run-dir", dir / "graphs"}));
-  }
-  INFO(graphed.output);
-  REQUIRE(graphed.exit_code == 0);
-  CHECK_THAT(graphed.output, Catch::Contains("cuda graphs: training step captured for input [8, 1, 12, 12]") &&
-                                 Catch::Contains("trainable parameters or layer modes changed; the step is captured again"));
-  CHECK(kg::read_file(dir / "eager/checkpoints/last/model.safetensors") ==
-        kg::read_file(dir / "graphs/checkpoints/last/model.safetensors"));
+  const std::string out = fit_eager_and_graphed(base, dir.str());
+  CHECK_THAT(out, Catch::Contains("cuda graphs: training step captured for input [8, 1, 12, 12]") &&
+                      Catch::Contains("trainable parameters or layer modes changed; the step is captured again"));
+  CHECK(same_weights(dir.str()));
 }
 
 TEST_CASE("fit with cuda graphs where they cannot run: logged, the step runs eagerly", "[train][graphs][integration]") {
@@ -143,17 +155,7 @@ TEST_CASE("fit --nproc 2 with cuda graphs (emulated): gradients summed after bac
   const std::string recipe = dir.write("r.toml", kg::test::tiny_recipe(ds.root));
   const std::vector<std::string> base{"fit", recipe, "train.epochs=2", "plots.enabled=false", "train.batch_size=6",
                                       "optim.name=sgd", "optim.momentum=0.9", "device.dist_timeout_s=60", "--nproc", "2"};
-  auto eager = kg::test::run_kgtrain(kg::test::cat(base, {"device.dist_overlap=false", "--run-dir", dir / "eager"}));
-  INFO(eager.output);
-  REQUIRE(eager.exit_code == 0);
-  kg::test::RunResult graphed;
-  {
-    EnvVar emulate("KGTRAIN_EMULATE_CUDA_GRAPHS", "1");
-    graphed = kg::test::run_kgtrain(kg::test::cat(base, {"device.cuda_graphs=true", "--run-dir", dir / "graphs"}));
-  }
-  INFO(graphed.output);
-  REQUIRE(graphed.exit_code == 0);
-  CHECK_THAT(graphed.output, Catch::Contains("cuda graphs: training step captured for input [6, 1, 12, 12]"));
-  CHECK(kg::read_file(dir / "eager/checkpoints/last/model.safetensors") ==
-        kg::read_file(dir / "graphs/checkpoints/last/model.safetensors"));
+  const std::string out = fit_eager_and_graphed(base, dir.str(), {"device.dist_overlap=false"});
+  CHECK_THAT(out, Catch::Contains("cuda graphs: training step captured for input [6, 1, 12, 12]"));
+  CHECK(same_weights(dir.str()));
 }
