@@ -4,10 +4,12 @@
 // as the eager loop does — bit-identical weights.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 
 #include "core/fs.h"
 #include "device/device.h"
+#include "device/loss_scaler.h"
 #include "model/safetensors.h"
 #include "support/fixtures.h"
 #include "support/job_helpers.h"
@@ -21,13 +23,23 @@ using kg::test::EnvVar;
 namespace {
 
 // The Rig's weights after fit(); `captures`: graphs captured (-1 = graphs were off).
+// `skips`: updates the loss scaler skipped.
 std::map<std::string, at::Tensor> train(const kg::test::TinyDataset& ds, const fs::path& dir, std::vector<std::string> overrides,
-                                        int64_t n_train, int64_t fake_oom_above = -1, int64_t* captures = nullptr) {
+                                        int64_t n_train, int64_t fake_oom_above = -1, int64_t* captures = nullptr,
+                                        kg::device::LossScaler scaler = {}, int64_t* skips = nullptr) {
   fs::create_directories(dir);
-  kg::test::Rig rig(ds.root, dir, overrides, n_train, {}, {}, {}, fake_oom_above);
+  kg::test::Rig rig(ds.root, dir, overrides, n_train, {}, {}, scaler, fake_oom_above);
   rig.trainer->fit();
   if (captures) *captures = rig.trainer->graphs() ? rig.trainer->graphs()->captures() : -1;
+  if (skips) *skips = rig.trainer->scaler().overflow_skips();
   return rig.params();
+}
+
+kg::device::LossScaler scaler(double init) {
+  kg::device::LossScalerOptions o;
+  o.init_scale = init;
+  o.growth_interval = 3;
+  return kg::device::LossScaler(o, /*enabled=*/true);
 }
 
 // `fit` with `base` twice: eagerly (plus `eager_extra`) into DIR/eager, with device.cuda_graphs emulated
@@ -72,6 +84,25 @@ TEST_CASE("cuda graphs (emulated): same weights as eager, with accumulation and 
   auto eager1 = train(ds, dir / "eager1", single, 48);
   auto graphed1 = train(ds, dir / "graphs1", kg::test::cat(single, {"device.cuda_graphs=true"}), 48);
   CHECK(kg::test::max_diff(eager1, graphed1) == 0.0);
+}
+
+TEST_CASE("cuda graphs (emulated) with the fp16 loss scaler: the scale reaches the graph every step, overflows skip alike",
+          "[train][graphs][scaler]") {
+  kg::test::TempDir dir;
+  auto ds = kg::test::make_tiny_dataset(dir, 48, 4);
+  const std::vector<std::string> common{"train.epochs=3", "train.batch_size=8", "optim.lr=0.05"};
+  // 1024 doubling every 3 updates: each replay must multiply by the scale of its own step.
+  auto eager = train(ds, dir / "a", common, 40, -1, nullptr, scaler(1024));
+  auto graphed = train(ds, dir / "b", kg::test::cat(common, {"device.cuda_graphs=true"}), 40, -1, nullptr, scaler(1024));
+  CHECK(kg::test::max_diff(eager, graphed) == 0.0);
+  // A scale beyond float32: infinite losses, skipped updates and back-offs until it fits, the same with graphs.
+  int64_t skips_eager = 0, skips_graphed = 0;
+  auto e2 = train(ds, dir / "c", common, 40, -1, nullptr, scaler(std::ldexp(1.0, 140)), &skips_eager);
+  auto g2 = train(ds, dir / "d", kg::test::cat(common, {"device.cuda_graphs=true"}), 40, -1, nullptr,
+                  scaler(std::ldexp(1.0, 140)), &skips_graphed);
+  CHECK(skips_eager >= 1);
+  CHECK(skips_graphed == skips_eager);
+  CHECK(kg::test::max_diff(e2, g2) == 0.0);
 }
 
 TEST_CASE("cuda graphs (emulated) with OOM back-off: the smaller micro-batch is captured anew, same weights",
