@@ -10,6 +10,7 @@
 #include "core/fs.h"
 #include "device/device.h"
 #include "device/loss_scaler.h"
+#include "device/oom.h"
 #include "model/safetensors.h"
 #include "support/fixtures.h"
 #include "support/job_helpers.h"
@@ -84,6 +85,49 @@ TEST_CASE("cuda graphs (emulated): same weights as eager, with accumulation and 
   auto eager1 = train(ds, dir / "eager1", single, 48);
   auto graphed1 = train(ds, dir / "graphs1", kg::test::cat(single, {"device.cuda_graphs=true"}), 48);
   CHECK(kg::test::max_diff(eager1, graphed1) == 0.0);
+}
+
+namespace {
+// A capturer that fails as a real capture does when the step synchronizes with the host (or runs out of memory).
+struct FailingCapturer : kg::device::GraphCapturer {
+  bool oom = false;
+  std::unique_ptr<kg::device::StepGraph> capture(const kg::device::GraphWork&, const std::vector<at::Tensor>&, int) override {
+    if (oom) kg::device::throw_fake_oom(4, 2);
+    throw std::runtime_error("CUDA error: operation not permitted when stream is capturing");
+  }
+};
+}  // namespace
+
+TEST_CASE("a capture that fails turns graphs off and the step runs eagerly; out of memory propagates", "[train][graphs]") {
+  kg::test::TempDir dir;
+  auto ds = kg::test::make_tiny_dataset(dir, 24, 4);
+  kg::test::Rig rig(ds.root, dir.str(), {}, 20);
+  const kg::train::MicroStep step{rig.net.get(), rig.loss.get(), kg::device::Precision::fp32, c10::kCPU, false};
+  const auto params = rig.net->parameters();
+  const at::Tensor x = torch::randn({4, 1, 12, 12}), y = torch::tensor({0, 1, 1, 0}, torch::kLong);
+
+  auto oom = std::make_unique<FailingCapturer>();
+  oom->oom = true;
+  kg::train::GraphedSteps out_of_memory(std::move(oom), step, params, {});
+  CHECK_THROWS_WITH(out_of_memory.run(x, {}, y, 2.0, true), Catch::Contains("out of memory"));
+  CHECK(out_of_memory.on());  // the trainer backs off and the next shape is captured
+
+  std::vector<std::string> logs;
+  kg::train::GraphedSteps steps(std::make_unique<FailingCapturer>(), step, params,
+                                [&](const std::string& l) { logs.push_back(l); });
+  for (auto& p : params) p.mutable_grad() = at::Tensor();
+  const at::Tensor loss = steps.run(x, {}, y, 2.0, true).clone();
+  CHECK_FALSE(steps.on());
+  REQUIRE(logs.size() == 1);
+  CHECK_THAT(logs[0], Catch::Contains("cuda graphs: off for the rest of the run, the step could not be captured (CUDA "
+                                      "error: operation not permitted when stream is capturing)"));
+  std::vector<at::Tensor> got;
+  for (auto& p : params) got.push_back(p.grad().clone());
+  for (auto& p : params) p.mutable_grad() = at::Tensor();
+  auto l = step.forward(x, {}, y);
+  step.backward(l, step.weight_tensor(2.0, x.device()));
+  CHECK(torch::equal(loss, l.detach()));
+  for (size_t i = 0; i < params.size(); ++i) CHECK(torch::equal(got[i], params[i].grad()));
 }
 
 TEST_CASE("cuda graphs (emulated) with the fp16 loss scaler: the scale reaches the graph every step, overflows skip alike",
