@@ -345,9 +345,11 @@ TEST_CASE("set_lr_mult changes a group's multiplier, also through lookahead", "[
   }
 }
 
-TEST_CASE("adam/adamw's multi-tensor group update is bit-identical to the per-parameter one", "[optim]") {
-  for (const std::string name : {"adam", "adamw"}) {
-    INFO(name);
+TEST_CASE("adam/adamw/sgd's multi-tensor group update is bit-identical to the per-parameter one", "[optim]") {
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"adam", ""}, {"adamw", ""}, {"sgd", ""}, {"sgd", "nesterov = true\nmomentum = 0.8\n"}, {"sgd", "momentum = 0.0\n"}};
+  for (const auto& [name, extra] : cases) {
+    INFO(name << " " << extra);
     torch::manual_seed(3);
     std::vector<at::Tensor> a, b;
     for (auto shape : std::vector<std::vector<int64_t>>{{8, 3, 3, 3}, {8}, {16, 8}, {16}, {5}}) {
@@ -357,7 +359,7 @@ TEST_CASE("adam/adamw's multi-tensor group update is bit-identical to the per-pa
     // a: one group of five (multi-tensor kernels); b: a group per parameter (update() one by one).
     std::vector<ParamGroup> one{{"all", a, {"p0", "p1", "p2", "p3", "p4"}, 1.0, 0.01}}, each;
     for (size_t i = 0; i < b.size(); ++i) each.push_back({"g" + std::to_string(i), {b[i]}, {"p" + std::to_string(i)}, 1.0, 0.01});
-    auto r = recipe("name = \"" + name + "\"\nlr = 0.01");
+    auto r = recipe("name = \"" + name + "\"\nlr = 0.01\n" + extra);
     auto oa = kg::optim::build(r, one), ob = kg::optim::build(r, each);
     for (int64_t t = 0; t < 6; ++t) {
       for (size_t i = 0; i < a.size(); ++i) {
@@ -375,5 +377,7 @@ TEST_CASE("adam/adamw's multi-tensor group update is bit-identical to the per-pa
       }
     }
     CHECK(oa->state_of("p4")->step == 4);
+    if (name == "sgd" && extra.find("momentum = 0.0") == std::string::npos)
+      CHECK(oa->state_of("p4")->slots.count("momentum_buffer") == 1);
   }
 }
