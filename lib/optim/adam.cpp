@@ -2,9 +2,7 @@
 // Adam adds L2 weight decay to the gradient, AdamW decays the weights (p *= 1 - lr * wd); bias
 // correction uses each parameter's own step count.
 #include <cmath>
-#include <map>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include <torch/torch.h>
@@ -35,21 +33,7 @@ class Adam : public Optimizer {
   // Parameters sharing a step count, device and dtypes are updated together (PyTorch's default
   // AdamW on CUDA: a handful of multi-tensor launches per group instead of several per parameter).
   void update_group(const std::vector<Item>& items, const StepArgs& a) override {
-    std::map<std::tuple<int64_t, int, int, int, int>, std::vector<const Item*>> buckets;
-    for (const auto& it : items)
-      buckets[{it.s->step, static_cast<int>(it.p->device().type()), it.p->device().index(),
-               static_cast<int>(it.p->scalar_type()), static_cast<int>(it.grad->scalar_type())}]
-          .push_back(&it);
-    for (const auto& [key, bucket] : buckets) {
-      std::vector<at::Tensor> ps, gs;
-      std::vector<ParamState*> states;
-      for (const Item* it : bucket) {
-        ps.push_back(*it->p);
-        gs.push_back(*it->grad);
-        states.push_back(it->s);
-      }
-      step_together(std::move(ps), std::move(gs), states, std::get<0>(key), a);
-    }
+    for (auto& b : buckets_of(items, /*by_step=*/true)) step_together(std::move(b.ps), std::move(b.gs), b.states, b.step, a);
   }
 
  private:

@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <torch/torch.h>
 
@@ -75,6 +76,26 @@ void Optimizer::step() {
 
 void Optimizer::update_group(const std::vector<Item>& items, const StepArgs& a) {
   for (const auto& it : items) update(*it.p, *it.grad, *it.s, a);
+}
+
+std::vector<Optimizer::Bucket> Optimizer::buckets_of(const std::vector<Item>& items, bool by_step) {
+  std::vector<Bucket> out;
+  std::vector<std::tuple<int64_t, int, int, int, int>> keys;
+  for (const auto& it : items) {
+    const auto key = std::make_tuple(by_step ? it.s->step : int64_t{0}, static_cast<int>(it.p->device().type()),
+                                     static_cast<int>(it.p->device().index()), static_cast<int>(it.p->scalar_type()),
+                                     static_cast<int>(it.grad->scalar_type()));
+    size_t b = std::find(keys.begin(), keys.end(), key) - keys.begin();
+    if (b == keys.size()) {
+      keys.push_back(key);
+      out.emplace_back();
+      out.back().step = std::get<0>(key);
+    }
+    out[b].ps.push_back(*it.p);
+    out[b].gs.push_back(*it.grad);
+    out[b].states.push_back(it.s);
+  }
+  return out;
 }
 
 void Optimizer::zero_grad() {

@@ -92,6 +92,14 @@ class Optimizer {
   // calls update() per parameter; an optimizer may do them together instead (multi-tensor kernels: on
   // CUDA a handful of launches for the whole group instead of several per parameter).
   virtual void update_group(const std::vector<Item>& items, const StepArgs& a);
+  // What one set of multi-tensor kernels can update: items of one device, parameter dtype and gradient
+  // dtype (and update count, with `by_step`), in parameter order.
+  struct Bucket {
+    std::vector<at::Tensor> ps, gs;
+    std::vector<ParamState*> states;
+    int64_t step = 0;  // with by_step: the members' update count
+  };
+  static std::vector<Bucket> buckets_of(const std::vector<Item>& items, bool by_step);
   // Scalars beyond lr, momentum and per-parameter state (lookahead's counter).
   virtual void save_extra(config::json& /*meta*/) const {}
   virtual void load_extra(const config::json& /*meta*/) {}

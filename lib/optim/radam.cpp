@@ -3,6 +3,7 @@
 // the step is un-adapted momentum SGD. Weight decay is decoupled by default (fastai's and timm's choice,
 // torch 2.x decoupled_weight_decay=True); false gives torch 1.13's L2 on the gradient.
 #include <cmath>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -26,33 +27,54 @@ class RAdam : public Optimizer {
 
  protected:
   void update(const at::Tensor& p, const at::Tensor& grad, ParamState& s, const StepArgs& a) override {
+    step_together({p}, {grad}, {&s}, s.step, a);
+  }
+
+  // Parameters of one update count, device and dtypes together: multi-tensor kernels on CUDA.
+  void update_group(const std::vector<Item>& items, const StepArgs& a) override {
+    for (auto& b : buckets_of(items, /*by_step=*/true)) step_together(std::move(b.ps), std::move(b.gs), b.states, b.step, a);
+  }
+
+ private:
+  // Op for op the per-parameter arithmetic of torch.optim.RAdam (on the CPU LibTorch runs the foreach
+  // ops tensor by tensor: bit-identical whatever the grouping, tested).
+  void step_together(std::vector<at::Tensor> ps, std::vector<at::Tensor> gs, const std::vector<ParamState*>& states,
+                     int64_t step_count, const StepArgs& a) {
     const double beta1 = *momentum_, beta2 = o_.betas[1];
-    const double step = static_cast<double>(s.step);
+    const double step = static_cast<double>(step_count);
     const double bias_correction1 = 1 - std::pow(beta1, step);
     const double bias_correction2 = 1 - std::pow(beta2, step);
-    at::Tensor g = grad;
     if (a.weight_decay != 0) {
-      if (o_.decoupled_weight_decay) p.mul_(1 - a.lr * a.weight_decay);
-      else g = g.add(p, a.weight_decay);
+      if (o_.decoupled_weight_decay) at::_foreach_mul_(ps, 1 - a.lr * a.weight_decay);
+      else gs = at::_foreach_add(gs, ps, a.weight_decay);
     }
-    at::Tensor& exp_avg = slot(s, "exp_avg", p);
-    at::Tensor& exp_avg_sq = slot(s, "exp_avg_sq", p);
-    exp_avg.mul_(beta1).add_(g, 1 - beta1);
-    exp_avg_sq.mul_(beta2).addcmul_(g, g, 1 - beta2);
-    at::Tensor corrected = exp_avg / bias_correction1;
+    std::vector<at::Tensor> m, v;
+    for (size_t i = 0; i < ps.size(); ++i) {
+      m.push_back(slot(*states[i], "exp_avg", ps[i]));
+      v.push_back(slot(*states[i], "exp_avg_sq", ps[i]));
+    }
+    at::_foreach_mul_(m, beta1);
+    at::_foreach_add_(m, gs, 1 - beta1);
+    at::_foreach_mul_(v, beta2);
+    at::_foreach_addcmul_(v, gs, gs, 1 - beta2);
+    std::vector<at::Tensor> update = at::_foreach_div(m, bias_correction1);  // the bias-corrected first moment
+    at::_foreach_mul_(update, a.lr);
     const double rho_inf = 2 / (1 - beta2) - 1;
     const double rho_t = rho_inf - 2 * step * std::pow(beta2, step) / bias_correction2;
     if (rho_t > 5.0) {
       const double rect =
           std::sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t));
-      at::Tensor adaptive_lr = exp_avg_sq.sqrt().add_(o_.eps).reciprocal() * std::sqrt(bias_correction2);
-      p.add_(corrected * a.lr * adaptive_lr * rect, -1.0);
-    } else {
-      p.add_(corrected * a.lr, -1.0);
+      std::vector<at::Tensor> adaptive_lr = at::_foreach_sqrt(v);
+      at::_foreach_add_(adaptive_lr, o_.eps);
+      at::_foreach_reciprocal_(adaptive_lr);
+      at::_foreach_mul_(adaptive_lr, std::sqrt(bias_correction2));
+      at::_foreach_mul_(update, adaptive_lr);
+      at::_foreach_mul_(update, rect);
     }
+    at::_foreach_add_(ps, update, -1.0);
   }
 
- private:
+
   RAdamOptions o_;
 };
 

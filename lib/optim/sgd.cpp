@@ -1,8 +1,6 @@
 // SGD with momentum and Nesterov, exactly torch.optim.SGD: weight decay is L2 added to the gradient and
 // the first momentum buffer is the gradient itself. Parameters of one device and dtype are updated
 // together with multi-tensor kernels (torch.optim.SGD's default foreach path on CUDA).
-#include <map>
-#include <tuple>
 #include <vector>
 
 #include <torch/torch.h>
@@ -32,21 +30,7 @@ class Sgd : public Optimizer {
   }
 
   void update_group(const std::vector<Item>& items, const StepArgs& a) override {
-    std::map<std::tuple<int, int, int, int>, std::vector<const Item*>> buckets;
-    for (const auto& it : items)
-      buckets[{static_cast<int>(it.p->device().type()), it.p->device().index(), static_cast<int>(it.p->scalar_type()),
-               static_cast<int>(it.grad->scalar_type())}]
-          .push_back(&it);
-    for (const auto& [key, bucket] : buckets) {
-      std::vector<at::Tensor> ps, gs;
-      std::vector<ParamState*> states;
-      for (const Item* it : bucket) {
-        ps.push_back(*it->p);
-        gs.push_back(*it->grad);
-        states.push_back(it->s);
-      }
-      step_together(std::move(ps), std::move(gs), states, a);
-    }
+    for (auto& b : buckets_of(items, /*by_step=*/false)) step_together(std::move(b.ps), std::move(b.gs), b.states, a);
   }
 
  private:
