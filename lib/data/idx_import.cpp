@@ -16,7 +16,6 @@
 #include <thread>
 #include <utility>
 
-
 #include "core/error.h"
 #include "core/fs.h"
 #include "data/csv.h"

@@ -9,13 +9,12 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
-
-#include "data/image.h"
 #include <vector>
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+#include "data/image.h"
 #include "data/table.h"
 #include "data/transform.h"
 

@@ -3,7 +3,7 @@
 // the same memory: inputs must be copied into tensors that existed before the capture, outputs are read
 // from the tensors the capture returned, and any value the host computed while capturing is frozen.
 //
-// The CUDA backend provides the real capturer (device/backends/cuda_graph.cpp). GraphEmulation re-runs
+// The CUDA backend provides the real capturer (device/backends/cuda.cpp); emulated_capturer() re-runs
 // the work on any device instead and checks the contract a real graph imposes (outputs and gradients
 // land in the memory the capture left them in), so the trainer's use of graphs is testable on a CPU.
 #pragma once

@@ -18,30 +18,23 @@ struct AdamOptions {
   bool amsgrad = false;                   ///< AMSGrad variant (Reddi et al. 2018)
 };
 
-class Adam : public Optimizer {
+class Adam : public MultiTensorOptimizer {
  public:
-  Adam(const AdamOptions& o, const OptimContext& ctx, bool decoupled) : Optimizer(ctx.groups), o_(o), decoupled_(decoupled) {
+  Adam(const AdamOptions& o, const OptimContext& ctx, bool decoupled)
+      : MultiTensorOptimizer(ctx.groups, /*by_step=*/true), o_(o), decoupled_(decoupled) {
     name_ = decoupled ? "adamw" : "adam";
     momentum_ = o.betas[0];
   }
 
  protected:
-  void update(const at::Tensor& p, const at::Tensor& grad, ParamState& s, const StepArgs& a) override {
-    step_together({p}, {grad}, {&s}, s.step, a);
-  }
-
-  // Parameters sharing a step count, device and dtypes are updated together (PyTorch's default
-  // AdamW on CUDA: a handful of multi-tensor launches per group instead of several per parameter).
-  void update_group(const std::vector<Item>& items, const StepArgs& a) override {
-    for (auto& b : buckets_of(items, /*by_step=*/true)) step_together(std::move(b.ps), std::move(b.gs), b.states, b.step, a);
-  }
-
- private:
   // One Adam(W) update of `ps` (all at update count `step`) with multi-tensor (foreach) kernels, op for
   // op torch.optim.Adam(W)'s arithmetic. On the CPU LibTorch runs them tensor by tensor, so the result
   // does not depend on how the parameters are grouped (tested bit for bit).
-  void step_together(std::vector<at::Tensor> ps, std::vector<at::Tensor> gs, const std::vector<ParamState*>& states,
-                     int64_t step, const StepArgs& a) {
+  void update_bucket(Bucket& b, const StepArgs& a) override {
+    auto& ps = b.ps;
+    auto& gs = b.gs;
+    const auto& states = b.states;
+    const int64_t step = b.step;
     std::vector<at::Tensor> m, v;
     for (size_t i = 0; i < ps.size(); ++i) {
       m.push_back(slot(*states[i], "exp_avg", ps[i]));
@@ -72,6 +65,7 @@ class Adam : public Optimizer {
     at::_foreach_addcdiv_(ps, m, denom, -step_size);
   }
 
+ private:
   AdamOptions o_;
   bool decoupled_;
 };

@@ -98,6 +98,15 @@ std::vector<Optimizer::Bucket> Optimizer::buckets_of(const std::vector<Item>& it
   return out;
 }
 
+void MultiTensorOptimizer::update(const at::Tensor& p, const at::Tensor& grad, ParamState& s, const StepArgs& a) {
+  Bucket b{{p}, {grad}, {&s}, s.step};
+  update_bucket(b, a);
+}
+
+void MultiTensorOptimizer::update_group(const std::vector<Item>& items, const StepArgs& a) {
+  for (auto& b : buckets_of(items, by_step_)) update_bucket(b, a);
+}
+
 void Optimizer::zero_grad() {
   for (auto& g : groups_)
     for (auto& p : g.params)

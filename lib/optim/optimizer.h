@@ -117,6 +117,22 @@ class Optimizer {
 };
 using OptimizerPtr = std::unique_ptr<Optimizer>;
 
+// An optimizer whose rule updates a whole Bucket at once with multi-tensor (foreach) kernels — PyTorch's
+// default on CUDA: a handful of launches per group instead of several per parameter. A single parameter
+// is a bucket of one. On the CPU LibTorch runs foreach ops tensor by tensor, so grouping changes no bit.
+class MultiTensorOptimizer : public Optimizer {
+ protected:
+  // `by_step`: buckets also split by update count (rules with bias correction).
+  MultiTensorOptimizer(std::vector<ParamGroup> groups, bool by_step) : Optimizer(std::move(groups)), by_step_(by_step) {}
+  // One update of the bucket's parameters (each state's step already counts it).
+  virtual void update_bucket(Bucket& b, const StepArgs& a) = 0;
+  void update(const at::Tensor& p, const at::Tensor& grad, ParamState& s, const StepArgs& a) final;
+  void update_group(const std::vector<Item>& items, const StepArgs& a) final;
+
+ private:
+  bool by_step_;
+};
+
 // What a factory gets besides its options: the groups, and the recipe and key prefix for wrappers that
 // build a nested optimizer (lookahead: optimizer_registry().create(name, Options(recipe, prefix + ".inner"), ...)).
 struct OptimContext {

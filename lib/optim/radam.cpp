@@ -18,30 +18,22 @@ struct RAdamOptions {
   bool decoupled_weight_decay = true;     ///< p *= 1 - lr * wd (AdamW-style); false = L2 added to the gradient
 };
 
-class RAdam : public Optimizer {
+class RAdam : public MultiTensorOptimizer {
  public:
-  RAdam(const RAdamOptions& o, const OptimContext& ctx) : Optimizer(ctx.groups), o_(o) {
+  RAdam(const RAdamOptions& o, const OptimContext& ctx) : MultiTensorOptimizer(ctx.groups, /*by_step=*/true), o_(o) {
     name_ = "radam";
     momentum_ = o.betas[0];
   }
 
  protected:
-  void update(const at::Tensor& p, const at::Tensor& grad, ParamState& s, const StepArgs& a) override {
-    step_together({p}, {grad}, {&s}, s.step, a);
-  }
-
-  // Parameters of one update count, device and dtypes together: multi-tensor kernels on CUDA.
-  void update_group(const std::vector<Item>& items, const StepArgs& a) override {
-    for (auto& b : buckets_of(items, /*by_step=*/true)) step_together(std::move(b.ps), std::move(b.gs), b.states, b.step, a);
-  }
-
- private:
   // Op for op the per-parameter arithmetic of torch.optim.RAdam (on the CPU LibTorch runs the foreach
   // ops tensor by tensor: bit-identical whatever the grouping, tested).
-  void step_together(std::vector<at::Tensor> ps, std::vector<at::Tensor> gs, const std::vector<ParamState*>& states,
-                     int64_t step_count, const StepArgs& a) {
+  void update_bucket(Bucket& b, const StepArgs& a) override {
+    auto& ps = b.ps;
+    auto& gs = b.gs;
+    const auto& states = b.states;
     const double beta1 = *momentum_, beta2 = o_.betas[1];
-    const double step = static_cast<double>(step_count);
+    const double step = static_cast<double>(b.step);
     const double bias_correction1 = 1 - std::pow(beta1, step);
     const double bias_correction2 = 1 - std::pow(beta2, step);
     if (a.weight_decay != 0) {
@@ -74,7 +66,7 @@ class RAdam : public Optimizer {
     at::_foreach_add_(ps, update, -1.0);
   }
 
-
+ private:
   RAdamOptions o_;
 };
 

@@ -17,28 +17,21 @@ struct SgdOptions {
   double dampening = 0.0;  ///< dampening of the momentum buffer's gradient term
 };
 
-class Sgd : public Optimizer {
+class Sgd : public MultiTensorOptimizer {
  public:
-  Sgd(const SgdOptions& o, const OptimContext& ctx) : Optimizer(ctx.groups), o_(o) {
+  Sgd(const SgdOptions& o, const OptimContext& ctx) : MultiTensorOptimizer(ctx.groups, /*by_step=*/false), o_(o) {
     name_ = "sgd";
     if (o.momentum != 0) momentum_ = o.momentum;
   }
 
  protected:
-  void update(const at::Tensor& p, const at::Tensor& grad, ParamState& s, const StepArgs& a) override {
-    step_together({p}, {grad}, {&s}, a);
-  }
-
-  void update_group(const std::vector<Item>& items, const StepArgs& a) override {
-    for (auto& b : buckets_of(items, /*by_step=*/false)) step_together(std::move(b.ps), std::move(b.gs), b.states, a);
-  }
-
- private:
   // Op for op torch.optim.SGD: d = g + wd * p; buf = d (first step) or buf * momentum + (1 - dampening) * d;
   // d = d + momentum * buf (Nesterov) or buf; p -= lr * d. LibTorch runs the foreach ops tensor by tensor
   // on the CPU, so grouping changes no bit there (tested).
-  void step_together(std::vector<at::Tensor> ps, std::vector<at::Tensor> ds, const std::vector<ParamState*>& states,
-                     const StepArgs& a) {
+  void update_bucket(Bucket& b, const StepArgs& a) override {
+    auto& ps = b.ps;
+    auto& ds = b.gs;
+    const auto& states = b.states;
     if (a.weight_decay != 0) ds = at::_foreach_add(ds, ps, a.weight_decay);
     if (momentum_ && *momentum_ != 0) {
       const double mom = *momentum_;
@@ -62,6 +55,7 @@ class Sgd : public Optimizer {
     at::_foreach_add_(ps, ds, -a.lr);
   }
 
+ private:
   SgdOptions o_;
 };
 

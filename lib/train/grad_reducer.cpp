@@ -92,11 +92,15 @@ void GradReducer::rebuild_from_arrivals() {
   KG_CHECK(root.numel() == static_cast<int64_t>(order.size()), InternalError, "bucket rebuild: rank 0 ordered ", root.numel(),
            " parameters, this rank ", order.size());
   for (size_t j = 0; j < order.size(); ++j) order[j] = static_cast<size_t>(root[static_cast<int64_t>(j)].item<int64_t>());
-  std::vector<size_t> now;
-  for (const auto& b : buckets_) now.insert(now.end(), b.params.begin(), b.params.end());
-  std::vector<size_t> wanted;
+  std::vector<size_t> now, wanted;
+  std::vector<bool> bucketed(params_.size(), false);
+  for (const auto& b : buckets_)
+    for (size_t k : b.params) {
+      now.push_back(k);
+      bucketed[k] = true;
+    }
   for (size_t k : order)
-    if (std::find(now.begin(), now.end(), k) != now.end()) wanted.push_back(k);  // the bucketed ones
+    if (bucketed[k]) wanted.push_back(k);
   if (wanted != now) plan(order);
   arrivals_.clear();
 }

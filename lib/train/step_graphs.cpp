@@ -155,7 +155,6 @@ at::Tensor GraphedSteps::run(const at::Tensor& x, const at::Tensor& f, const at:
     e->w.fill_(as_float(weight));
   }
   e->graph->replay();  // outside the guard: the emulation runs backward
-  ++replays_;
   torch::NoGradGuard ng;
   // What backward does with a micro-batch's gradient: the first one becomes .grad, later ones add in place.
   const auto& grads = e->graph->grads();

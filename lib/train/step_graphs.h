@@ -64,7 +64,6 @@ class GraphedSteps {
   void check_model();
   void clear();
   int64_t captures() const { return captures_; }
-  int64_t replays() const { return replays_; }
 
  private:
   struct Entry;
@@ -78,7 +77,7 @@ class GraphedSteps {
   std::list<std::unique_ptr<Entry>> entries_;  // most recently used first
   std::string model_signature_;
   bool on_ = true;
-  int64_t captures_ = 0, replays_ = 0;
+  int64_t captures_ = 0;
 };
 
 }  // namespace kg::train
