@@ -11,6 +11,7 @@
 #include "core/random.h"
 #include "data/image_io.h"
 #include "data/pack.h"
+#include "support/fixtures.h"
 #include "support/temp_dir.h"
 
 using kg::data::PackKind;
@@ -422,4 +423,25 @@ TEST_CASE("pack: concurrent reads from many threads see the same bytes", "[unit]
     });
   for (auto& th : threads) th.join();
   for (int b : bad) CHECK(b == 0);
+}
+
+TEST_CASE("the tiny dataset as raw packs trains the weights its PNG files train", "[data][integration]") {
+  // make_tiny_pack_dataset stands in for make_tiny_dataset where a build has no image codecs (the GPU tests).
+  kg::test::TempDir png_dir, pack_dir;
+  auto png = kg::test::make_tiny_dataset(png_dir, 24, 4);
+  auto pack = kg::test::make_tiny_pack_dataset(pack_dir, 24, 4);
+  CHECK(std::filesystem::exists(pack.root + "/train.kgpack"));
+  CHECK_FALSE(std::filesystem::exists(pack.root + "/train"));
+  CHECK(kg::read_file(png.root + "/train.csv") == kg::read_file(pack.root + "/train.csv"));
+  auto fit = [](const std::string& root, const std::string& run, std::vector<std::string> extra) {
+    kg::test::TempDir d;
+    std::vector<std::string> args{"fit", d.write("r.toml", kg::test::tiny_recipe(root)), "train.epochs=1",
+                                  "plots.enabled=false", "--run-dir", run, "--quiet"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = kg::test::run_kgtrain(args);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    return kg::read_file(run + "/checkpoints/last/model.safetensors");
+  };
+  CHECK(fit(png.root, png_dir / "run", {}) == fit(pack.root, pack_dir / "run", {"data.format=pack"}));
 }

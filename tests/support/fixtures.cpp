@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <opencv2/core.hpp>
 
@@ -11,11 +12,16 @@
 #include "core/fs.h"
 #include "core/random.h"
 #include "data/image_io.h"
+#include "data/pack.h"
 #include "test_paths.h"
 
 namespace kg::test {
 
-TinyDataset make_tiny_dataset(const TempDir& dir, int train, int test, int size) {
+namespace {
+
+// Writes the tiny dataset's images either as PNG files (train/, test/) or (packs) as one raw pack per
+// split whose table is the split's CSV; the CSV files are written either way.
+TinyDataset write_tiny_dataset(const TempDir& dir, int train, int test, int size, bool packs) {
   TinyDataset d;
   d.root = dir / "data";
   d.train = train;
@@ -30,22 +36,38 @@ TinyDataset make_tiny_dataset(const TempDir& dir, int train, int test, int size)
       }
     return m;
   };
+  std::vector<std::pair<std::string, cv::Mat>> train_images, test_images;
   std::string train_csv = "id,label\n", test_csv = "id\n", labels = "id,label\n";
   for (int i = 0; i < train; ++i) {
     bool right = i % 2;
     std::string id = "tr" + std::to_string(i);
-    data::write_png_atomic(d.root + "/train/" + id + ".png", image(right));
+    train_images.emplace_back(id, image(right));
     train_csv += id + "," + (right ? "right" : "left") + "\n";
   }
   std::vector<std::string> ids;
   for (int i = 0; i < test; ++i) {
     bool right = i % 3 == 0;
     std::string id = "te" + std::to_string(i);
-    data::write_png_atomic(d.root + "/test/" + id + ".png", image(right));
+    test_images.emplace_back(id, image(right));
     test_csv += id + "\n";
     labels += id + "," + (right ? "right" : "left") + "\n";
     ids.push_back(id);
   }
+  auto save = [&](const std::string& split, const std::vector<std::pair<std::string, cv::Mat>>& images,
+                  const std::string& table) {
+    if (!packs) {
+      for (auto& [id, m] : images) data::write_png_atomic(d.root + "/" + split + "/" + id + ".png", m);
+      return;
+    }
+    std::filesystem::create_directories(d.root);
+    data::PackWriter w(d.root + "/" + split + ".kgpack", {{"kind", "raw"}, {"height", size}, {"width", size},
+                                                           {"channels", 1}, {"table_csv", table}, {"id_col", "id"}});
+    for (auto& [id, m] : images)
+      w.add(std::string_view(reinterpret_cast<const char*>(m.data), static_cast<size_t>(m.total())));
+    w.finish();
+  };
+  save("train", train_images, train_csv);
+  save("test", test_images, test_csv);
   // The sample submission lists the ids in another order: predictions must follow it.
   for (size_t i = ids.size(); i > 1; --i) std::swap(ids[i - 1], ids[rng.below(i)]);
   std::string sample = "id,label\n";
@@ -55,6 +77,16 @@ TinyDataset make_tiny_dataset(const TempDir& dir, int train, int test, int size)
   write_file_atomic(d.root + "/test_labels.csv", labels);
   write_file_atomic(d.root + "/sample_submission.csv", sample);
   return d;
+}
+
+}  // namespace
+
+TinyDataset make_tiny_dataset(const TempDir& dir, int train, int test, int size) {
+  return write_tiny_dataset(dir, train, test, size, false);
+}
+
+TinyDataset make_tiny_pack_dataset(const TempDir& dir, int train, int test, int size) {
+  return write_tiny_dataset(dir, train, test, size, true);
 }
 
 TinyTable::TinyTable(int rows) {

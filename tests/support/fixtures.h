@@ -19,6 +19,9 @@ struct TinyDataset {
 // half, "right" images on the right half, plus noise. 12x12 gray PNGs, string labels, a sample
 // submission whose rows are shuffled, test_labels.csv with the truth.
 TinyDataset make_tiny_dataset(const TempDir& dir, int train = 64, int test = 16, int size = 12);
+// The same images in raw packs (DATA/train.kgpack, DATA/test.kgpack; recipes add data.format = "pack"),
+// which need no image codecs: for tests that must also run in a GPU build without them.
+TinyDataset make_tiny_pack_dataset(const TempDir& dir, int train = 64, int test = 16, int size = 12);
 
 // make_tiny_dataset(dir, rows, 4)'s training table loaded as a job loads it (1 channel, 12 x 12, classes
 // inferred).

@@ -201,10 +201,10 @@ TEST_CASE("fit on CUDA with device.cuda_graphs: captured, and the weights of the
     return;
   }
   kg::test::TempDir dir;
-  auto ds = kg::test::make_tiny_dataset(dir, 60, 8);
+  auto ds = kg::test::make_tiny_pack_dataset(dir, 60, 8);  // raw packs: runs in a GPU build without image codecs
   const std::string recipe = dir.write("r.toml", kg::test::tiny_recipe(ds.root));
   // Deterministic algorithms: the two runs then differ only in how the kernels are launched.
-  const std::vector<std::string> base{"fit", recipe, "train.epochs=2", "plots.enabled=false", "device.name=cuda",
+  const std::vector<std::string> base{"fit", recipe, "data.format=pack", "train.epochs=2", "plots.enabled=false", "device.name=cuda",
                                       "device.deterministic=true", "device.tf32=false", "train.accum_steps=2"};
   auto eager = kg::test::run_kgtrain(kg::test::cat(base, {"--run-dir", dir / "eager"}));
   INFO(eager.output);
