@@ -1,5 +1,5 @@
-// `kgtrain bench-model`: what a training step costs the model alone — forward, backward and an AdamW
-// step on synthetic images in memory (no decoding, no loader), for the recipe's model or a list of
+// `kgtrain bench-model`: what a training step costs the model alone — forward, backward and the
+// recipe's optimizer step on synthetic images in memory (no decoding, no loader), for the recipe's model or a list of
 // families built for the recipe's data, in NCHW and channels_last layouts, optionally with gradient
 // checkpointing and the activation memory it saves (glibc heap held after the forward pass).
 #include <malloc.h>
@@ -25,6 +25,7 @@
 #include "jobs/model_setup.h"
 #include "model/model.h"
 #include "model/summary.h"
+#include "optim/optimizer.h"
 #include "train/options.h"
 
 using nlohmann::json;
@@ -71,13 +72,13 @@ struct Step {
   int64_t held_bytes = -1;  // heap held after the forward pass (activations autograd keeps + output)
 };
 
-// One training step on fixed synthetic tensors. Gradients are dropped (set to none) first, as fit's
-// AdamW does, so the heap before the forward pass holds no gradient of the previous step.
-Step train_step(model::Network& net, torch::optim::Optimizer& opt, const at::Tensor& x, const at::Tensor& feats,
+// One training step on fixed synthetic tensors with the recipe's optimizer, as fit builds it. Gradients
+// are dropped (set to none) first, as fit does, so the heap before the forward pass holds no gradient of
+// the previous step.
+Step train_step(model::Network& net, optim::Optimizer& opt, const at::Tensor& x, const at::Tensor& feats,
                 const std::function<at::Tensor(const at::Tensor&)>& loss_fn, const at::Tensor& sync_param,
                 device::Precision precision) {
-  for (auto& g : opt.param_groups())
-    for (auto& p : g.params()) p.mutable_grad() = at::Tensor();
+  opt.zero_grad();
   Step s;
   const auto t0 = Clock::now();
   const int64_t before = heap_in_use();
@@ -125,13 +126,14 @@ int run_bench_model(const JobOptions& o) {
   if (o.bench_model_grad_checkpointing) ckpt_modes.push_back(true);
   const bool measure_heap = dev.device.is_cpu() && heap_in_use() >= 0;
 
+  const std::string optim_name = recipe.at("optim.name").value.get<std::string>();
   const std::string shape = std::to_string(ctx.in_chans) + "x" + std::to_string(ctx.height) + "x" + std::to_string(ctx.width);
   std::string head = "bench-model: " + join(o.layers, " + ") + ": " + join(names, ", ") + "; input " + shape +
                      (ctx.num_features > 0 ? " + " + std::to_string(ctx.num_features) + " features" : "") + ", " +
                      std::to_string(ctx.num_outputs) + " outputs (" + data::task_name(in.classes.task) + "), batch " +
                      std::to_string(batch) + ", " + std::to_string(o.bench_model_warmup) + " warm-up + " +
                      std::to_string(o.bench_model_steps) + " timed steps (median), " + dev.description +
-                     "; forward + backward + AdamW step on synthetic data\n";
+                     "; forward + backward + " + optim_name + " step (kgtrain's, as fit runs it) on synthetic data\n";
   if (o.dry_run) {
     std::cout << head << "dry run: would time " << names.size() * o.bench_model_layouts.size() * ckpt_modes.size()
               << " configurations (layouts " << join(o.bench_model_layouts, ", ")
@@ -192,12 +194,12 @@ int run_bench_model(const JobOptions& o) {
         net->set_grad_checkpointing(ckpt);
         log(o, "  " + name + ", " + layout + (ckpt ? ", grad checkpointing" : "") + ": " +
                    std::to_string(o.bench_model_warmup) + " + " + std::to_string(o.bench_model_steps) + " steps...");
-        // A fresh AdamW per configuration: its moments take each layout's memory format.
-        torch::optim::AdamW opt(net->parameters(), torch::optim::AdamWOptions(1e-4).weight_decay(0.01));
-        for (int64_t i = 0; i < o.bench_model_warmup; ++i) train_step(*net, opt, x, feats, loss_fn, sync_param, dev.precision);
+        // A fresh optimizer per configuration: its moments take each layout's memory format.
+        auto opt = optim::build(tree, *net);
+        for (int64_t i = 0; i < o.bench_model_warmup; ++i) train_step(*net, *opt, x, feats, loss_fn, sync_param, dev.precision);
         std::vector<double> secs, held;
         for (int64_t i = 0; i < o.bench_model_steps; ++i) {
-          Step s = train_step(*net, opt, x, feats, loss_fn, sync_param, dev.precision);
+          Step s = train_step(*net, *opt, x, feats, loss_fn, sync_param, dev.precision);
           secs.push_back(s.seconds);
           held.push_back(static_cast<double>(s.held_bytes));
         }
@@ -258,7 +260,7 @@ int run_bench_model(const JobOptions& o) {
                    {"warmup_steps", o.bench_model_warmup},
                    {"steps", o.bench_model_steps},
                    {"layouts", o.bench_model_layouts},
-                   {"optimizer", "adamw"},
+                   {"optimizer", optim_name},
                    {"held_after_forward", measure_heap ? "glibc mallinfo2 uordblks + hblkhd delta over the forward pass"
                                                        : "not measured (CPU only)"},
                    {"models", models},

@@ -29,6 +29,8 @@ TEST_CASE("bench-model times training steps of the recipe's model in both layout
   CHECK(j["input"] == json({{"channels", 1}, {"height", 32}, {"width", 32}}));
   CHECK(j["outputs"] == 2);
   CHECK(j["batch_size"] == 16);
+  CHECK(j["optimizer"] == "adamw");  // the recipe's (the default), kgtrain's own implementation as fit runs it
+  CHECK(r.output.find("forward + backward + adamw step") != std::string::npos);
   REQUIRE(j["models"].size() == 1);
   CHECK(j["models"][0]["name"] == "resnet9");
   CHECK(j["models"][0]["summary"]["gflops_per_image"].get<double>() > 0);
@@ -51,6 +53,15 @@ TEST_CASE("bench-model times training steps of the recipe's model in both layout
     const auto plain = j["runs"][i]["held_after_forward_bytes"].get<int64_t>();
     const auto ckpt = j["runs"][i + 1]["held_after_forward_bytes"].get<int64_t>();
     CHECK(ckpt < plain * 3 / 4);
+  }
+
+  SECTION("the step uses the recipe's optimizer") {
+    auto m = kg::test::run_kgtrain({"bench-model", recipe, "optim.name=sgd", "--layouts", "nchw", "--steps", "1",
+                                    "--warmup", "0", "--batch", "4", "--json", out, "--quiet"});
+    INFO(m.output);
+    REQUIRE(m.exit_code == 0);
+    CHECK(m.output.find("forward + backward + sgd step") != std::string::npos);
+    CHECK(json::parse(kg::read_file(out))["optimizer"] == "sgd");
   }
 
   SECTION("--models builds each listed family for the recipe's data; --layouts picks one") {
