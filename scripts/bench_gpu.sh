@@ -2,7 +2,8 @@
 # GPU benchmark, run by hand on a CUDA machine with PyTorch 2.x (not in CI). In one run:
 #   1. builds kgtrain against python's torch (scripts/build_cuda.sh; DEPS folders via --deps);
 #   2. resnet50, 224 px, bf16 autocast, channels_last, synthetic data: `kgtrain bench-model` against
-#      the same network in PyTorch eager (scripts/peer_resnet50.py), same GPU, same batch -> ratio, MFU;
+#      the same network in PyTorch eager (scripts/peer_resnet50.py), same GPU, same batch -> ratio, MFU; with
+#      the default multi-tensor AdamW on both sides, then the fused kernel on both (optim.fused / fused=True);
 #   3. Fashion-MNIST to 94%: IDX -> raw packs (`kgtrain import-idx --packs`), `kgtrain fit` on the GPU
 #      with data.cache = "device", `tta-predict`, test accuracy scored against test_labels.csv, wall times;
 #   4. `kgtrain bench --ablate` on that recipe (the before/after table);
@@ -67,21 +68,25 @@ name = "cuda"
 precision = "bf16"
 cudnn_benchmark = true
 TOML
-  $K bench-model /tmp/r50.toml --models resnet50 --layouts channels_last,nchw --steps 20 --warmup 5 \
-    --json "$OUTDIR/r50_kgtrain.json" 2>&1 | tail -6
-  say "resnet50: PyTorch eager"
-  python3 scripts/peer_resnet50.py --batch "$BATCH" --steps 20 --warmup 5 | tee "$OUTDIR/r50_peer.json"
+  # Default (multi-tensor) AdamW on both sides, then the fused kernel on both (optim.fused / fused=True).
+  for v in multi_tensor fused; do
+    ov=(); pf=auto; [ $v = fused ] && { ov=(optim.fused=true); pf=fused; }
+    $K bench-model /tmp/r50.toml "${ov[@]}" --models resnet50 --layouts channels_last --steps 20 --warmup 5 \
+      --json "$OUTDIR/r50_kgtrain_$v.json" 2>&1 | tail -2
+    say "resnet50: PyTorch eager (AdamW $pf)"
+    python3 scripts/peer_resnet50.py --batch "$BATCH" --steps 20 --warmup 5 --foreach $pf | tee "$OUTDIR/r50_peer_$v.json"
+  done
   python3 - "$OUTDIR" "$PEAK_TFLOPS" <<'PY'
 import json, os, sys
 d, peak = sys.argv[1], float(sys.argv[2])
-k = json.load(open(os.path.join(d, "r50_kgtrain.json")))
-p = json.loads(open(os.path.join(d, "r50_peer.json")).read().strip().splitlines()[-1])
-gf = k["models"][0]["summary"]["gflops_per_image"]
-for r in k["runs"]:
-    ips = r["images_per_s"]
-    print(f"kgtrain resnet50 {r['layout']}: {ips:.0f} img/s, MFU {3 * gf * ips / 1e3 / peak:.1%} (3 x {gf:.2f} GFLOP/img fwd)")
-    if r["layout"] == "channels_last":
-        print(f"peer (PyTorch eager, channels_last): {p['images_per_s']:.0f} img/s, MFU {3 * gf * p['images_per_s'] / 1e3 / peak:.1%}; kgtrain / peer = {ips / p['images_per_s']:.3f}")
+for v in ("multi_tensor", "fused"):
+    k = json.load(open(os.path.join(d, f"r50_kgtrain_{v}.json")))
+    p = json.loads(open(os.path.join(d, f"r50_peer_{v}.json")).read().strip().splitlines()[-1])
+    gf = k["models"][0]["summary"]["gflops_per_image"]
+    ips, pips = k["runs"][0]["images_per_s"], p["images_per_s"]
+    mfu = lambda x: f"{3 * gf * x / 1e3 / peak:.1%}"
+    print(f"resnet50 channels_last, AdamW {v}: kgtrain {ips:.0f} img/s (MFU {mfu(ips)}), PyTorch eager {pips:.0f} img/s "
+          f"(MFU {mfu(pips)}); kgtrain / peer = {ips / pips:.3f}  (3 x {gf:.2f} GFLOP/img fwd)")
 PY
 fi
 

@@ -1,12 +1,15 @@
 // Adam (Kingma & Ba 2015) and AdamW (Loshchilov & Hutter 2019), exactly torch.optim.Adam / AdamW 1.13:
 // Adam adds L2 weight decay to the gradient, AdamW decays the weights (p *= 1 - lr * wd); bias
-// correction uses each parameter's own step count.
+// correction uses each parameter's own step count. `fused = true` (LibTorch 2.x, CUDA parameters) updates
+// a bucket with PyTorch's fused kernel (torch.optim.AdamW(fused=True)): one launch instead of ~8.
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include <torch/torch.h>
 
+#include "core/error.h"
+#include "device/compat.h"
 #include "optim/optimizer.h"
 
 namespace kg::optim {
@@ -16,7 +19,11 @@ struct AdamOptions {
   std::vector<double> betas{0.9, 0.999};  ///< (beta1, beta2); one_cycle cycles beta1
   double eps = 1e-8;                      ///< added to the denominator
   bool amsgrad = false;                   ///< AMSGrad variant (Reddi et al. 2018)
+  bool fused = false;                     ///< CUDA: PyTorch's fused kernel, one launch per bucket (LibTorch 2.x)
 };
+
+// Whether this build has PyTorch's fused Adam/AdamW kernels (torch.optim.Adam(W)(fused=True), PyTorch 2.0).
+constexpr bool kHasFusedAdam = KG_TORCH_VERSION_AT_LEAST(2, 0);
 
 class Adam : public MultiTensorOptimizer {
  public:
@@ -24,6 +31,10 @@ class Adam : public MultiTensorOptimizer {
       : MultiTensorOptimizer(ctx.groups, /*by_step=*/true), o_(o), decoupled_(decoupled) {
     name_ = decoupled ? "adamw" : "adam";
     momentum_ = o.betas[0];
+  }
+
+  std::string describe() const override {
+    return Optimizer::describe() + (o_.fused ? ", fused kernel on CUDA" : "");
   }
 
  protected:
@@ -41,6 +52,7 @@ class Adam : public MultiTensorOptimizer {
       v.push_back(slot(*states[i], "exp_avg_sq", ps[i]));
     }
     const double beta1 = *momentum_, beta2 = o_.betas[1];
+    if (o_.fused && ps[0].is_cuda()) return update_fused(b, m, v, a);
     if (decoupled_) {
       if (a.weight_decay != 0) at::_foreach_mul_(ps, 1 - a.lr * a.weight_decay);
     } else if (a.weight_decay != 0) {
@@ -65,6 +77,27 @@ class Adam : public MultiTensorOptimizer {
     at::_foreach_addcdiv_(ps, m, denom, -step_size);
   }
 
+  // The same update by PyTorch's fused kernel: the same arithmetic in one launch (rounding may differ in the
+  // last bits: it computes in registers in float32). The state keeps its layout, so runs resume across the key.
+  void update_fused(Bucket& b, std::vector<at::Tensor>& m, std::vector<at::Tensor>& v, const StepArgs& a) {
+#if KG_TORCH_VERSION_AT_LEAST(2, 0)
+    std::vector<at::Tensor> max_sq;
+    if (o_.amsgrad)
+      for (size_t i = 0; i < b.ps.size(); ++i) max_sq.push_back(slot(*b.states[i], "max_exp_avg_sq", b.ps[i]));
+    // The bucket shares one update count (by_step): one device scalar, filled by a kernel (no host copy).
+    const at::Tensor step = at::full({}, static_cast<double>(b.step), b.ps[0].options().dtype(at::kFloat));
+    const std::vector<at::Tensor> steps(b.ps.size(), step);
+    const double beta1 = *momentum_, beta2 = o_.betas[1];
+    if (decoupled_)
+      at::_fused_adamw_(b.ps, b.gs, m, v, max_sq, steps, a.lr, beta1, beta2, a.weight_decay, o_.eps, o_.amsgrad, false);
+    else
+      at::_fused_adam_(b.ps, b.gs, m, v, max_sq, steps, a.lr, beta1, beta2, a.weight_decay, o_.eps, o_.amsgrad, false);
+#else
+    (void)b, (void)m, (void)v, (void)a;
+    throw InternalError("fused Adam in a LibTorch 1.x build (the factory refuses it)");
+#endif
+  }
+
  private:
   AdamOptions o_;
   bool decoupled_;
@@ -75,15 +108,25 @@ config::Fields<AdamOptions> fields() {
   f.field("betas", &AdamOptions::betas, "(beta1, beta2); beta1 is cycled by one_cycle").size(2).range(0, 1);
   f.field("eps", &AdamOptions::eps, "term added to the denominator").positive();
   f.field("amsgrad", &AdamOptions::amsgrad, "use the AMSGrad variant");
+  f.field("fused", &AdamOptions::fused,
+          "CUDA: update each group with PyTorch's fused kernel (fused=True), one launch instead of ~8 multi-tensor "
+          "ones; needs a LibTorch 2.x build; parameters on the CPU keep the multi-tensor path");
   return f;
+}
+
+OptimizerPtr make_adam(const AdamOptions& o, const OptimContext& ctx, bool decoupled) {
+  KG_CHECK(!o.fused || kHasFusedAdam, ConfigError, ctx.prefix, ".fused = true needs PyTorch's fused Adam kernels "
+           "(LibTorch 2.0 or newer); this kgtrain is built with LibTorch ", compat::torch_version(), ": set ", ctx.prefix,
+           ".fused = false");
+  return std::make_unique<Adam>(o, ctx, decoupled);
 }
 
 KG_REGISTER(optimizer_registry(), "adam", "Adam with L2 weight decay added to the gradient (PyTorch Adam)",
             "[optim]\nname = \"adam\"\nlr = 1e-3\nweight_decay = 0\nbetas = [0.9, 0.999]", fields(),
-            [](const AdamOptions& o, const OptimContext& ctx) -> OptimizerPtr { return std::make_unique<Adam>(o, ctx, false); });
+            [](const AdamOptions& o, const OptimContext& ctx) { return make_adam(o, ctx, false); });
 KG_REGISTER(optimizer_registry(), "adamw", "Adam with decoupled weight decay (PyTorch AdamW)",
             "[optim]\nname = \"adamw\"\nlr = 3e-3\nweight_decay = 5e-4\nbetas = [0.9, 0.99]", fields(),
-            [](const AdamOptions& o, const OptimContext& ctx) -> OptimizerPtr { return std::make_unique<Adam>(o, ctx, true); });
+            [](const AdamOptions& o, const OptimContext& ctx) { return make_adam(o, ctx, true); });
 
 }  // namespace
 }  // namespace kg::optim
