@@ -1,5 +1,8 @@
 // RMSprop (Hinton's lecture 6e), exactly torch.optim.RMSprop: L2 weight decay on the gradient, optional
-// centering (Graves 2013) and momentum buffer.
+// centering (Graves 2013) and momentum buffer. Parameters of one device and dtype are updated together
+// with multi-tensor kernels (torch.optim.RMSprop's default foreach path on CUDA).
+#include <vector>
+
 #include <torch/torch.h>
 
 #include "optim/optimizer.h"
@@ -14,34 +17,53 @@ struct RmspropOptions {
   bool centered = false;   ///< normalize by the gradient's estimated variance instead of its second moment
 };
 
-class Rmsprop : public Optimizer {
+class Rmsprop : public MultiTensorOptimizer {
  public:
-  Rmsprop(const RmspropOptions& o, const OptimContext& ctx) : Optimizer(ctx.groups), o_(o) {
+  Rmsprop(const RmspropOptions& o, const OptimContext& ctx) : MultiTensorOptimizer(ctx.groups, /*by_step=*/false), o_(o) {
     name_ = "rmsprop";
     if (o.momentum != 0) momentum_ = o.momentum;
   }
 
  protected:
-  void update(const at::Tensor& p, const at::Tensor& grad, ParamState& s, const StepArgs& a) override {
-    at::Tensor g = a.weight_decay != 0 ? grad.add(p, a.weight_decay) : grad;
-    at::Tensor& square_avg = slot(s, "square_avg", p);
-    square_avg.mul_(o_.alpha).addcmul_(g, g, 1 - o_.alpha);
-    at::Tensor avg;
+  // Op for op torch.optim.RMSprop with multi-tensor kernels: g = grad + wd * p; sq = alpha * sq + (1 - alpha) * g²;
+  // centered: ga = alpha * ga + (1 - alpha) * g, avg = sqrt(sq - ga²), else avg = sqrt(sq); avg += eps; with
+  // momentum buf = momentum * buf + g / avg, p -= lr * buf, else p -= lr * g / avg. LibTorch runs the foreach
+  // ops tensor by tensor on the CPU, so grouping changes no bit there (tested).
+  void update_bucket(Bucket& b, const StepArgs& a) override {
+    auto& ps = b.ps;
+    auto& gs = b.gs;
+    if (a.weight_decay != 0) gs = at::_foreach_add(gs, ps, a.weight_decay);
+    std::vector<at::Tensor> sq = slots(b, "square_avg");
+    at::_foreach_mul_(sq, o_.alpha);
+    at::_foreach_addcmul_(sq, gs, gs, 1 - o_.alpha);
+    std::vector<at::Tensor> avg;
     if (o_.centered) {
-      at::Tensor& grad_avg = slot(s, "grad_avg", p);
-      grad_avg.mul_(o_.alpha).add_(g, 1 - o_.alpha);
-      avg = square_avg.addcmul(grad_avg, grad_avg, -1).sqrt_();
+      std::vector<at::Tensor> ga = slots(b, "grad_avg");
+      at::_foreach_mul_(ga, o_.alpha);
+      at::_foreach_add_(ga, gs, 1 - o_.alpha);
+      avg = at::_foreach_addcmul(sq, ga, ga, -1);
+      at::_foreach_sqrt_(avg);
     } else {
-      avg = square_avg.sqrt();
+      avg = at::_foreach_sqrt(sq);
     }
-    avg.add_(o_.eps);
+    at::_foreach_add_(avg, o_.eps);
     if (momentum_ && *momentum_ > 0) {
-      at::Tensor& buf = slot(s, "momentum_buffer", p);
-      buf.mul_(*momentum_).addcdiv_(g, avg);
-      p.add_(buf, -a.lr);
+      std::vector<at::Tensor> buf = slots(b, "momentum_buffer");
+      at::_foreach_mul_(buf, *momentum_);
+      at::_foreach_addcdiv_(buf, gs, avg);
+      at::_foreach_add_(ps, buf, -a.lr);
     } else {
-      p.addcdiv_(g, avg, -a.lr);
+      at::_foreach_addcdiv_(ps, gs, avg, -a.lr);
     }
+  }
+
+ private:
+  // The bucket's `name` slots (zeros on first use), in parameter order.
+  static std::vector<at::Tensor> slots(Bucket& b, const char* name) {
+    std::vector<at::Tensor> out;
+    out.reserve(b.ps.size());
+    for (size_t i = 0; i < b.ps.size(); ++i) out.push_back(slot(*b.states[i], name, b.ps[i]));
+    return out;
   }
 
  private:

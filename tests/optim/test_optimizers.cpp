@@ -346,10 +346,11 @@ TEST_CASE("set_lr_mult changes a group's multiplier, also through lookahead", "[
   }
 }
 
-TEST_CASE("adam/adamw/sgd/radam's multi-tensor group update is bit-identical to the per-parameter one", "[optim]") {
+TEST_CASE("adam/adamw/sgd/radam/rmsprop's multi-tensor group update is bit-identical to the per-parameter one", "[optim]") {
   const std::vector<std::pair<std::string, std::string>> cases{
       {"adam", ""},  {"adamw", ""}, {"sgd", ""}, {"sgd", "nesterov = true\nmomentum = 0.8\n"}, {"sgd", "momentum = 0.0\n"},
-      {"radam", ""}, {"radam", "decoupled_weight_decay = false\n"}};
+      {"radam", ""}, {"radam", "decoupled_weight_decay = false\n"}, {"rmsprop", ""}, {"rmsprop", "momentum = 0.9\n"},
+      {"rmsprop", "centered = true\nmomentum = 0.5\n"}, {"rmsprop", "centered = true\n"}};
   for (const auto& [name, extra] : cases) {
     INFO(name << " " << extra);
     torch::manual_seed(3);
