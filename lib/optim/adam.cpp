@@ -42,17 +42,12 @@ class Adam : public MultiTensorOptimizer {
   // op torch.optim.Adam(W)'s arithmetic. On the CPU LibTorch runs them tensor by tensor, so the result
   // does not depend on how the parameters are grouped (tested bit for bit).
   void update_bucket(Bucket& b, const StepArgs& a) override {
+    if (o_.fused && b.ps[0].is_cuda()) return update_fused(b, a);
     auto& ps = b.ps;
     auto& gs = b.gs;
-    const auto& states = b.states;
     const int64_t step = b.step;
-    std::vector<at::Tensor> m, v;
-    for (size_t i = 0; i < ps.size(); ++i) {
-      m.push_back(slot(*states[i], "exp_avg", ps[i]));
-      v.push_back(slot(*states[i], "exp_avg_sq", ps[i]));
-    }
+    std::vector<at::Tensor> m = slots(b, "exp_avg"), v = slots(b, "exp_avg_sq");
     const double beta1 = *momentum_, beta2 = o_.betas[1];
-    if (o_.fused && ps[0].is_cuda()) return update_fused(b, m, v, a);
     if (decoupled_) {
       if (a.weight_decay != 0) at::_foreach_mul_(ps, 1 - a.lr * a.weight_decay);
     } else if (a.weight_decay != 0) {
@@ -65,11 +60,9 @@ class Adam : public MultiTensorOptimizer {
     const double step_size = a.lr / (1 - std::pow(beta1, static_cast<double>(step)));
     const double bias_correction2_sqrt = std::sqrt(1 - std::pow(beta2, static_cast<double>(step)));
     if (o_.amsgrad) {
-      for (size_t i = 0; i < ps.size(); ++i) {
-        at::Tensor& max_sq = slot(*states[i], "max_exp_avg_sq", ps[i]);
-        at::maximum_out(max_sq, max_sq, v[i]);
-        v[i] = max_sq;  // the denominator's source from here on
-      }
+      std::vector<at::Tensor> max_sq = slots(b, "max_exp_avg_sq");
+      for (size_t i = 0; i < ps.size(); ++i) at::maximum_out(max_sq[i], max_sq[i], v[i]);
+      v = max_sq;  // the denominator's source from here on
     }
     std::vector<at::Tensor> denom = at::_foreach_sqrt(v);
     at::_foreach_div_(denom, bias_correction2_sqrt);
@@ -79,11 +72,10 @@ class Adam : public MultiTensorOptimizer {
 
   // The same update by PyTorch's fused kernel: the same arithmetic in one launch (rounding may differ in the
   // last bits: it computes in registers in float32). The state keeps its layout, so runs resume across the key.
-  void update_fused(Bucket& b, std::vector<at::Tensor>& m, std::vector<at::Tensor>& v, const StepArgs& a) {
+  void update_fused(Bucket& b, const StepArgs& a) {
 #if KG_TORCH_VERSION_AT_LEAST(2, 0)
-    std::vector<at::Tensor> max_sq;
-    if (o_.amsgrad)
-      for (size_t i = 0; i < b.ps.size(); ++i) max_sq.push_back(slot(*b.states[i], "max_exp_avg_sq", b.ps[i]));
+    const std::vector<at::Tensor> m = slots(b, "exp_avg"), v = slots(b, "exp_avg_sq");
+    const std::vector<at::Tensor> max_sq = o_.amsgrad ? slots(b, "max_exp_avg_sq") : std::vector<at::Tensor>{};
     // The bucket shares one update count (by_step): one device scalar, filled by a kernel (no host copy).
     const at::Tensor step = at::full({}, static_cast<double>(b.step), b.ps[0].options().dtype(at::kFloat));
     const std::vector<at::Tensor> steps(b.ps.size(), step);
@@ -93,7 +85,7 @@ class Adam : public MultiTensorOptimizer {
     else
       at::_fused_adam_(b.ps, b.gs, m, v, max_sq, steps, a.lr, beta1, beta2, a.weight_decay, o_.eps, o_.amsgrad, false);
 #else
-    (void)b, (void)m, (void)v, (void)a;
+    (void)b, (void)a;
     throw InternalError("fused Adam in a LibTorch 1.x build (the factory refuses it)");
 #endif
   }

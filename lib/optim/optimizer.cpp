@@ -119,6 +119,13 @@ at::Tensor& Optimizer::slot(ParamState& s, const char* name, const at::Tensor& p
   return it->second;
 }
 
+std::vector<at::Tensor> Optimizer::slots(Bucket& b, const char* name) {
+  std::vector<at::Tensor> out;
+  out.reserve(b.ps.size());
+  for (size_t i = 0; i < b.ps.size(); ++i) out.push_back(slot(*b.states[i], name, b.ps[i]));
+  return out;
+}
+
 const ParamState* Optimizer::state_of(const std::string& param) const {
   for (size_t g = 0; g < groups_.size(); ++g)
     for (size_t i = 0; i < groups_[g].names.size(); ++i)

@@ -105,6 +105,8 @@ class Optimizer {
   virtual void load_extra(const config::json& /*meta*/) {}
   // A slot of `s`, created as zeros shaped like `p` on first use.
   static at::Tensor& slot(ParamState& s, const char* name, const at::Tensor& p);
+  // The bucket's `name` slots (slot() of each member), in parameter order: a multi-tensor kernel's operand.
+  static std::vector<at::Tensor> slots(Bucket& b, const char* name);
   ParamState& state_at(size_t group, size_t index) { return state_[group][index]; }
 
   std::string name_ = "optimizer";  // the registry name, set by each implementation

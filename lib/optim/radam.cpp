@@ -31,7 +31,6 @@ class RAdam : public MultiTensorOptimizer {
   void update_bucket(Bucket& b, const StepArgs& a) override {
     auto& ps = b.ps;
     auto& gs = b.gs;
-    const auto& states = b.states;
     const double beta1 = *momentum_, beta2 = o_.betas[1];
     const double step = static_cast<double>(b.step);
     const double bias_correction1 = 1 - std::pow(beta1, step);
@@ -40,11 +39,7 @@ class RAdam : public MultiTensorOptimizer {
       if (o_.decoupled_weight_decay) at::_foreach_mul_(ps, 1 - a.lr * a.weight_decay);
       else gs = at::_foreach_add(gs, ps, a.weight_decay);
     }
-    std::vector<at::Tensor> m, v;
-    for (size_t i = 0; i < ps.size(); ++i) {
-      m.push_back(slot(*states[i], "exp_avg", ps[i]));
-      v.push_back(slot(*states[i], "exp_avg_sq", ps[i]));
-    }
+    std::vector<at::Tensor> m = slots(b, "exp_avg"), v = slots(b, "exp_avg_sq");
     at::_foreach_mul_(m, beta1);
     at::_foreach_add_(m, gs, 1 - beta1);
     at::_foreach_mul_(v, beta2);

@@ -58,15 +58,6 @@ class Rmsprop : public MultiTensorOptimizer {
   }
 
  private:
-  // The bucket's `name` slots (zeros on first use), in parameter order.
-  static std::vector<at::Tensor> slots(Bucket& b, const char* name) {
-    std::vector<at::Tensor> out;
-    out.reserve(b.ps.size());
-    for (size_t i = 0; i < b.ps.size(); ++i) out.push_back(slot(*b.states[i], name, b.ps[i]));
-    return out;
-  }
-
- private:
   RmspropOptions o_;
 };
 

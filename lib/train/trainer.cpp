@@ -169,7 +169,7 @@ bool Trainer::finish_update(const at::Tensor& group_loss_sum, bool stop_here) {
       double coef = topt_.clip_grad_norm / (total_norm + 1e-6);
       for (auto& g : grads) g.mul_(coef);
     }
-  } else if (finite) {
+  } else if (finite && !loss_read) {
     finite = std::isfinite(loss_sum.item<double>());  // no gradient to look at
   }
   if (!finite) {
