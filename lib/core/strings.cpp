@@ -92,4 +92,33 @@ std::string format_significant(double v, int digits) {
   return buf;
 }
 
+size_t invalid_utf8_at(std::string_view s) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = byte(i);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t n = 0;                   // continuation bytes
+    unsigned lo = 0x80, hi = 0xBF;  // allowed range of the first continuation byte
+    if (c >= 0xC2 && c <= 0xDF) n = 1;
+    else if (c == 0xE0) n = 2, lo = 0xA0;
+    else if (c == 0xED) n = 2, hi = 0x9F;  // no UTF-16 surrogates
+    else if (c >= 0xE1 && c <= 0xEF) n = 2;
+    else if (c == 0xF0) n = 3, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3) n = 3;
+    else if (c == 0xF4) n = 3, hi = 0x8F;  // up to U+10FFFF
+    else return i;  // a continuation byte without a lead, 0xC0/0xC1 (overlong) or 0xF5..0xFF
+    for (size_t k = 1; k <= n; ++k) {
+      if (i + k >= s.size()) return i;
+      const unsigned char d = byte(i + k);
+      if (k == 1 ? (d < lo || d > hi) : (d < 0x80 || d > 0xBF)) return i;
+    }
+    i += n + 1;
+  }
+  return std::string_view::npos;
+}
+
 }  // namespace kg

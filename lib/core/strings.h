@@ -19,5 +19,8 @@ std::string trim(std::string_view s);
 std::string format_double(double v);
 // printf's %.<digits>g: "0.00123", "1.2e-07" (what std::ostream prints at precision(digits)).
 std::string format_significant(double v, int digits);
+// Offset of the first byte of `s` that is not part of well-formed UTF-8 (RFC 3629: no overlong forms,
+// surrogates or code points past U+10FFFF), or std::string_view::npos when all of it is.
+size_t invalid_utf8_at(std::string_view s);
 
 }  // namespace kg

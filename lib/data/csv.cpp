@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <unordered_map>
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/strings.h"
 
 namespace kg::data {
 namespace {
@@ -124,6 +126,25 @@ struct Parser {
   }
 };
 
+// Bytes that no CSV cell may hold, reported with their line: a NUL (a binary file, or UTF-16 text) and
+// anything that is not UTF-8 (labels become JSON class names; pandas rejects them the same way).
+void check_text(std::string_view text, const std::string& name) {
+  const size_t nul = text.find('\0');
+  const size_t bad = std::min(nul, invalid_utf8_at(text));
+  if (bad == std::string_view::npos) return;
+  const int64_t line = 1 + count_breaks(text.substr(0, bad));
+  const size_t line_start = text.find_last_of("\r\n", bad == 0 ? std::string_view::npos : bad - 1);
+  const size_t column = bad - (line_start == std::string_view::npos || bad == 0 ? 0 : line_start + 1) + 1;
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(text[bad]));
+  if (bad == nul)
+    throw DataError(name + " line " + std::to_string(line) + ", byte " + std::to_string(column) +
+                    ": a NUL byte (0x00); a CSV must be UTF-8 text (is this file binary, or UTF-16?)");
+  throw DataError(name + " line " + std::to_string(line) + ", byte " + std::to_string(column) + ": " + hex +
+                  " is not valid UTF-8; kgtrain reads CSV files as UTF-8 (convert one in another encoding, e.g. "
+                  "iconv -f latin1 -t utf-8 IN > OUT)");
+}
+
 }  // namespace
 
 int CsvTable::column(const std::string& name) const {
@@ -161,6 +182,7 @@ std::string CsvTable::where(size_t row) const {
 CsvTable parse_csv(std::string_view text, const std::string& name) {
   CsvTable t;
   t.path = name;
+  check_text(text, name);
   Parser p{text, name};
   if (text.substr(0, 3) == "\xEF\xBB\xBF") p.i = 3;  // Excel writes a UTF-8 BOM
   bool have_header = false;

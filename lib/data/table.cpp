@@ -32,7 +32,9 @@ std::optional<float> parse_float(const std::string& s) {
   errno = 0;
   double v = std::strtod(t.c_str(), &end);
   if (end != t.c_str() + t.size() || errno == ERANGE || !std::isfinite(v)) return std::nullopt;
-  return static_cast<float>(v);
+  const float f = static_cast<float>(v);
+  if (!std::isfinite(f)) return std::nullopt;  // 1e40 is a finite double but no float
+  return f;
 }
 
 // A multi-label indicator: 0/1 (also 0.0/1.0, true/false).
@@ -376,6 +378,8 @@ std::vector<int64_t> apply_bad_row_policy(Table& t, std::vector<BadRow> bad, con
     if (!merged.empty() && merged.back().csv_row == b.csv_row) merged.back().reason += "; " + b.reason;
     else merged.push_back(b);
   }
+  if (policy == "required")
+    throw DataError(list_rows(t.csv_path, merged) + "\n(fix the rows: every row of this table needs a prediction)");
   if (policy != "skip")
     throw DataError(list_rows(t.csv_path, merged) +
                     "\n(fix the rows, or set data.on_bad_row = \"skip\" to train without them and list them in bad_rows.csv)");

@@ -110,7 +110,8 @@ void scan_images(const Table& t, const ImageGeometry& g, int threads, std::vecto
                  ImageCache* fill = nullptr);
 
 // data.on_bad_row: "error" throws one DataError listing every bad row (exit 3); "skip" removes them
-// from the table into t.dropped. `what` names the table in messages.
+// from the table into t.dropped. "required" (set by jobs, not recipes: every test row needs a
+// prediction) is "error" without the hint to skip.
 // Returns where each row went (new_of_old[r], -1 when dropped); empty when no row was dropped.
 std::vector<int64_t> apply_bad_row_policy(Table& t, std::vector<BadRow> bad, const std::string& policy);
 

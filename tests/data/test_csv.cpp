@@ -87,6 +87,19 @@ TEST_CASE("csv: error messages carry file, row and line", "[unit]") {
   CHECK_THROWS_AS(parse_csv("a\"\n", "x"), kg::DataError);
 }
 
+TEST_CASE("csv: bytes that are not UTF-8 text are refused with their line", "[unit]") {
+  // A Latin-1 label used to reach the class list's JSON and end fit with an internal error.
+  CHECK(error_of("id,label\n0,dog\n1,caf\xE9\n") ==
+        "train.csv line 3, byte 6: 0xE9 is not valid UTF-8; kgtrain reads CSV files as UTF-8 (convert one in "
+        "another encoding, e.g. iconv -f latin1 -t utf-8 IN > OUT)");
+  CHECK_THAT(error_of("\xFF\xFEi\0d\0"), Catch::StartsWith("train.csv line 1, byte 1: 0xFF is not valid UTF-8"));
+  CHECK_THAT(error_of("id,label\r\n1,a\r\n2,\"b\nc\xC3\"\r\n"),
+             Catch::StartsWith("train.csv line 4, byte 2: 0xC3 is not valid UTF-8"));
+  CHECK(error_of(std::string_view("id,label\n5\0,1\n", 14)) ==
+        "train.csv line 2, byte 2: a NUL byte (0x00); a CSV must be UTF-8 text (is this file binary, or UTF-16?)");
+  CHECK(parse_csv("id,label\n1,\xE7\x8C\xAB\n", "x").rows == Rows{{"1", "\xE7\x8C\xAB"}});
+}
+
 TEST_CASE("csv: require_column suggests close names", "[unit]") {
   CsvTable t = parse_csv("id,label\n1,2\n", "train.csv");
   CHECK(t.require_column("label", "data.label_column") == 1);

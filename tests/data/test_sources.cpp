@@ -290,7 +290,7 @@ TEST_CASE("bad rows: labels, targets, features and ids", "[unit][data]") {
     CHECK(t.dropped.size() == 2);
   }
   SECTION("non-numeric regression target and feature, empty and duplicate ids") {
-    kg::write_file_atomic(root + "/train.csv", "id,y,f\nr0,1,2\nr1,abc,2\nr2,3,x\n,4,1\nr0,5,5\nr4,nan,1\n");
+    kg::write_file_atomic(root + "/train.csv", "id,y,f\nr0,1,2\nr1,abc,2\nr2,3,x\n,4,1\nr0,5,5\nr4,nan,1\nr5,1e40,1\nr6,2,-1e39\n");
     o.task = "regression";
     o.label_cols = {"y"};
     o.feature_cols = {"f"};
@@ -300,12 +300,15 @@ TEST_CASE("bad rows: labels, targets, features and ids", "[unit][data]") {
       FAIL("expected a DataError");
     } catch (const kg::DataError& e) {
       std::string m = e.what();
-      CHECK_THAT(m, Catch::Contains("5 bad row(s)"));
+      CHECK_THAT(m, Catch::Contains("7 bad row(s)"));
       CHECK_THAT(m, Catch::Contains("target y = \"abc\" is not a finite number"));
       CHECK_THAT(m, Catch::Contains("feature f = \"x\" is not a finite number"));
       CHECK_THAT(m, Catch::Contains("empty id"));
       CHECK_THAT(m, Catch::Contains("duplicate id \"r0\""));
       CHECK_THAT(m, Catch::Contains("target y = \"nan\""));
+      // Finite doubles past float's range would train on inf.
+      CHECK_THAT(m, Catch::Contains("target y = \"1e40\" is not a finite number"));
+      CHECK_THAT(m, Catch::Contains("feature f = \"-1e39\" is not a finite number"));
     }
     o.on_bad_row = "skip";
     auto t = kg::data::load_split(o, Split::train, c, false, 1);
@@ -384,4 +387,22 @@ TEST_CASE("progressive resizing schedule", "[unit][data]") {
   CHECK(kg::data::stage_at(s, 5, 10) == 1);
   CHECK(kg::data::stage_at(s, 8, 10) == 2);
   CHECK(kg::data::stage_at(s, 9, 10) == 2);
+}
+
+TEST_CASE("bad rows: the error's hint fits the policy", "[unit][data]") {
+  auto message = [](const std::string& policy) {
+    kg::data::Table t;
+    t.csv_path = "test.csv";
+    try {
+      kg::data::apply_bad_row_policy(t, {{2, "t1", "cannot decode image", "test.csv row 2 (line 3)"}}, policy);
+    } catch (const kg::DataError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const std::string listed = "test.csv: 1 bad row(s)\n  - test.csv row 2 (line 3): id t1: cannot decode image\n";
+  CHECK(message("error") == listed + "(fix the rows, or set data.on_bad_row = \"skip\" to train without them and list "
+                                     "them in bad_rows.csv)");
+  // tta-predict: skipping a test row would leave the submission without it, whatever the recipe says.
+  CHECK(message("required") == listed + "(fix the rows: every row of this table needs a prediction)");
 }
