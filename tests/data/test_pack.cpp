@@ -11,6 +11,7 @@
 #include "core/random.h"
 #include "data/image_io.h"
 #include "data/pack.h"
+#include "data/table.h"
 #include "support/fixtures.h"
 #include "support/temp_dir.h"
 
@@ -251,6 +252,25 @@ TEST_CASE("pack: verify() catches a flipped byte in an item", "[unit][data]") {
   REQUIRE_THROWS_AS(r->verify(), kg::DataError);
   REQUIRE_THROWS_WITH(r->verify(), Catch::Contains("p.kgpack") && Catch::Contains("content hash mismatch") &&
                                        Catch::Contains("re-run kgtrain pack"));
+}
+
+TEST_CASE("pack: the pack source checks the content hash before training on a pack", "[unit][data]") {
+  // A flipped pixel or label leaves the structure intact; only the hash sees it.
+  kg::test::TempDir clean_dir, damaged_dir;
+  auto open = [](const std::string& root) {
+    kg::data::DataOptions o;
+    o.root = root;
+    o.format = "pack";
+    o.channels = 1;
+    o.image_size = 12;
+    return kg::data::infer_classes(o);
+  };
+  CHECK_NOTHROW(open(kg::test::make_tiny_pack_dataset(clean_dir, 12, 2).root));
+  const std::string root = kg::test::make_tiny_pack_dataset(damaged_dir, 12, 2).root, path = root + "/train.kgpack";
+  const size_t at = kg::data::kPackHeaderSize + 7;
+  overwrite(path, at, std::string(1, static_cast<char>(kg::read_file(path)[at] ^ 0xFF)));
+  REQUIRE_THROWS_AS(open(root), kg::DataError);
+  REQUIRE_THROWS_WITH(open(root), Catch::Contains("train.kgpack") && Catch::Contains("content hash mismatch"));
 }
 
 TEST_CASE("pack: damaged files are DataErrors that say what is wrong", "[unit][data]") {
