@@ -268,6 +268,52 @@ void write_pack(const IdxImages& im, const IdxLabels& labels, const IdxImportOpt
   w.finish();
 }
 
+// Marks a directory as import-idx's own output (created_by, layout): only such a directory, a new or an
+// empty one is written into, so a re-import may replace its files.
+constexpr const char* kImportMarker = ".kgtrain-import.json";
+
+// Refuses an output directory that holds anything import-idx did not write (a competition download has
+// the same train.csv, test.csv and train/ names) before a byte is written; else marks it as ours.
+void claim_out_dir(const IdxImportOptions& o) {
+  std::error_code ec;
+  const stdfs::path dir(o.out_dir);
+  if (stdfs::exists(dir, ec) && !stdfs::is_directory(dir, ec))
+    throw UsageError("import-idx --out " + o.out_dir + " is a file, not a directory");
+  if (stdfs::is_directory(dir, ec) && !stdfs::exists(dir / kImportMarker, ec)) {
+    std::vector<std::string> names;
+    for (const auto& e : stdfs::directory_iterator(dir, ec))
+      names.push_back(e.path().filename().string() + (e.is_directory(ec) ? "/" : ""));
+    if (!names.empty()) {
+      std::sort(names.begin(), names.end());
+      std::string list;
+      for (size_t i = 0; i < names.size() && i < 6; ++i) list += (i ? ", " : "") + names[i];
+      if (names.size() > 6) list += ", ... (" + std::to_string(names.size()) + " entries)";
+      throw UsageError("import-idx --out " + o.out_dir + ": the directory is not empty and was not written by "
+                       "import-idx (it holds " + list + "); nothing was changed. Import into a new or empty "
+                       "directory, or empty this one first");
+    }
+  }
+  stdfs::create_directories(dir, ec);
+  if (ec) throw DataError("cannot create directory " + o.out_dir + ": " + ec.message());
+  const nlohmann::json marker = {{"created_by", std::string("kgtrain ") + KGTRAIN_VERSION},
+                                 {"layout", o.packs ? "packs" : "png"},
+                                 {"note", "written by kgtrain import-idx, which may replace this directory's "
+                                          "train/, test/, CSV and .kgpack files when run again"}};
+  write_file_atomic((dir / kImportMarker).string(), marker.dump(2) + "\n");
+}
+
+// After a re-import in the other layout, the earlier one's files would be read instead of the new ones
+// (data.format = "auto" prefers train.csv): they go, in our own directory only.
+void remove_other_layout(const IdxImportOptions& o) {
+  std::error_code ec;
+  const std::vector<std::string> stale = o.packs ? std::vector<std::string>{"train.csv", "test.csv", "train", "test"}
+                                                 : std::vector<std::string>{"train.kgpack", "test.kgpack"};
+  for (const auto& name : stale) {
+    const std::string path = o.out_dir + "/" + name;
+    if (stdfs::exists(path, ec) && !remove_tree(path, ec)) throw DataError("cannot remove " + path + ": " + ec.message());
+  }
+}
+
 }  // namespace
 
 IdxImportReport import_idx(const IdxImportOptions& o) {
@@ -299,6 +345,7 @@ IdxImportReport import_idx(const IdxImportOptions& o) {
                  o.class_names.size(), " names were given");
   }
 
+  claim_out_dir(o);
   // Images first, so no CSV ever names an image that is not there yet.
   if (o.packs) {
     write_pack(train, train_y, o, "train", 1);
@@ -332,6 +379,7 @@ IdxImportReport import_idx(const IdxImportOptions& o) {
       classes += csv_line({std::to_string(k), o.class_names[k]});
     write_file_atomic(o.out_dir + "/classes.csv", classes);
   }
+  remove_other_layout(o);
   return {train.count, test.count, train.height, train.width};
 }
 

@@ -29,7 +29,9 @@ struct IdxImportReport {
 // and N_train+1..N_train+N_test for test. A new image directory is built aside and renamed into
 // place; an existing one is updated file by file (unchanged images are not rewritten, stale files
 // are removed). CSVs are written atomically after the images. A re-run gives identical bytes.
-// DataError for unreadable, malformed or inconsistent IDX files; UsageError for missing options.
+// DATA must be new, empty or an earlier import's output (marked by DATA/.kgtrain-import.json); a re-import
+// in the other layout removes the earlier layout's files. DataError for unreadable, malformed or
+// inconsistent IDX files; UsageError for missing options or a DATA that holds anything else.
 IdxImportReport import_idx(const IdxImportOptions& options);
 
 }  // namespace kg::data

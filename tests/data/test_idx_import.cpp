@@ -97,7 +97,7 @@ TEST_CASE("import_idx: layout, CSVs and byte-exact pixels", "[unit]") {
     CHECK(r.height == 4);
     CHECK(r.width == 5);
     const std::string D = o.out_dir;
-    CHECK(entries(D) == std::set<std::string>{"train", "test", "train.csv", "test.csv",
+    CHECK(entries(D) == std::set<std::string>{".kgtrain-import.json", "train", "test", "train.csv", "test.csv",
                                               "sample_submission.csv", "test_labels.csv"});
     CHECK(kg::read_file(D + "/train.csv") == "id,label\n1,3\n2,0\n3,9\n4,1\n5,1\n6,4\n7,2\n");
     CHECK(kg::read_file(D + "/test.csv") == "id\n8\n9\n10\n");
@@ -147,7 +147,7 @@ TEST_CASE("import_idx: re-running gives identical bytes and drops stale images",
   CHECK(after.st_ino == before.st_ino);  // unchanged images are left alone
   CHECK(entries(D + "/train").size() == 7);
   CHECK(entries(D + "/test") == std::set<std::string>{"8.png", "9.png", "10.png"});
-  CHECK(entries(D).size() == 7);  // no staging directories or temp files left
+  CHECK(entries(D).size() == 8);  // no staging directories or temp files left
 
   // New pixels for the same ids: changed files are replaced, and match a fresh import.
   kg::write_file_atomic(d / "other", idx_images(7, 4, 5, 2));
@@ -224,7 +224,8 @@ TEST_CASE("import_idx with packs: raw packs holding the tables, no PNG folders o
   auto r = kg::data::import_idx(o);
   CHECK(r.train == 7);
   const std::string D = o.out_dir;
-  CHECK(entries(D) == std::set<std::string>{"train.kgpack", "test.kgpack", "sample_submission.csv", "test_labels.csv"});
+  CHECK(entries(D) == std::set<std::string>{".kgtrain-import.json", "train.kgpack", "test.kgpack", "sample_submission.csv",
+                                            "test_labels.csv"});
   CHECK(kg::read_file(D + "/test_labels.csv") == "id,label\n8,7\n9,0\n10,5\n");
 
   const std::string train_px = idx_images(7, 4, 5, 1).substr(16), test_px = idx_images(3, 4, 5, 100).substr(16);
@@ -250,4 +251,47 @@ TEST_CASE("import_idx with packs: raw packs holding the tables, no PNG folders o
   const std::string before = kg::read_file(D + "/train.kgpack");
   kg::data::import_idx(o);
   CHECK(kg::read_file(D + "/train.kgpack") == before);
+}
+
+TEST_CASE("import_idx writes only into a new, empty or earlier import's directory", "[unit]") {
+  kg::test::TempDir d;
+  IdxImportOptions o = tiny(d.str(), true);
+  const std::string D = o.out_dir;
+  SECTION("a competition download with the same names is left alone") {
+    kg::write_file_atomic(D + "/train.csv", "id,label\nmine,1\n");
+    kg::write_file_atomic(D + "/train/mine.png", "mine");
+    try {
+      kg::data::import_idx(o);
+      FAIL("expected a UsageError");
+    } catch (const kg::UsageError& e) {
+      CHECK_THAT(e.what(), Catch::Contains(D + ": the directory is not empty and was not written by import-idx") &&
+                               Catch::Contains("it holds train.csv, train/") && Catch::Contains("nothing was changed"));
+    }
+    CHECK(entries(D) == std::set<std::string>{"train", "train.csv"});
+    CHECK(kg::read_file(D + "/train.csv") == "id,label\nmine,1\n");
+    CHECK(entries(D + "/train") == std::set<std::string>{"mine.png"});
+  }
+  SECTION("an empty directory is used; a file is refused") {
+    stdfs::create_directories(D);
+    kg::data::import_idx(o);
+    CHECK(entries(D + "/train").size() == 7);
+    o.out_dir = d / "file";
+    kg::write_file_atomic(o.out_dir, "x");
+    CHECK_THROWS_AS(kg::data::import_idx(o), kg::UsageError);
+  }
+  SECTION("a re-import in the other layout replaces the earlier layout") {
+    kg::data::import_idx(o);
+    o.packs = true;
+    kg::data::import_idx(o);
+    CHECK(entries(D) == std::set<std::string>{".kgtrain-import.json", "train.kgpack", "test.kgpack",
+                                              "sample_submission.csv", "test_labels.csv"});
+    kg::data::DataOptions dopt;
+    dopt.root = D;
+    CHECK(kg::data::resolve_format(dopt) == "pack");  // the PNG import's train.csv is gone
+    o.packs = false;
+    kg::data::import_idx(o);
+    CHECK(entries(D) == std::set<std::string>{".kgtrain-import.json", "train", "test", "train.csv", "test.csv",
+                                              "sample_submission.csv", "test_labels.csv"});
+    CHECK(nlohmann::json::parse(kg::read_file(D + "/.kgtrain-import.json"))["layout"] == "png");
+  }
 }
