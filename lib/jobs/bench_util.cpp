@@ -9,6 +9,7 @@
 #include <thread>
 
 
+#include "core/error.h"
 #include "core/random.h"
 #include "data/loader.h"
 #include "data/table.h"
@@ -71,8 +72,16 @@ nlohmann::json rate_json(int threads, int64_t images, double secs) {
           {"images_per_s_per_thread", ips / std::max(1, threads)}};
 }
 
+namespace {
+// A row's image; a failure names the row as the loader's does (bench-data scans nothing beforehand).
+data::Image row_image(const data::Table& t, int64_t row, int channels) {
+  const data::Row& r = t.rows[static_cast<size_t>(row)];
+  return with_context(r.where + " (id " + r.id + ")", [&] { return t.image(static_cast<size_t>(row), channels); });
+}
+}  // namespace
+
 double time_decode(const data::Table& t, const std::vector<int64_t>& rows, size_t n, int channels, int threads) {
-  return time_parallel(threads, n, [&](size_t i, int) { t.image(static_cast<size_t>(rows[i]), channels); });
+  return time_parallel(threads, n, [&](size_t i, int) { row_image(t, rows[i], channels); });
 }
 
 double time_decode_augment(const data::Table& t, const std::vector<int64_t>& rows, size_t n, const data::Pipeline& pipe,
@@ -86,7 +95,7 @@ double time_decode_augment(const data::Table& t, const std::vector<int64_t>& row
     const auto row = rows[i];
     Rng rng = data::sample_rng(seed, epoch, row);  // the loader's stream
     data::Image img = cache ? cache->get(row) : data::Image();
-    if (img.empty()) img = t.image(static_cast<size_t>(row), static_cast<int>(g.channels));
+    if (img.empty()) img = row_image(t, row, static_cast<int>(g.channels));
     if (u8) pipe.process_u8(std::move(img), rng, out8[static_cast<size_t>(w)].data());
     else pipe.process(std::move(img), rng, out[static_cast<size_t>(w)].data());
   });
