@@ -138,7 +138,9 @@ class Resolver {
       if (!fs::is_directory(d / group, ec)) continue;
       folders.push_back(shown(d / group));
       fs::path f = d / group / (option + ".toml");
-      if (!option.empty() && fs::is_regular_file(f, ec)) {
+      // An option is a file of the group's folder: a name, not a path (model=../fashion_mnist).
+      const bool name = !option.empty() && option.find('/') == std::string::npos && option != "." && option != "..";
+      if (name && fs::is_regular_file(f, ec)) {
         groups_.push_back(f.string());
         return true;
       }

@@ -24,7 +24,18 @@ std::string type_name(Type t) {
 namespace {
 bool is_number(const json& v) { return v.is_number_integer() || v.is_number_float(); }
 
+// A non-finite number in `v` (itself or inside arrays, as TOML's nan / inf / -inf), or nullptr.
+const json* non_finite(const json& v) {
+  if (v.is_number_float() && !std::isfinite(v.get<double>())) return &v;
+  if (v.is_array())
+    for (auto& x : v)
+      if (const json* bad = non_finite(x)) return bad;
+  return nullptr;
+}
+
 std::string show(const json& v) {
+  if (v.is_number_float() && !std::isfinite(v.get<double>()))  // json::dump writes null
+    return std::isnan(v.get<double>()) ? "nan" : v.get<double>() > 0 ? "inf" : "-inf";
   std::string s = v.dump();
   return s.size() > 60 ? s.substr(0, 57) + "..." : s;
 }
@@ -72,6 +83,8 @@ bool in_range(const KeySpec& s, double x) {
 
 std::string check_value(const KeySpec& spec, const json& v) {
   if (v.is_null() && spec.optional) return "";
+  // No key takes nan or inf: they would pass every range check below (and train on nan).
+  if (const json* bad = non_finite(v)) return "expected a finite number, got " + show(*bad);
   if (!type_ok(spec.type, v)) return "expected " + type_name(spec.type) + ", got " + show(v);
   if (spec.size >= 0 && v.is_array() && static_cast<int>(v.size()) != spec.size)
     return "expected " + std::to_string(spec.size) + " values, got " + std::to_string(v.size());

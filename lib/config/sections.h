@@ -1,6 +1,7 @@
 // Top-level recipe sections (run, data, model, optim, ...). Each declares its own keys; a section
 // with a component kind also accepts the keys of the component its `name` key selects.
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 
@@ -9,11 +10,16 @@
 
 namespace kg::config {
 
+class Tree;
+
 struct SectionInfo {
   std::string name;            // "optim"
   std::string doc;
   Schema schema;               // keys relative to the section
   std::string component_kind;  // registry whose component `<section>.name` selects ("" for none)
+  // The component selected when no layer sets `<section>.name`, read from other keys (loss: the default
+  // loss of data.task); empty function or "" = the schema default.
+  std::function<std::string(const Tree&)> default_name;
 };
 
 const std::map<std::string, SectionInfo>& sections();
@@ -26,4 +32,4 @@ void check_sections();
 
 // KG_REGISTER_SECTION("optim", "doc", fields.schema(), "optimizer")
 #define KG_REGISTER_SECTION(name, doc, schema, kind) \
-  static const bool KG_CONCAT(kg_section_, __LINE__) = ::kg::config::add_section({name, doc, schema, kind})
+  static const bool KG_CONCAT(kg_section_, __LINE__) = ::kg::config::add_section({name, doc, schema, kind, {}})

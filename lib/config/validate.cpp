@@ -20,6 +20,8 @@ const KeySpec* find_spec(const Schema& schema, const std::string& key) {
 // The component a section selects: its `name` value, or the declared default.
 std::string selected_name(const Tree& tree, const SectionInfo& sec) {
   if (const Entry* e = tree.find(sec.name + ".name"); e && e->value.is_string()) return e->value.get<std::string>();
+  if (sec.default_name)
+    if (std::string n = sec.default_name(tree); !n.empty()) return n;
   if (const KeySpec* s = find_spec(sec.schema, "name"); s && s->default_value.is_string())
     return s->default_value.get<std::string>();
   return "";
@@ -138,6 +140,7 @@ void check_nested_leaf(const std::string& key, const Entry& e, const Nested& n, 
                        ", not of the selected " + kind + " \"" + n.component->name + "\" (" + n.prefix + ".name): ignored");
     return;
   }
+  if (e.extra) return;  // added with +key / ++key: a key of the user's own, not checked
   std::vector<std::string> allowed{"name"}, full{n.prefix + ".name"};
   for (auto& s : n.component->schema) {
     allowed.push_back(s.key);
@@ -152,9 +155,16 @@ void check_leaf(const Tree& tree, const std::string& key, const Entry& e, std::v
   auto dot = key.find('.');
   std::string section = key.substr(0, dot), rest = dot == std::string::npos ? "" : key.substr(dot + 1);
   auto unknown = [&](const std::string& extra) {
+    if (e.extra) return;  // added with +key / ++key: a key of the user's own, not checked
     problems.push_back(key + ": unknown key (" + e.origin.str() + ")" + extra + did_you_mean(key, declared_keys(tree)));
   };
   auto sit = sections().find(section);
+  if (sit != sections().end() && rest.empty()) {  // optim=3, train = 3, [[train]]
+    problems.push_back(key + ": is a section of keys, not a value (" + e.origin.str() + "); set its keys instead, e.g. " +
+                       key + "." + (sit->second.schema.empty() ? std::string("KEY") : sit->second.schema.front().key) +
+                       "=... or a [" + key + "] table");
+    return;
+  }
   if (sit == sections().end() || rest.empty()) return unknown("");
   const SectionInfo& sec = sit->second;
   const KeySpec* spec = find_spec(sec.schema, rest);
@@ -242,8 +252,8 @@ const json* default_of(const Tree& tree, const std::string& key) {
 
 Validated validate(const Tree& merged) {
   std::vector<std::string> problems, warnings;
+  // Every entry, also those added with +key / ++key: a declared key is checked whatever way it is set.
   for (auto& [key, e] : merged.entries()) {
-    if (e.extra) continue;
     check_leaf(merged, key, e, problems, warnings);
   }
   for (auto& [name, sec] : sections())
@@ -263,7 +273,8 @@ Validated validate(const Tree& merged) {
         continue;
       }
       Entry d;
-      d.value = spec->default_value;
+      // A section's own default component (loss: data.task's) rather than the schema's fixed one.
+      d.value = key == name + ".name" && sec.default_name ? json(selected_name(merged, sec)) : spec->default_value;
       out.tree.set(key, d);
     }
   }

@@ -21,10 +21,12 @@ config::Fields<DeviceOptions> fields() {
       .check([](const config::json& v) -> std::string {
         auto s = v.get<std::string>();
         if (s == "auto" || s == "cpu" || s == "cuda") return "";
-        if (starts_with(s, "cuda:") && s.size() > 5 && s.find_first_not_of("0123456789", 5) == std::string::npos) return "";
-        return "expected auto, cpu, cuda or cuda:N, got \"" + s + "\"";
+        // N: a device index, at most 4 digits (CUDA numbers its devices from 0; an int must hold it)
+        if (starts_with(s, "cuda:") && s.size() > 5 && s.size() <= 9 && s.find_first_not_of("0123456789", 5) == std::string::npos)
+          return "";
+        return "expected auto, cpu, cuda or cuda:N (N a device index, 0 to 9999), got \"" + s + "\"";
       });
-  f.field("threads", &DeviceOptions::threads, "intra-op CPU threads; 0 = all cores available to the process").min(0);
+  f.field("threads", &DeviceOptions::threads, "intra-op CPU threads; 0 = all cores available to the process").range(0, 1024);
   f.field("channels_last", &DeviceOptions::channels_last,
           "NHWC (channels_last) memory layout for the model's weights and inputs; helps convolutions on GPUs "
           "with tensor cores (see README Performance for CPU figures)");

@@ -96,6 +96,9 @@ FitSetup::FitSetup(const JobOptions& opts, const std::string& command) : o(opts)
   }
   mix = data::load_mixup_options(recipe);
   mixing_possible = classes.task != data::Task::regression;
+  KG_CHECK(mixing_possible || !(mix.mixup_alpha > 0 || mix.cutmix_alpha > 0 || mix.cutmix_minmax.has_value()), ConfigError,
+           "mixup / cutmix mix class labels, and data.task = \"regression\" has none: set mixup.mixup_alpha and "
+           "mixup.cutmix_alpha to 0 (and leave mixup.cutmix_minmax unset)");
   K = classes.outputs();
 
   // Smoke runs: two optimizer updates (each of train.accum_steps micro-batches).

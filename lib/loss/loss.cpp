@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "config/sections.h"
+#include "config/tree.h"
 #include "core/error.h"
 #include "core/strings.h"
 #include "core/tasks.h"
@@ -31,7 +32,15 @@ config::Fields<LossOptions> fields() {
       .kind("loss");
   return f;
 }
-KG_REGISTER_SECTION("loss", "the training loss", fields().schema(), "loss");
+// Without loss.name, fit trains with the task's default loss: validate its keys against that one.
+std::string task_default_loss(const config::Tree& t) {
+  const config::Entry* e = t.find("data.task");
+  const std::string task = e && e->value.is_string() ? e->value.get<std::string>() : "multiclass";
+  for (const char* known : {"multiclass", "multilabel", "binary", "regression"})
+    if (task == known) return default_loss(task);
+  return "";  // an unknown task is reported at data.task
+}
+const bool kLossSection = config::add_section({"loss", "the training loss", fields().schema(), "loss", task_default_loss});
 
 }  // namespace
 

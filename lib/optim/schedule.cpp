@@ -15,7 +15,10 @@ ScheduleRegistry& schedule_registry() {
 }
 
 int64_t epochs_to_steps(double epochs, int64_t steps_per_epoch) {
-  return std::llround(epochs * static_cast<double>(std::max<int64_t>(steps_per_epoch, 1)));
+  // Clamped to +-2^62: llround of a value past int64 is undefined (1e300 epochs read as -2^63 updates).
+  const double steps = epochs * static_cast<double>(std::max<int64_t>(steps_per_epoch, 1));
+  constexpr double kLimit = 4611686018427387904.0;
+  return std::llround(std::clamp(steps, -kLimit, kLimit));
 }
 
 int64_t steps_or_epochs(const std::optional<int64_t>& steps, const std::optional<double>& epochs, int64_t steps_per_epoch,

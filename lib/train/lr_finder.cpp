@@ -31,7 +31,7 @@ config::Fields<LrFindOptions> fields() {
   f.field("end_lr", &LrFindOptions::end_lr, "lr the sweep reaches at update num_steps (exponential from start_lr; must exceed it)")
       .positive();
   f.field("num_steps", &LrFindOptions::num_steps, "optimizer updates in the sweep (fastai num_it; fewer when it stops early)")
-      .range(6, 10000);
+      .range(7, 10000);  // 7: two points left after the first num_steps/10 and the last 5
   f.field("beta", &LrFindOptions::beta, "smoothing of the recorded loss: debiased running average with this weight on the past")
       .min(0)
       .check([](const config::json& v) -> std::string {

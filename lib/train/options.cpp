@@ -9,11 +9,18 @@
 namespace kg::train {
 namespace {
 
+// Bounds far past any real run that keep counts of updates and images inside int64 arithmetic (a
+// billion epochs planned epoch by epoch looked like a hang).
+constexpr int64_t kMaxEpochs = 1000000;
+constexpr int64_t kMaxBatch = int64_t{1} << 24;
+
 config::Fields<RunOptions> run_fields() {
   config::Fields<RunOptions> f;
   f.field("name", &RunOptions::name, "run name (folder under paths.runs)").check([](const config::json& v) -> std::string {
     auto s = v.get<std::string>();
     if (s.empty() || s.find('/') != std::string::npos || s == "." || s == "..") return "expected a folder name without '/', got \"" + s + "\"";
+    for (unsigned char c : s)
+      if (c < 0x20 || c == 0x7F) return "expected a folder name without control characters (newline, tab, NUL, ...)";
     return "";
   });
   f.field("seed", &RunOptions::seed, "seed for weights, folds, data order and augmentation").min(0);
@@ -21,8 +28,13 @@ config::Fields<RunOptions> run_fields() {
       .check([](const config::json& v) -> std::string {
         try {
           parse_duration(v.get<std::string>());
-        } catch (const Error& e) {
-          return e.what();
+        } catch (const ConfigError& e) {
+          // The problem without the key: the validator adds it, and where it was set.
+          const std::string& p = e.problems().front();
+          const std::string prefix = "run.time_limit = ";
+          return starts_with(p, prefix) ? p.substr(prefix.size()) : p;
+        } catch (const std::exception&) {  // std::stod on "." or a number past double's range
+          return "\"" + v.get<std::string>() + "\": expected a duration such as \"8h45m\", \"90m\" or \"3600s\"";
         }
         return "";
       });
@@ -36,21 +48,21 @@ config::Fields<PathsOptions> paths_fields() {
 }
 config::Fields<TrainOptions> train_fields() {
   config::Fields<TrainOptions> f;
-  f.field("epochs", &TrainOptions::epochs, "passes over the training rows").min(1);
+  f.field("epochs", &TrainOptions::epochs, "passes over the training rows").range(1, kMaxEpochs);
   f.field("batch_size", &TrainOptions::batch_size_key,
           "images per micro-batch (effective batch = batch_size x accum_steps), or \"auto\": fit and lr-find try "
           "powers of two with a real training step and take the largest that fits with auto_batch_margin to spare")
       .check([](const config::json& v) -> std::string {
         if (v.is_string() && v.get<std::string>() == "auto") return "";
-        if (v.is_number_integer() && v.get<int64_t>() >= 1) return "";
-        return "expected a positive integer or \"auto\", got " + v.dump();
+        if (v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= kMaxBatch) return "";
+        return "expected an integer in [1, " + std::to_string(kMaxBatch) + "] or \"auto\", got " + v.dump();
       });
-  f.field("auto_batch_max", &TrainOptions::auto_batch_max, "batch_size = \"auto\": the largest batch size tried").min(1);
+  f.field("auto_batch_max", &TrainOptions::auto_batch_max, "batch_size = \"auto\": the largest batch size tried").range(1, kMaxBatch);
   f.field("auto_batch_margin", &TrainOptions::auto_batch_margin,
           "batch_size = \"auto\": fraction of the device's memory that must stay free at the chosen size").range(0, 0.9);
-  f.field("eval_batch_size", &TrainOptions::eval_batch_size, "images per evaluation batch (0 = 2 x batch_size)").min(0);
+  f.field("eval_batch_size", &TrainOptions::eval_batch_size, "images per evaluation batch (0 = 2 x batch_size)").range(0, kMaxBatch);
   f.field("log_every_s", &TrainOptions::log_every_s, "seconds between progress lines when not on a terminal").positive();
-  f.field("accum_steps", &TrainOptions::accum_steps, "micro-batches per optimizer update; the loss is divided by the group's real size").min(1);
+  f.field("accum_steps", &TrainOptions::accum_steps, "micro-batches per optimizer update; the loss is divided by the group's real size").range(1, kMaxBatch);
   f.field("clip_grad_norm", &TrainOptions::clip_grad_norm, "clip the global gradient L2 norm to this (0 = off)").min(0);
   f.field("clip_grad_value", &TrainOptions::clip_grad_value, "clamp each gradient element to +-this (0 = off)").min(0);
   f.field("agc", &TrainOptions::agc, "adaptive gradient clipping factor, unit-wise (NFNet; timm uses 0.01; 0 = off)").min(0);
@@ -67,7 +79,7 @@ config::Fields<TrainOptions> train_fields() {
   f.field("freeze", &TrainOptions::freeze, "train only the last N layer groups (0 = all); see kgtrain show --model for the groups").min(0);
   f.field("unfreeze_every", &TrainOptions::unfreeze_every, "gradual unfreezing: one more layer group every N epochs (0 = never)").min(0);
   f.field("train_bn", &TrainOptions::train_bn, "normalization layers stay trainable inside frozen groups (fastai train_bn)");
-  f.field("freeze_epochs", &TrainOptions::freeze_epochs, "fine_tune: epochs with only the head trainable").min(0);
+  f.field("freeze_epochs", &TrainOptions::freeze_epochs, "fine_tune: epochs with only the head trainable").range(0, kMaxEpochs);
   f.field("fine_tune_lr_mult", &TrainOptions::fine_tune_lr_mult, "fine_tune: the stem's lr is the head's divided by this").min(1);
   f.field("fine_tune_pct_start", &TrainOptions::fine_tune_pct_start, "fine_tune: warm-up fraction of the unfrozen phase").range(0, 1);
   f.field("fine_tune_div", &TrainOptions::fine_tune_div, "fine_tune: the unfrozen phase starts at lr / div").positive();

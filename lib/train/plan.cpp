@@ -62,9 +62,9 @@ Plan::Plan(const config::Tree& recipe, int64_t epochs, StepsOf steps_of, std::ve
     if (freeze_ > 0) {
       KG_CHECK(num_groups_ >= 2, ConfigError, "train.freeze = ", freeze_, ": the model has only one layer group (", groups,
                "), so freezing would be a silent no-op; remove train.freeze or use a backbone with groups");
-      KG_CHECK(freeze_ < num_groups_, ConfigError, "train.freeze = ", freeze_, " would leave no trainable group: the model has ",
-               num_groups_, " layer groups (", groups, "); train.freeze is how many of the LAST groups train, 1..",
-               num_groups_ - 1);
+      KG_CHECK(freeze_ < num_groups_, ConfigError, "train.freeze = ", freeze_, " would freeze nothing: the model has ",
+               num_groups_, " layer groups (", groups, ") and train.freeze is how many of the LAST groups train, 1..",
+               num_groups_ - 1, " (0 = all, no freezing)");
     }
     KG_CHECK(unfreeze_every_ == 0 || freeze_ > 0, ConfigError,
              "train.unfreeze_every needs train.freeze > 0 (the number of last groups trained at the start)");

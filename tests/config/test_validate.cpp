@@ -78,6 +78,10 @@ TEST_CASE("keys added with + skip the schema", "[unit][config]") {
   auto tree = kg::test::resolve_recipe({r}, {"+model.extra_thing=3"});
   CHECK(tree.at("model.extra_thing").extra);
   CHECK_THROWS_AS(kg::test::resolve_recipe({r}, {"model.extra_thing=3"}), kg::ConfigError);
+  // A declared key is validated however it is set: +train.accum_steps=0 used to reach the trainer.
+  for (const char* o : {"+train.accum_steps=0", "++train.eval_batch_size=\"abc\"", "+optim.lr=-5", "++optim.lr=-5"})
+    CHECK_THROWS_AS(kg::test::resolve_recipe({r}, {o}), kg::ConfigError);
+  CHECK(kg::test::resolve_recipe({r}, {"+optim.lr=0.5"}).at("optim.lr").value == 0.5);
 }
 
 TEST_CASE("a nested component table is checked against the component it names", "[unit][config]") {
@@ -119,4 +123,34 @@ TEST_CASE("a nested component's defaults are filled in", "[unit][config]") {
   REQUIRE(v.warnings.size() == 1);
   CHECK(v.warnings[0].find("optim.inner.name") != std::string::npos);
   CHECK_FALSE(v.tree.has("optim.inner.momentum"));
+}
+
+TEST_CASE("nan and inf are refused for every key, with their TOML spelling", "[unit][config]") {
+  // inf passed every `<= max` check: optim.lr = inf trained on nan losses.
+  auto msg = problems_of("[optim]\nlr = inf\nweight_decay = inf\n[schedule]\nname = \"cosine\"\nwarmup_epochs = nan\n"
+                         "[data]\naugment = [{ name = \"affine\", degrees = -inf }]\n");
+  CHECK_THAT(msg, Catch::Contains("optim.lr: expected a finite number, got inf (r.toml:2:6)"));
+  CHECK_THAT(msg, Catch::Contains("optim.weight_decay: expected a finite number, got inf"));
+  CHECK_THAT(msg, Catch::Contains("schedule.warmup_epochs: expected a finite number, got nan"));
+  CHECK_THAT(msg, Catch::Contains("data.augment[0].degrees: expected a finite number, got -inf"));
+  CHECK_THAT(problems_of("[optim]\nlr = [1e-4, inf]\n"), Catch::Contains("optim.lr: expected a finite number, got inf"));
+  CHECK(problems_of("[optim]\nlr = 1e-3\nweight_decay = 1e300\n").empty());
+}
+
+TEST_CASE("without loss.name the task's default loss is the one validated and filled in", "[unit][config]") {
+  // binary trains with bce_with_logits: its pos_weight was called "ignored" yet used, unchecked.
+  CHECK_THAT(problems_of("[data]\ntask = \"binary\"\n[loss]\npos_weight = -5.0\n"), Catch::Contains("loss.pos_weight: expected"));
+  auto v = validate(parse("[data]\ntask = \"binary\"\n[loss]\npos_weight = 2.0\n"));
+  CHECK(v.warnings.empty());
+  CHECK(v.tree.at("loss.name").value == "bce_with_logits");
+  v = validate(parse("[data]\ntask = \"regression\"\n[loss]\nlabel_smoothing = 0.5\n"));
+  REQUIRE(v.warnings.size() == 1);
+  CHECK_THAT(v.warnings[0], Catch::Contains("not of the selected loss \"mse\": ignored"));
+  CHECK(validate(parse("[model]\nwidth = 8\n")).tree.at("loss.name").value == "cross_entropy");
+  CHECK(validate(parse("[data]\ntask = \"binary\"\n[loss]\nname = \"focal\"\n")).tree.at("loss.name").value == "focal");
+}
+
+TEST_CASE("a section given a value is named as a section, not an unknown key", "[unit][config]") {
+  CHECK_THAT(problems_of("train = 3\n"), Catch::Contains("train: is a section of keys, not a value (r.toml:1:9)"));
+  CHECK_THAT(problems_of("[[optim]]\nname = \"sgd\"\n"), Catch::Contains("optim: is a section of keys, not a value"));
 }

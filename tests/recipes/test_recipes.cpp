@@ -92,7 +92,14 @@ TEST_CASE("every shipped recipe resolves and dry-runs", "[integration][recipes]"
     auto r = kg::test::run_kgtrain(args);
     INFO(r.output);
     CHECK(r.exit_code == 0);
-    if (regression) CHECK(r.output.find("rows, regression") != std::string::npos);
+    if (regression) {
+      CHECK(r.output.find("rows, regression") != std::string::npos);
+      // Mixing needs class labels: refused, not silently dropped.
+      args.push_back("mixup.mixup_alpha=0.4");
+      auto m = kg::test::run_kgtrain(args);
+      CHECK(m.exit_code == 2);
+      CHECK(m.output.find("mixup / cutmix mix class labels") != std::string::npos);
+    }
     if (pretrained) CHECK(r.output.find("head re-initialised for the new task") != std::string::npos);
     auto s = kg::test::run_kgtrain({"show", e.path().string()});
     CHECK(s.exit_code == 0);
@@ -116,6 +123,10 @@ TEST_CASE("config groups select a layer from the recipes folder", "[integration]
   REQUIRE(r.exit_code == 0);
   CHECK(r.output.find("model.width = 64  # ") != std::string::npos);
   CHECK(r.output.find("model/resnet9.toml") != std::string::npos);
+  // An option is a file of the group's folder, not a path out of it.
+  auto up = kg::test::run_kgtrain({"show", KGTRAIN_SOURCE_DIR "/recipes/fashion_mnist.toml", "model=../fashion_mnist"});
+  CHECK(up.exit_code == 2);
+  CHECK(up.output.find("no option \"../fashion_mnist\" in config group model") != std::string::npos);
 }
 
 TEST_CASE("show --list --markdown documents every component", "[integration][recipes]") {

@@ -20,7 +20,11 @@ class Normalize : public Transform {
   Normalize(const NormalizeOptions& o, const ImageGeometry& g) {
     auto pick = [&](const std::vector<double>& v, const char* key) {
       KG_CHECK(v.size() == 1 || static_cast<int64_t>(v.size()) == g.channels, ConfigError, "normalize.", key, " has ",
-               v.size(), " values but data.channels = ", g.channels, " (give one value or one per channel)");
+               v.size(), " values but data.channels = ", g.channels, " (give one value or one per channel",
+               g.channels == 1 && v.size() == 3 ? "; unset, mean and std are ImageNet's RGB values: give your images' own, "
+                                                  "or preset = \"imagenet\" for its gray 0.449 / 0.226"
+                                                : "",
+               ")");
       std::vector<double> out(static_cast<size_t>(g.channels));
       for (size_t c = 0; c < out.size(); ++c) out[c] = v.size() == 1 ? v[0] : v[c];
       return out;
