@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -34,6 +35,26 @@ namespace fs = std::filesystem;
 
 namespace kg::app {
 namespace {
+
+// For numeric flags: CLI11's PositiveNumber / NonNegativeNumber print DBL_MAX as the end of the range
+// (and call 0 "not in range 0 to ..."); these say what is allowed and what was given.
+CLI::Validator at_least(double lo, bool whole, bool exclusive = false) {
+  const std::string bound = lo == std::floor(lo) ? std::to_string(static_cast<long long>(lo)) : format_double(lo);
+  const std::string what = std::string(whole ? "a whole number" : "a number") + (exclusive ? " > " : " >= ") + bound;
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        const std::string t = trim(s);
+        char* end = nullptr;
+        const double v = std::strtod(t.c_str(), &end);
+        const bool number = !t.empty() && end == t.c_str() + t.size() && std::isfinite(v);
+        if (number && (exclusive ? v > lo : v >= lo) && (!whole || v == std::floor(v))) return "";
+        return "expected " + what + ", got \"" + s + "\"";
+      },
+      what);
+}
+const CLI::Validator kCount = at_least(1, true);         // 1, 2, ...
+const CLI::Validator kCountOrZero = at_least(0, true);   // 0, 1, ...
+const CLI::Validator kPositive = at_least(0, false, true);
 
 std::map<std::string, std::string> environment() {
   std::map<std::string, std::string> env;
@@ -77,11 +98,11 @@ struct Common {
 };
 
 void add_common(CLI::App* cmd, Common& c, bool training, bool smoke = true) {
-  auto* words = cmd->add_option("words", c.words, "RECIPE.toml files, then overrides: key=value, +key=value, ~key, group=option");
+  auto* words = cmd->add_option("RECIPE", c.words, "RECIPE.toml files, then overrides: key=value, +key=value, ~key, group=option");
   if (!training) words->required();
   cmd->add_option("--run-dir", c.run_dir, "write every output exactly into DIR");
   cmd->add_option("--device", c.device, "auto | cpu | cuda | cuda:N (same as device.name=...)");
-  cmd->add_option("--seed", c.seed, "same as run.seed=N")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", c.seed, "same as run.seed=N")->check(kCountOrZero);
   cmd->add_flag("--dry-run", c.dry_run, "resolve, validate, build every component, check the data, print the plan; no training");
   if (training) {
     cmd->add_flag("--smoke", c.smoke, "the whole recipe on 2 training, 2 validation and 2 prediction batches");
@@ -159,7 +180,7 @@ int dispatch(int argc, char** argv) {
   int fit_nproc = 1;
   fit->add_option("--nproc", fit_nproc, "train on N processes of this machine (data parallel, torch.distributed: Gloo on the "
                                         "CPU, NCCL on GPUs; one GPU each), as torchrun --no-python --nproc-per-node N would")
-      ->check(CLI::PositiveNumber);
+      ->check(kCount);
   fit->add_option("--plot-schedule", fit_plot, "draw the planned learning rate (and momentum) per update to this PNG and exit");
 
   Common lrf_c;
@@ -204,7 +225,7 @@ int dispatch(int argc, char** argv) {
   pl->add_option("--out", pl_out, "output folder for pseudo.csv, pseudo.toml and the rounds")->required();
   pl->add_option("--rounds", pl_rounds, "predict -> select -> retrain cycles: each retrains the recipe with the pseudo rows "
                                         "(OUT/round_<r>/fit), reports its CV score and predicts the next round with it "
-                                        "(default 0: predict and select only)")->check(CLI::NonNegativeNumber);
+                                        "(default 0: predict and select only)")->check(kCountOrZero);
 
   Common pack_c;
   auto* pack = app.add_subcommand("pack", "pack the recipe's training/test table and its images into one memory-mapped file");
@@ -217,7 +238,7 @@ int dispatch(int argc, char** argv) {
   pack->add_option("--out", pack_out, "pack file (default DATA_ROOT/<data.train_pack or data.test_pack>)");
   pack->add_flag("--raw", pack_raw, "store decoded pixels resized to --size (no decoding at training time)");
   pack->add_option("--size", pack_size, "--raw: H W of the stored pixels (default data.image_size)")->expected(2);
-  pack->add_option("--threads", pack_threads, "decode threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  pack->add_option("--threads", pack_threads, "decode threads (default: all cores)")->check(kCountOrZero);
 
   Common bench_c;
   auto* bench = app.add_subcommand("bench-data", "time the recipe's input pipeline without the model: decode, "
@@ -232,24 +253,24 @@ int dispatch(int argc, char** argv) {
                                                 "epoch timed from the start (default 20)");
   bench->add_option("--threads", bench_threads, "loader worker counts, e.g. 0,1,4 (default 0,1,data.num_workers)")
       ->delimiter(',')
-      ->check(CLI::NonNegativeNumber);
+      ->check(kCountOrZero);
   bench->add_option("--split", bench_split, "train (training folds, training augmentation) | valid (held-out fold, "
                                             "evaluation transforms); default train")
       ->check(CLI::IsMember({"train", "valid"}));
   bench->add_option("--json", bench_json, "also write the report as JSON (schema_version 1) to FILE");
   bench->add_option("--compute-rate", bench_rate, "the model's training img/s (fit's train_images_per_s): "
                                                   "say whether the loader is the bottleneck")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   bench->add_option("--sections", bench_sections, "what to time: decode,augment,loader (default all three)")
       ->delimiter(',')
       ->check(CLI::IsMember({"decode", "augment", "loader"}));
-  bench->add_option("--repeats", bench_repeats, "loader repeats, the median reported (default 3)")->check(CLI::PositiveNumber);
+  bench->add_option("--repeats", bench_repeats, "loader repeats, the median reported (default 3)")->check(kCount);
 
   auto* show = app.add_subcommand("show", "print the resolved recipe with the origin of each key, or the key reference");
   bool list = false, markdown = false;
-  show->add_option("words", show_c.words, "RECIPE.toml files and overrides");
+  show->add_option("RECIPE", show_c.words, "RECIPE.toml files and overrides");
   show->add_option("--device", show_c.device, "same as device.name=...");
-  show->add_option("--seed", show_c.seed, "same as run.seed=N");
+  show->add_option("--seed", show_c.seed, "same as run.seed=N")->check(kCountOrZero);
   show->add_flag("--list", list, "list every section and registered component with keys and defaults");
   show->add_flag("--markdown", markdown, "with --list: Markdown (the README's recipe reference)");
   bool show_model = false, show_json = false;
@@ -265,11 +286,11 @@ int dispatch(int argc, char** argv) {
   bm->add_option("--models", bm_o.bench_model_models, "model names, e.g. resnet18,efficientnet_b0 (default: the recipe's model)")
       ->delimiter(',');
   bm->add_option("--size", bm_o.bench_model_size, "square input side in pixels (default data.image_size)")
-      ->check(CLI::PositiveNumber);
-  bm->add_option("--batch", bm_o.bench_model_batch, "images per step (default train.batch_size)")->check(CLI::PositiveNumber);
+      ->check(kCount);
+  bm->add_option("--batch", bm_o.bench_model_batch, "images per step (default train.batch_size)")->check(kCount);
   bm->add_option("--steps", bm_o.bench_model_steps, "timed steps per configuration, the median reported (default 5)")
-      ->check(CLI::PositiveNumber);
-  bm->add_option("--warmup", bm_o.bench_model_warmup, "untimed steps before them (default 1)")->check(CLI::NonNegativeNumber);
+      ->check(kCount);
+  bm->add_option("--warmup", bm_o.bench_model_warmup, "untimed steps before them (default 1)")->check(kCountOrZero);
   bm->add_option("--layouts", bm_o.bench_model_layouts, "memory layouts: nchw,channels_last (default both)")
       ->delimiter(',')
       ->check(CLI::IsMember({"nchw", "channels_last"}));
@@ -289,10 +310,10 @@ int dispatch(int argc, char** argv) {
   bn->add_flag("--suggest", bn_o.bench_suggest, "the fastest combination of the toggles faster by more than 3% (timed), as "
                                                 "overrides to paste (every toggle when --ablate is not given)");
   bn->add_option("--json", bn_o.bench_json, "report path (default RUN_DIR/bench.json)");
-  bn->add_option("--steps", bn_o.bench_steps, "timed steps per window (default 20)")->check(CLI::PositiveNumber);
-  bn->add_option("--warmup", bn_o.bench_warmup, "untimed steps first (default 3)")->check(CLI::NonNegativeNumber);
+  bn->add_option("--steps", bn_o.bench_steps, "timed steps per window (default 20)")->check(kCount);
+  bn->add_option("--warmup", bn_o.bench_warmup, "untimed steps first (default 3)")->check(kCountOrZero);
   bn->add_option("--repeats", bn_o.bench_repeats, "timed windows per phase, the median reported (default 3)")
-      ->check(CLI::PositiveNumber);
+      ->check(kCount);
 
   auto* imp = app.add_subcommand("import-idx", "convert MNIST-format IDX files (.gz or raw) into the Kaggle CSV + PNG layout");
   data::IdxImportOptions io;
@@ -301,8 +322,20 @@ int dispatch(int argc, char** argv) {
   imp->add_option("--test-images", io.test_images, "test images IDX file")->required();
   imp->add_option("--test-labels", io.test_labels, "test labels IDX file")->required();
   imp->add_option("--out", io.out_dir, "output folder (DATA)")->required();
-  imp->add_option("--threads", io.threads, "PNG encoding threads")->check(CLI::PositiveNumber);
+  imp->add_option("--threads", io.threads, "PNG encoding threads")->check(kCount);
   imp->add_flag("--packs", io.packs, "write raw packs DATA/train.kgpack + DATA/test.kgpack (tables inside) instead of PNG folders and train/test CSVs: no decoding when training");
+
+  // A flag that takes several values takes one per use (--from-run A --from-run B, --size H W): the recipe
+  // overrides after it stay the command's words (CLI11's vector options otherwise swallow them).
+  // An empty value ('') is refused rather than read as "not given" (--device '' kept the recipe's device).
+  const CLI::Validator non_empty([](std::string& v) { return v.empty() ? std::string("expected a value, got ''") : std::string(); },
+                                 "", "non-empty");
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    for (CLI::Option* opt : sub->get_options())
+      if (opt->nonpositional()) {
+        opt->allow_extra_args(false);
+        if (opt->get_expected_min() > 0) opt->check(non_empty);
+      }
 
   try {
     app.parse(argc, argv);
@@ -372,6 +405,7 @@ int dispatch(int argc, char** argv) {
     o.pack_raw = pack_raw;
     if (!pack_size.empty()) {
       if (pack_size[0] <= 0 || pack_size[1] <= 0) throw UsageError("--size takes two positive integers H W");
+      if (!pack_raw) throw UsageError("--size H W sets the size of --raw packs' pixels; without --raw the image files are stored as they are");
       o.pack_height = pack_size[0];
       o.pack_width = pack_size[1];
     }
@@ -479,6 +513,9 @@ int run(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     std::cerr << who << "error: out of host memory\n";
     return kExitDevice;
+  } catch (const std::filesystem::filesystem_error& e) {  // a path the OS refused (a file in the way, permissions)
+    std::cerr << who << "error: " << e.what() << "\n";
+    return kExitData;
   } catch (const std::exception& e) {
     std::cerr << who << "internal error: " << e.what() << "\n";
     return kExitInternal;
