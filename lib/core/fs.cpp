@@ -77,6 +77,13 @@ std::string read_file(const std::string& path) {
   return out;
 }
 
+void make_directories(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec || !std::filesystem::is_directory(path))
+    throw DataError("cannot create directory " + path + ": " + (ec ? ec.message() : std::string("a file is in the way")));
+}
+
 void fsync_directory(const std::string& dir) {
   int raw = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (raw < 0) throw DataError("cannot open directory " + dir + ": " + os_reason(errno));

@@ -24,6 +24,10 @@ void replace_directory(const std::string& src, const std::string& dst);
 // 2.11's LibTorch (its libtorch_cpu.so carries its own copy of the filesystem library).
 bool remove_tree(const std::string& path, std::error_code& ec);
 
+// Creates `path` and its missing parents; DataError naming the path and the OS reason (a file in the
+// way, no permission, a full disk) instead of std::filesystem's exception.
+void make_directories(const std::string& path);
+
 // Fsyncs a directory (after creating or renaming entries in it).
 void fsync_directory(const std::string& dir);
 

@@ -208,6 +208,9 @@ int run_fit(const JobOptions& given) {
       if (!diff.empty())
         log(o, "  warning: the recipe differs from the run's recipe.toml; resuming with the new values: " + join(diff, " | "));
     }
+    std::vector<std::string> ids;
+    for (const auto& row : table.rows) ids.push_back(row.id);
+    check_same_split(run_dir, ids, s.folds);
     log(o, "  resume  " + run_dir);
   } else {
     run_dir = prepare_run_dir(o);
@@ -253,7 +256,7 @@ int run_fit(const JobOptions& given) {
   auto train_fold = [&](size_t fi, int64_t k) -> FoldOutcome {
     FoldOutcome out;
     const fs::path dir = multi ? fs::path(run_dir) / ("fold_" + std::to_string(k)) : fs::path(run_dir);
-    fs::create_directories(dir);
+    make_directories(dir.string());
     // Where a resume reads from: the run itself (a non-writing rank's own outputs are scratch).
     const fs::path src = resuming ? (multi ? fs::path(target.run_dir) / ("fold_" + std::to_string(k)) : fs::path(target.run_dir)) : dir;
     if (resuming && fs::exists(src / "fold.json") && fs::exists(src / "oof_fold.csv")) {

@@ -5,12 +5,14 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/strings.h"
+#include "data/csv.h"
 #include "train/checkpoint.h"
 #include "train/options.h"
 #include "train/trainer.h"
@@ -87,6 +89,31 @@ std::vector<std::string> changed_lines(const std::string& a, const std::string& 
   return out;
 }
 
+void check_same_split(const std::string& run_dir, const std::vector<std::string>& ids, const std::vector<int>& folds) {
+  const std::string path = (fs::path(run_dir) / "folds.csv").string();
+  const data::CsvTable saved = data::read_csv(path);
+  const int id_col = saved.require_column("id", ""), fold_col = saved.require_column("fold", "");
+  std::unordered_map<std::string, std::string> fold_of;
+  for (const auto& row : saved.rows) fold_of.emplace(row[static_cast<size_t>(id_col)], row[static_cast<size_t>(fold_col)]);
+  int64_t moved = 0, missing = 0;
+  std::string example;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto it = fold_of.find(ids[i]);
+    if (it == fold_of.end()) ++missing;
+    else if (it->second != std::to_string(folds[i])) ++moved;
+    else continue;
+    if (example.empty())
+      example = "id " + ids[i] + ": fold " + (it == fold_of.end() ? "none" : it->second) + " in the run, " +
+                std::to_string(folds[i]) + " now";
+  }
+  KG_CHECK(moved == 0 && missing == 0 && fold_of.size() == ids.size(), UsageError, "--resume ", run_dir,
+           ": the recipe splits the rows differently from the run's folds.csv (", moved, " rows in another fold, ",
+           missing, " not in the run, ", fold_of.size(), " rows in the run vs ", ids.size(), " now; ", example,
+           "): a resumed model would be validated on rows it trained on. Did cv.folds, cv.strategy, run.seed or the "
+           "training table change? Resume with the run's own recipe (kgtrain fit --resume ", run_dir,
+           " without recipe files) or start a new run");
+}
+
 void resume_fold(train::Trainer& trainer, const ResumeTarget& target, const std::string& fold_dir, int64_t k,
                  const std::string& label, bool writer, const device::ProcessGroupPtr& group, const JobOptions& o) {
   // A checkpoint named by --resume (verified once here) serves its own fold; other folds take their
@@ -109,11 +136,21 @@ void resume_fold(train::Trainer& trainer, const ResumeTarget& target, const std:
     }
   }
   for (auto& s : skipped) log(o, "  resume: skipped damaged checkpoint " + s);
+  // A run named by --resume whose checkpoints are all damaged is not started afresh over them (--resume
+  // auto, and a fold killed before its first checkpoint, do start fresh).
+  KG_CHECK(!ck.empty() || skipped.empty() || o.resume == "auto", CheckpointError, "--resume ", o.resume, ": ", label,
+           "every checkpoint under ", (fs::path(fold_dir) / "checkpoints").string(), " is damaged (", join(skipped, ", "),
+           "): remove them to train this fold afresh, or resume from an intact copy");
   if (ck.empty()) {
     log(o, label + "no complete checkpoint to resume: starting fresh");
     return;
   }
-  trainer.resume(given ? *given : train::load_checkpoint(ck, false));
+  train::Checkpoint c = given ? std::move(*given) : train::load_checkpoint(ck, false);
+  const int64_t saved_fold = c.state.value("fold", int64_t{-1});
+  KG_CHECK(saved_fold < 0 || saved_fold == k, UsageError, "--resume: ", ck, " is fold ", saved_fold,
+           "'s checkpoint but the recipe trains fold ", k, " here (cv.fold changed?): resume with the run's cv.fold, "
+           "or start a new run");
+  trainer.resume(c);
   log(o, label + "resumed from " + ck + " (epoch " + std::to_string(trainer.state().epoch) + ", update " +
              std::to_string(trainer.state().step) + ", batch " + std::to_string(trainer.state().batch) + ")");
 }

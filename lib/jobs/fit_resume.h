@@ -27,6 +27,11 @@ ResumeTarget resume_target(const JobOptions& o);
 // Lines of recipe `b` (TOML) that `a` does not have, comments and blank lines aside: the resume warning.
 std::vector<std::string> changed_lines(const std::string& a, const std::string& b);
 
+// UsageError when the run's folds.csv does not give every row of `ids` the fold in `folds` (cv.folds,
+// cv.strategy, run.seed or the training table changed): a resumed fold model would be validated on rows
+// it trained on.
+void check_same_split(const std::string& run_dir, const std::vector<std::string>& ids, const std::vector<int>& folds);
+
 // Restores fold `k`'s trainer from the checkpoint named by --resume when it belongs to this fold, else
 // from the newest complete checkpoint under `fold_dir`/checkpoints (chosen by the writing rank and
 // broadcast over `group`, so every rank resumes from the same one); logs which, or that it starts fresh.

@@ -247,7 +247,7 @@ json merge_oof(const std::vector<std::string>& dirs, const std::string& out_dir)
              {"rows", rows.size()},
              {"complete", static_cast<int64_t>(seen_folds.size()) == folds},
              {"cv_folds", folds}};
-  fs::create_directories(out_dir);
+  make_directories(out_dir);
   write_file_atomic((fs::path(out_dir) / "oof.csv").string(), text);
   write_file_atomic((fs::path(out_dir) / "cv.json").string(), cv.dump(2) + "\n");
   return cv;

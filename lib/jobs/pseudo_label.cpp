@@ -129,7 +129,7 @@ RoundResult predict_and_select(const JobOptions& o, const JobOptions& members, c
                     (popt.top_fraction > 0 ? " and pseudo.top_fraction = " + num(popt.top_fraction) : std::string()) +
                     " (the highest probability is " + num(best) + "); lower the threshold");
   }
-  fs::create_directories(dir);
+  make_directories(dir);
   const std::string csv = fs::absolute(fs::path(dir) / "pseudo.csv").lexically_normal().string();
   write_file_atomic(csv, pseudo_csv(src, t, e.classes, probs, sel, popt.soft));
   const std::string images = fs::absolute(data::data_path(src, src.test_image_dir)).lexically_normal().string();
@@ -168,7 +168,13 @@ int run_pseudo_label(const JobOptions& o) {
     log(o, "dry run: recipe valid, " + std::to_string(e.members.size()) + " model(s) found; nothing predicted");
     return kExitOk;
   }
-  fs::create_directories(o.out);
+  // Never over an earlier pseudo-label's outputs: its round folders' fits would sit beside new selections.
+  std::vector<std::string> earlier;
+  for (const char* f : {"pseudo.csv", "pseudo.toml", "summary.json", "round_1"})
+    if (fs::exists(fs::path(o.out) / f)) earlier.push_back(f);
+  KG_CHECK(earlier.empty(), UsageError, "--out ", o.out, " already holds pseudo-labels (", join(earlier, ", "),
+           "); choose another folder or remove them");
+  make_directories(o.out);
   json rounds = json::array();
   JobOptions members = o;
   json first;

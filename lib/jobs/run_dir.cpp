@@ -4,6 +4,7 @@
 
 #include "config/resolve.h"
 #include "core/error.h"
+#include "core/strings.h"
 #include "core/fs.h"
 #include "core/sha256.h"
 #include "jobs/job.h"
@@ -45,8 +46,14 @@ std::string prepare_run_dir(const JobOptions& o) {
   fs::path dir;
   if (!o.run_dir.empty()) {
     dir = o.run_dir;
-    KG_CHECK(!fs::exists(dir / "summary.json"), UsageError, "--run-dir ", o.run_dir,
-             " already holds a run (summary.json); kgtrain never overwrites a run: choose another folder or remove it");
+    // Any trace of a run, also of one killed before its summary.json: a second run there would replace
+    // its best checkpoint and metrics, and a later --resume would mix the two.
+    std::vector<std::string> found;
+    for (const char* f : {"summary.json", "recipe.toml", "checkpoints", "metrics.jsonl", "folds.csv"})
+      if (fs::exists(dir / f)) found.push_back(f);
+    KG_CHECK(found.empty(), UsageError, "--run-dir ", o.run_dir, " already holds a run (", join(found, ", "),
+             "); kgtrain never overwrites a run: choose another folder, remove it, or continue a fit with "
+             "kgtrain fit --resume ", o.run_dir);
   } else {
     auto run = train::load_run_options(o.recipe);
     auto paths = train::load_paths_options(o.recipe);

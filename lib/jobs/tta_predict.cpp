@@ -124,6 +124,11 @@ int run_oof(const JobOptions& o, const Ensemble& e, const std::string& run_dir, 
 int run_tta_predict(const JobOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
   KG_CHECK(!o.oof || !o.from_runs.empty(), UsageError, "--oof needs --from-run RUN_DIR (the fold models and their split)");
+  auto same_file = [](const std::string& a, const std::string& b) {
+    return fs::absolute(a).lexically_normal() == fs::absolute(b).lexically_normal();
+  };
+  KG_CHECK(o.out.empty() || o.probs.empty() || !same_file(o.out, o.probs), UsageError, "--out and --probs name the same file (",
+           o.out, "): the probabilities would replace the submission");
   Ensemble e = collect_members(o);
   auto dopt = data::load_data_options(o.recipe);
   const auto topt = tta::load_tta_options(o.recipe);
@@ -135,7 +140,7 @@ int run_tta_predict(const JobOptions& o) {
     return run_oof(o, e, prepare_run_dir(o), t0);
   }
   // Every test row needs a prediction: a bad test row is an error whatever data.on_bad_row says.
-  dopt.on_bad_row = "error";
+  dopt.on_bad_row = "required";
   data::Table test = data::load_split(dopt, data::Split::test, e.classes, /*scan=*/true, std::max<int>(1, static_cast<int>(dopt.num_workers)));
   EnsemblePredictor predictor(o, e.classes, test.feature_dim);
   log(o, "kgtrain tta-predict: " + predictor.device_description() + "; " + std::to_string(test.size()) + " rows from " +

@@ -165,17 +165,29 @@ bool process_alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid)
 
 // Removes .tmp-<name>-<pid> folders of saves that crashed (ours or of a process that is gone). A live
 // process's temp folder is left alone: it may be mid-save.
+// Also removes .trash-<anything>-<pid> folders: checkpoints discard() had renamed away when killed.
 void clean_stale_temps(const fs::path& parent, const std::string& name) {
   const std::string prefix = ".tmp-" + name + "-";
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(parent, ec)) {
     const std::string n = e.path().filename().string();
-    if (n.rfind(prefix, 0) != 0) continue;
-    const std::string suffix = n.substr(prefix.size());
+    const bool trash = n.rfind(".trash-", 0) == 0;
+    if (n.rfind(prefix, 0) != 0 && !trash) continue;
+    const std::string suffix = trash ? n.substr(n.rfind('-') + 1) : n.substr(prefix.size());
     long pid = -1;
     if (!suffix.empty() && std::all_of(suffix.begin(), suffix.end(), is_digit) && suffix.size() < 10) pid = std::stol(suffix);
     if (pid == static_cast<long>(::getpid()) || !process_alive(pid)) remove_tree(e.path().string(), ec);
   }
+}
+
+// Removes a checkpoint folder without ever leaving a half-deleted one under its name (a kill mid-removal
+// left step-N/ with a MANIFEST and no weights): it is renamed to .trash-<name>-<pid> first.
+void discard(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return;
+  const fs::path trash = dir.parent_path() / (".trash-" + dir.filename().string() + "-" + std::to_string(::getpid()));
+  remove_tree(trash.string(), ec);
+  remove_tree((::rename(dir.c_str(), trash.c_str()) == 0 ? trash : dir).string(), ec);
 }
 
 void rename_or_throw(const fs::path& from, const fs::path& to) {
@@ -185,8 +197,7 @@ void rename_or_throw(const fs::path& from, const fs::path& to) {
 
 // Puts `tmp` at `target`; the previous `target` ends up at `rotated`, never missing while both exist.
 void swap_and_rotate(const fs::path& tmp, const fs::path& target, const fs::path& rotated) {
-  std::error_code ec;
-  remove_tree(rotated.string(), ec);
+  discard(rotated);
   if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) {
     fsync_directory(target.parent_path().string());
     rename_or_throw(tmp, rotated);  // tmp now holds the previous checkpoint
@@ -408,15 +419,14 @@ void CheckpointStore::prune_rotated() const {
     rotated.emplace_back(std::stoll(n.substr(5)), e.path());
   }
   std::sort(rotated.begin(), rotated.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (size_t i = static_cast<size_t>(keep_last_ - 1); i < rotated.size(); ++i) remove_tree(rotated[i].second.string(), ec);
+  for (size_t i = static_cast<size_t>(keep_last_ - 1); i < rotated.size(); ++i) discard(rotated[i].second);
 }
 
 void CheckpointStore::save_best(const CheckpointFiles& f) { save_checkpoint((fs::path(dir_) / "best").string(), f); }
 
 void CheckpointStore::evict_beyond_k() {
-  std::error_code ec;
   while (static_cast<int>(top_.size()) > top_k_) {
-    remove_tree((fs::path(dir_) / top_.back().dir).string(), ec);
+    discard(fs::path(dir_) / top_.back().dir);
     top_.pop_back();
   }
 }
@@ -429,8 +439,7 @@ bool CheckpointStore::offer_top_k(const CheckpointFiles& f, double value, int64_
   if (had) top_.erase(same);
   bool keep = static_cast<int>(top_.size()) < top_k_ || ranks_before(e, top_.back());
   if (!keep) {
-    std::error_code ec;
-    if (had) remove_tree((fs::path(dir_) / e.dir).string(), ec);  // the repeated epoch no longer qualifies
+    if (had) discard(fs::path(dir_) / e.dir);  // the repeated epoch no longer qualifies
     return false;
   }
   save_checkpoint((fs::path(dir_) / e.dir).string(), f);

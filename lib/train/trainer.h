@@ -6,6 +6,7 @@
 // before on_grads_ready/clipping, and an update whose gradients overflowed is skipped with the scale
 // backed off (device/loss_scaler.h). The scaler's state is in every checkpoint.
 #pragma once
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -127,7 +128,8 @@ class Trainer {
           ValidLoaderFn valid_loader, MixFn mix, std::vector<CallbackPtr> callbacks, TrainerIO io);
   ~Trainer();
 
-  // Restores model, optimizer, plan, RNG, callbacks and the loop's position from a checkpoint.
+  // Restores model, optimizer, plan, RNG, callbacks and the loop's position from a checkpoint;
+  // CheckpointError for a state.json that does not hold what kgtrain writes.
   void resume(const Checkpoint& c);
   // Runs the remaining epochs. On a stop signal it saves checkpoints/last at the step boundary and
   // returns status "interrupted" (the job turns it into exit 130/143).
@@ -159,6 +161,7 @@ class Trainer {
   const EpochReport* last_report() const { return last_report_.get(); }
 
  private:
+  void restore(const Checkpoint& c);  // resume() without its checks of the state it reads
   bool run_epoch(int64_t epoch);  // false when stopped mid-epoch
   void end_epoch(int64_t epoch);
   void apply_plan_for_epoch(int64_t epoch);
@@ -207,6 +210,9 @@ class Trainer {
   std::unique_ptr<EpochReport> last_report_;
   bool stop_requested_ = false, stop_mid_epoch_ = false;
   bool dist_stop_ = false;  // data parallel: a rank asked to stop at the last update
+  // Data parallel, during a mid-epoch save every rank makes together: the epoch's loss sum, loss count
+  // and images summed over the ranks, which the checkpoint stores (a resume gives them to rank 0 alone).
+  std::optional<std::array<double, 3>> job_partials_;
   std::string stop_reason_, stop_status_;
   std::chrono::steady_clock::time_point last_mark_ = std::chrono::steady_clock::now();
 };

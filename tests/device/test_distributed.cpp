@@ -306,6 +306,36 @@ TEST_CASE("an epoch-end checkpoint of 2 processes resumes on 1 with the schedule
   }
 }
 
+TEST_CASE("a mid-epoch checkpoint of 2 processes resumes to the same weights and epoch losses", "[integration][dist]") {
+  kg::test::TempDir dir;
+  auto ds = kg::test::make_tiny_dataset(dir, 48, 4);  // 36 training rows: 3 global batches of 12 per epoch
+  auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
+  auto two = kg::test::run_kgtrain({"fit", recipe, "train.epochs=2", "optim.name=sgd", "train.batch_size=6",
+                                    "train.checkpoint_every_steps=1", "checkpoint.keep_last=20", "device.dist_timeout_s=60",
+                                    "--nproc", "2", "--run-dir", dir / "two", "--quiet"});
+  INFO(two.output);
+  REQUIRE(two.exit_code == 0);
+  auto lines = [&] {
+    std::vector<nlohmann::json> out;
+    for (auto& l : kg::split(kg::read_file(dir / "two/metrics.jsonl"), '\n'))
+      if (!l.empty()) out.push_back(nlohmann::json::parse(l));
+    return out;
+  };
+  const auto before = lines();
+  const std::string weights = kg::read_file(dir / "two/checkpoints/last/model.safetensors");
+  // Update 4 is the first of epoch 2's three: each rank had summed its own share of that epoch's loss.
+  REQUIRE(std::remove((dir / "two/fold.json").c_str()) == 0);
+  auto res = kg::test::run_kgtrain({"fit", "--resume", dir / "two/checkpoints/step-000000004", "--nproc", "2"});
+  INFO(res.output);
+  REQUIRE(res.exit_code == 0);
+  CHECK(res.output.find("batch 1)") != std::string::npos);
+  const auto after = lines();
+  REQUIRE(after.size() == 2);
+  // Every rank restored the saved partial sums before: epoch 2's train_loss counted them twice.
+  CHECK(after[1]["train_loss"].get<double>() == Approx(before[1]["train_loss"].get<double>()).epsilon(1e-9));
+  CHECK(kg::read_file(dir / "two/checkpoints/last/model.safetensors") == weights);
+}
+
 TEST_CASE("OOM back-off on 2 processes retries the update the same with buckets overlapped or not", "[integration][dist][oom]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 48, 4);  // 36 training rows: 2 global batches of 2 x 8 an epoch

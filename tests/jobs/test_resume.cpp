@@ -310,10 +310,27 @@ TEST_CASE("SIGTERM saves a checkpoint that resumes exactly; a damaged last is sk
   CHECK(json::parse(kg::read_file(run + "/summary.json"))["status"] == "interrupted");
   const int64_t saved = last_step(run);
   CHECK(saved >= 8);
-  const std::string copy = S.fresh("term_damaged");
+  const std::string copy = S.fresh("term_damaged"), all_bad = S.fresh("term_all_damaged");
   fs::copy(run, copy, fs::copy_options::recursive);
+  fs::copy(run, all_bad, fs::copy_options::recursive);
 
-
+  {
+    INFO("a resume whose recipe would change the split, the fold or a mid-epoch position is refused (exit 2)");
+    auto r = S.resume(kOverrides, run, {"cv.folds=2", "cv.fold=1"});
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("splits the rows differently from the run's folds.csv") != std::string::npos);
+    r = S.resume(kOverrides, run, {"cv.fold=2"});
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("is fold 1's checkpoint but the recipe trains fold 2") != std::string::npos);
+    if (json::parse(kg::read_file(run + "/checkpoints/last/state.json")).at("batch").get<int64_t>() != 0) {
+      r = S.resume(kOverrides, run, {"train.batch_size=4"});
+      INFO(r.output);
+      CHECK(r.exit_code == 2);
+      CHECK(r.output.find("was saved mid-epoch") != std::string::npos);
+    }
+  }
   {
     INFO("resume from the SIGTERM checkpoint");
     auto r = S.resume(kOverrides, run);
@@ -335,6 +352,16 @@ TEST_CASE("SIGTERM saves a checkpoint that resumes exactly; a damaged last is sk
     CHECK(resumed_update(r.output) < saved);
     check_same_run(ref, copy);
   }
+  {
+    INFO("every checkpoint damaged: an explicit --resume RUN stops (exit 3) instead of training afresh over them");
+    for (auto& e : fs::directory_iterator(all_bad + "/checkpoints"))
+      if (fs::exists(e.path() / "model.safetensors")) fs::resize_file(e.path() / "model.safetensors", 10);
+    auto r = S.resume(kOverrides, all_bad);
+    INFO("resume output:\n" << r.output);
+    CHECK(r.exit_code == 3);
+    CHECK(r.output.find("is damaged") != std::string::npos);
+    CHECK(json::parse(kg::read_file(all_bad + "/summary.json"))["status"] == "interrupted");  // untouched
+  }
 }
 
 TEST_CASE("resume auto: a run dir that has no checkpoint starts fresh and says so", "[integration][resume]") {
@@ -350,6 +377,10 @@ TEST_CASE("resume auto: a run dir that has no checkpoint starts fresh and says s
     REQUIRE(pid > 0);
     REQUIRE(signal_when(pid, [&] { return fs::exists(run + "/folds.csv"); }, SIGKILL, 0, status));
     { std::error_code ec; kg::remove_tree(run + "/checkpoints", ec); }
+    // Without --resume the killed run's folder is refused, not overwritten.
+    auto again = kg::test::run_kgtrain(cat(cat({"fit", S.recipe}, kOverrides), {"--run-dir", run}));
+    CHECK(again.exit_code == 2);
+    CHECK(again.output.find("already holds a run (recipe.toml, folds.csv)") != std::string::npos);
     auto r = auto_fit(run);
     INFO("output:\n" << r.output);
     REQUIRE(r.exit_code == 0);

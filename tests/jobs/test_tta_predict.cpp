@@ -79,7 +79,8 @@ TEST_CASE("tta-predict --from-run: every fold x identity + hflip, scored and wri
           "[integration][jobs][tta]") {
   auto& S = shared();
   const std::string P = S.dir / "P", sub = S.dir / "sub.csv", probs = S.dir / "probs.csv";
-  auto r = S.predict({"data.test_csv=test_labels.csv", kViews, "--from-run", S.run, "--out", sub, "--probs", probs, "--run-dir", P});
+  // The README's form: an override after --from-run RUN is the command's, not a second run directory.
+  auto r = S.predict({"data.test_csv=test_labels.csv", "--from-run", S.run, kViews, "--out", sub, "--probs", probs, "--run-dir", P});
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
 
@@ -304,5 +305,21 @@ TEST_CASE("tta-predict refuses an ensemble of different classes or tasks (exit 2
     INFO(r.output);
     CHECK(r.exit_code == 2);
     CHECK(r.output.find("data.task") != std::string::npos);
+  }
+  {
+    INFO("an unfinished fit run: folds partly trained or missing");
+    const std::string copy = d3 / "unfinished";
+    fs::copy(S.run, copy, fs::copy_options::recursive);
+    auto summary = read_json(copy + "/summary.json");
+    summary["status"] = "interrupted";
+    kg::write_file_atomic(copy + "/summary.json", summary.dump());
+    auto r = S.predict({"--from-run", copy, "--run-dir", S.dir / "X5"});
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("the fit did not finish (summary.json status \"interrupted\")") != std::string::npos);
+    fs::remove(copy + "/summary.json");
+    r = S.predict({"--from-run", copy, "--run-dir", S.dir / "X6"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find("no summary.json") != std::string::npos);
   }
 }
