@@ -1,11 +1,15 @@
 #include "device/distributed.h"
 
+#include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -25,6 +29,7 @@
 #endif
 
 #include "core/error.h"
+#include "core/stop.h"
 
 namespace kg::device {
 namespace {
@@ -261,15 +266,45 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const DistEnv& env, const c1
                        " (did every rank start, and is MASTER_PORT free on rank 0's machine? waited device.dist_timeout_s = " +
                        std::to_string(timeout.count()) + " s)");
   };
+  // The rendezvous polls in short steps: a stop signal ends it at once (TCPStore's own wait ignored SIGTERM),
+  // and the whole wait, connecting and meeting every rank, is one device.dist_timeout_s.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto left = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  };
+  const auto check_stop = [&] {
+    if (const int sig = stop_signal().load())
+      throw Interrupted(sig == SIGTERM ? kExitSigterm : kExitSigint,
+                        "stopped by signal " + std::to_string(sig) + " while waiting for the other ranks");
+  };
   c10::intrusive_ptr<c10d::Store> store;
+  for (;;) {
+    try {
+      c10d::TCPStoreOptions so;
+      so.port = static_cast<std::uint16_t>(env.master_port);
+      so.isServer = env.rank == 0;
+      so.numWorkers = static_cast<size_t>(env.world_size);
+      so.waitWorkers = false;  // the ranks are counted below
+      so.timeout = std::clamp(left(), std::chrono::milliseconds(100), std::chrono::milliseconds(1000));
+      store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
+      break;
+    } catch (const std::exception& e) {
+      check_stop();
+      // Rank 0's server fails at once (a port in use); the others retry until rank 0 is up.
+      if (env.rank == 0 || left().count() <= 0) throw rendezvous_failed(e.what());
+    }
+  }
   try {
-    c10d::TCPStoreOptions so;
-    so.port = static_cast<std::uint16_t>(env.master_port);
-    so.isServer = env.rank == 0;
-    so.numWorkers = static_cast<size_t>(env.world_size);
-    so.waitWorkers = true;
-    so.timeout = ms;
-    store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
+    store->setTimeout(ms);
+    store->add("kgtrain/joined", 1);
+    for (int64_t joined; (joined = store->add("kgtrain/joined", 0)) < env.world_size;) {
+      check_stop();
+      if (left().count() <= 0)
+        throw rendezvous_failed("only " + std::to_string(joined) + " of " + std::to_string(env.world_size) + " ranks came");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  } catch (const Error&) {
+    throw;
   } catch (const std::exception& e) {
     throw rendezvous_failed(e.what());
   }

@@ -116,7 +116,8 @@ bool Trainer::finish_update(const at::Tensor& group_loss_sum, bool stop_here) {
   for (auto& p : params_)
     if (p.grad().defined()) grads.push_back(p.grad());
   dist_stop_ = stop_here;
-  const at::Tensor loss_sum = p_.group ? all_reduce_update(grads, group_loss_sum, stop_here, &dist_stop_) : group_loss_sum;
+  const at::Tensor loss_sum =
+      p_.group ? all_reduce_update(grads, group_loss_sum, stop_here, &dist_stop_, &dist_signal_) : group_loss_sum;
   // The loss is read from the device together with the gradient norm below: one host sync per update
   // (fp16's scaler decides on it first).
   bool finite = true, loss_read = false;
@@ -418,18 +419,21 @@ FitOutcome Trainer::fit() {
       for (auto& cb : callbacks_) cb->on_epoch_begin(*this);
     bool complete = run_epoch(epoch);
     if (!complete) {
-      if (int sig = stop_signal().load()) return {"interrupted", sig};
+      // A signal to any rank interrupts every rank (each saved checkpoints/last at the same update).
+      if (int sig = stop_signal().load() ? stop_signal().load() : dist_signal_) return {"interrupted", sig};
       out.status = stop_status_.empty() ? "stopped" : stop_status_;
       s_.stop_reason = stop_reason_;
       break;
     }
     end_epoch(epoch);
-    if (p_.group && any_rank(stop_signal().load() != 0 || stop_requested_) && !stop_requested_ && !stop_signal().load())
-      request_stop("another rank stopped", false, "stopped");
-    if (int sig = stop_signal().load()) {
+    // Every rank votes after each epoch: one rank's signal or stop request ends every rank's run alike.
+    const StopVote vote = vote_stop(stop_requested_, stop_signal().load());
+    if (vote.signal != 0) {
+      if (!stop_signal().load()) log("  stopping: another rank received signal " + std::to_string(vote.signal));
       save_last();
-      return {"interrupted", sig};
+      return {"interrupted", vote.signal};
     }
+    if (vote.any && !stop_requested_) request_stop("another rank stopped", false, "stopped");
     if (stop_requested_) {
       s_.stop_reason = stop_reason_;
       out.status = stop_status_;

@@ -181,8 +181,17 @@ class Trainer {
   // Data parallel helpers (no-ops for one process).
   void broadcast_model();
   // Gradients and the group's loss averaged over the ranks; the loss sum returned.
-  at::Tensor all_reduce_update(std::vector<at::Tensor>& grads, const at::Tensor& group_loss_sum, bool stop_here, bool* any_stop);
-  bool any_rank(bool flag);
+  at::Tensor all_reduce_update(std::vector<at::Tensor>& grads, const at::Tensor& group_loss_sum, bool stop_here,
+                               bool* any_stop, int* any_signal);
+  // Data parallel, every rank at once: whether any rank wants to stop (`stop`), and the signal one of
+  // them received (0 for none; the ranks' common one when several did). Without a group: its own.
+  struct StopVote {
+    bool any = false;
+    int signal = 0;
+  };
+  StopVote vote_stop(bool stop, int signal);
+  // [stop, signal number, ranks with a signal], summed over the ranks, as a vote.
+  static StopVote read_vote(float stop_sum, float signal_sum, float signalled);
   // The overlapped reducer's parameters: those that take a gradient this epoch.
   void reduce_params_of_epoch();
   // An update failed (out of memory) after its gradients began to be reduced: false when a retry is unsafe.
@@ -210,6 +219,7 @@ class Trainer {
   std::unique_ptr<EpochReport> last_report_;
   bool stop_requested_ = false, stop_mid_epoch_ = false;
   bool dist_stop_ = false;  // data parallel: a rank asked to stop at the last update
+  int dist_signal_ = 0;     // data parallel: the signal a rank received (so every rank ends as interrupted)
   // Data parallel, during a mid-epoch save every rank makes together: the epoch's loss sum, loss count
   // and images summed over the ranks, which the checkpoint stores (a resume gives them to rank 0 alone).
   std::optional<std::array<double, 3>> job_partials_;

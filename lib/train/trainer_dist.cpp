@@ -5,6 +5,10 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+
+#include "core/stop.h"
+
 namespace kg::train {
 
 void broadcast_weights(model::Network& net, device::ProcessGroup& group) {
@@ -17,11 +21,19 @@ void Trainer::broadcast_model() {
   if (p_.group) broadcast_weights(*p_.net, *p_.group);
 }
 
-bool Trainer::any_rank(bool flag) {
-  if (!p_.group) return flag;
-  std::vector<at::Tensor> t{torch::full({1}, flag ? 1.0f : 0.0f)};
-  p_.group->all_reduce_sum(t);
-  return t[0].item<float>() > 0;
+Trainer::StopVote Trainer::read_vote(float stop_sum, float signal_sum, float signalled) {
+  StopVote v;
+  v.any = stop_sum > 0;
+  if (signalled > 0) v.signal = static_cast<int>(std::lround(signal_sum / signalled));
+  return v;
+}
+
+Trainer::StopVote Trainer::vote_stop(bool stop, int signal) {
+  if (!p_.group) return {stop || signal != 0, signal};
+  at::Tensor t = torch::tensor({stop || signal != 0 ? 1.0f : 0.0f, static_cast<float>(signal), signal != 0 ? 1.0f : 0.0f});
+  std::vector<at::Tensor> v{t};
+  p_.group->all_reduce_sum(v);
+  return read_vote(t[0].item<float>(), t[1].item<float>(), t[2].item<float>());
 }
 
 void Trainer::reduce_params_of_epoch() {
@@ -35,11 +47,14 @@ void Trainer::reduce_params_of_epoch() {
 bool Trainer::abandon_reduction() { return !reducer_ || reducer_->abandon(); }
 
 at::Tensor Trainer::all_reduce_update(std::vector<at::Tensor>& grads, const at::Tensor& group_loss_sum, bool stop_here,
-                                      bool* any_stop) {
-  // The loss (every rank then agrees on a non-finite skip) and the stop flag go with the gradients.
+                                      bool* any_stop, int* any_signal) {
+  // The loss (every rank then agrees on a non-finite skip) and the stop vote go with the gradients.
   // Gradients of the ranks' mean losses, averaged: the gradient of the global batch's mean.
+  const int signal = stop_signal().load();  // may have arrived since stop_here was decided: it stops too
+  const auto scalar = [&](float x) { return torch::full({}, x, group_loss_sum.options().dtype(torch::kFloat)); };
   at::Tensor extra = torch::stack({group_loss_sum.detach().to(torch::kFloat).reshape({}),
-                                   torch::full({}, stop_here ? 1.0f : 0.0f, group_loss_sum.options().dtype(torch::kFloat))});
+                                   scalar(stop_here || signal != 0 ? 1.0f : 0.0f),
+                                   scalar(static_cast<float>(signal)), scalar(signal != 0 ? 1.0f : 0.0f)});
   const double w = static_cast<double>(p_.group->world_size());
   if (reducer_) {
     // The buckets went out during backward: wait for them (averaged in place), then the two scalars.
@@ -53,7 +68,10 @@ at::Tensor Trainer::all_reduce_update(std::vector<at::Tensor>& grads, const at::
     torch::NoGradGuard ng;
     for (auto& g : grads) g.div_(w);
   }
-  *any_stop = extra[1].item<float>() > 0;
+  at::Tensor votes = extra.slice(0, 1).to(torch::kCPU);  // one device read for the three
+  const StopVote v = read_vote(votes[0].item<float>(), votes[1].item<float>(), votes[2].item<float>());
+  *any_stop = v.any;
+  *any_signal = v.signal;
   return extra[0] / w;
 }
 

@@ -251,6 +251,21 @@ TEST_CASE("a rank that fails or never comes ends the job with exit 4, not a hang
     CHECK(r.exit_code == 4);
     CHECK(r.output.find("distributed rendezvous at 127.0.0.1:") != std::string::npos);
   }
+  SECTION("rank 1 never starts: SIGTERM ends the wait at once (exit 143), the whole wait is one timeout") {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = kg::test::run_shell(rank_env(0, 2, kg::test::free_port()) + bin + "device.dist_timeout_s=60 --run-dir '" +
+                                 (dir / "run5") + "' & p=$!; sleep 3; kill -TERM $p; wait $p; echo exit=$?");
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    INFO(r.output);
+    CHECK(r.output.find("exit=143") != std::string::npos);
+    CHECK(s < 20);
+    const auto t1 = std::chrono::steady_clock::now();
+    r = kg::test::run_shell(rank_env(1, 2, kg::test::free_port()) + bin + "device.dist_timeout_s=4");
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+    INFO(r.output);
+    CHECK(r.exit_code == 4);
+    CHECK(waited < 7);  // connecting and meeting the ranks share the 4 s (they took 2 x the timeout)
+  }
   SECTION("Ctrl-C to fit --nproc: every rank stops at the same update, rank 0 saves, exit 130") {
     auto r = kg::test::run_shell(std::string("'") + KGTRAIN_BINARY + "' fit '" + recipe + "' --quiet train.epochs=3000 --nproc 2 " +
                                  "--run-dir '" + (dir / "run3") + "' & pid=$!; sleep 12; kill -INT $pid; wait $pid; echo exit=$?");
@@ -259,6 +274,21 @@ TEST_CASE("a rank that fails or never comes ends the job with exit 4, not a hang
     const auto summary = kg::test::read_json(dir / "run3/summary.json");
     CHECK(summary["status"] == "interrupted");
     CHECK(std::filesystem::exists(dir / "run3/checkpoints/last/MANIFEST.json"));
+  }
+  SECTION("SIGTERM to one rank only: every rank stops at the same update as interrupted, rank 0 saves, exit 143") {
+    // Rank 0 used to take a peer's stop for a finished run and fail in the next collective (exit 4, no save).
+    const int port = kg::test::free_port();
+    const std::string run = dir / "run4", many = "train.epochs=3000 ";
+    auto r = kg::test::run_shell("(" + rank_env(1, 2, port) + bin + many + ">/dev/null 2>&1 & echo $! > '" + (dir / "p1") +
+                                 "'; wait $!; echo $? > '" + (dir / "e1") + "') & " + rank_env(0, 2, port) + bin + many +
+                                 "--run-dir '" + run + "' & p0=$!; sleep 12; kill -TERM $(cat '" + (dir / "p1") +
+                                 "'); wait $p0; echo exit0=$?; wait; echo exit1=$(cat '" + (dir / "e1") + "')");
+    INFO(r.output);
+    CHECK(r.output.find("exit0=143") != std::string::npos);
+    CHECK(r.output.find("exit1=143") != std::string::npos);
+    const auto summary = kg::test::read_json(run + "/summary.json");
+    CHECK(summary["status"] == "interrupted");
+    CHECK(std::filesystem::exists(run + "/checkpoints/last/MANIFEST.json"));
   }
   SECTION("--nproc inside a launched job is refused") {
     auto r = kg::test::run_shell("WORLD_SIZE=2 " + bin + "--nproc 2");
