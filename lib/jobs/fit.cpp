@@ -118,6 +118,7 @@ int run_fit(const JobOptions& given) {
     KG_CHECK(o.plot_schedule.empty(), UsageError, "--plot-schedule needs a number in optim.lr; with optim.lr = \"find\" the ",
              "lr is only known after the finder runs: run kgtrain lr-find first, then --plot-schedule with optim.lr=<its lr>");
   }
+  json model_info;  // summary.json "model": what the log's model summary says
   {
     auto net = build_net();
     const auto msum = model::summarize(*net, geom.channels, geom.height, geom.width,
@@ -131,6 +132,8 @@ int run_fit(const JobOptions& given) {
                (dev.channels_last ? ", channels_last" : "") + (net->grad_checkpointing() ? ", gradient checkpointing" : "") +
                "; groups " + join(net->group_names(), ", "));
     for (auto& n : weight_notes) log(o, "  weights " + n);
+    model_info = msum.to_json();
+    model_info["name"] = model::model_name(recipe);
     std::istringstream lines(msum.str());
     for (std::string l; std::getline(lines, l);) log(o, "          " + l);
     std::vector<std::string> cbs;
@@ -248,7 +251,7 @@ int run_fit(const JobOptions& given) {
   const json prov = provenance(o);
   const double budget = train::parse_duration(run.time_limit);
   const bool multi = cv.run_folds.size() > 1;
-  json summary = {{"command", "fit"}, {"run_dir", run_dir}, {"folds", json::array()}, {"metric", monitor}};
+  json summary = {{"command", "fit"}, {"run_dir", run_dir}, {"folds", json::array()}, {"metric", monitor}, {"model", model_info}};
   if (lr_find) summary["lr_find"] = lr_find_summary;
   if (!o.auto_batch.is_null()) summary["auto_batch"] = o.auto_batch;
   train::ProgressStyle style{o.quiet, o.tty, topt.log_every_s};
