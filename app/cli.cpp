@@ -13,6 +13,7 @@
 #include <map>
 
 #include "build_info.h"
+#include "cli_checks.h"
 #include "config/resolve.h"
 #include "config/sections.h"
 #include "config/validate.h"
@@ -35,26 +36,6 @@ namespace fs = std::filesystem;
 
 namespace kg::app {
 namespace {
-
-// For numeric flags: CLI11's PositiveNumber / NonNegativeNumber print DBL_MAX as the end of the range
-// (and call 0 "not in range 0 to ..."); these say what is allowed and what was given.
-CLI::Validator at_least(double lo, bool whole, bool exclusive = false) {
-  const std::string bound = lo == std::floor(lo) ? std::to_string(static_cast<long long>(lo)) : format_double(lo);
-  const std::string what = std::string(whole ? "a whole number" : "a number") + (exclusive ? " > " : " >= ") + bound;
-  return CLI::Validator(
-      [=](std::string& s) -> std::string {
-        const std::string t = trim(s);
-        char* end = nullptr;
-        const double v = std::strtod(t.c_str(), &end);
-        const bool number = !t.empty() && end == t.c_str() + t.size() && std::isfinite(v);
-        if (number && (exclusive ? v > lo : v >= lo) && (!whole || v == std::floor(v))) return "";
-        return "expected " + what + ", got \"" + s + "\"";
-      },
-      what);
-}
-const CLI::Validator kCount = at_least(1, true);         // 1, 2, ...
-const CLI::Validator kCountOrZero = at_least(0, true);   // 0, 1, ...
-const CLI::Validator kPositive = at_least(0, false, true);
 
 std::map<std::string, std::string> environment() {
   std::map<std::string, std::string> env;
@@ -325,17 +306,7 @@ int dispatch(int argc, char** argv) {
   imp->add_option("--threads", io.threads, "PNG encoding threads")->check(kCount);
   imp->add_flag("--packs", io.packs, "write raw packs DATA/train.kgpack + DATA/test.kgpack (tables inside) instead of PNG folders and train/test CSVs: no decoding when training");
 
-  // A flag that takes several values takes one per use (--from-run A --from-run B, --size H W): the recipe
-  // overrides after it stay the command's words (CLI11's vector options otherwise swallow them).
-  // An empty value ('') is refused rather than read as "not given" (--device '' kept the recipe's device).
-  const CLI::Validator non_empty([](std::string& v) { return v.empty() ? std::string("expected a value, got ''") : std::string(); },
-                                 "", "non-empty");
-  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
-    for (CLI::Option* opt : sub->get_options())
-      if (opt->nonpositional()) {
-        opt->allow_extra_args(false);
-        if (opt->get_expected_min() > 0) opt->check(non_empty);
-      }
+  one_value_per_flag(app);
 
   try {
     app.parse(argc, argv);
