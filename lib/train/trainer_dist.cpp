@@ -57,7 +57,7 @@ at::Tensor Trainer::all_reduce_update(std::vector<at::Tensor>& grads, const at::
                                    scalar(static_cast<float>(signal)), scalar(signal != 0 ? 1.0f : 0.0f)});
   const double w = static_cast<double>(p_.group->world_size());
   if (reducer_) {
-    // The buckets went out during backward: wait for them (averaged in place), then the two scalars.
+    // The buckets went out during backward: wait for them (averaged in place), then the loss and the votes.
     reducer_->finish();
     std::vector<at::Tensor> t{extra};
     p_.group->all_reduce_sum(t);
