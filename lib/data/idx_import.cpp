@@ -293,8 +293,7 @@ void claim_out_dir(const IdxImportOptions& o) {
                        "directory, or empty this one first");
     }
   }
-  stdfs::create_directories(dir, ec);
-  if (ec) throw DataError("cannot create directory " + o.out_dir + ": " + ec.message());
+  make_directories(o.out_dir);
   const nlohmann::json marker = {{"created_by", std::string("kgtrain ") + KGTRAIN_VERSION},
                                  {"layout", o.packs ? "packs" : "png"},
                                  {"note", "written by kgtrain import-idx, which may replace this directory's "

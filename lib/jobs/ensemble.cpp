@@ -5,7 +5,6 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "core/fs.h"
 #include "core/strings.h"
 #include "data/loader.h"
 #include "data/options.h"
@@ -58,14 +57,7 @@ Member member_of(const std::string& dir, const std::string& which, data::ClassLi
 std::vector<std::string> run_checkpoints(const std::string& run, const std::string& which) {
   KG_CHECK(fs::is_directory(run), UsageError, "--from-run ", run, ": no such directory");
   // An unfinished fit (interrupted, or killed before its summary) has folds partly trained or missing.
-  std::string status;
-  if (fs::exists(fs::path(run) / "summary.json")) {
-    try {
-      status = nlohmann::json::parse(read_file((fs::path(run) / "summary.json").string())).value("status", "");
-    } catch (const nlohmann::json::exception&) {
-      status = "unreadable";
-    }
-  }
+  const std::string status = run_status(run);
   KG_CHECK(status == "completed", UsageError, "--from-run ", run, ": the fit did not finish (",
            status.empty() ? std::string("no summary.json: killed, or still running") : "summary.json status \"" + status + "\"",
            "), so some of its models are partly trained or missing; finish it first: kgtrain fit --resume ", run);

@@ -21,20 +21,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace kg::jobs {
-namespace {
-
-bool unfinished(const fs::path& run) {
-  if (!fs::exists(run / "summary.json")) return true;
-  try {
-    auto s = json::parse(read_file((run / "summary.json").string()));
-    return s.value("status", "") != "completed";
-  } catch (const std::exception&) {
-    return true;
-  }
-}
-
-}  // namespace
-
 ResumeTarget resume_target(const JobOptions& o) {
   ResumeTarget t;
   if (o.resume.empty()) return t;
@@ -66,7 +52,7 @@ ResumeTarget resume_target(const JobOptions& o) {
       if (e.is_directory() && e.path().filename().string().find("-fit") != std::string::npos) cands.push_back(e.path());
   std::sort(cands.begin(), cands.end());
   for (auto it = cands.rbegin(); it != cands.rend(); ++it)
-    if (unfinished(*it)) {
+    if (run_status(it->string()) != "completed") {
       t.run_dir = it->string();
       return t;
     }

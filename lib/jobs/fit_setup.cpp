@@ -26,19 +26,6 @@ namespace {
 
 std::string fmt(double v, int prec = 4) { return format_significant(v, prec); }
 
-// The recipe with the task's default loss when [loss] name was not set (bce for binary/multilabel,
-// mse for regression): the schema's default is the multiclass one.
-config::Tree with_task_defaults(const config::Tree& recipe, const std::string& task) {
-  config::Tree r = recipe;
-  const config::Entry* e = r.find("loss.name");
-  if (!e || e->origin.kind == config::Origin::Kind::Default) {
-    config::Entry d;
-    d.value = loss::default_loss(task);
-    r.set("loss.name", d);
-  }
-  return r;
-}
-
 }  // namespace
 
 FitSetup::FitSetup(const JobOptions& opts, const std::string& command) : o(opts) {
@@ -63,7 +50,7 @@ FitSetup::FitSetup(const JobOptions& opts, const std::string& command) : o(opts)
   threads = std::max<int>(1, static_cast<int>(dopt.num_workers));
   classes = data::infer_classes(dopt);
   task = data::task_name(classes.task);
-  recipe = with_task_defaults(o.recipe, task);
+  recipe = o.recipe;  // validation filled loss.name with data.task's default loss when no layer set it
   log(o, "kgtrain " + command + ": " + dev.description + ", env " + o.env_name + "; checking data...");
   const auto cache_bytes = static_cast<size_t>(dopt.cache_max_gb * (1ull << 30));
   stages = data::size_schedule(dopt);

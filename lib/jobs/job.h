@@ -81,6 +81,9 @@ std::string prepare_run_dir(const JobOptions& o);
 nlohmann::json provenance(const JobOptions& o);
 // summary.json, written atomically.
 void write_summary(const std::string& run_dir, nlohmann::json summary);
+// A run's summary.json status ("completed", "interrupted", ...); "" without one (killed, or still running),
+// "unreadable" when it does not parse.
+std::string run_status(const std::string& run_dir);
 // An input file for summary.json: {path, bytes, sha256} (files over 64 MiB: size only).
 nlohmann::json file_input(const std::string& path);
 // A line to stderr unless quiet.

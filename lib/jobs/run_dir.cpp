@@ -74,6 +74,16 @@ void write_summary(const std::string& run_dir, nlohmann::json summary) {
   write_file_atomic((fs::path(run_dir) / "summary.json").string(), summary.dump(2) + "\n");
 }
 
+std::string run_status(const std::string& run_dir) {
+  const fs::path summary = fs::path(run_dir) / "summary.json";
+  if (!fs::exists(summary)) return "";
+  try {
+    return nlohmann::json::parse(read_file(summary.string())).value("status", "");
+  } catch (const std::exception&) {
+    return "unreadable";
+  }
+}
+
 void log(const JobOptions& o, const std::string& line) {
   if (!o.quiet) std::cerr << line << std::endl;
 }

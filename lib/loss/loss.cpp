@@ -1,5 +1,6 @@
 #include "loss/loss.h"
 
+#include <algorithm>
 #include <map>
 
 #include <torch/torch.h>
@@ -36,9 +37,8 @@ config::Fields<LossOptions> fields() {
 std::string task_default_loss(const config::Tree& t) {
   const config::Entry* e = t.find("data.task");
   const std::string task = e && e->value.is_string() ? e->value.get<std::string>() : "multiclass";
-  for (const char* known : {"multiclass", "multilabel", "binary", "regression"})
-    if (task == known) return default_loss(task);
-  return "";  // an unknown task is reported at data.task
+  const auto& known = task_names();
+  return std::find(known.begin(), known.end(), task) != known.end() ? default_loss(task) : "";  // else: reported at data.task
 }
 const bool kLossSection = config::add_section({"loss", "the training loss", fields().schema(), "loss", task_default_loss});
 
@@ -69,7 +69,7 @@ std::string default_loss(const std::string& task) {
 LossPtr build(const config::Tree& recipe, const LossContext& ctx) {
   check_task_name(ctx.task);
   const config::Options opts(&recipe, "loss");
-  // validate() fills in the schema default ("cross_entropy"); only a name someone set counts.
+  // validate() fills in data.task's default loss; a tree that skipped validation gets it here too.
   const config::Entry* set = recipe.find("loss.name");
   const bool explicit_name = set && set->origin.kind != config::Origin::Kind::Default;
   const std::string name = explicit_name ? fields().load(opts).name : default_loss(ctx.task);

@@ -388,13 +388,7 @@ bool Trainer::run_epoch(int64_t epoch) {
     const bool periodic = topt_.checkpoint_every_steps > 0 && s_.step % topt_.checkpoint_every_steps == 0;
     if (s_.batch < n && (stop_now || periodic)) {
       flush();
-      if (p_.group) {  // every rank is here at the same update: the epoch's partial sums can be the job's
-        at::Tensor t = torch::tensor({s_.epoch_loss_sum, static_cast<double>(s_.epoch_loss_count),
-                                      static_cast<double>(s_.epoch_images)}, torch::kDouble);
-        std::vector<at::Tensor> v{t};
-        p_.group->all_reduce_sum(v);
-        job_partials_ = std::array<double, 3>{t[0].item<double>(), t[1].item<double>(), t[2].item<double>()};
-      }
+      if (p_.group) job_partials_ = epoch_sums();  // every rank is here at the same update
       save_last();
       job_partials_.reset();
       if (stop_now) {

@@ -190,6 +190,9 @@ class Trainer {
     int signal = 0;
   };
   StopVote vote_stop(bool stop, int signal);
+  // The epoch's training loss sum, loss count and images so far: the whole job's with several processes
+  // (a collective: every rank calls it at the same update).
+  std::array<double, 3> epoch_sums();
   // [stop, signal number, ranks with a signal], summed over the ranks, as a vote.
   static StopVote read_vote(float stop_sum, float signal_sum, float signalled);
   // The overlapped reducer's parameters: those that take a gradient this epoch.

@@ -28,6 +28,15 @@ Trainer::StopVote Trainer::read_vote(float stop_sum, float signal_sum, float sig
   return v;
 }
 
+std::array<double, 3> Trainer::epoch_sums() {
+  std::array<double, 3> s{s_.epoch_loss_sum, static_cast<double>(s_.epoch_loss_count), static_cast<double>(s_.epoch_images)};
+  if (!p_.group) return s;
+  at::Tensor t = torch::tensor({s[0], s[1], s[2]}, torch::kDouble);
+  std::vector<at::Tensor> v{t};
+  p_.group->all_reduce_sum(v);
+  return {t[0].item<double>(), t[1].item<double>(), t[2].item<double>()};
+}
+
 Trainer::StopVote Trainer::vote_stop(bool stop, int signal) {
   if (!p_.group) return {stop || signal != 0, signal};
   at::Tensor t = torch::tensor({stop || signal != 0 ? 1.0f : 0.0f, static_cast<float>(signal), signal != 0 ? 1.0f : 0.0f});

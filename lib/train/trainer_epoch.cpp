@@ -61,20 +61,13 @@ void Trainer::select_best(EpochReport& r) {
 
 void Trainer::end_epoch(int64_t epoch) {
   p_.opt->sync();  // Lookahead: evaluate and save the slow weights
-  double loss_sum = s_.epoch_loss_sum, loss_count = static_cast<double>(s_.epoch_loss_count);
-  double images = static_cast<double>(s_.epoch_images);
   if (p_.group) {
     // BatchNorm running statistics are rank 0's (DDP's broadcast_buffers); the epoch's loss and images
     // are the whole job's.
     std::vector<at::Tensor> bufs = p_.net->buffers();
     p_.group->broadcast(bufs, 0);
-    at::Tensor t = torch::tensor({loss_sum, loss_count, images}, torch::kDouble);
-    std::vector<at::Tensor> v{t};
-    p_.group->all_reduce_sum(v);
-    loss_sum = t[0].item<double>();
-    loss_count = t[1].item<double>();
-    images = t[2].item<double>();
   }
+  const auto [loss_sum, loss_count, images] = epoch_sums();
   auto ev = evaluate();
   auto r = std::make_unique<EpochReport>();
   r->epoch = epoch + 1;
