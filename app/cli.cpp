@@ -26,6 +26,7 @@
 #include "device/compat.h"
 #include "device/device.h"
 #include "device/distributed.h"
+#include "device/math_libs.h"
 #include "jobs/job.h"
 #include "jobs/show.h"
 #include "launch.h"
@@ -68,6 +69,8 @@ std::string version_text() {
                   "\n";
   std::string cuda = device::cuda_build_info();
   s += cuda.empty() ? "CUDA: not built (CPU-only LibTorch)\n" : cuda + "\n";
+  s += device::math_libs_text();
+  if (auto w = device::reference_blas_warning(); !w.empty()) s += w + "\n";
   return s;
 }
 
@@ -147,7 +150,7 @@ int dispatch(int argc, char** argv) {
   CLI::App app{"kgtrain: train, predict and ensemble image models for Kaggle competitions"};
   app.require_subcommand(0, 1);
   bool version = false;
-  app.add_flag("--version", version, "print kgtrain, LibTorch, OpenCV and CUDA versions");
+  app.add_flag("--version", version, "print kgtrain, LibTorch, OpenCV, CUDA, BLAS/LAPACK and oneDNN versions");
 
   Common fit_c, pred_c, show_c;
   auto* fit = app.add_subcommand("fit", "train a model on a recipe (k-fold split, validation, checkpoints)");

@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <cstdlib>
+#include <iostream>
 
 #include <ATen/Parallel.h>
 #include <ATen/Context.h>
@@ -12,6 +13,7 @@
 #include "config/sections.h"
 #include "core/error.h"
 #include "core/strings.h"
+#include "device/math_libs.h"
 
 namespace kg::device {
 namespace {
@@ -85,17 +87,26 @@ int available_cores() {
 bool cuda_available() { return torch::cuda::is_available(); }
 
 std::string cuda_build_info() {
-  if (!at::hasCUDA()) return "";
+#if KG_WITH_CUDA
+  // The CUDA hooks are registered whenever LibTorch's CUDA library is linked in, GPU or not; at::hasCUDA() is
+  // false without a driver or a GPU, which is a run-time fact, not the build's.
   std::string s = "CUDA";
   try {
-    long rt = at::detail::getCUDAHooks().versionCUDART();  // e.g. 12040 for 12.4
-    s += " " + std::to_string(rt / 1000) + "." + std::to_string(rt % 1000 / 10);
-    long dnn = at::detail::getCUDAHooks().versionCuDNN();
+    const auto& hooks = at::detail::getCUDAHooks();
+    long rt = hooks.versionCUDART();  // e.g. 12040 for 12.4
+    if (rt > 0) s += " " + std::to_string(rt / 1000) + "." + std::to_string(rt % 1000 / 10);
+    long dnn = hooks.versionCuDNN();
     if (dnn > 0) s += ", cuDNN " + std::to_string(dnn);
   } catch (const std::exception&) {
     s += " (version unknown)";
   }
+  const bool gpus = at::hasCUDA();
+  s += gpus ? "; " + std::to_string(torch::cuda::device_count()) + " GPU(s) visible"
+            : "; no GPU visible (no NVIDIA driver or device): runs on the CPU";
   return s;
+#else
+  return "";
+#endif
 }
 
 DeviceInfo plan(const DeviceOptions& opts, const DeviceDescription& hw) {
@@ -171,6 +182,14 @@ DeviceInfo setup(const DeviceOptions& opts) {
              " device(s) are visible");
   }
   DeviceInfo info = plan(opts, backend->describe(index));
+  if (!info.hardware.is_cuda()) {
+    // "cpu (2 threads, bf16)" -> "cpu (2 threads, bf16; BLAS OpenBLAS 0.3.21 (openmp), oneDNN 2.7.3)": the math
+    // libraries decide CPU speed as much as the threads do, so every report that names the device names them.
+    info.description.insert(info.description.size() - 1, "; " + math_libs_brief());
+    static bool warned = false;  // once per process (fit and its lr finder both set up the device)
+    if (!warned && !reference_blas_warning().empty()) std::cerr << "kgtrain: " << reference_blas_warning() << "\n";
+    warned = true;
+  }
   apply(info);
   return info;
 }
