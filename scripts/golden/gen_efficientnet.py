@@ -5,8 +5,9 @@ symmetric padding, SE from the block input width) under other names; its state_d
 to timm's, which kgtrain uses, and every tensor is filled by det_weights.det_fill from its timm name.
 Three logit sets on det_input([2, 3, 64, 64]): eval mode as filled; train mode (batch statistics, with
 BatchNorm momentum 1, no stochastic depth or dropout); eval mode again with the running statistics
-that train-mode pass left (the batch's).
-  /usr/bin/python3 scripts/golden/gen_efficientnet.py   (torch 1.13, torchvision 0.14; no timm needed)
+that train-mode pass left (the batch's). Computed in float64 (the float32 weights and input promoted), so the
+fixture does not depend on a BLAS's or oneDNN's summation order; the test runs kgtrain's network in float64 too.
+  python3 scripts/golden/gen_efficientnet.py   (torch, torchvision; no timm needed)
 """
 import json
 import os
@@ -64,7 +65,8 @@ def generate(arch):
     timm_names = [rename(n) for n in tv_names]
     assert len(set(timm_names)) == len(tv_names), "the name mapping is not one-to-one"
     det_fill(model, rename=rename)
-    x = det_input(INPUT_SHAPE)
+    model.double()
+    x = det_input(INPUT_SHAPE).double()
     with torch.no_grad():
         model.eval()
         eval_logits = model(x)
@@ -86,6 +88,7 @@ def generate(arch):
         "torch": torch.__version__,
         "torchvision": torchvision.__version__,
         "model": arch,
+        "dtype": "float64",
         "in_chans": INPUT_SHAPE[1],
         "num_outputs": NUM_CLASSES,
         "num_params": sum(p.numel() for p in model.parameters()),
