@@ -21,13 +21,21 @@ constexpr double kLayerScaleInit = 1e-6;
 // PyTorch's inverse-CDF method, whose erfinv costs seconds on convnext's 28M weights).
 void trunc_normal_(at::Tensor& t, double std, double lo = -2.0, double hi = 2.0) { t.normal_(0.0, std).clamp_(lo, hi); }
 
+// LayerNorm in its weights' dtype, as CUDA autocast runs layer_norm (fp32 policy): under bf16 autocast the input
+// arrives in bf16, and LibTorch 1.13's CPU kernel refuses a bf16 input with float weights ("expected scalar type
+// BFloat16 but found Float"); 2.x accepts the mix. A no-op without autocast.
+at::Tensor norm_input(const at::Tensor& x, const at::Tensor& weight) {
+  return x.scalar_type() == weight.scalar_type() ? x : x.to(weight.scalar_type());
+}
+
 // LayerNorm over the channels of an NCHW map (timm LayerNorm2d): permuted to NHWC, which is
 // contiguous when the input is channels_last.
 struct LayerNorm2dImpl : torch::nn::Module {
   explicit LayerNorm2dImpl(int64_t c)
       : weight(register_parameter("weight", torch::ones({c}))), bias(register_parameter("bias", torch::zeros({c}))) {}
   at::Tensor forward(const at::Tensor& x) {
-    return torch::layer_norm(x.permute({0, 2, 3, 1}), {weight.size(0)}, weight, bias, kNormEps).permute({0, 3, 1, 2});
+    return torch::layer_norm(norm_input(x, weight).permute({0, 2, 3, 1}), {weight.size(0)}, weight, bias, kNormEps)
+        .permute({0, 3, 1, 2});
   }
   at::Tensor weight, bias;
 };
@@ -51,7 +59,7 @@ struct BlockImpl : torch::nn::Module {
   }
   at::Tensor forward(const at::Tensor& x) {
     auto y = conv_dw->forward(x).permute({0, 2, 3, 1});
-    y = (mlp->forward(norm->forward(y)) * gamma).permute({0, 3, 1, 2});
+    y = (mlp->forward(norm->forward(norm_input(y, norm->weight))) * gamma).permute({0, 3, 1, 2});
     return drop_path(y, drop_path_rate, is_training()) + x;
   }
   double drop_path_rate;
@@ -116,7 +124,7 @@ class ConvNeXt final : public Network {
   void build_pre_logits(int64_t width) override {
     norm_ = head_->register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({width}).eps(kNormEps)));
   }
-  at::Tensor pre_logits(const at::Tensor& pooled) override { return norm_->forward(pooled); }
+  at::Tensor pre_logits(const at::Tensor& pooled) override { return norm_->forward(norm_input(pooled, norm_->weight)); }
 
  private:
   static void init_linear_conv(torch::nn::Module& m) {

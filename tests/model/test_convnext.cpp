@@ -13,6 +13,7 @@
 #include "config/validate.h"
 #include "core/error.h"
 #include "core/fs.h"
+#include "device/precision.h"
 #include "model/model.h"
 #include "model/safetensors.h"
 #include "support/det_weights.h"
@@ -127,6 +128,31 @@ TEST_CASE("convnext_tiny takes 1-channel images", "[unit][model]") {
   auto y = net->forward(kg::test::det_input({2, 1, 64, 64}));
   CHECK(y.sizes() == c10::IntArrayRef{2, 7});
   CHECK(torch::isfinite(y).all().item<bool>());
+}
+
+TEST_CASE("convnext_tiny trains under bf16 autocast on the CPU, its LayerNorms in float32", "[unit][model]") {
+  // LibTorch 1.13's CPU layer_norm refused a bf16 input with float weights ("expected scalar type BFloat16 but found
+  // Float": bench-model convnext_tiny device.precision=bf16 exited 1 with Debian's LibTorch).
+  auto net = convnext("convnext_tiny", 3, 5);
+  net->train();
+  auto x = kg::test::det_input({2, 3, 32, 32});
+  at::Tensor y, y32;
+  {
+    kg::device::AutocastScope autocast(kg::device::Precision::bf16, c10::kCPU);
+    y = net->forward(x);
+  }
+  REQUIRE(y.sizes() == c10::IntArrayRef{2, 5});
+  y.to(torch::kFloat).square().sum().backward();
+  for (auto& p : net->named_parameters()) {
+    INFO(p.key());
+    REQUIRE(p.value().grad().defined());
+    CHECK(torch::isfinite(p.value().grad()).all().item<bool>());
+  }
+  {
+    torch::NoGradGuard no_grad;
+    y32 = net->forward(x);
+  }
+  CHECK(max_diff(y, y32) < 0.1 * (1 + y32.abs().max().item<double>()));  // bf16 rounding, not another network
 }
 
 TEST_CASE("convnext drop_path_rate changes train-mode outputs only", "[unit][model]") {
