@@ -6,7 +6,7 @@
 # and raw packs only (README: Building with CUDA), and the tests are not built.
 #
 #   bash scripts/build_cuda.sh                           # -> build-cuda/kgtrain
-#   bash scripts/build_cuda.sh --fetch-deps .deps/hdr    # on a machine with apt: unpack the header-only packages
+#   bash scripts/build_cuda.sh --fetch-deps .deps/hdr    # download the header-only packages (pinned, checksummed)
 #   bash scripts/build_cuda.sh --deps .deps/hdr          # on the GPU machine (no package registry needed)
 #                                                        # (--deps again for more prefixes, e.g. DIR/include + DIR/lib)
 #   bash scripts/build_cuda.sh --tests                   # also build kgtrain_tests (GPU tests run when a GPU is there)
@@ -26,8 +26,15 @@ TESTS=OFF
 JOBS=$(nproc 2>/dev/null || echo 4)
 CONFIGURE_ONLY=0
 EXTRA=()
-# libtomlplusplus3: Debian builds toml++ as a shared library (libtomlplusplus-dev links it).
-HEADER_PACKAGES=(libtomlplusplus-dev libtomlplusplus3 libcli11-dev nlohmann-json3-dev catch2)
+# The header-only dependencies, pinned to Debian 12's packages and their SHA-256 (apt-cache show NAME): package,
+# version, file in the archive's pool, checksum. toml++ is compiled into kgtrain (lib/config/toml_impl.cpp), so
+# no shared library comes with them.
+DEB_PINS=(
+  "libtomlplusplus-dev 3.3.0+ds-1 pool/main/t/tomlplusplus/libtomlplusplus-dev_3.3.0+ds-1_amd64.deb 2779cce0001466dcf60eb6262ff68a888d49f9e30aee80c499d1d4f6f9f6e12e"
+  "libcli11-dev 2.1.2+ds-1 pool/main/c/cli11/libcli11-dev_2.1.2+ds-1_all.deb f1f6ee9ec053e0e0bcec47345e241b6a8ee006321248b4329e9ce88d2b4b64a8"
+  "nlohmann-json3-dev 3.11.2-2 pool/main/n/nlohmann-json3/nlohmann-json3-dev_3.11.2-2_all.deb ec57940def6b6186c30be0e0ee81d1e58f86d11a54a145b28686a1e3e4aae801"
+  "catch2 2.13.10-1 pool/main/c/catch2/catch2_2.13.10-1_amd64.deb 0b32d3017609fecef1ecb0827729c2f3cda61332dd1f50da73ea9066fb4fc7ca"
+)
 
 usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 missing() { echo "build_cuda: $*" >&2; exit 3; }
@@ -48,12 +55,31 @@ while [ $# -gt 0 ]; do
 done
 
 if [ -n "$FETCH" ]; then
-  # apt-get download needs no root; dpkg -x unpacks without installing. The folder can then be copied
-  # (or carried) to a machine without a package registry and given to --deps.
-  command -v apt-get >/dev/null || missing "--fetch-deps needs apt-get (Debian/Ubuntu); elsewhere install ${HEADER_PACKAGES[*]} your own way"
+  # Each pinned .deb comes from `apt-get download` where the machine's apt sources hold it (Debian 12: no root,
+  # nothing installed), else from KG_DEBIAN_MIRROR/<pool path> (any Debian mirror's URL, for Ubuntu, Kaggle and
+  # Colab images whose archive lacks toml++ 3); either way its SHA-256 must match the pin before dpkg-deb
+  # unpacks it. The folder can then be copied (or carried) to a machine without a package registry (--deps).
+  command -v dpkg-deb >/dev/null || missing "--fetch-deps unpacks .deb files with dpkg-deb (Debian/Ubuntu's dpkg)"
+  command -v sha256sum >/dev/null || missing "--fetch-deps needs sha256sum (coreutils)"
   mkdir -p "$FETCH/debs"
-  (cd "$FETCH/debs" && apt-get download "${HEADER_PACKAGES[@]}") || missing "apt-get download ${HEADER_PACKAGES[*]} failed (run apt-get update?)"
-  for deb in "$FETCH"/debs/*.deb; do dpkg -x "$deb" "$FETCH"; done
+  for pin in "${DEB_PINS[@]}"; do
+    read -r pkg ver pool sum <<<"$pin"
+    file="$FETCH/debs/${pool##*/}"
+    if ! { [ -f "$file" ] && echo "$sum  $file" | sha256sum -c --status; }; then
+      rm -f "$file"
+      (cd "$FETCH/debs" && apt-get download "$pkg=$ver" >/dev/null 2>&1) || true
+      if [ ! -f "$file" ] && [ -n "${KG_DEBIAN_MIRROR:-}" ]; then
+        command -v curl >/dev/null || missing "KG_DEBIAN_MIRROR is set but curl is missing"
+        curl -fsSL -o "$file" "${KG_DEBIAN_MIRROR%/}/$pool" || missing "could not download ${KG_DEBIAN_MIRROR%/}/$pool"
+      fi
+      [ -f "$file" ] || missing "$pkg $ver: apt-get download found no such package (this machine's apt sources are" \
+        "not Debian 12's); set KG_DEBIAN_MIRROR to a Debian mirror's URL (the folder holding pool/) and run again," \
+        "or run --fetch-deps on a Debian 12 machine or container and copy the folder"
+      echo "$sum  $file" | sha256sum -c --status || { rm -f "$file"; missing "$pkg $ver: SHA-256 mismatch for ${pool##*/} (expected $sum)"; }
+    fi
+    dpkg-deb -x "$file" "$FETCH"
+    echo "build_cuda: $pkg $ver: SHA-256 verified, unpacked" >&2
+  done
   echo "build_cuda: header-only dependencies unpacked into $FETCH (use --deps $FETCH)"
   exit 0
 fi
@@ -71,7 +97,9 @@ PY
 fi
 [ -d "$TORCH_PREFIX" ] || missing "no LibTorch cmake prefix at $TORCH_PREFIX"
 
-PREFIXES="$TORCH_PREFIX"
+# The LibTorch root (share/cmake/../..) first: TorchConfig's find_library looks in every prefix's lib/ before
+# its own, and would otherwise link a system libtorch.so (Debian's 1.13) under the wheel's 2.x headers.
+PREFIXES="$(cd "$TORCH_PREFIX/../.." && pwd);$TORCH_PREFIX"
 for dir in $DEPS; do
   # A --fetch-deps folder (DIR/usr/include) or a plain prefix (DIR/include, DIR/lib: an OpenCV
   # without CMake files, say). Given folders come before any system prefix.
@@ -81,11 +109,20 @@ for dir in $DEPS; do
   fi
 done
 command -v cmake >/dev/null || missing "cmake not found (pip install cmake, or apt-get install cmake)"
+# The CUDA backend is compiled against the CUDA toolkit (nvcc and headers; no GPU needed). -- -DKG_TORCH_CUDA=off
+# builds a CPU-only kgtrain from the same LibTorch instead.
+CUDA_MODE=on
+for a in "${EXTRA[@]}"; do case "$a" in -DKG_TORCH_CUDA=*) CUDA_MODE=${a#-DKG_TORCH_CUDA=} ;; esac; done
+[ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
+if [ "$CUDA_MODE" = on ] && ! command -v nvcc >/dev/null; then
+  missing "nvcc not found: the CUDA toolkit compiles kgtrain's CUDA backend (put its bin/ on PATH or set CUDA_HOME);" \
+          "for a CPU-only kgtrain from this LibTorch: bash scripts/build_cuda.sh -- -DKG_TORCH_CUDA=off"
+fi
 GEN=()
 command -v ninja >/dev/null && GEN=(-G Ninja)
 
 cmake -S . -B "$BUILD_DIR" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PREFIXES" \
-  -DKGTRAIN_BUILD_TESTS="$TESTS" "${EXTRA[@]}" ||
+  -DKGTRAIN_BUILD_TESTS="$TESTS" -DKG_TORCH_CUDA="$CUDA_MODE" "${EXTRA[@]}" ||
   missing "cmake could not configure (see above). Header-only libraries: --fetch-deps / --deps; OpenCV (optional):" \
           "apt-get install libopencv-dev, or conda install -c conda-forge opencv and add its prefix with -- -DOpenCV_DIR=..."
 [ "$CONFIGURE_ONLY" = 1 ] && { echo "build_cuda: configured $BUILD_DIR"; exit 0; }

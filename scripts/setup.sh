@@ -1,15 +1,47 @@
 #!/usr/bin/env bash
-# Installs kgtrain's dependencies (Debian 12, Ubuntu 22.04/24.04 packages) and builds it (Release,
-# Ninja, ccache when present). Idempotent: installs only what is missing, rebuilds only what changed.
-#   bash scripts/setup.sh            # build into ./build
-#   BUILD_DIR=out bash scripts/setup.sh
+# Installs kgtrain's dependencies on Debian 12 and builds the kgtrain binary (Release, Ninja, ccache when present,
+# precompiled LibTorch headers) -- only the binary: scripts/test.sh builds the tests. Idempotent: installs only
+# what is missing, rebuilds only what changed.
+#   bash scripts/setup.sh                   # LibTorch from PyPI's torch wheel in .venv-torch -> build/kgtrain
+#   bash scripts/setup.sh --torch debian    # Debian's libtorch-dev 1.13 + OpenBLAS              -> build/kgtrain
+# Options: --torch pip|debian (default pip: the faster on the CPU, README Performance), --packages-only (install,
+# do not build), --no-header-packages (leave toml++/CLI11/nlohmann-json/Catch2 to build_cuda.sh --fetch-deps),
+# --print-python (the venv's python), anything else goes to cmake. BUILD_DIR=out to build elsewhere;
+# TORCH_VERSION (2.11.0) and VENV (.venv-torch) for the pip LibTorch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
+TORCH_VERSION=${TORCH_VERSION:-2.11.0}
+VENV=${VENV:-.venv-torch}
+FLAVOR=pip
+BUILD=1
+HEADERS=1
+CMAKE_ARGS=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --torch) FLAVOR=${2:?--torch needs pip or debian}; shift 2 ;;
+    --torch=*) FLAVOR=${1#--torch=}; shift ;;
+    --packages-only) BUILD=0; shift ;;
+    --no-header-packages) HEADERS=0; shift ;;
+    --print-python) echo "$PWD/$VENV/bin/python"; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) CMAKE_ARGS+=("$1"); shift ;;
+  esac
+done
+case "$FLAVOR" in pip|debian) ;; *) echo "setup: --torch takes pip or debian, got '$FLAVOR'" >&2; exit 2 ;; esac
+if [ -r /etc/os-release ]; then
+  . /etc/os-release
+  [ "${ID:-}" = debian ] && [ "${VERSION_ID:-}" = 12 ] ||
+    echo "setup: warning: tested on Debian 12 only; this is ${PRETTY_NAME:-unknown} (README: Building with CUDA covers PyTorch-only machines)" >&2
+fi
 
-PACKAGES=(build-essential cmake ninja-build ccache pkg-config
-          libtorch-dev libgloo-dev libopencv-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev catch2 zlib1g-dev
+# An optimised BLAS always: without one, Debian's LibTorch calls the reference BLAS (convnext_tiny 0.4 img/s).
+# libopenblas0-openmp shares LibTorch's OpenMP thread pool (README Performance: openmp vs pthread).
+PACKAGES=(build-essential cmake ninja-build ccache pkg-config libopencv-dev zlib1g-dev libopenblas0-openmp
           dataset-fashion-mnist)
+[ "$HEADERS" = 1 ] && PACKAGES+=(libtomlplusplus-dev libcli11-dev nlohmann-json3-dev catch2)
+[ "$FLAVOR" = debian ] && PACKAGES+=(libtorch-dev libgloo-dev)
+if [ "$FLAVOR" = pip ] && ! python3 -c 'import ensurepip, venv' 2>/dev/null; then PACKAGES+=(python3-venv); fi
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -22,7 +54,28 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+PREFIX=()
+if [ "$FLAVOR" = pip ]; then
+  if ! "$VENV/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
+    echo "setup: installing torch==$TORCH_VERSION from PyPI into $VENV"
+    python3 -m venv "$VENV"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check "torch==$TORCH_VERSION"
+  fi
+  # The torch package's root first, so its lib/ wins over any system libtorch.so (TorchConfig's find_library).
+  PREFIX=(-DCMAKE_PREFIX_PATH="$("$VENV/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__) + ";" + torch.utils.cmake_prefix_path)')")
+  # The wheel's LibTorch is built with CUDA: its CMake files look for the CUDA toolkit, which compiles kgtrain's
+  # CUDA backend when present (nvcc; no GPU needed to build).
+  [ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
+fi
+[ "$BUILD" = 1 ] || exit 0
+
+# A build folder configured for the other LibTorch is reconfigured, not mixed.
+if [ -f "$BUILD_DIR/CMakeCache.txt" ] && ! grep -q "^KG_TORCH_FLAVOR:STRING=$FLAVOR$" "$BUILD_DIR/CMakeCache.txt"; then
+  echo "setup: $BUILD_DIR was configured for another LibTorch; reconfiguring for --torch $FLAVOR"
+  rm -f "$BUILD_DIR/CMakeCache.txt"
+fi
 # The full tool: OpenCV is installed above, so its absence is an error here, not a reduced build.
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKG_OPENCV=on "$@"
-cmake --build "$BUILD_DIR" -j "$(nproc)"
-echo "setup: built $BUILD_DIR/kgtrain"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKG_OPENCV=on -DKG_TORCH_FLAVOR="$FLAVOR" \
+  "${PREFIX[@]}" "${CMAKE_ARGS[@]}"
+cmake --build "$BUILD_DIR" -j "$(nproc)" --target kgtrain
+echo "setup: built $BUILD_DIR/kgtrain (LibTorch: --torch $FLAVOR)"

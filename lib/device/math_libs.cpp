@@ -91,9 +91,10 @@ struct DnnlVersion {  // dnnl_version_t (oneDNN 1.x-3.x)
 MathLibs detect() {
   MathLibs m;
   const std::string config = at::show_config();
-  std::string blas_path, lapack_path;
+  std::string blas_path, lapack_path, engine_path;
   for (const auto& obj : loaded_objects()) {
     const std::string b = base_name(obj);
+    if (starts_with(b, "libopenblas") && engine_path.empty()) engine_path = obj;
     const bool blas = starts_with(b, "libblas.so") || starts_with(b, "libopenblas") || starts_with(b, "libblis") ||
                       starts_with(b, "libmkl_rt");
     if (blas && blas_path.empty()) blas_path = obj;
@@ -122,10 +123,16 @@ MathLibs detect() {
   } else {
     m.lapack.name = lapack_info.empty() ? "none found" : lapack_info + " (inside LibTorch)";
   }
-  if (!m.blas.path.empty() && starts_with(m.blas.name, "OpenBLAS"))
-    m.blas.name = openblas_name(m.blas.path, base_name(m.blas.path.substr(0, m.blas.path.find_last_of('/'))));
-  if (!m.lapack.path.empty() && starts_with(m.lapack.name, "OpenBLAS"))
-    m.lapack.name = openblas_name(m.lapack.path, base_name(m.lapack.path.substr(0, m.lapack.path.find_last_of('/'))));
+  // Debian's openblas-*/libblas.so.3 is a thin wrapper over libopenblas.so.0, which the loader finds through its own
+  // alternative: the engine doing the work can be another build (pthread under an openmp wrapper). Name the engine.
+  auto name_openblas = [&](MathLib& lib) {
+    if (lib.path.empty() || !starts_with(lib.name, "OpenBLAS")) return;
+    const std::string engine = engine_path.empty() ? lib.path : resolved(engine_path);
+    lib.name = openblas_name(engine, base_name(engine.substr(0, engine.find_last_of('/'))));
+    if (engine != lib.path) lib.path += " -> " + engine;
+  };
+  name_openblas(m.blas);
+  name_openblas(m.lapack);
   if (auto v = reinterpret_cast<const DnnlVersion* (*)()>(dlsym(RTLD_DEFAULT, "dnnl_version"))) {
     const DnnlVersion* d = v();
     m.onednn = "oneDNN " + std::to_string(d->major) + "." + std::to_string(d->minor) + "." + std::to_string(d->patch);

@@ -13,7 +13,9 @@
 #include "data/options.h"
 #include "data/pack.h"
 #include "data/source.h"
+#include "support/fixtures.h"
 #include "support/temp_dir.h"
+#include "test_paths.h"
 
 namespace stdfs = std::filesystem;
 using kg::data::IdxImportOptions;
@@ -294,4 +296,21 @@ TEST_CASE("import_idx writes only into a new, empty or earlier import's director
                                               "sample_submission.csv", "test_labels.csv"});
     CHECK(nlohmann::json::parse(kg::read_file(D + "/.kgtrain-import.json"))["layout"] == "png");
   }
+}
+
+TEST_CASE("prepare_fashion_mnist.sh takes a plain output folder and refuses NAME=value", "[integration]") {
+  kg::test::TempDir tmp;
+  const std::string script = "bash '" KGTRAIN_SOURCE_DIR "/scripts/prepare_fashion_mnist.sh' ";
+  auto r = kg::test::run_shell("cd '" + tmp.path().string() + "' && " + script + "DATA=x 2>&1");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("looks like NAME=value") && Catch::Contains("prepare_fashion_mnist.sh x"));
+  CHECK_FALSE(stdfs::exists(stdfs::path(KGTRAIN_SOURCE_DIR) / "DATA=x"));
+  r = kg::test::run_shell(script + "a b 2>&1");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("usage: bash scripts/prepare_fashion_mnist.sh [OUT_DIR]"));
+  // A plain path is taken as the folder: with IDX files that are not there, it says where it looked (exit 3).
+  r = kg::test::run_shell("FASHION_MNIST_DIR='" + tmp.path().string() + "/none' KGTRAIN='" KGTRAIN_BINARY "' " + script + "'" +
+                          tmp.path().string() + "/out' 2>&1");
+  CHECK(r.exit_code == 3);
+  CHECK_THAT(r.output, Catch::Contains(tmp.path().string() + "/none has no Fashion-MNIST"));
 }
