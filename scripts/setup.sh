@@ -41,7 +41,10 @@ PACKAGES=(build-essential cmake ninja-build ccache pkg-config libopencv-dev zlib
           dataset-fashion-mnist)
 [ "$HEADERS" = 1 ] && PACKAGES+=(libtomlplusplus-dev libcli11-dev nlohmann-json3-dev catch2)
 [ "$FLAVOR" = debian ] && PACKAGES+=(libtorch-dev libgloo-dev)
-if [ "$FLAVOR" = pip ] && ! python3 -c 'import ensurepip, venv' 2>/dev/null; then PACKAGES+=(python3-venv); fi
+# Debian's own python3 makes venvs only with python3-venv (its ensurepip is split out); another Python has its own.
+if [ "$FLAVOR" = pip ] && { ! command -v python3 >/dev/null || [ "$(command -v python3)" = /usr/bin/python3 ]; }; then
+  PACKAGES+=(python3-venv)
+fi
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
