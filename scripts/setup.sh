@@ -40,7 +40,9 @@ fi
 PACKAGES=(build-essential cmake ninja-build ccache pkg-config libopencv-dev zlib1g-dev libopenblas0-openmp
           dataset-fashion-mnist)
 [ "$HEADERS" = 1 ] && PACKAGES+=(libtomlplusplus-dev libcli11-dev nlohmann-json3-dev catch2)
-[ "$FLAVOR" = debian ] && PACKAGES+=(libtorch-dev libgloo-dev)
+# libgloo-dev: Gloo's headers, which multi-process CPU training (fit --nproc) compiles against; PyPI's wheel lacks them.
+PACKAGES+=(libgloo-dev)
+[ "$FLAVOR" = debian ] && PACKAGES+=(libtorch-dev)
 # Debian's own python3 makes venvs only with python3-venv (its ensurepip is split out); another Python has its own.
 if [ "$FLAVOR" = pip ] && { ! command -v python3 >/dev/null || [ "$(command -v python3)" = /usr/bin/python3 ]; }; then
   PACKAGES+=(python3-venv)

@@ -31,7 +31,13 @@ grep -E "^setup: (installing|built)" /root/setup.log | cut -c1-200
 awk -v a=\$t0 -v b=\$t1 -v c=\$t2 -v d=\$t3 'BEGIN { printf "time_first_command: setup.sh %.0f s, prepare_fashion_mnist.sh %.0f s, fit --smoke %.0f s; total %.0f s (%.1f min)\\n", b-a, c-b, d-c, d-a, (d-a)/60 }'
 IN
 echo "time_first_command: fresh bookworm root; README first command with setup.sh $*"
+# The machine's own extra CA certificates (a network that inspects TLS): a fresh machine there has them too, and
+# apt's ca-certificates picks them up when setup.sh installs it.
+mkdir -p "$T/ca"
+cp /usr/local/share/ca-certificates/*.crt "$T/ca/" 2>/dev/null || true
 mmdebstrap --mode=root --variant=apt --quiet \
+  --customize-hook="mkdir -p \"\$1/usr/local/share/ca-certificates\"" \
+  --customize-hook="sync-in $T/ca /usr/local/share/ca-certificates" \
   --customize-hook="copy-in $T/src.tar /" \
   --customize-hook="copy-in $T/first.sh /root" \
   --customize-hook='chroot "$1" bash /root/first.sh' \

@@ -16,6 +16,7 @@
 
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>  // c10d's options and Work, with or without Gloo/NCCL
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 // Gloo's headers come from libgloo-dev on Debian; a PyTorch install may lack them (then CPU ranks
 // cannot talk, and say so).
