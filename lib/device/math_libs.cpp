@@ -105,24 +105,19 @@ MathLibs detect() {
                                " (inside LibTorch)";
   // LibTorch built with MKL (PyPI's wheels) links it statically: a libblas.so.3 in the process then belongs to
   // someone else (OpenCV's core loads one) and is not what matrix products run on.
-  const std::string blas_info = build_setting(config, "BLAS_INFO"), lapack_info = build_setting(config, "LAPACK_INFO");
-  if (blas_info == "mkl") {
-    m.blas.name = mkl_name;
-  } else if (!blas_path.empty()) {
-    m.blas.path = resolved(blas_path);
-    m.blas.name = classify_math_library(m.blas.path, false);
-    m.reference_blas = starts_with(m.blas.name, "reference");
-  } else {
-    m.blas.name = blas_info.empty() ? "none found" : blas_info + " (inside LibTorch)";
-  }
-  if (lapack_info == "mkl") {
-    m.lapack.name = mkl_name;
-  } else if (!lapack_path.empty()) {
-    m.lapack.path = resolved(lapack_path);
-    m.lapack.name = classify_math_library(m.lapack.path, true);
-  } else {
-    m.lapack.name = lapack_info.empty() ? "none found" : lapack_info + " (inside LibTorch)";
-  }
+  auto pick = [&](MathLib& lib, const std::string& info, const std::string& loaded, bool lapack) {
+    if (info == "mkl") {
+      lib.name = mkl_name;
+    } else if (!loaded.empty()) {
+      lib.path = resolved(loaded);
+      lib.name = classify_math_library(lib.path, lapack);
+    } else {
+      lib.name = info.empty() ? "none found" : info + " (inside LibTorch)";
+    }
+  };
+  pick(m.blas, build_setting(config, "BLAS_INFO"), blas_path, false);
+  pick(m.lapack, build_setting(config, "LAPACK_INFO"), lapack_path, true);
+  m.reference_blas = starts_with(m.blas.name, "reference");
   // Debian's openblas-*/libblas.so.3 is a thin wrapper over libopenblas.so.0, which the loader finds through its own
   // alternative: the engine doing the work can be another build (pthread under an openmp wrapper). Name the engine.
   auto name_openblas = [&](MathLib& lib) {
