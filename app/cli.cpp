@@ -56,17 +56,20 @@ std::string builtin_recipes_dir(const std::map<std::string, std::string>& env) {
   if (ec) return "";
   for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
     if (fs::is_directory(dir / "recipes" / "env")) return (dir / "recipes").string();
-    if (fs::is_directory(dir / "share" / "kgtrain" / "recipes")) return (dir / "share" / "kgtrain" / "recipes").string();
+    if (fs::is_directory(dir / "share" / "kgtrain" / "recipes"))
+      return (dir / "share" / "kgtrain" / "recipes").string();
   }
   return "";
 }
 
 std::string version_text() {
   const std::string cv = data::opencv_version();
-  std::string s = std::string("kgtrain ") + KGTRAIN_VERSION + "\nLibTorch " + compat::torch_version() + "\n" +
-                  (cv.empty() ? "OpenCV: not built (no image decoding, no resizing/colour/warp transforms, no PNG charts)"
-                              : "OpenCV " + cv + (data::can_decode_images() ? "" : " (no image codecs: PNG/JPEG decoding disabled)")) +
-                  "\n";
+  std::string s =
+      std::string("kgtrain ") + KGTRAIN_VERSION + "\nLibTorch " + compat::torch_version() + "\n" +
+      (cv.empty()
+           ? "OpenCV: not built (no image decoding, no resizing/colour/warp transforms, no PNG charts)"
+           : "OpenCV " + cv + (data::can_decode_images() ? "" : " (no image codecs: PNG/JPEG decoding disabled)")) +
+      "\n";
   std::string cuda = device::cuda_build_info();
   s += cuda.empty() ? "CUDA: not built (CPU-only LibTorch)\n" : cuda + "\n";
   s += device::math_libs_text();
@@ -82,19 +85,21 @@ struct Common {
 };
 
 void add_common(CLI::App* cmd, Common& c, bool training, bool smoke = true) {
-  auto* words = cmd->add_option("RECIPE", c.words, "RECIPE.toml files, then overrides: key=value, +key=value, ~key, group=option");
+  auto* words = cmd->add_option("RECIPE", c.words,
+                                "RECIPE.toml files, then overrides: key=value, +key=value, ~key, group=option");
   if (!training) words->required();
   cmd->add_option("--run-dir", c.run_dir, "write every output exactly into DIR");
   cmd->add_option("--device", c.device, "auto | cpu | cuda | cuda:N (same as device.name=...)");
   cmd->add_option("--seed", c.seed, "same as run.seed=N")->check(kCountOrZero);
-  cmd->add_flag("--dry-run", c.dry_run, "resolve, validate, build every component, check the data, print the plan; no training");
+  cmd->add_flag("--dry-run", c.dry_run,
+                "resolve, validate, build every component, check the data, print the plan; no training");
   if (training) {
     cmd->add_flag("--smoke", c.smoke, "the whole recipe on 2 training, 2 validation and 2 prediction batches");
     cmd->add_flag("--check-data", c.check_data,
                   "load the table and decode every image with the loader's threads; list bad rows (exit 3 unless "
                   "data.on_bad_row = skip); no training");
-  }
-  else if (smoke) cmd->add_flag("--smoke", c.smoke, "predict only 2 batches");
+  } else if (smoke)
+    cmd->add_flag("--smoke", c.smoke, "predict only 2 batches");
   cmd->add_flag("--quiet,-q", c.quiet, "no progress output");
 }
 
@@ -111,7 +116,10 @@ jobs::JobOptions resolve_job(const std::string& command, const Common& c) {
   if (c.seed >= 0) in.args.push_back("run.seed=" + std::to_string(c.seed));
   in.environ = environment();
   in.builtin_recipes_dir = builtin_recipes_dir(in.environ);
-  in.path_exists = [](const std::string& p) { std::error_code ec; return fs::exists(p, ec); };
+  in.path_exists = [](const std::string& p) {
+    std::error_code ec;
+    return fs::exists(p, ec);
+  };
   in.default_of_in_tree = &config::default_of;
   auto resolved = config::resolve(in);
   auto validated = config::validate(resolved.tree);
@@ -156,28 +164,35 @@ int dispatch(int argc, char** argv) {
   auto* fit = app.add_subcommand("fit", "train a model on a recipe (k-fold split, validation, checkpoints)");
   add_common(fit, fit_c, true);
   std::string fit_weights, fit_resume, fit_plot;
-  fit->add_option("--weights", fit_weights, "initial weights (safetensors, timm/torchvision names), as model.pretrained: "
-                                            "a head of another shape is re-initialised");
-  fit->add_option("--resume", fit_resume, "auto (the newest unfinished run of run.name, or --run-dir), a run directory, or a "
-                                          "checkpoint directory: continue exactly where it stopped (RECIPE optional: the "
-                                          "run's recipe.toml is used when none is given)");
+  fit->add_option("--weights", fit_weights,
+                  "initial weights (safetensors, timm/torchvision names), as model.pretrained: "
+                  "a head of another shape is re-initialised");
+  fit->add_option("--resume", fit_resume,
+                  "auto (the newest unfinished run of run.name, or --run-dir), a run directory, or a "
+                  "checkpoint directory: continue exactly where it stopped (RECIPE optional: the "
+                  "run's recipe.toml is used when none is given)");
   int fit_nproc = 1;
-  fit->add_option("--nproc", fit_nproc, "train on N processes of this machine (data parallel, torch.distributed: Gloo on the "
-                                        "CPU, NCCL on GPUs; one GPU each), as torchrun --no-python --nproc-per-node N would")
+  fit->add_option("--nproc", fit_nproc,
+                  "train on N processes of this machine (data parallel, torch.distributed: Gloo on the "
+                  "CPU, NCCL on GPUs; one GPU each), as torchrun --no-python --nproc-per-node N would")
       ->check(kCount);
-  fit->add_option("--plot-schedule", fit_plot, "draw the planned learning rate (and momentum) per update to this PNG and exit");
+  fit->add_option("--plot-schedule", fit_plot,
+                  "draw the planned learning rate (and momentum) per update to this PNG and exit");
 
   Common lrf_c;
-  auto* lrf = app.add_subcommand("lr-find", "fastai's learning-rate finder on the recipe's training stream: an exponential "
-                                            "lr sweep, the smoothed loss curve (lr_find.png) and four suggestions");
+  auto* lrf = app.add_subcommand("lr-find",
+                                 "fastai's learning-rate finder on the recipe's training stream: an exponential "
+                                 "lr sweep, the smoothed loss curve (lr_find.png) and four suggestions");
   add_common(lrf, lrf_c, false, false);
   lrf->add_flag("--smoke", lrf_c.smoke, "at most 20 sweep updates from 2 updates' worth of batches per epoch");
 
-  auto* merge = app.add_subcommand("merge-oof", "merge out-of-fold predictions of fold runs (fit cv.fold=k on several "
-                                                "machines, or cv.fold=all) into oof.csv + cv.json");
+  auto* merge = app.add_subcommand("merge-oof",
+                                   "merge out-of-fold predictions of fold runs (fit cv.fold=k on several "
+                                   "machines, or cv.fold=all) into oof.csv + cv.json");
   std::vector<std::string> merge_dirs;
   std::string merge_out;
-  merge->add_option("dirs", merge_dirs, "run directories or fold directories holding oof_fold.csv + fold.json")->required();
+  merge->add_option("dirs", merge_dirs, "run directories or fold directories holding oof_fold.csv + fold.json")
+      ->required();
   merge->add_option("--out", merge_out, "folder for oof.csv and cv.json")->required();
 
   auto* pred = app.add_subcommand("tta-predict", "predict the test table with checkpoints, write the submission");
@@ -186,20 +201,24 @@ int dispatch(int argc, char** argv) {
   std::string out, probs;
   std::vector<std::string> pred_weights;
   pred->add_option("--checkpoint", checkpoints, "checkpoint directory (repeat to ensemble), e.g. RUN/checkpoints/best");
-  pred->add_option("--weights", pred_weights, "a safetensors weights file for the recipe's model and the classes of its "
-                                              "data (repeat to ensemble; mixes with --checkpoint)");
+  pred->add_option("--weights", pred_weights,
+                   "a safetensors weights file for the recipe's model and the classes of its "
+                   "data (repeat to ensemble; mixes with --checkpoint)");
   pred->add_option("--out", out, "submission CSV path (default RUN_DIR/submission.csv)");
   pred->add_option("--probs", probs, "also write per-class probabilities to this CSV");
   std::vector<std::string> pred_runs;
   bool pred_oof = false;
-  pred->add_option("--from-run", pred_runs, "a fit run directory: every fold's checkpoint (tta.weights picks best, last, "
-                                            "ema or swa); repeat to ensemble runs");
-  pred->add_flag("--oof", pred_oof, "with --from-run: predict each fold's validation rows with its own model and the views; "
-                                    "writes oof_tta.csv and cv_tta.json (TTA measured on CV)");
+  pred->add_option("--from-run", pred_runs,
+                   "a fit run directory: every fold's checkpoint (tta.weights picks best, last, "
+                   "ema or swa); repeat to ensemble runs");
+  pred->add_flag("--oof", pred_oof,
+                 "with --from-run: predict each fold's validation rows with its own model and the views; "
+                 "writes oof_tta.csv and cv_tta.json (TTA measured on CV)");
 
   Common pl_c;
-  auto* pl = app.add_subcommand("pseudo-label", "label the confident test rows with the ensemble and TTA views; writes "
-                                                "pseudo.csv and a recipe layer pseudo.toml to retrain with");
+  auto* pl = app.add_subcommand("pseudo-label",
+                                "label the confident test rows with the ensemble and TTA views; writes "
+                                "pseudo.csv and a recipe layer pseudo.toml to retrain with");
   add_common(pl, pl_c, false);
   std::vector<std::string> pl_ckpts, pl_runs;
   std::string pl_out;
@@ -207,12 +226,15 @@ int dispatch(int argc, char** argv) {
   pl->add_option("--checkpoint", pl_ckpts, "checkpoint directory (repeat to ensemble)");
   pl->add_option("--from-run", pl_runs, "a fit run directory: every fold's checkpoint (repeat to ensemble runs)");
   pl->add_option("--out", pl_out, "output folder for pseudo.csv, pseudo.toml and the rounds")->required();
-  pl->add_option("--rounds", pl_rounds, "predict -> select -> retrain cycles: each retrains the recipe with the pseudo rows "
-                                        "(OUT/round_<r>/fit), reports its CV score and predicts the next round with it "
-                                        "(default 0: predict and select only)")->check(kCountOrZero);
+  pl->add_option("--rounds", pl_rounds,
+                 "predict -> select -> retrain cycles: each retrains the recipe with the pseudo rows "
+                 "(OUT/round_<r>/fit), reports its CV score and predicts the next round with it "
+                 "(default 0: predict and select only)")
+      ->check(kCountOrZero);
 
   Common pack_c;
-  auto* pack = app.add_subcommand("pack", "pack the recipe's training/test table and its images into one memory-mapped file");
+  auto* pack =
+      app.add_subcommand("pack", "pack the recipe's training/test table and its images into one memory-mapped file");
   add_common(pack, pack_c, false, false);
   std::string pack_split = "train", pack_out;
   bool pack_raw = false;
@@ -225,32 +247,39 @@ int dispatch(int argc, char** argv) {
   pack->add_option("--threads", pack_threads, "decode threads (default: all cores)")->check(kCountOrZero);
 
   Common bench_c;
-  auto* bench = app.add_subcommand("bench-data", "time the recipe's input pipeline without the model: decode, "
-                                                 "decode + augmentation, the loader end to end");
+  auto* bench = app.add_subcommand("bench-data",
+                                   "time the recipe's input pipeline without the model: decode, "
+                                   "decode + augmentation, the loader end to end");
   add_common(bench, bench_c, false, false);
   std::string bench_batches = "20", bench_split = "train", bench_json;
   std::vector<int> bench_threads;
   std::vector<std::string> bench_sections{"decode", "augment", "loader"};
   double bench_rate = 0;
   int bench_repeats = 3;
-  bench->add_option("--batches", bench_batches, "loader batches timed after one warm-up batch, or \"all\": one whole "
-                                                "epoch timed from the start (default 20)");
+  bench->add_option("--batches", bench_batches,
+                    "loader batches timed after one warm-up batch, or \"all\": one whole "
+                    "epoch timed from the start (default 20)");
   bench->add_option("--threads", bench_threads, "loader worker counts, e.g. 0,1,4 (default 0,1,data.num_workers)")
       ->delimiter(',')
       ->check(kCountOrZero);
-  bench->add_option("--split", bench_split, "train (training folds, training augmentation) | valid (held-out fold, "
-                                            "evaluation transforms); default train")
+  bench
+      ->add_option("--split", bench_split,
+                   "train (training folds, training augmentation) | valid (held-out fold, "
+                   "evaluation transforms); default train")
       ->check(CLI::IsMember({"train", "valid"}));
   bench->add_option("--json", bench_json, "also write the report as JSON (schema_version 1) to FILE");
-  bench->add_option("--compute-rate", bench_rate, "the model's training img/s (fit's train_images_per_s): "
-                                                  "say whether the loader is the bottleneck")
+  bench
+      ->add_option("--compute-rate", bench_rate,
+                   "the model's training img/s (fit's train_images_per_s): "
+                   "say whether the loader is the bottleneck")
       ->check(kPositive);
   bench->add_option("--sections", bench_sections, "what to time: decode,augment,loader (default all three)")
       ->delimiter(',')
       ->check(CLI::IsMember({"decode", "augment", "loader"}));
   bench->add_option("--repeats", bench_repeats, "loader repeats, the median reported (default 3)")->check(kCount);
 
-  auto* show = app.add_subcommand("show", "print the resolved recipe with the origin of each key, or the key reference");
+  auto* show =
+      app.add_subcommand("show", "print the resolved recipe with the origin of each key, or the key reference");
   bool list = false, markdown = false;
   show->add_option("RECIPE", show_c.words, "RECIPE.toml files and overrides");
   show->add_option("--device", show_c.device, "same as device.name=...");
@@ -258,16 +287,19 @@ int dispatch(int argc, char** argv) {
   show->add_flag("--list", list, "list every section and registered component with keys and defaults");
   show->add_flag("--markdown", markdown, "with --list: Markdown (the README's recipe reference)");
   bool show_model = false, show_json = false;
-  show->add_flag("--model", show_model, "build the recipe's model for its data (data.num_classes when the data is "
-                                        "absent): summary (parameters, GFLOPs, training memory) and layer groups");
+  show->add_flag("--model", show_model,
+                 "build the recipe's model for its data (data.num_classes when the data is "
+                 "absent): summary (parameters, GFLOPs, training memory) and layer groups");
   show->add_flag("--json", show_json, "with --model: JSON (schema_version 1)");
 
   Common bm_c;
-  auto* bm = app.add_subcommand("bench-model", "time training steps (forward, backward, AdamW) of the recipe's model or "
-                                               "others on synthetic input: NCHW vs channels_last, grad checkpointing");
+  auto* bm = app.add_subcommand("bench-model",
+                                "time training steps (forward, backward, AdamW) of the recipe's model or "
+                                "others on synthetic input: NCHW vs channels_last, grad checkpointing");
   add_common(bm, bm_c, false, false);
   jobs::JobOptions bm_o;
-  bm->add_option("--models", bm_o.bench_model_models, "model names, e.g. resnet18,efficientnet_b0 (default: the recipe's model)")
+  bm->add_option("--models", bm_o.bench_model_models,
+                 "model names, e.g. resnet18,efficientnet_b0 (default: the recipe's model)")
       ->delimiter(',');
   bm->add_option("--size", bm_o.bench_model_size, "square input side in pixels (default data.image_size)")
       ->check(kCount);
@@ -278,28 +310,33 @@ int dispatch(int argc, char** argv) {
   bm->add_option("--layouts", bm_o.bench_model_layouts, "memory layouts: nchw,channels_last (default both)")
       ->delimiter(',')
       ->check(CLI::IsMember({"nchw", "channels_last"}));
-  bm->add_flag("--grad-checkpointing", bm_o.bench_model_grad_checkpointing,
-               "also time each configuration with gradient checkpointing, with the activation memory held after forward");
+  bm->add_flag(
+      "--grad-checkpointing", bm_o.bench_model_grad_checkpointing,
+      "also time each configuration with gradient checkpointing, with the activation memory held after forward");
   bm->add_option("--json", bm_o.bench_model_json, "also write the report as JSON (schema_version 1) to FILE");
 
   Common bn_c;
-  auto* bn = app.add_subcommand("bench", "time the recipe's training as fit runs it: decode + augment, loader, copy, forward, "
-                                         "backward, optimizer step, training and evaluation steps, peak memory, TFLOP/s, the "
-                                         "bottleneck; --ablate times toggles one at a time, --suggest combines the faster ones");
+  auto* bn = app.add_subcommand("bench",
+                                "time the recipe's training as fit runs it: decode + augment, loader, copy, forward, "
+                                "backward, optimizer step, training and evaluation steps, peak memory, TFLOP/s, the "
+                                "bottleneck; --ablate times toggles one at a time, --suggest combines the faster ones");
   add_common(bn, bn_c, false, false);
   jobs::JobOptions bn_o;
-  bn->add_option("--ablate", bn_o.bench_ablate, "toggles to time one at a time: precision, channels_last, workers, accum, "
-                                                "tf32, cudnn_benchmark, cuda_graphs, grad_checkpointing, cache, eval_batch")
+  bn->add_option("--ablate", bn_o.bench_ablate,
+                 "toggles to time one at a time: precision, channels_last, workers, accum, "
+                 "tf32, cudnn_benchmark, cuda_graphs, grad_checkpointing, cache, eval_batch")
       ->delimiter(',');
-  bn->add_flag("--suggest", bn_o.bench_suggest, "the fastest combination of the toggles faster by more than 3% (timed), as "
-                                                "overrides to paste (every toggle when --ablate is not given)");
+  bn->add_flag("--suggest", bn_o.bench_suggest,
+               "the fastest combination of the toggles faster by more than 3% (timed), as "
+               "overrides to paste (every toggle when --ablate is not given)");
   bn->add_option("--json", bn_o.bench_json, "report path (default RUN_DIR/bench.json)");
   bn->add_option("--steps", bn_o.bench_steps, "timed steps per window (default 20)")->check(kCount);
   bn->add_option("--warmup", bn_o.bench_warmup, "untimed steps first (default 3)")->check(kCountOrZero);
   bn->add_option("--repeats", bn_o.bench_repeats, "timed windows per phase, the median reported (default 3)")
       ->check(kCount);
 
-  auto* imp = app.add_subcommand("import-idx", "convert MNIST-format IDX files (.gz or raw) into the Kaggle CSV + PNG layout");
+  auto* imp =
+      app.add_subcommand("import-idx", "convert MNIST-format IDX files (.gz or raw) into the Kaggle CSV + PNG layout");
   data::IdxImportOptions io;
   imp->add_option("--train-images", io.train_images, "training images IDX file")->required();
   imp->add_option("--train-labels", io.train_labels, "training labels IDX file")->required();
@@ -307,7 +344,9 @@ int dispatch(int argc, char** argv) {
   imp->add_option("--test-labels", io.test_labels, "test labels IDX file")->required();
   imp->add_option("--out", io.out_dir, "output folder (DATA)")->required();
   imp->add_option("--threads", io.threads, "PNG encoding threads")->check(kCount);
-  imp->add_flag("--packs", io.packs, "write raw packs DATA/train.kgpack + DATA/test.kgpack (tables inside) instead of PNG folders and train/test CSVs: no decoding when training");
+  imp->add_flag("--packs", io.packs,
+                "write raw packs DATA/train.kgpack + DATA/test.kgpack (tables inside) instead of PNG folders and "
+                "train/test CSVs: no decoding when training");
 
   one_value_per_flag(app);
 
@@ -326,8 +365,9 @@ int dispatch(int argc, char** argv) {
   if (*fit) {
     if (fit_nproc > 1) {
       const auto env = environment();
-      KG_CHECK(!env.count("WORLD_SIZE"), UsageError, "--nproc ", fit_nproc, " inside a launched job (WORLD_SIZE=",
-               env.at("WORLD_SIZE"), "): use either torchrun or --nproc, not both");
+      KG_CHECK(!env.count("WORLD_SIZE"), UsageError, "--nproc ", fit_nproc,
+               " inside a launched job (WORLD_SIZE=", env.at("WORLD_SIZE"),
+               "): use either torchrun or --nproc, not both");
       return launch_local(fit_nproc, without_nproc(argc, argv));
     }
     install_signal_handlers();
@@ -339,7 +379,8 @@ int dispatch(int argc, char** argv) {
       for (int up = 0; up < 4 && !fs::exists(p / "recipe.toml"); ++up) p = p.parent_path();
       if (fs::exists(p / "recipe.toml")) fit_c.words.insert(fit_c.words.begin(), (p / "recipe.toml").string());
     }
-    if (fit_c.words.empty()) throw UsageError("fit needs RECIPE.toml files (or --resume RUN_DIR, which reuses the run's recipe)");
+    if (fit_c.words.empty())
+      throw UsageError("fit needs RECIPE.toml files (or --resume RUN_DIR, which reuses the run's recipe)");
     auto o = resolve_job("fit", fit_c);
     if (!fit_weights.empty()) o.weights = {fit_weights};
     o.resume = fit_resume;
@@ -379,7 +420,9 @@ int dispatch(int argc, char** argv) {
     o.pack_raw = pack_raw;
     if (!pack_size.empty()) {
       if (pack_size[0] <= 0 || pack_size[1] <= 0) throw UsageError("--size takes two positive integers H W");
-      if (!pack_raw) throw UsageError("--size H W sets the size of --raw packs' pixels; without --raw the image files are stored as they are");
+      if (!pack_raw)
+        throw UsageError(
+            "--size H W sets the size of --raw packs' pixels; without --raw the image files are stored as they are");
       o.pack_height = pack_size[0];
       o.pack_width = pack_size[1];
     }
@@ -388,7 +431,8 @@ int dispatch(int argc, char** argv) {
   }
   if (*bench) {
     auto o = resolve_job("bench-data", bench_c);
-    if (bench_batches == "all") o.bench_batches = -1;
+    if (bench_batches == "all")
+      o.bench_batches = -1;
     else {
       size_t used = 0;
       try {

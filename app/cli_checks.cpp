@@ -24,8 +24,9 @@ CLI::Validator at_least(double lo, bool whole, bool exclusive) {
 }
 
 void one_value_per_flag(CLI::App& app) {
-  const CLI::Validator non_empty([](std::string& v) { return v.empty() ? std::string("expected a value, got ''") : std::string(); },
-                                 "", "non-empty");
+  const CLI::Validator non_empty(
+      [](std::string& v) { return v.empty() ? std::string("expected a value, got ''") : std::string(); }, "",
+      "non-empty");
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
     for (CLI::Option* opt : sub->get_options())
       if (opt->nonpositional()) {

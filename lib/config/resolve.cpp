@@ -263,14 +263,17 @@ class Resolver {
         }
         for (size_t dot = o.key.find('.'); dot != std::string::npos; dot = o.key.find('.', dot + 1))
           if (const Entry* p = t.find(o.key.substr(0, dot))) {
-            problems_.push_back(o.word + ": " + o.key.substr(0, dot) + " is a value, not a table (" +
-                                p->origin.str() + ")");
+            problems_.push_back(o.word + ": " + o.key.substr(0, dot) + " is a value, not a table (" + p->origin.str() +
+                                ")");
             return;
           }
         e.extra = true;
         break;
-      case Override::Kind::Upsert: e.extra = present ? e.extra : true; break;
-      case Override::Kind::Set: break;
+      case Override::Kind::Upsert:
+        e.extra = present ? e.extra : true;
+        break;
+      case Override::Kind::Set:
+        break;
     }
     put(o, o.key, e);
   }

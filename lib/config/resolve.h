@@ -12,10 +12,10 @@
 namespace kg::config {
 
 struct ResolveInput {
-  std::vector<std::string> recipe_files;   // layered left to right, each with its `extends` chain
-  std::vector<std::string> args;           // command-line words after the recipes: a.b=v, +a.b=v, ~a.b, group=name
+  std::vector<std::string> recipe_files;       // layered left to right, each with its `extends` chain
+  std::vector<std::string> args;               // command-line words after the recipes: a.b=v, +a.b=v, ~a.b, group=name
   std::map<std::string, std::string> environ;  // the process environment (for env detection and ${env:...})
-  std::string builtin_recipes_dir;         // the shipped recipes/ folder ("" when unknown)
+  std::string builtin_recipes_dir;             // the shipped recipes/ folder ("" when unknown)
   // Whether a path exists (used for the Kaggle probe /kaggle/input); defaults to the real file system.
   std::function<bool(const std::string&)> path_exists;
   // Schema defaults for ${key} references to keys no layer set (either may be empty). The second form
@@ -25,10 +25,10 @@ struct ResolveInput {
 };
 
 struct Resolved {
-  Tree tree;                              // merged and interpolated
-  std::string env_name;                   // kaggle | colab | local | forced name
-  std::string env_file;                   // the env layer file applied ("" when none was found)
-  std::vector<std::string> layers;        // every file applied, in order (for show and provenance)
+  Tree tree;                        // merged and interpolated
+  std::string env_name;             // kaggle | colab | local | forced name
+  std::string env_file;             // the env layer file applied ("" when none was found)
+  std::vector<std::string> layers;  // every file applied, in order (for show and provenance)
 };
 
 // Environment detection: kaggle (KAGGLE_KERNEL_RUN_TYPE set or /kaggle/input exists),

@@ -8,15 +8,24 @@ namespace kg::config {
 
 std::string type_name(Type t) {
   switch (t) {
-    case Type::Bool: return "a boolean";
-    case Type::Int: return "an integer";
-    case Type::Float: return "a number";
-    case Type::String: return "a string";
-    case Type::IntList: return "an array of integers";
-    case Type::FloatList: return "an array of numbers";
-    case Type::StringList: return "an array of strings";
-    case Type::TableList: return "an array of tables";
-    case Type::Any: return "any value";
+    case Type::Bool:
+      return "a boolean";
+    case Type::Int:
+      return "an integer";
+    case Type::Float:
+      return "a number";
+    case Type::String:
+      return "a string";
+    case Type::IntList:
+      return "an array of integers";
+    case Type::FloatList:
+      return "an array of numbers";
+    case Type::StringList:
+      return "an array of strings";
+    case Type::TableList:
+      return "an array of tables";
+    case Type::Any:
+      return "any value";
   }
   return "?";
 }
@@ -48,15 +57,24 @@ bool type_ok(Type t, const json& v) {
     return true;
   };
   switch (t) {
-    case Type::Bool: return v.is_boolean();
-    case Type::Int: return v.is_number_integer();
-    case Type::Float: return is_number(v);
-    case Type::String: return v.is_string();
-    case Type::IntList: return all_of([](const json& x) { return x.is_number_integer(); });
-    case Type::FloatList: return all_of([](const json& x) { return is_number(x); });
-    case Type::StringList: return all_of([](const json& x) { return x.is_string(); });
-    case Type::TableList: return all_of([](const json& x) { return x.is_object(); });
-    case Type::Any: return true;
+    case Type::Bool:
+      return v.is_boolean();
+    case Type::Int:
+      return v.is_number_integer();
+    case Type::Float:
+      return is_number(v);
+    case Type::String:
+      return v.is_string();
+    case Type::IntList:
+      return all_of([](const json& x) { return x.is_number_integer(); });
+    case Type::FloatList:
+      return all_of([](const json& x) { return is_number(x); });
+    case Type::StringList:
+      return all_of([](const json& x) { return x.is_string(); });
+    case Type::TableList:
+      return all_of([](const json& x) { return x.is_object(); });
+    case Type::Any:
+      return true;
   }
   return false;
 }
@@ -103,7 +121,8 @@ std::string check_value(const KeySpec& spec, const json& v) {
     auto s = v.get<std::string>();
     bool ok = false;
     for (auto& c : spec.choices) ok = ok || c == s;
-    if (!ok) return "expected one of " + join(spec.choices, ", ") + ", got \"" + s + "\"" + did_you_mean(s, spec.choices);
+    if (!ok)
+      return "expected one of " + join(spec.choices, ", ") + ", got \"" + s + "\"" + did_you_mean(s, spec.choices);
   }
   if (spec.check) return spec.check(v);
   return "";

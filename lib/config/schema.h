@@ -18,17 +18,17 @@ enum class Type { Bool, Int, Float, String, IntList, FloatList, StringList, Tabl
 std::string type_name(Type t);
 
 struct KeySpec {
-  std::string key;                  // relative to its section or component ("lr", "inner.name")
+  std::string key;  // relative to its section or component ("lr", "inner.name")
   Type type = Type::Any;
-  json default_value;               // null when the key has no default (optional keys)
-  std::string doc;                  // one line: meaning, unit
-  std::vector<std::string> choices; // allowed string values (empty: any)
+  json default_value;                // null when the key has no default (optional keys)
+  std::string doc;                   // one line: meaning, unit
+  std::vector<std::string> choices;  // allowed string values (empty: any)
   double min = -std::numeric_limits<double>::infinity();
   double max = std::numeric_limits<double>::infinity();
   bool min_exclusive = false;
-  int size = -1;                    // exact list length (-1: any)
-  bool optional = false;            // may be absent (default null)
-  std::string component_kind;       // "transform" for a TableList of components; name key's registry
+  int size = -1;               // exact list length (-1: any)
+  bool optional = false;       // may be absent (default null)
+  std::string component_kind;  // "transform" for a TableList of components; name key's registry
   // Extra check for values the type system cannot express; returns "" when fine, else "expected ...".
   std::function<std::string(const json&)> check;
 };
@@ -48,6 +48,7 @@ class Options {
   const json* find(const std::string& key) const;
   std::string where(const std::string& key) const;  // origin text for messages
   const std::string& prefix() const { return prefix_; }
+
  private:
   const Tree* tree_ = nullptr;
   std::string prefix_;
@@ -56,30 +57,80 @@ class Options {
 };
 
 namespace detail {
-template <class T> struct TypeOf;
-template <> struct TypeOf<bool> { static constexpr Type value = Type::Bool; };
-template <> struct TypeOf<int> { static constexpr Type value = Type::Int; };
-template <> struct TypeOf<int64_t> { static constexpr Type value = Type::Int; };
-template <> struct TypeOf<double> { static constexpr Type value = Type::Float; };
-template <> struct TypeOf<std::string> { static constexpr Type value = Type::String; };
-template <> struct TypeOf<std::vector<int64_t>> { static constexpr Type value = Type::IntList; };
-template <> struct TypeOf<std::vector<double>> { static constexpr Type value = Type::FloatList; };
-template <> struct TypeOf<std::vector<std::string>> { static constexpr Type value = Type::StringList; };
-template <> struct TypeOf<json> { static constexpr Type value = Type::Any; };
-template <class T> struct TypeOf<std::optional<T>> { static constexpr Type value = TypeOf<T>::value; };
-template <class T> struct IsOptional : std::false_type {};
-template <class T> struct IsOptional<std::optional<T>> : std::true_type {};
+template <class T>
+struct TypeOf;
+template <>
+struct TypeOf<bool> {
+  static constexpr Type value = Type::Bool;
+};
+template <>
+struct TypeOf<int> {
+  static constexpr Type value = Type::Int;
+};
+template <>
+struct TypeOf<int64_t> {
+  static constexpr Type value = Type::Int;
+};
+template <>
+struct TypeOf<double> {
+  static constexpr Type value = Type::Float;
+};
+template <>
+struct TypeOf<std::string> {
+  static constexpr Type value = Type::String;
+};
+template <>
+struct TypeOf<std::vector<int64_t>> {
+  static constexpr Type value = Type::IntList;
+};
+template <>
+struct TypeOf<std::vector<double>> {
+  static constexpr Type value = Type::FloatList;
+};
+template <>
+struct TypeOf<std::vector<std::string>> {
+  static constexpr Type value = Type::StringList;
+};
+template <>
+struct TypeOf<json> {
+  static constexpr Type value = Type::Any;
+};
+template <class T>
+struct TypeOf<std::optional<T>> {
+  static constexpr Type value = TypeOf<T>::value;
+};
+template <class T>
+struct IsOptional : std::false_type {};
+template <class T>
+struct IsOptional<std::optional<T>> : std::true_type {};
 
-template <class T> json to_json_value(const T& v) { return json(v); }
-template <class T> json to_json_value(const std::optional<T>& v) { return v ? json(*v) : json(); }
-template <class T> void from_json_value(const json& j, T& out) {
-  if constexpr (std::is_same_v<T, double>) out = j.get<double>();  // TOML ints accepted for floats
-  else if constexpr (std::is_same_v<T, std::vector<double>>) { out.clear(); for (auto& x : j) out.push_back(x.get<double>()); }
-  else out = j.get<T>();
+template <class T>
+json to_json_value(const T& v) {
+  return json(v);
 }
-template <class T> void from_json_value(const json& j, std::optional<T>& out) {
-  if (j.is_null()) { out.reset(); return; }
-  T v{}; from_json_value(j, v); out = std::move(v);
+template <class T>
+json to_json_value(const std::optional<T>& v) {
+  return v ? json(*v) : json();
+}
+template <class T>
+void from_json_value(const json& j, T& out) {
+  if constexpr (std::is_same_v<T, double>)
+    out = j.get<double>();  // TOML ints accepted for floats
+  else if constexpr (std::is_same_v<T, std::vector<double>>) {
+    out.clear();
+    for (auto& x : j) out.push_back(x.get<double>());
+  } else
+    out = j.get<T>();
+}
+template <class T>
+void from_json_value(const json& j, std::optional<T>& out) {
+  if (j.is_null()) {
+    out.reset();
+    return;
+  }
+  T v{};
+  from_json_value(j, v);
+  out = std::move(v);
 }
 }  // namespace detail
 
@@ -100,14 +151,33 @@ class Fields {
     return *this;
   }
   // Constraints on the key declared last.
-  Fields& min(double v, bool exclusive = false) { last().min = v; last().min_exclusive = exclusive; return *this; }
-  Fields& max(double v) { last().max = v; return *this; }
+  Fields& min(double v, bool exclusive = false) {
+    last().min = v;
+    last().min_exclusive = exclusive;
+    return *this;
+  }
+  Fields& max(double v) {
+    last().max = v;
+    return *this;
+  }
   Fields& range(double lo, double hi) { return min(lo).max(hi); }
   Fields& positive() { return min(0, true); }
-  Fields& choices(std::vector<std::string> c) { last().choices = std::move(c); return *this; }
-  Fields& size(int n) { last().size = n; return *this; }
-  Fields& kind(std::string component_kind) { last().component_kind = std::move(component_kind); return *this; }
-  Fields& check(std::function<std::string(const json&)> f) { last().check = std::move(f); return *this; }
+  Fields& choices(std::vector<std::string> c) {
+    last().choices = std::move(c);
+    return *this;
+  }
+  Fields& size(int n) {
+    last().size = n;
+    return *this;
+  }
+  Fields& kind(std::string component_kind) {
+    last().component_kind = std::move(component_kind);
+    return *this;
+  }
+  Fields& check(std::function<std::string(const json&)> f) {
+    last().check = std::move(f);
+    return *this;
+  }
 
   const Schema& schema() const { return specs_; }
 

@@ -13,7 +13,7 @@ namespace kg::config {
 class Tree;
 
 struct SectionInfo {
-  std::string name;            // "optim"
+  std::string name;  // "optim"
   std::string doc;
   Schema schema;               // keys relative to the section
   std::string component_kind;  // registry whose component `<section>.name` selects ("" for none)

@@ -68,8 +68,7 @@ class Reader {
     for (const auto& [k, node] : t) {
       std::string part(k.str());
       if (!is_key_part(part)) {
-        problems.push_back(at(node).str() + ": bad key \"" + part +
-                           "\" (key parts are letters, digits, _ and -)");
+        problems.push_back(at(node).str() + ": bad key \"" + part + "\" (key parts are letters, digits, _ and -)");
         continue;
       }
       std::string key = prefix.empty() ? part : prefix + "." + part;
@@ -96,13 +95,27 @@ std::string quote(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\t': out += "\\t"; break;
-      case '\n': out += "\\n"; break;
-      case '\f': out += "\\f"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (c < 0x20 || c == 0x7f) {
           char buf[8];
@@ -148,8 +161,8 @@ Tree parse_toml_string(const std::string& text, const std::string& name_for_erro
     doc = toml::parse(text, name_for_errors);
   } catch (const toml::parse_error& e) {
     const auto& b = e.source().begin;
-    throw ConfigError(name_for_errors + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) +
-                      ": " + std::string(e.description()));
+    throw ConfigError(name_for_errors + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) + ": " +
+                      std::string(e.description()));
   }
   Reader reader(name_for_errors);
   Tree tree;
@@ -185,11 +198,16 @@ json parse_override_value(const std::string& text) {
 
 std::string to_toml_value(const json& v) {
   switch (v.type()) {
-    case json::value_t::boolean: return v.get<bool>() ? "true" : "false";
-    case json::value_t::number_integer: return std::to_string(v.get<int64_t>());
-    case json::value_t::number_unsigned: return std::to_string(v.get<uint64_t>());
-    case json::value_t::number_float: return format_float(v.get<double>());
-    case json::value_t::string: return quote(v.get<std::string>());
+    case json::value_t::boolean:
+      return v.get<bool>() ? "true" : "false";
+    case json::value_t::number_integer:
+      return std::to_string(v.get<int64_t>());
+    case json::value_t::number_unsigned:
+      return std::to_string(v.get<uint64_t>());
+    case json::value_t::number_float:
+      return format_float(v.get<double>());
+    case json::value_t::string:
+      return quote(v.get<std::string>());
     case json::value_t::array: {
       std::string out = "[";
       for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + to_toml_value(v[i]);
@@ -205,7 +223,8 @@ std::string to_toml_value(const json& v) {
       }
       return out + " }";
     }
-    default: break;
+    default:
+      break;
   }
   KG_ASSERT(false, "value has no TOML form: ", v.dump());
   return "";

@@ -16,10 +16,14 @@ std::string Origin::str() const {
     return file + ":" + std::to_string(line) + ":" + std::to_string(column);
   };
   switch (kind) {
-    case Kind::File: return pos();
-    case Kind::CommandLine: return "command line";
-    case Kind::EnvLayer: return "env layer " + layer + " (" + pos() + ")";
-    case Kind::Default: break;
+    case Kind::File:
+      return pos();
+    case Kind::CommandLine:
+      return "command line";
+    case Kind::EnvLayer:
+      return "env layer " + layer + " (" + pos() + ")";
+    case Kind::Default:
+      break;
   }
   return "default";
 }

@@ -15,8 +15,8 @@ using json = nlohmann::json;
 // Where a value came from: a file position, the command line, an environment layer or a default.
 struct Origin {
   enum class Kind { Default, File, CommandLine, EnvLayer } kind = Kind::Default;
-  std::string file;   // for File (as the user spelled the path) and EnvLayer (the layer's file)
-  int line = 0;       // 1-based, 0 when unknown
+  std::string file;  // for File (as the user spelled the path) and EnvLayer (the layer's file)
+  int line = 0;      // 1-based, 0 when unknown
   int column = 0;
   std::string layer;  // for EnvLayer: the environment name (kaggle, colab, local, ...)
 
@@ -29,10 +29,10 @@ struct Origin {
 };
 
 struct Entry {
-  json value;                            // bool, integer, float, string or array (arrays may hold tables)
-  Origin origin;                         // where the whole value was set
-  std::map<std::string, Origin> inner;   // origins inside an array: "[2]", "[2].p" -> position
-  bool extra = false;                    // added with +key=value: not checked against the schema
+  json value;                           // bool, integer, float, string or array (arrays may hold tables)
+  Origin origin;                        // where the whole value was set
+  std::map<std::string, Origin> inner;  // origins inside an array: "[2]", "[2].p" -> position
+  bool extra = false;                   // added with +key=value: not checked against the schema
 };
 
 class Tree {

@@ -48,9 +48,9 @@ bool has_nested(const ComponentInfo& c) {
 
 // A nested component of the component a section selects: "optim.inner" -> the optimizer it names.
 struct Nested {
-  std::string prefix;               // full key prefix: "optim.inner"
-  const KeySpec* name_spec;         // the declaring key ("inner.name")
-  const ComponentInfo* component;   // nullptr when the name is unknown (reported at <prefix>.name)
+  std::string prefix;              // full key prefix: "optim.inner"
+  const KeySpec* name_spec;        // the declaring key ("inner.name")
+  const ComponentInfo* component;  // nullptr when the name is unknown (reported at <prefix>.name)
 };
 
 std::vector<Nested> nested_of(const Tree& tree, const SectionInfo& sec) {
@@ -61,8 +61,10 @@ std::vector<Nested> nested_of(const Tree& tree, const SectionInfo& sec) {
     std::string p = nested_prefix(s);
     if (p.empty()) continue;
     std::string full = sec.name + "." + p, name;
-    if (const Entry* e = tree.find(full + ".name"); e && e->value.is_string()) name = e->value.get<std::string>();
-    else if (s.default_value.is_string()) name = s.default_value.get<std::string>();
+    if (const Entry* e = tree.find(full + ".name"); e && e->value.is_string())
+      name = e->value.get<std::string>();
+    else if (s.default_value.is_string())
+      name = s.default_value.get<std::string>();
     const RegistryBase* reg = RegistryBase::by_kind(s.component_kind);
     out.push_back({full, &s, reg ? reg->find_info(name) : nullptr});
   }
@@ -91,13 +93,14 @@ void check_component_table(const std::string& key, const Entry& e, size_t i, con
   const RegistryBase* reg = RegistryBase::by_kind(kind);
   auto name = t.find("name");
   if (name == t.end() || !name->is_string()) {
-    problems.push_back(at + ": missing name = \"...\" (" + origin_of(e, idx) + "; known " + kind + "s: " +
-                       join(reg->names(), ", ") + ")");
+    problems.push_back(at + ": missing name = \"...\" (" + origin_of(e, idx) + "; known " + kind +
+                       "s: " + join(reg->names(), ", ") + ")");
     return;
   }
   const ComponentInfo* c = reg->find_info(name->get<std::string>());
   if (!c && !reg->unavailable(name->get<std::string>()).empty()) {
-    problems.push_back(at + ".name: " + reg->unavailable(name->get<std::string>()) + " (" + origin_of(e, idx + ".name") + ")");
+    problems.push_back(at + ".name: " + reg->unavailable(name->get<std::string>()) + " (" +
+                       origin_of(e, idx + ".name") + ")");
     return;
   }
   if (!c) {
@@ -114,8 +117,8 @@ void check_component_table(const std::string& key, const Entry& e, size_t i, con
     const KeySpec* spec = find_spec(c->schema, k);
     std::string where = origin_of(e, idx + "." + k);
     if (!spec) {
-      problems.push_back(at + "." + k + ": unknown key for " + kind + " " + c->name + " (" + where + "; allowed: " +
-                         join(keys, ", ") + ")" + did_you_mean(k, keys));
+      problems.push_back(at + "." + k + ": unknown key for " + kind + " " + c->name + " (" + where +
+                         "; allowed: " + join(keys, ", ") + ")" + did_you_mean(k, keys));
     } else if (auto err = check_value(*spec, v); !err.empty()) {
       problems.push_back(at + "." + k + ": " + err + " (" + where + ")");
     }
@@ -137,7 +140,8 @@ void check_nested_leaf(const std::string& key, const Entry& e, const Nested& n, 
     if (declares(*c, rest)) owners.push_back(c->name);
   if (!owners.empty()) {
     warnings.push_back(key + " (" + e.origin.str() + ") is an option of " + kind + " " + join(owners, ", ") +
-                       ", not of the selected " + kind + " \"" + n.component->name + "\" (" + n.prefix + ".name): ignored");
+                       ", not of the selected " + kind + " \"" + n.component->name + "\" (" + n.prefix +
+                       ".name): ignored");
     return;
   }
   if (e.extra) return;  // added with +key / ++key: a key of the user's own, not checked
@@ -146,8 +150,8 @@ void check_nested_leaf(const std::string& key, const Entry& e, const Nested& n, 
     allowed.push_back(s.key);
     full.push_back(n.prefix + "." + s.key);
   }
-  problems.push_back(key + ": unknown key for " + kind + " " + n.component->name + " (" + e.origin.str() + "; allowed: " +
-                     join(allowed, ", ") + ")" + did_you_mean(key, full));
+  problems.push_back(key + ": unknown key for " + kind + " " + n.component->name + " (" + e.origin.str() +
+                     "; allowed: " + join(allowed, ", ") + ")" + did_you_mean(key, full));
 }
 
 void check_leaf(const Tree& tree, const std::string& key, const Entry& e, std::vector<std::string>& problems,
@@ -160,8 +164,9 @@ void check_leaf(const Tree& tree, const std::string& key, const Entry& e, std::v
   };
   auto sit = sections().find(section);
   if (sit != sections().end() && rest.empty()) {  // optim=3, train = 3, [[train]]
-    problems.push_back(key + ": is a section of keys, not a value (" + e.origin.str() + "); set its keys instead, e.g. " +
-                       key + "." + (sit->second.schema.empty() ? std::string("KEY") : sit->second.schema.front().key) +
+    problems.push_back(key + ": is a section of keys, not a value (" + e.origin.str() +
+                       "); set its keys instead, e.g. " + key + "." +
+                       (sit->second.schema.empty() ? std::string("KEY") : sit->second.schema.front().key) +
                        "=... or a [" + key + "] table");
     return;
   }

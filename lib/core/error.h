@@ -11,10 +11,10 @@ namespace kg {
 enum ExitCode : int {
   kExitOk = 0,
   kExitInternal = 1,
-  kExitConfig = 2,   // usage or recipe problems, impossible requests
-  kExitData = 3,     // missing/damaged inputs, images, CSVs, weight and checkpoint files
-  kExitDevice = 4,   // device or runtime failures (out of memory, ...)
-  kExitDiverged = 5, // training diverged: non-finite loss/gradients (train.nan_policy = "abort")
+  kExitConfig = 2,    // usage or recipe problems, impossible requests
+  kExitData = 3,      // missing/damaged inputs, images, CSVs, weight and checkpoint files
+  kExitDevice = 4,    // device or runtime failures (out of memory, ...)
+  kExitDiverged = 5,  // training diverged: non-finite loss/gradients (train.nan_policy = "abort")
   kExitSigint = 130,
   kExitSigterm = 143,
 };
@@ -23,16 +23,29 @@ class Error : public std::runtime_error {
  public:
   Error(int exit_code, const std::string& what) : std::runtime_error(what), code_(exit_code) {}
   int exit_code() const { return code_; }
+
  private:
   int code_;
 };
 
-struct InternalError : Error { explicit InternalError(const std::string& m) : Error(kExitInternal, m) {} };
-struct UsageError : Error { explicit UsageError(const std::string& m) : Error(kExitConfig, m) {} };
-struct DataError : Error { explicit DataError(const std::string& m) : Error(kExitData, m) {} };
-struct CheckpointError : Error { explicit CheckpointError(const std::string& m) : Error(kExitData, m) {} };
-struct DivergedError : Error { explicit DivergedError(const std::string& m) : Error(kExitDiverged, m) {} };
-struct DeviceError : Error { explicit DeviceError(const std::string& m) : Error(kExitDevice, m) {} };
+struct InternalError : Error {
+  explicit InternalError(const std::string& m) : Error(kExitInternal, m) {}
+};
+struct UsageError : Error {
+  explicit UsageError(const std::string& m) : Error(kExitConfig, m) {}
+};
+struct DataError : Error {
+  explicit DataError(const std::string& m) : Error(kExitData, m) {}
+};
+struct CheckpointError : Error {
+  explicit CheckpointError(const std::string& m) : Error(kExitData, m) {}
+};
+struct DivergedError : Error {
+  explicit DivergedError(const std::string& m) : Error(kExitDiverged, m) {}
+};
+struct DeviceError : Error {
+  explicit DeviceError(const std::string& m) : Error(kExitDevice, m) {}
+};
 
 // A signal stopped the job at a step boundary after its state was saved.
 struct Interrupted : Error {
@@ -46,6 +59,7 @@ class ConfigError : public Error {
       : Error(kExitConfig, format(problems)), problems_(std::move(problems)) {}
   explicit ConfigError(const std::string& problem) : ConfigError(std::vector<std::string>{problem}) {}
   const std::vector<std::string>& problems() const { return problems_; }
+
  private:
   static std::string format(const std::vector<std::string>& p) {
     if (p.size() == 1) return "recipe error: " + p[0];
@@ -91,15 +105,15 @@ std::string cat(const A&... a) {
 }  // namespace kg
 
 // User errors: KG_CHECK(cond, DataError, "image ", path, " is empty").
-#define KG_CHECK(cond, ErrorType, ...)                              \
-  do {                                                              \
-    if (!(cond)) throw ErrorType(::kg::detail::cat(__VA_ARGS__));   \
+#define KG_CHECK(cond, ErrorType, ...)                            \
+  do {                                                            \
+    if (!(cond)) throw ErrorType(::kg::detail::cat(__VA_ARGS__)); \
   } while (0)
 
 // Internal invariants: a failure is a kgtrain bug (exit 1).
-#define KG_ASSERT(cond, ...)                                                                  \
-  do {                                                                                        \
-    if (!(cond))                                                                              \
-      throw ::kg::InternalError(::kg::detail::cat("internal error at ", __FILE__, ":", __LINE__, \
-                                                 ": ", #cond, " ", ##__VA_ARGS__));          \
+#define KG_ASSERT(cond, ...)                                                                                  \
+  do {                                                                                                        \
+    if (!(cond))                                                                                              \
+      throw ::kg::InternalError(                                                                              \
+          ::kg::detail::cat("internal error at ", __FILE__, ":", __LINE__, ": ", #cond, " ", ##__VA_ARGS__)); \
   } while (0)

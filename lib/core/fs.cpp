@@ -62,8 +62,7 @@ std::string read_file(const std::string& path) {
   std::string out;
   struct stat st {};
   // The size is only a hint: files can grow, and /proc or pipes report 0.
-  if (::fstat(fd.fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-    out.reserve(static_cast<size_t>(st.st_size));
+  if (::fstat(fd.fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) out.reserve(static_cast<size_t>(st.st_size));
   char buf[1 << 16];
   for (;;) {
     ssize_t n = ::read(fd.fd, buf, sizeof buf);
@@ -81,7 +80,8 @@ void make_directories(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
   if (ec || !std::filesystem::is_directory(path))
-    throw DataError("cannot create directory " + path + ": " + (ec ? ec.message() : std::string("a file is in the way")));
+    throw DataError("cannot create directory " + path + ": " +
+                    (ec ? ec.message() : std::string("a file is in the way")));
 }
 
 void fsync_directory(const std::string& dir) {
@@ -101,8 +101,7 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
   if (ec) throw DataError("cannot create directory " + dir + ": " + ec.message());
 
   // pid + counter keeps concurrent writers (threads or processes) off each other's temp files.
-  const std::string tmp =
-      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
   int raw = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (raw < 0) throw DataError("cannot create " + tmp + ": " + os_reason(errno));
   try {
@@ -150,8 +149,7 @@ bool remove_tree(const std::string& path, std::error_code& ec) {
 
 void replace_directory(const std::string& src, const std::string& dst) {
   std::error_code ec;
-  KG_CHECK(stdfs::is_directory(src, ec), DataError, "cannot replace ", dst, ": ", src,
-           " is not a directory");
+  KG_CHECK(stdfs::is_directory(src, ec), DataError, "cannot replace ", dst, ": ", src, " is not a directory");
   struct stat st {};
   if (::lstat(dst.c_str(), &st) != 0) {
     if (errno != ENOENT) throw DataError("cannot stat " + dst + ": " + os_reason(errno));

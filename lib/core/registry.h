@@ -50,14 +50,17 @@ class RegistryBase {
   std::map<std::string, std::string> unavailable_;
 };
 
-template <class Signature> class Registry;
+template <class Signature>
+class Registry;
 
 // Factories take the component's options (from its recipe table) plus kind-specific arguments.
 template <class R, class... Args>
 class Registry<R(Args...)> : public RegistryBase {
  public:
   using Factory = std::function<R(const config::Options&, Args...)>;
-  struct Item : ComponentInfo { Factory factory; };
+  struct Item : ComponentInfo {
+    Factory factory;
+  };
 
   explicit Registry(std::string kind) : RegistryBase(std::move(kind)) {}
 
@@ -73,7 +76,9 @@ class Registry<R(Args...)> : public RegistryBase {
     it.doc = std::move(doc);
     it.example = std::move(example);
     it.schema = fields.schema();
-    it.factory = [fields, make](const config::Options& o, Args... a) -> R { return make(fields.load(o), std::forward<Args>(a)...); };
+    it.factory = [fields, make](const config::Options& o, Args... a) -> R {
+      return make(fields.load(o), std::forward<Args>(a)...);
+    };
     items_.emplace(name, std::move(it));
     return true;
   }
@@ -97,5 +102,4 @@ class Registry<R(Args...)> : public RegistryBase {
 }  // namespace kg
 
 // KG_REGISTER(model_registry(), "resnet9", doc, example, fields(), make)
-#define KG_REGISTER(registry, ...) \
-  static const bool KG_CONCAT(kg_registered_, __LINE__) = (registry).add(__VA_ARGS__)
+#define KG_REGISTER(registry, ...) static const bool KG_CONCAT(kg_registered_, __LINE__) = (registry).add(__VA_ARGS__)

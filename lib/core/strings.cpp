@@ -67,7 +67,9 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool ends_with(std::string_view s, std::string_view x) { return s.size() >= x.size() && s.substr(s.size() - x.size()) == x; }
+bool ends_with(std::string_view s, std::string_view x) {
+  return s.size() >= x.size() && s.substr(s.size() - x.size()) == x;
+}
 
 std::string trim(std::string_view s) {
   size_t b = 0, e = s.size();
@@ -103,14 +105,22 @@ size_t invalid_utf8_at(std::string_view s) {
     }
     size_t n = 0;                   // continuation bytes
     unsigned lo = 0x80, hi = 0xBF;  // allowed range of the first continuation byte
-    if (c >= 0xC2 && c <= 0xDF) n = 1;
-    else if (c == 0xE0) n = 2, lo = 0xA0;
-    else if (c == 0xED) n = 2, hi = 0x9F;  // no UTF-16 surrogates
-    else if (c >= 0xE1 && c <= 0xEF) n = 2;
-    else if (c == 0xF0) n = 3, lo = 0x90;
-    else if (c >= 0xF1 && c <= 0xF3) n = 3;
-    else if (c == 0xF4) n = 3, hi = 0x8F;  // up to U+10FFFF
-    else return i;  // a continuation byte without a lead, 0xC0/0xC1 (overlong) or 0xF5..0xFF
+    if (c >= 0xC2 && c <= 0xDF)
+      n = 1;
+    else if (c == 0xE0)
+      n = 2, lo = 0xA0;
+    else if (c == 0xED)
+      n = 2, hi = 0x9F;  // no UTF-16 surrogates
+    else if (c >= 0xE1 && c <= 0xEF)
+      n = 2;
+    else if (c == 0xF0)
+      n = 3, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3)
+      n = 3;
+    else if (c == 0xF4)
+      n = 3, hi = 0x8F;  // up to U+10FFFF
+    else
+      return i;  // a continuation byte without a lead, 0xC0/0xC1 (overlong) or 0xF5..0xFF
     for (size_t k = 1; k <= n; ++k) {
       if (i + k >= s.size()) return i;
       const unsigned char d = byte(i + k);

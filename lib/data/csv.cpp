@@ -25,15 +25,15 @@ std::string trim(std::string_view s) {
 int64_t count_breaks(std::string_view s) {
   int64_t n = 0;
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\n') ++n;
-    else if (s[i] == '\r' && (i + 1 == s.size() || s[i + 1] != '\n')) ++n;
+    if (s[i] == '\n')
+      ++n;
+    else if (s[i] == '\r' && (i + 1 == s.size() || s[i + 1] != '\n'))
+      ++n;
   }
   return n;
 }
 
-std::string plural(size_t n, const char* word) {
-  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
-}
+std::string plural(size_t n, const char* word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
 
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
@@ -113,8 +113,10 @@ struct Parser {
     out.clear();
     for (;;) {
       std::string field;
-      if (i < text.size() && text[i] == '"') quoted_field(field, out.size() + 1);
-      else plain_field(field, out.size() + 1);
+      if (i < text.size() && text[i] == '"')
+        quoted_field(field, out.size() + 1);
+      else
+        plain_field(field, out.size() + 1);
       out.push_back(std::move(field));
       if (i < text.size() && text[i] == ',') {
         ++i;
@@ -200,14 +202,14 @@ CsvTable parse_csv(std::string_view text, const std::string& name) {
       for (size_t c = 0; c < rec.size(); ++c) {
         std::string h = trim(rec[c]);
         auto [it, fresh] = seen.emplace(h, c);
-        KG_CHECK(fresh, DataError, name, " line ", start, ": duplicate column \"", h,
-                 "\" in the header (columns ", it->second + 1, " and ", c + 1, ")");
+        KG_CHECK(fresh, DataError, name, " line ", start, ": duplicate column \"", h, "\" in the header (columns ",
+                 it->second + 1, " and ", c + 1, ")");
         t.header.push_back(std::move(h));
       }
       continue;
     }
-    KG_CHECK(rec.size() == t.header.size(), DataError, name, " row ", t.rows.size() + 1, " (line ",
-             start, ") has ", plural(rec.size(), "field"), ", the header has ", t.header.size());
+    KG_CHECK(rec.size() == t.header.size(), DataError, name, " row ", t.rows.size() + 1, " (line ", start, ") has ",
+             plural(rec.size(), "field"), ", the header has ", t.header.size());
     t.rows.push_back(std::move(rec));
     t.line.push_back(start);
   }

@@ -28,7 +28,8 @@ void append_extra_rows(const DataOptions& o, const ClassList& classes, Table& t,
 
   // prob_<class> columns: soft targets (multiclass) or probabilities (binary: the positive class; multilabel).
   std::vector<std::string> names;
-  if (classes.task == Task::binary) names.push_back("prob_" + classes.names[1]);
+  if (classes.task == Task::binary)
+    names.push_back("prob_" + classes.names[1]);
   else if (classes.task != Task::regression)
     for (auto& n : classes.names) names.push_back("prob_" + n);
   std::vector<int> pcols;
@@ -37,8 +38,8 @@ void append_extra_rows(const DataOptions& o, const ClassList& classes, Table& t,
     int c = csv.column(n);
     (c >= 0 ? pcols.push_back(c) : missing.push_back(n));
   }
-  KG_CHECK(pcols.empty() || missing.empty(), DataError, csv.path, " has probability columns but lacks ", join(missing, ", "),
-           ": give one prob_<class> column per class (soft targets) or none (hard labels)");
+  KG_CHECK(pcols.empty() || missing.empty(), DataError, csv.path, " has probability columns but lacks ",
+           join(missing, ", "), ": give one prob_<class> column per class (soft targets) or none (hard labels)");
   const size_t K = pcols.size();
   for (size_t i = 0; i < csv.rows.size() && K > 0; ++i) {
     std::vector<float> p;
@@ -62,8 +63,10 @@ void append_extra_rows(const DataOptions& o, const ClassList& classes, Table& t,
       bad.push_back({e.rows[i].csv_row, e.rows[i].id, problem, e.rows[i].where});
       p.assign(K, 0.0f);
     }
-    if (classes.task == Task::multiclass) e.soft.insert(e.soft.end(), p.begin(), p.end());
-    else std::copy(p.begin(), p.end(), e.values.begin() + static_cast<std::ptrdiff_t>(i * K));
+    if (classes.task == Task::multiclass)
+      e.soft.insert(e.soft.end(), p.begin(), p.end());
+    else
+      std::copy(p.begin(), p.end(), e.values.begin() + static_cast<std::ptrdiff_t>(i * K));
   }
   std::set<std::string> ids;
   for (auto& r : t.rows) ids.insert(r.id);

@@ -15,8 +15,8 @@ namespace {
 
 void check_folds(int64_t n, int folds) {
   KG_CHECK(folds >= 2, ConfigError, "folds = ", folds, ": cross-validation needs at least 2 folds");
-  KG_CHECK(folds <= n, ConfigError, "folds = ", folds, " but there are only ", n,
-           " rows to split; use at most ", n, " folds");
+  KG_CHECK(folds <= n, ConfigError, "folds = ", folds, " but there are only ", n, " rows to split; use at most ", n,
+           " folds");
 }
 
 void shuffle(std::vector<int64_t>& v, uint64_t seed) {
@@ -48,7 +48,8 @@ std::vector<int> random_folds(int64_t n, int folds, uint64_t seed) {
   for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
   shuffle(order, stream_seed(seed));
   std::vector<int> fold(static_cast<size_t>(n));
-  for (int64_t k = 0; k < n; ++k) fold[static_cast<size_t>(order[static_cast<size_t>(k)])] = static_cast<int>(k % folds);
+  for (int64_t k = 0; k < n; ++k)
+    fold[static_cast<size_t>(order[static_cast<size_t>(k)])] = static_cast<int>(k % folds);
   return fold;
 }
 
@@ -60,8 +61,9 @@ std::vector<int> group_folds(const std::vector<std::string>& groups, int folds, 
   std::map<std::string, std::vector<int64_t>> by_group;
   for (size_t i = 0; i < groups.size(); ++i) by_group[groups[i]].push_back(static_cast<int64_t>(i));
   KG_CHECK(folds >= 2, ConfigError, "folds = ", folds, ": cross-validation needs at least 2 folds");
-  KG_CHECK(static_cast<int64_t>(by_group.size()) >= folds, ConfigError, "cv.folds = ", folds, " but cv.group_col holds only ",
-           by_group.size(), " distinct groups; use at most ", by_group.size(), " folds");
+  KG_CHECK(static_cast<int64_t>(by_group.size()) >= folds, ConfigError, "cv.folds = ", folds,
+           " but cv.group_col holds only ", by_group.size(), " distinct groups; use at most ", by_group.size(),
+           " folds");
   std::vector<const std::vector<int64_t>*> order;
   for (auto& [g, rows] : by_group) order.push_back(&rows);
   Rng rng(stream_seed(seed, 0x47524F5550ULL /* "GROUP" */));
@@ -105,7 +107,8 @@ namespace kg::data {
 std::vector<std::string> fold_columns(const CvOptions& cv) {
   std::string s = cv.strategy == "auto" ? (cv.group_col.empty() ? "stratified" : "group") : cv.strategy;
   if (s == "group") {
-    KG_CHECK(!cv.group_col.empty(), ConfigError, "cv.strategy = \"group\" needs cv.group_col (the column whose rows must share a fold)");
+    KG_CHECK(!cv.group_col.empty(), ConfigError,
+             "cv.strategy = \"group\" needs cv.group_col (the column whose rows must share a fold)");
     return {cv.group_col};
   }
   if (s == "column") return {cv.fold_col};
@@ -115,7 +118,8 @@ std::vector<std::string> fold_columns(const CvOptions& cv) {
 FoldSplit split_folds(const Table& t, const CvOptions& cv, uint64_t seed) {
   FoldSplit s;
   s.fold = assign_folds(t, cv, seed);
-  for (int64_t i = 0; i < t.size(); ++i) (s.fold[static_cast<size_t>(i)] == cv.held_out ? s.valid : s.train).push_back(i);
+  for (int64_t i = 0; i < t.size(); ++i)
+    (s.fold[static_cast<size_t>(i)] == cv.held_out ? s.valid : s.train).push_back(i);
   return s;
 }
 

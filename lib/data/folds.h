@@ -17,8 +17,8 @@ std::vector<std::string> fold_columns(const CvOptions& cv);
 
 // Table rows on either side of the held-out fold cv.fold.
 struct FoldSplit {
-  std::vector<int> fold;                   // fold of every row
-  std::vector<int64_t> train, valid;       // row indices
+  std::vector<int> fold;              // fold of every row
+  std::vector<int64_t> train, valid;  // row indices
 };
 FoldSplit split_folds(const Table& t, const CvOptions& cv, uint64_t seed);
 

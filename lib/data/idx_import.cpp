@@ -85,9 +85,8 @@ void check_magic(const std::string& b, const std::string& path, uint32_t want, c
   KG_CHECK(b.size() >= 4, DataError, path, ": not an IDX ", kind, " file (only ", b.size(),
            " bytes, expected a 4-byte magic number ", hex32(want), " first)");
   uint32_t magic = be32(b, 0);
-  KG_CHECK(magic == want, DataError, path, ": not an IDX ", kind, " file (magic number ",
-           hex32(magic), ", expected ", hex32(want), ")",
-           magic == kImageMagic ? "; it holds images" : "",
+  KG_CHECK(magic == want, DataError, path, ": not an IDX ", kind, " file (magic number ", hex32(magic), ", expected ",
+           hex32(want), ")", magic == kImageMagic ? "; it holds images" : "",
            magic == kLabelMagic ? "; it holds labels" : "");
 }
 
@@ -96,19 +95,18 @@ IdxImages load_images(const std::string& path) {
   im.bytes = read_maybe_gz(path);
   const std::string& b = im.bytes;
   check_magic(b, path, kImageMagic, "image");
-  KG_CHECK(b.size() >= 16, DataError, path, " is truncated: expected a 16-byte header, file has ",
-           b.size(), " bytes");
+  KG_CHECK(b.size() >= 16, DataError, path, " is truncated: expected a 16-byte header, file has ", b.size(), " bytes");
   uint32_t n = be32(b, 4), h = be32(b, 8), w = be32(b, 12);
-  KG_CHECK(n > 0 && h > 0 && w > 0 && h <= 65535 && w <= 65535, DataError, path,
-           ": implausible dimensions ", n, " x ", h, " x ", w, " (images x rows x columns)");
+  KG_CHECK(n > 0 && h > 0 && w > 0 && h <= 65535 && w <= 65535, DataError, path, ": implausible dimensions ", n, " x ",
+           h, " x ", w, " (images x rows x columns)");
   im.count = n;
   im.height = static_cast<int>(h);
   im.width = static_cast<int>(w);
   const uint64_t expected = 16 + uint64_t{n} * h * w;
-  KG_CHECK(b.size() >= expected, DataError, path, " is truncated: expected ", n, " images of ", h,
-           "x", w, " (", expected, " bytes), file has ", b.size(), " bytes");
-  KG_CHECK(b.size() == expected, DataError, path, " has ", b.size() - expected,
-           " bytes after its ", n, " images of ", h, "x", w, " (wrong header or not an IDX file)");
+  KG_CHECK(b.size() >= expected, DataError, path, " is truncated: expected ", n, " images of ", h, "x", w, " (",
+           expected, " bytes), file has ", b.size(), " bytes");
+  KG_CHECK(b.size() == expected, DataError, path, " has ", b.size() - expected, " bytes after its ", n, " images of ",
+           h, "x", w, " (wrong header or not an IDX file)");
   return im;
 }
 
@@ -117,14 +115,13 @@ IdxLabels load_labels(const std::string& path) {
   lb.bytes = read_maybe_gz(path);
   const std::string& b = lb.bytes;
   check_magic(b, path, kLabelMagic, "label");
-  KG_CHECK(b.size() >= 8, DataError, path, " is truncated: expected an 8-byte header, file has ",
-           b.size(), " bytes");
+  KG_CHECK(b.size() >= 8, DataError, path, " is truncated: expected an 8-byte header, file has ", b.size(), " bytes");
   lb.count = be32(b, 4);
   const uint64_t expected = 8 + static_cast<uint64_t>(lb.count);
-  KG_CHECK(b.size() >= expected, DataError, path, " is truncated: expected ", lb.count,
-           " labels (", expected, " bytes), file has ", b.size(), " bytes");
-  KG_CHECK(b.size() == expected, DataError, path, " has ", b.size() - expected,
-           " bytes after its ", lb.count, " labels (wrong header or not an IDX file)");
+  KG_CHECK(b.size() >= expected, DataError, path, " is truncated: expected ", lb.count, " labels (", expected,
+           " bytes), file has ", b.size(), " bytes");
+  KG_CHECK(b.size() == expected, DataError, path, " has ", b.size() - expected, " bytes after its ", lb.count,
+           " labels (wrong header or not an IDX file)");
   return lb;
 }
 
@@ -152,8 +149,7 @@ bool same_content(const std::string& path, const std::string& bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   struct stat st {};
-  bool same = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-              static_cast<uint64_t>(st.st_size) == bytes.size();
+  bool same = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) == bytes.size();
   if (same) {
     std::string have(bytes.size(), '\0');
     size_t got = 0;
@@ -180,9 +176,8 @@ void remove_stale(const std::string& dir, int64_t first, int64_t count) {
   for (const auto& e : stdfs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
     const std::string stem = name.size() > 4 ? name.substr(0, name.size() - 4) : "";
-    bool keep = name.size() > 4 && name.compare(name.size() - 4, 4, ".png") == 0 &&
-                stem.size() <= 18 && stem[0] != '0' &&
-                stem.find_first_not_of("0123456789") == std::string::npos;
+    bool keep = name.size() > 4 && name.compare(name.size() - 4, 4, ".png") == 0 && stem.size() <= 18 &&
+                stem[0] != '0' && stem.find_first_not_of("0123456789") == std::string::npos;
     keep = keep && std::stoll(stem) >= first && std::stoll(stem) < first + count;
     if (!keep && !remove_tree(e.path().string(), ec))
       throw DataError("cannot remove " + e.path().string() + ": " + ec.message());
@@ -193,8 +188,8 @@ void remove_stale(const std::string& dir, int64_t first, int64_t count) {
 // renamed into place. An existing one is updated in place, skipping files that already hold the
 // right bytes: a re-run then deletes nothing, which matters because unlinking 70000 files takes
 // minutes on some disks (ext4 with online discard).
-void write_split(const IdxImages& im, const std::string& out_dir, const std::string& split,
-                 int64_t first_id, int threads) {
+void write_split(const IdxImages& im, const std::string& out_dir, const std::string& split, int64_t first_id,
+                 int threads) {
   const std::string dst = out_dir + "/" + split;
   const std::string stage = out_dir + "/." + split + ".partial";
   std::error_code ec;
@@ -248,23 +243,27 @@ void write_split(const IdxImages& im, const std::string& out_dir, const std::str
 
 // Writes <out_dir>/<split>.kgpack: one raw pack of the split's 8-bit gray images, whose table is
 // id[,label] with ids first_id, first_id + 1, ... (labels only for train, as in train.csv/test.csv).
-void write_pack(const IdxImages& im, const IdxLabels& labels, const IdxImportOptions& o,
-                const std::string& split, int64_t first_id) {
+void write_pack(const IdxImages& im, const IdxLabels& labels, const IdxImportOptions& o, const std::string& split,
+                int64_t first_id) {
   const bool train = split == "train";
   std::string table = train ? "id,label\n" : "id\n";
   for (int64_t i = 0; i < im.count; ++i)
     table += std::to_string(first_id + i) + (train ? "," + std::to_string(labels.label(i)) : "") + "\n";
-  const nlohmann::json meta = {{"kind", "raw"}, {"height", im.height}, {"width", im.width}, {"channels", 1},
-                               {"table_csv", table}, {"id_col", "id"},
+  const nlohmann::json meta = {{"kind", "raw"},
+                               {"height", im.height},
+                               {"width", im.width},
+                               {"channels", 1},
+                               {"table_csv", table},
+                               {"id_col", "id"},
                                {"source", "idx:" + (train ? o.train_images : o.test_images)},
-                               {"split", split}, {"created_by", std::string("kgtrain ") + KGTRAIN_VERSION}};
+                               {"split", split},
+                               {"created_by", std::string("kgtrain ") + KGTRAIN_VERSION}};
   std::error_code ec;
   stdfs::create_directories(o.out_dir, ec);
   if (ec) throw DataError("cannot create directory " + o.out_dir + ": " + ec.message());
   PackWriter w(o.out_dir + "/" + split + ".kgpack", meta);
   const size_t bytes = static_cast<size_t>(im.height) * static_cast<size_t>(im.width);
-  for (int64_t i = 0; i < im.count; ++i)
-    w.add(std::string_view(reinterpret_cast<const char*>(im.pixels(i)), bytes));
+  for (int64_t i = 0; i < im.count; ++i) w.add(std::string_view(reinterpret_cast<const char*>(im.pixels(i)), bytes));
   w.finish();
 }
 
@@ -288,16 +287,20 @@ void claim_out_dir(const IdxImportOptions& o) {
       std::string list;
       for (size_t i = 0; i < names.size() && i < 6; ++i) list += (i ? ", " : "") + names[i];
       if (names.size() > 6) list += ", ... (" + std::to_string(names.size()) + " entries)";
-      throw UsageError("import-idx --out " + o.out_dir + ": the directory is not empty and was not written by "
-                       "import-idx (it holds " + list + "); nothing was changed. Import into a new or empty "
+      throw UsageError("import-idx --out " + o.out_dir +
+                       ": the directory is not empty and was not written by "
+                       "import-idx (it holds " +
+                       list +
+                       "); nothing was changed. Import into a new or empty "
                        "directory, or empty this one first");
     }
   }
   make_directories(o.out_dir);
   const nlohmann::json marker = {{"created_by", std::string("kgtrain ") + KGTRAIN_VERSION},
                                  {"layout", o.packs ? "packs" : "png"},
-                                 {"note", "written by kgtrain import-idx, which may replace this directory's "
-                                          "train/, test/, CSV and .kgpack files when run again"}};
+                                 {"note",
+                                  "written by kgtrain import-idx, which may replace this directory's "
+                                  "train/, test/, CSV and .kgpack files when run again"}};
   write_file_atomic((dir / kImportMarker).string(), marker.dump(2) + "\n");
 }
 
@@ -309,7 +312,8 @@ void remove_other_layout(const IdxImportOptions& o) {
                                                  : std::vector<std::string>{"train.kgpack", "test.kgpack"};
   for (const auto& name : stale) {
     const std::string path = o.out_dir + "/" + name;
-    if (stdfs::exists(path, ec) && !remove_tree(path, ec)) throw DataError("cannot remove " + path + ": " + ec.message());
+    if (stdfs::exists(path, ec) && !remove_tree(path, ec))
+      throw DataError("cannot remove " + path + ": " + ec.message());
   }
 }
 
@@ -327,20 +331,18 @@ IdxImportReport import_idx(const IdxImportOptions& o) {
 
   const IdxImages train = load_images(o.train_images), test = load_images(o.test_images);
   const IdxLabels train_y = load_labels(o.train_labels), test_y = load_labels(o.test_labels);
-  KG_CHECK(train.count == train_y.count, DataError, "train images (", o.train_images, ": ",
-           train.count, ") and labels (", o.train_labels, ": ", train_y.count,
-           ") differ in count");
-  KG_CHECK(test.count == test_y.count, DataError, "test images (", o.test_images, ": ", test.count,
-           ") and labels (", o.test_labels, ": ", test_y.count, ") differ in count");
-  KG_CHECK(train.height == test.height && train.width == test.width, DataError, "train images (",
-           o.train_images, ") are ", train.height, "x", train.width, " but test images (",
-           o.test_images, ") are ", test.height, "x", test.width);
+  KG_CHECK(train.count == train_y.count, DataError, "train images (", o.train_images, ": ", train.count,
+           ") and labels (", o.train_labels, ": ", train_y.count, ") differ in count");
+  KG_CHECK(test.count == test_y.count, DataError, "test images (", o.test_images, ": ", test.count, ") and labels (",
+           o.test_labels, ": ", test_y.count, ") differ in count");
+  KG_CHECK(train.height == test.height && train.width == test.width, DataError, "train images (", o.train_images,
+           ") are ", train.height, "x", train.width, " but test images (", o.test_images, ") are ", test.height, "x",
+           test.width);
   if (!o.class_names.empty()) {
     for (const IdxLabels* lb : {&train_y, &test_y})
       for (int64_t i = 0; i < lb->count; ++i)
-        KG_CHECK(lb->label(i) < static_cast<int>(o.class_names.size()), DataError, "label ",
-                 lb->label(i), " (item ", i + 1, " of ",
-                 lb == &train_y ? o.train_labels : o.test_labels, ") has no class name; ",
+        KG_CHECK(lb->label(i) < static_cast<int>(o.class_names.size()), DataError, "label ", lb->label(i), " (item ",
+                 i + 1, " of ", lb == &train_y ? o.train_labels : o.test_labels, ") has no class name; ",
                  o.class_names.size(), " names were given");
   }
 
@@ -354,8 +356,7 @@ IdxImportReport import_idx(const IdxImportOptions& o) {
     write_split(test, o.out_dir, "test", train.count + 1, o.threads);
   }
 
-  std::string train_csv = "id,label\n", test_csv = "id\n", sample = "id,label\n",
-              truth = "id,label\n";
+  std::string train_csv = "id,label\n", test_csv = "id\n", sample = "id,label\n", truth = "id,label\n";
   for (int64_t i = 0; i < train.count; ++i)
     train_csv += std::to_string(i + 1) + "," + std::to_string(train_y.label(i)) + "\n";
   for (int64_t i = 0; i < test.count; ++i) {
@@ -374,8 +375,7 @@ IdxImportReport import_idx(const IdxImportOptions& o) {
   write_file_atomic(o.out_dir + "/test_labels.csv", truth);
   if (!o.class_names.empty()) {
     std::string classes = "index,name\n";
-    for (size_t k = 0; k < o.class_names.size(); ++k)
-      classes += csv_line({std::to_string(k), o.class_names[k]});
+    for (size_t k = 0; k < o.class_names.size(); ++k) classes += csv_line({std::to_string(k), o.class_names[k]});
     write_file_atomic(o.out_dir + "/classes.csv", classes);
   }
   remove_other_layout(o);

@@ -9,8 +9,8 @@ namespace kg::data {
 
 struct IdxImportOptions {
   std::string train_images, train_labels, test_images, test_labels;  // IDX(.gz) paths, all required
-  std::string out_dir;                                                // DATA
-  int threads = 2;                                                    // PNG encoding threads
+  std::string out_dir;                                               // DATA
+  int threads = 2;                                                   // PNG encoding threads
   std::vector<std::string> class_names;  // optional; written to DATA/classes.csv (index,name)
   // Raw packs DATA/train.kgpack and DATA/test.kgpack (tables inside) instead of PNG folders and
   // train.csv/test.csv: no image decoding at training time, and no OpenCV image codecs needed.

@@ -24,8 +24,8 @@ inline int image_type(int depth, int channels) { return CV_MAKETYPE(depth, chann
 #else
 
 namespace kg::data {
-inline constexpr int kDepth8U = 0;   // OpenCV's CV_8U
-inline constexpr int kDepth32F = 5;  // OpenCV's CV_32F
+inline constexpr int kDepth8U = 0;                                                        // OpenCV's CV_8U
+inline constexpr int kDepth32F = 5;                                                       // OpenCV's CV_32F
 inline int image_type(int depth, int channels) { return depth + ((channels - 1) << 3); }  // CV_MAKETYPE
 
 class Image {

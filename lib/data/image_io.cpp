@@ -44,10 +44,15 @@ void put_chunk(std::string& out, const char* type, const std::string& data) {
 // Brings any decoded depth to 8 bits.
 void to_8bit(Image& m, const std::string& name) {
   switch (m.depth()) {
-    case CV_8U: return;
-    case CV_16U: m.convertTo(m, CV_8U, 1.0 / 257.0); return;  // 65535 -> 255 exactly
+    case CV_8U:
+      return;
+    case CV_16U:
+      m.convertTo(m, CV_8U, 1.0 / 257.0);
+      return;  // 65535 -> 255 exactly
     case CV_32F:
-    case CV_64F: m.convertTo(m, CV_8U, 255.0); return;  // HDR/TIFF floats are nominally [0, 1]
+    case CV_64F:
+      m.convertTo(m, CV_8U, 255.0);
+      return;  // HDR/TIFF floats are nominally [0, 1]
     default:
       throw DataError("cannot decode image " + name + ": unsupported sample type (signed or " +
                       "32-bit integer samples); convert it to 8- or 16-bit unsigned");
@@ -87,12 +92,13 @@ int opencv_threads() {
 Image decode_image_bytes(std::string_view bytes, const std::string& name, int channels) {
   KG_ASSERT(channels == 1 || channels == 3, "channels=", channels);
   KG_CHECK(!bytes.empty(), DataError, "image ", name, " is empty (0 bytes)");
-  KG_CHECK(bytes.size() <= static_cast<size_t>(INT_MAX), DataError, "image ", name,
-           " is too large (", bytes.size(), " bytes)");
+  KG_CHECK(bytes.size() <= static_cast<size_t>(INT_MAX), DataError, "image ", name, " is too large (", bytes.size(),
+           " bytes)");
 #if !KG_WITH_IMGCODECS
   throw DataError("cannot decode image " + name + ": this kgtrain was built without " +
                   std::string(KG_WITH_OPENCV ? "OpenCV's image codecs (imgcodecs)" : "OpenCV") +
-                  ", and image decoding needs them. Rebuild with them (Debian/Ubuntu: apt-get install libopencv-dev), or train from data that needs no decoding: an IDX " +
+                  ", and image decoding needs them. Rebuild with them (Debian/Ubuntu: apt-get install libopencv-dev), "
+                  "or train from data that needs no decoding: an IDX " +
                   "file, a raw pack (`kgtrain pack --raw` on a machine whose kgtrain decodes), or " +
                   "data.cache = \"device\" over such a source");
 #else
@@ -107,8 +113,7 @@ Image decode_image_bytes(std::string_view bytes, const std::string& name, int ch
   } catch (const cv::Exception&) {
     m.release();  // a damaged file can make a codec throw; same message as an empty result
   }
-  KG_CHECK(!m.empty(), DataError, "cannot decode image ", name,
-           ": not a supported image or damaged");
+  KG_CHECK(!m.empty(), DataError, "cannot decode image ", name, ": not a supported image or damaged");
   to_8bit(m, name);
   // Codecs outside the PNG/JPEG path can still hand back 2 or 4 channels.
   if (m.channels() == 4) cv::cvtColor(m, m, cv::COLOR_BGRA2BGR);
@@ -160,7 +165,8 @@ void encode_png_zlib(const Image& img, std::string& out) {
   std::string header;
   put_u32(header, static_cast<uint32_t>(img.cols));
   put_u32(header, static_cast<uint32_t>(img.rows));
-  header += std::string{8, static_cast<char>(img.channels() == 3 ? 2 : 0), 0, 0, 0};  // depth, colour, deflate, filter, no interlace
+  header += std::string{8, static_cast<char>(img.channels() == 3 ? 2 : 0), 0, 0,
+                        0};  // depth, colour, deflate, filter, no interlace
   out.assign("\x89PNG\r\n\x1a\n", 8);
   put_chunk(out, "IHDR", header);
   put_chunk(out, "IDAT", packed);

@@ -22,8 +22,8 @@ int64_t num_batches(int64_t rows, int64_t batch_size, bool drop_last, int64_t ma
   return max_batches >= 0 ? std::min(n, max_batches) : n;
 }
 
-std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int64_t batch_size, bool drop_last, int rank, int count,
-                                 int64_t* batches) {
+std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int64_t batch_size, bool drop_last, int rank,
+                                 int count, int64_t* batches) {
   KG_ASSERT(count >= 1 && rank >= 0 && rank < count && batch_size > 0, "shard ", rank, " of ", count);
   const int64_t n = static_cast<int64_t>(order.size());
   const int64_t global = batch_size * count;
@@ -81,8 +81,11 @@ Loader::~Loader() {
 at::Tensor Loader::buffer(const std::vector<int64_t>& shape, bool u8) {
   std::lock_guard<std::mutex> lock(pool_mu_);
   for (auto& t : pool_)
-    if (t.use_count() == 1 && t.storage().use_count() == 1 && t.sizes().vec() == shape && (t.scalar_type() == at::kByte) == u8) return t;
-  pool_.push_back(at::empty(shape, at::TensorOptions().dtype(u8 ? at::kByte : at::kFloat).pinned_memory(o_.pin_memory)));
+    if (t.use_count() == 1 && t.storage().use_count() == 1 && t.sizes().vec() == shape &&
+        (t.scalar_type() == at::kByte) == u8)
+      return t;
+  pool_.push_back(
+      at::empty(shape, at::TensorOptions().dtype(u8 ? at::kByte : at::kFloat).pinned_memory(o_.pin_memory)));
   return pool_.back();
 }
 
@@ -119,8 +122,10 @@ void Loader::produce(int64_t b, Batch& out) {
         img = table_.image(static_cast<size_t>(row), static_cast<int>(g.channels));
         if (o_.cache) o_.cache->put(row, img);
       }
-      if (u8) pipeline_.process_u8(std::move(img), rng, dst8 + i * per_image);
-      else pipeline_.process(std::move(img), rng, dst + i * per_image);
+      if (u8)
+        pipeline_.process_u8(std::move(img), rng, dst8 + i * per_image);
+      else
+        pipeline_.process(std::move(img), rng, dst + i * per_image);
     } catch (const Error&) {
       with_context(r.where + " (id " + r.id + ")", [] { throw; });
     }
@@ -140,15 +145,18 @@ void Loader::fill_targets(Batch& out) const {
     return t;
   };
   bool soft = false;  // a batch holding soft pseudo-labelled rows carries [n, K] probabilities for every row
-  for (int64_t i = 0; i < n && !table_.soft.empty(); ++i) soft = soft || table_.is_extra(out.rows[static_cast<size_t>(i)]);
+  for (int64_t i = 0; i < n && !table_.soft.empty(); ++i)
+    soft = soft || table_.is_extra(out.rows[static_cast<size_t>(i)]);
   if (soft) {
     const int64_t K = static_cast<int64_t>(table_.soft.size()) / (table_.size() - table_.extra_begin);
     out.targets = at::zeros({n, K}, at::kFloat);
     float* p = out.targets.data_ptr<float>();
     for (int64_t i = 0; i < n; ++i) {
       const int64_t r = out.rows[static_cast<size_t>(i)];
-      if (table_.is_extra(r)) std::copy_n(table_.soft.begin() + (r - table_.extra_begin) * K, K, p + i * K);
-      else p[i * K + table_.targets[static_cast<size_t>(r)]] = 1.0f;
+      if (table_.is_extra(r))
+        std::copy_n(table_.soft.begin() + (r - table_.extra_begin) * K, K, p + i * K);
+      else
+        p[i * K + table_.targets[static_cast<size_t>(r)]] = 1.0f;
     }
   } else if (!table_.targets.empty()) {
     out.targets = at::empty({n}, at::kLong);
@@ -205,7 +213,8 @@ void ImageCache::remap(const std::vector<int64_t>& new_of_old) {
   std::unordered_map<int64_t, Image> kept;
   bytes_ = 0;
   for (auto& [row, img] : images_) {
-    const int64_t to = row >= 0 && row < static_cast<int64_t>(new_of_old.size()) ? new_of_old[static_cast<size_t>(row)] : -1;
+    const int64_t to =
+        row >= 0 && row < static_cast<int64_t>(new_of_old.size()) ? new_of_old[static_cast<size_t>(row)] : -1;
     if (to < 0) continue;
     bytes_ += img.total() * img.elemSize();
     kept.emplace(to, std::move(img));
@@ -229,7 +238,8 @@ void Loader::worker() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       // Bounded prefetch: never more than `prefetch` batches ahead of the consumer.
-      cv_.wait(lock, [&] { return stop_ || next_to_make_ >= num_batches_ || next_to_make_ < next_to_give_ + o_.prefetch; });
+      cv_.wait(lock,
+               [&] { return stop_ || next_to_make_ >= num_batches_ || next_to_make_ < next_to_give_ + o_.prefetch; });
       if (stop_ || next_to_make_ >= num_batches_) return;
       b = next_to_make_++;
     }

@@ -23,11 +23,11 @@ namespace kg::data {
 class ResidentImages;  // data/resident.h
 
 struct Batch {
-  int64_t index = 0;             // batch number within the epoch
-  at::Tensor images;             // float [B, C, H, W], or uint8 with data.uint8_transfer (see to_model_input)
-  at::Tensor targets;            // multiclass: int64 [B]; other tasks: float [B, D]; undefined when unlabeled
-  at::Tensor features;           // float [B, F] from data.feature_cols (undefined when none)
-  std::vector<int64_t> rows;     // table row of each sample
+  int64_t index = 0;          // batch number within the epoch
+  at::Tensor images;          // float [B, C, H, W], or uint8 with data.uint8_transfer (see to_model_input)
+  at::Tensor targets;         // multiclass: int64 [B]; other tasks: float [B, D]; undefined when unlabeled
+  at::Tensor features;        // float [B, F] from data.feature_cols (undefined when none)
+  std::vector<int64_t> rows;  // table row of each sample
   std::vector<double> norm_mean, norm_std;  // uint8 batches: the normalization left to the device
 };
 
@@ -67,9 +67,9 @@ struct LoaderOptions {
   int prefetch = 4;
   uint64_t seed = 0;
   int64_t epoch = 0;
-  int64_t max_batches = -1;      // stop after this many batches (smoke runs); -1 = all
-  ImageCache* cache = nullptr;   // data.cache = "ram" (keys are table rows: one cache per table)
-  bool pin_memory = false;       // page-locked batches for asynchronous host-to-GPU copies (CUDA only)
+  int64_t max_batches = -1;     // stop after this many batches (smoke runs); -1 = all
+  ImageCache* cache = nullptr;  // data.cache = "ram" (keys are table rows: one cache per table)
+  bool pin_memory = false;      // page-locked batches for asynchronous host-to-GPU copies (CUDA only)
   // Resume mid-epoch: yield batches start_batch.. of this epoch's order (the earlier ones are skipped
   // without being read or decoded). size() and Batch::index still count from the epoch's first batch.
   int64_t start_batch = 0;
@@ -85,8 +85,8 @@ struct LoaderOptions {
 
 // The rows of `order` (an epoch's order) that rank `rank` of `count` trains on, batch by batch (see
 // LoaderOptions::shard_rank), and the number of batches they make.
-std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int64_t batch_size, bool drop_last, int rank, int count,
-                                 int64_t* batches);
+std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int64_t batch_size, bool drop_last, int rank,
+                                 int count, int64_t* batches);
 
 // Rank `rank` of `count`'s share of an evaluation: rows[rank], rows[rank + count], ... (validation is
 // sharded this way under data parallel; train::gather_predictions puts the shares back in `rows` order).
@@ -130,8 +130,8 @@ class Loader {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  int64_t next_to_make_ = 0;      // next batch a worker claims
-  int64_t next_to_give_ = 0;      // next batch next() returns
+  int64_t next_to_make_ = 0;                   // next batch a worker claims
+  int64_t next_to_give_ = 0;                   // next batch next() returns
   std::vector<std::unique_ptr<Batch>> slots_;  // ring of prefetch slots, indexed by batch % prefetch
   std::exception_ptr error_;
   bool stop_ = false;

@@ -20,7 +20,8 @@ config::Fields<MixupOptions> mixup_fields() {
   config::Fields<MixupOptions> f;
   f.field("mixup_alpha", &MixupOptions::mixup_alpha, "mixup: lambda ~ Beta(alpha, alpha); 0 = no mixup (0.8 is common)")
       .min(0);
-  f.field("cutmix_alpha", &MixupOptions::cutmix_alpha, "cutmix: lambda ~ Beta(alpha, alpha); 0 = no cutmix (1.0 is common)")
+  f.field("cutmix_alpha", &MixupOptions::cutmix_alpha,
+          "cutmix: lambda ~ Beta(alpha, alpha); 0 = no cutmix (1.0 is common)")
       .min(0);
   f.field("cutmix_minmax", &MixupOptions::cutmix_minmax,
           "cutmix box side as [lo, hi] fractions of the image, drawn uniformly; replaces cutmix_alpha")
@@ -30,7 +31,8 @@ config::Fields<MixupOptions> mixup_fields() {
         return v[0].get<double>() < v[1].get<double>() ? "" : "expected [lo, hi] with lo < hi, got " + v.dump();
       });
   f.field("prob", &MixupOptions::prob, "probability of mixing a batch (per pair/sample in pair/elem mode)").range(0, 1);
-  f.field("switch_prob", &MixupOptions::switch_prob, "with both mixup and cutmix on: probability of cutmix").range(0, 1);
+  f.field("switch_prob", &MixupOptions::switch_prob, "with both mixup and cutmix on: probability of cutmix")
+      .range(0, 1);
   f.field("mode", &MixupOptions::mode, "batch: one lambda per batch; pair: per pair (i, B-1-i); elem: per sample")
       .choices({"batch", "pair", "elem"});
   f.field("correct_lam", &MixupOptions::correct_lam, "cutmix: recompute lambda from the clipped box area");
@@ -145,8 +147,8 @@ bool mixup_enabled(const MixupOptions& o, int64_t epoch) {
 MixPlan plan_mixup(const MixupOptions& o, int64_t batch, int64_t height, int64_t width, uint64_t seed, int64_t epoch,
                    int64_t batch_index) {
   KG_ASSERT(batch >= 0 && height > 0 && width > 0);
-  KG_CHECK(o.mode == "batch" || o.mode == "pair" || o.mode == "elem", ConfigError, "mixup.mode: expected batch, pair or elem, got \"",
-           o.mode, "\"");
+  KG_CHECK(o.mode == "batch" || o.mode == "pair" || o.mode == "elem", ConfigError,
+           "mixup.mode: expected batch, pair or elem, got \"", o.mode, "\"");
   MixPlan plan;
   plan.elems.resize(static_cast<size_t>(batch));
   if (!mixup_enabled(o, epoch) || batch == 0) return plan;
@@ -168,7 +170,8 @@ MixPlan plan_mixup(const MixupOptions& o, int64_t batch, int64_t height, int64_t
 
 void apply_mixup(const MixupOptions& o, at::Tensor& images, at::Tensor& targets, int64_t num_classes, uint64_t seed,
                  int64_t epoch, int64_t batch_index) {
-  KG_ASSERT(images.defined() && images.dim() == 4 && images.is_floating_point(), "apply_mixup: images must be float [B, C, H, W]");
+  KG_ASSERT(images.defined() && images.dim() == 4 && images.is_floating_point(),
+            "apply_mixup: images must be float [B, C, H, W]");
   const int64_t b = images.size(0), h = images.size(2), w = images.size(3);
   KG_ASSERT(num_classes >= 1);
   KG_ASSERT(targets.defined() && targets.size(0) == b, "apply_mixup: one target per image");
@@ -222,7 +225,8 @@ void apply_mixup(const MixupOptions& o, at::Tensor& images, at::Tensor& targets,
   }
 
   std::vector<float> lam(static_cast<size_t>(b));
-  for (int64_t i = 0; i < b; ++i) lam[static_cast<size_t>(i)] = static_cast<float>(plan.elems[static_cast<size_t>(i)].lam);
+  for (int64_t i = 0; i < b; ++i)
+    lam[static_cast<size_t>(i)] = static_cast<float>(plan.elems[static_cast<size_t>(i)].lam);
   at::Tensor l = at::tensor(lam, y.options()).view({b, 1});
   targets = y * l + y.flip({0}) * (1.0 - l);
 }

@@ -11,7 +11,9 @@ namespace kg::data {
 namespace {
 
 bool positive(const config::json& x) { return x.is_number_integer() && x.get<int64_t>() > 0; }
-bool is_size(const config::json& v) { return positive(v) || (v.is_array() && v.size() == 2 && positive(v[0]) && positive(v[1])); }
+bool is_size(const config::json& v) {
+  return positive(v) || (v.is_array() && v.size() == 2 && positive(v[0]) && positive(v[1]));
+}
 
 ImageGeometry size_of(const config::json& v, int64_t channels) {
   ImageGeometry g;
@@ -57,16 +59,19 @@ config::Fields<DataOptions> data_fields() {
   f.field("root", &DataOptions::root, "dataset folder (relative to the working directory)");
   f.field("train_csv", &DataOptions::train_csv, "training table (relative to data.root)");
   f.field("test_csv", &DataOptions::test_csv, "rows to predict (relative to data.root)");
-  f.field("sample_submission", &DataOptions::sample_submission, "sample submission CSV whose format predictions follow");
+  f.field("sample_submission", &DataOptions::sample_submission,
+          "sample submission CSV whose format predictions follow");
   f.field("image_dir", &DataOptions::image_dir, "training images folder (relative to data.root)");
   f.field("test_image_dir", &DataOptions::test_image_dir, "test images folder (relative to data.root)");
-  f.field("extra_train_csv", &DataOptions::extra_train_csv,
-          "extra rows that only ever train, never validate (pseudo labels from kgtrain pseudo-label): a CSV with the id "
-          "column, the label column(s) and, for soft targets, one prob_<class> column per class; absolute or relative to "
-          "data.root; \"\" = none. folds.csv gives these rows fold -1");
-  f.field("extra_image_dir", &DataOptions::extra_image_dir,
-          "folder holding extra_train_csv's images (normally the test image folder), absolute or relative to data.root; "
-          "\"\" = data.test_image_dir");
+  f.field(
+      "extra_train_csv", &DataOptions::extra_train_csv,
+      "extra rows that only ever train, never validate (pseudo labels from kgtrain pseudo-label): a CSV with the id "
+      "column, the label column(s) and, for soft targets, one prob_<class> column per class; absolute or relative to "
+      "data.root; \"\" = none. folds.csv gives these rows fold -1");
+  f.field(
+      "extra_image_dir", &DataOptions::extra_image_dir,
+      "folder holding extra_train_csv's images (normally the test image folder), absolute or relative to data.root; "
+      "\"\" = data.test_image_dir");
   f.field("id_col", &DataOptions::id_col, "id column: the image file is image_dir/ID + image_ext");
   f.field("image_ext", &DataOptions::image_ext, "image file extension, with or without the dot");
   f.field("path_col", &DataOptions::path_col,
@@ -94,11 +99,14 @@ config::Fields<DataOptions> data_fields() {
           "model input size: N or [height, width]; or progressive resizing [[0, 96], [0.5, 128, 64], ...] = "
           "[start fraction of training, size, optional batch size]; evaluation uses the last size")
       .check(check_image_size);
-  f.field("num_workers", &DataOptions::num_workers, "decode/augment threads (0 = in the training thread)").range(0, 256);
+  f.field("num_workers", &DataOptions::num_workers, "decode/augment threads (0 = in the training thread)")
+      .range(0, 256);
   f.field("prefetch", &DataOptions::prefetch, "batches prepared ahead of the model").range(1, 1024);
-  f.field("augment", &DataOptions::augment, "training transforms in order, e.g. [{ name = \"hflip\" }]").kind("transform")
+  f.field("augment", &DataOptions::augment, "training transforms in order, e.g. [{ name = \"hflip\" }]")
+      .kind("transform")
       .check([](const config::json& v) -> std::string { return v.is_array() ? "" : "expected an array of tables"; });
-  f.field("pin_memory", &DataOptions::pin_memory, "on CUDA: page-locked host batches and non-blocking copies (ignored on CPU)");
+  f.field("pin_memory", &DataOptions::pin_memory,
+          "on CUDA: page-locked host batches and non-blocking copies (ignored on CPU)");
   f.field("uint8_transfer", &DataOptions::uint8_transfer,
           "ship batches as uint8 (4x fewer bytes) and scale + normalize on the device, timm's PrefetchLoader; "
           "normalize must be the last transform");
@@ -117,7 +125,8 @@ config::Fields<CvOptions> cv_fields() {
   config::Fields<CvOptions> f;
   f.field("folds", &CvOptions::folds, "number of stratified cross-validation folds").min(2);
   f.field("fold", &CvOptions::fold,
-          "held-out fold (0-based), a list of folds, or \"all\": fit trains each listed fold in fold_<k>/ and writes oof.csv + cv.json")
+          "held-out fold (0-based), a list of folds, or \"all\": fit trains each listed fold in fold_<k>/ and writes "
+          "oof.csv + cv.json")
       .check([](const config::json& v) -> std::string {
         auto ok_int = [](const config::json& x) { return x.is_number_integer() && x.get<int64_t>() >= 0; };
         if (ok_int(v) || (v.is_string() && v.get<std::string>() == "all")) return "";
@@ -132,7 +141,8 @@ config::Fields<CvOptions> cv_fields() {
           "auto (group when group_col is set, else stratified), stratified (by class; multilabel by rarest label; "
           "regression by target quantile), group, random, column (the CSV's fold_col)")
       .choices({"auto", "stratified", "group", "random", "column"});
-  f.field("group_col", &CvOptions::group_col, "strategy group: column whose rows must share a fold (patient, image set, ...)");
+  f.field("group_col", &CvOptions::group_col,
+          "strategy group: column whose rows must share a fold (patient, image set, ...)");
   f.field("fold_col", &CvOptions::fold_col, "strategy column: column holding each row's fold 0..folds-1");
   return f;
 }
@@ -142,7 +152,9 @@ KG_REGISTER_SECTION("cv", "cross-validation split", cv_fields().schema(), "");
 
 }  // namespace
 
-DataOptions load_data_options(const config::Tree& recipe) { return data_fields().load(config::Options(&recipe, "data")); }
+DataOptions load_data_options(const config::Tree& recipe) {
+  return data_fields().load(config::Options(&recipe, "data"));
+}
 CvOptions load_cv_options(const config::Tree& recipe) {
   auto cv = cv_fields().load(config::Options(&recipe, "cv"));
   cv.run_folds.clear();

@@ -29,8 +29,17 @@ constexpr uint64_t kIndexEntry = 16;
 
 // Header field offsets (see pack.h).
 enum : size_t {
-  kOffVersion = 8, kOffFlags = 12, kOffCount = 16, kOffItems = 24, kOffItemsSize = 32, kOffIndex = 40,
-  kOffIndexSize = 48, kOffMeta = 56, kOffMetaSize = 64, kOffFileSize = 72, kOffHash = 80,
+  kOffVersion = 8,
+  kOffFlags = 12,
+  kOffCount = 16,
+  kOffItems = 24,
+  kOffItemsSize = 32,
+  kOffIndex = 40,
+  kOffIndexSize = 48,
+  kOffMeta = 56,
+  kOffMetaSize = 64,
+  kOffFileSize = 72,
+  kOffHash = 80,
 };
 
 uint64_t load_le64(const unsigned char* p) {
@@ -232,9 +241,9 @@ void PackWriter::append(std::string_view bytes) {
 void PackWriter::add(std::string_view bytes) {
   KG_CHECK(!finished_ && fd_ >= 0, InternalError, "PackWriter::add after finish() or a failed write");
   if (raw_.channels > 0)
-    KG_CHECK(static_cast<int64_t>(bytes.size()) == raw_.bytes(), DataError, "cannot write ", path_, ": item ",
-             size(), " has ", bytes.size(), " bytes, a raw ", raw_.height, "x", raw_.width, "x", raw_.channels,
-             " item has ", raw_.bytes());
+    KG_CHECK(static_cast<int64_t>(bytes.size()) == raw_.bytes(), DataError, "cannot write ", path_, ": item ", size(),
+             " has ", bytes.size(), " bytes, a raw ", raw_.height, "x", raw_.width, "x", raw_.channels, " item has ",
+             raw_.bytes());
   static const char zeros[kPackAlign] = {};
   if (uint64_t r = pos_ % kPackAlign) append(std::string_view(zeros, kPackAlign - r));
   index_.push_back(pos_);
@@ -323,8 +332,7 @@ std::shared_ptr<const PackReader> PackReader::open(const std::string& path) {
     ::madvise(m, size, MADV_WILLNEED);
 
   const unsigned char* h = r->base_;
-  if (std::memcmp(h, kPackMagic, 8) != 0)
-    throw fail("not a kgtrain pack (the file does not start with \"KGPACK01\")");
+  if (std::memcmp(h, kPackMagic, 8) != 0) throw fail("not a kgtrain pack (the file does not start with \"KGPACK01\")");
   const uint32_t version = load_le32(h + kOffVersion);
   if (version != kPackVersion)
     throw fail("pack format version " + std::to_string(version) + ", this kgtrain reads version " +
@@ -367,8 +375,9 @@ std::shared_ptr<const PackReader> PackReader::open(const std::string& path) {
     const uint64_t off = load_le64(r->index_ + kIndexEntry * i), n = load_le64(r->index_ + kIndexEntry * i + 8);
     const bool overflow = n > UINT64_MAX - off;
     if (overflow || off + n > size)
-      throw fail("item " + std::to_string(i) + " ends at byte " + (overflow ? std::string("2^64+") : std::to_string(off + n)) +
-                 " past the end of the file (" + std::to_string(size) + " bytes)" + kRedo);
+      throw fail("item " + std::to_string(i) + " ends at byte " +
+                 (overflow ? std::string("2^64+") : std::to_string(off + n)) + " past the end of the file (" +
+                 std::to_string(size) + " bytes)" + kRedo);
     if (off < items_off || off + n > items_end)
       throw fail("item " + std::to_string(i) + " [" + std::to_string(off) + ", " + std::to_string(off + n) +
                  ") lies outside the item section [" + std::to_string(items_off) + ", " + std::to_string(items_end) +
@@ -423,8 +432,10 @@ Image PackReader::image(int64_t i, int channels) const {
     const uint8_t* s = wrapped.ptr<uint8_t>(y);
     uint8_t* d = out.ptr<uint8_t>(y);
     for (int x = 0; x < wrapped.cols; ++x) {
-      if (c == 1) d[3 * x] = d[3 * x + 1] = d[3 * x + 2] = s[x];
-      else d[x] = static_cast<uint8_t>((s[3 * x] * 4899 + s[3 * x + 1] * 9617 + s[3 * x + 2] * 1868 + (1 << 13)) >> 14);
+      if (c == 1)
+        d[3 * x] = d[3 * x + 1] = d[3 * x + 2] = s[x];
+      else
+        d[x] = static_cast<uint8_t>((s[3 * x] * 4899 + s[3 * x + 1] * 9617 + s[3 * x + 2] * 1868 + (1 << 13)) >> 14);
     }
   }
 #endif

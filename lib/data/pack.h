@@ -63,14 +63,14 @@ class PackWriter {
   void abandon() noexcept;
 
   std::string path_, tmp_;
-  std::string meta_text_;            // the metadata as written (checked in the constructor)
-  RawGeometry raw_;                  // zeros for encoded packs
+  std::string meta_text_;  // the metadata as written (checked in the constructor)
+  RawGeometry raw_;        // zeros for encoded packs
   int fd_ = -1;
-  uint64_t pos_ = 0;                 // file offset of the next appended byte
-  std::string buf_;                  // appended bytes not yet written
-  std::vector<uint64_t> index_;      // offset, size per item
+  uint64_t pos_ = 0;             // file offset of the next appended byte
+  std::string buf_;              // appended bytes not yet written
+  std::vector<uint64_t> index_;  // offset, size per item
   struct Hasher;
-  std::unique_ptr<Hasher> hash_;     // XXH64 over everything after the header, as appended
+  std::unique_ptr<Hasher> hash_;  // XXH64 over everything after the header, as appended
   bool finished_ = false;
 };
 

@@ -22,17 +22,22 @@ config::Fields<PseudoOptions> fields() {
           "per predicted class keep only this most confident fraction of the rows predicted as that class (keeps the "
           "class balance); with threshold both must hold; 0 = off")
       .range(0, 1);
-  f.field("soft", &PseudoOptions::soft,
-          "write the probabilities as soft targets (prob_<class> columns; the loss trains on them) instead of hard labels");
-  f.field("source_csv", &PseudoOptions::source_csv, "the unlabeled table to pseudo-label (relative to data.root); \"\" = data.test_csv");
+  f.field(
+      "soft", &PseudoOptions::soft,
+      "write the probabilities as soft targets (prob_<class> columns; the loss trains on them) instead of hard labels");
+  f.field("source_csv", &PseudoOptions::source_csv,
+          "the unlabeled table to pseudo-label (relative to data.root); \"\" = data.test_csv");
   f.field("source_image_dir", &PseudoOptions::source_image_dir,
           "folder of source_csv's images (relative to data.root); \"\" = data.test_image_dir");
   return f;
 }
-KG_REGISTER_SECTION("pseudo", "pseudo-labelling: which confident unlabeled rows kgtrain pseudo-label keeps", fields().schema(), "");
+KG_REGISTER_SECTION("pseudo", "pseudo-labelling: which confident unlabeled rows kgtrain pseudo-label keeps",
+                    fields().schema(), "");
 }  // namespace
 
-PseudoOptions load_pseudo_options(const config::Tree& recipe) { return fields().load(config::Options(&recipe, "pseudo")); }
+PseudoOptions load_pseudo_options(const config::Tree& recipe) {
+  return fields().load(config::Options(&recipe, "pseudo"));
+}
 
 PseudoSelection select_pseudo(const at::Tensor& probs_in, const std::string& task, const PseudoOptions& o) {
   PseudoSelection s;
@@ -73,7 +78,8 @@ PseudoSelection select_pseudo(const at::Tensor& probs_in, const std::string& tas
       const auto m = static_cast<size_t>(std::ceil(o.top_fraction * static_cast<double>(rows.size()) - 1e-9));
       for (size_t j = 0; j < std::min(m, rows.size()); ++j) top[static_cast<size_t>(rows[j])] = true;
     }
-    for (int64_t i = 0; i < n; ++i) keep[static_cast<size_t>(i)] = keep[static_cast<size_t>(i)] && top[static_cast<size_t>(i)];
+    for (int64_t i = 0; i < n; ++i)
+      keep[static_cast<size_t>(i)] = keep[static_cast<size_t>(i)] && top[static_cast<size_t>(i)];
   }
   for (int64_t i = 0; i < n; ++i)
     if (keep[static_cast<size_t>(i)]) {

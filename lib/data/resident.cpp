@@ -18,7 +18,8 @@ namespace kg::data {
 void ResidentImages::check_pipeline(const Pipeline& p, size_t stages) {
   KG_CHECK(stages <= 1, ConfigError,
            "data.cache = \"device\" keeps every image at one size, but data.image_size is a progressive-resizing "
-           "schedule of ", stages, " sizes; use data.cache = \"ram\" with a schedule, or one image size");
+           "schedule of ",
+           stages, " sizes; use data.cache = \"ram\" with a schedule, or one image size");
   const std::string bad = p.without_index_map();
   KG_CHECK(bad.empty(), ConfigError, "data.cache = \"device\" augments on the device, where ", bad,
            " has no version; there the transforms may be pad_crop, hflip and vflip, then normalize last; "
@@ -30,9 +31,9 @@ ResidentImages::ResidentImages(const Table& t, const ImageGeometry& g, const c10
     : g_(g), n_(t.size()) {
   const int64_t H = g.height, W = g.width, C = g.channels;
   const double need = static_cast<double>(n_) * (H + 1) * (W + 1) * C;
-  KG_CHECK(need <= static_cast<double>(max_bytes), ConfigError, "data.cache = \"device\": ", n_, " images of ", C, "x", H,
-           "x", W, " take ", format_significant(need / (1 << 30), 3), " GiB, more than data.cache_max_gb = ",
-           format_significant(static_cast<double>(max_bytes) / (1 << 30), 3),
+  KG_CHECK(need <= static_cast<double>(max_bytes), ConfigError, "data.cache = \"device\": ", n_, " images of ", C, "x",
+           H, "x", W, " take ", format_significant(need / (1 << 30), 3),
+           " GiB, more than data.cache_max_gb = ", format_significant(static_cast<double>(max_bytes) / (1 << 30), 3),
            " GiB; raise data.cache_max_gb if the device has the memory, or use data.cache = \"ram\"");
   at::Tensor host = at::zeros({n_, H + 1, W + 1, C}, at::kByte);
   uint8_t* base = host.data_ptr<uint8_t>();
@@ -73,10 +74,12 @@ ResidentImages::ResidentImages(const Table& t, const ImageGeometry& g, const c10
 
 int64_t ResidentImages::bytes() const { return images_.numel(); }
 
-at::Tensor ResidentImages::batch(const std::vector<int64_t>& rows, const Pipeline& p, uint64_t seed, int64_t epoch) const {
+at::Tensor ResidentImages::batch(const std::vector<int64_t>& rows, const Pipeline& p, uint64_t seed,
+                                 int64_t epoch) const {
   const int64_t B = static_cast<int64_t>(rows.size()), H = g_.height, W = g_.width;
   KG_ASSERT(p.geometry().height == H && p.geometry().width == W, "pipeline size differs from the resident images");
-  at::Tensor r = at::empty({B, 1, 1}, at::kLong), ys = at::empty({B, H, 1}, at::kLong), xs = at::empty({B, 1, W}, at::kLong);
+  at::Tensor r = at::empty({B, 1, 1}, at::kLong), ys = at::empty({B, H, 1}, at::kLong),
+             xs = at::empty({B, 1, W}, at::kLong);
   int64_t *pr = r.data_ptr<int64_t>(), *py = ys.data_ptr<int64_t>(), *px = xs.data_ptr<int64_t>();
   std::vector<int64_t> my, mx;
   for (int64_t i = 0; i < B; ++i) {

@@ -41,7 +41,8 @@ std::vector<std::string> output_names(const ClassList& classes) {
   return classes.names;
 }
 
-std::string format_probabilities(const DataOptions& o, const Table& test, const at::Tensor& preds, const ClassList& classes) {
+std::string format_probabilities(const DataOptions& o, const Table& test, const at::Tensor& preds,
+                                 const ClassList& classes) {
   KG_ASSERT(preds.size(0) == test.size() && preds.size(1) == classes.outputs());
   auto p = preds.contiguous().to(at::kFloat);
   const float* d = p.data_ptr<float>();
@@ -58,8 +59,8 @@ std::string format_probabilities(const DataOptions& o, const Table& test, const 
   return out;
 }
 
-std::string format_submission(const DataOptions& o, const Table& test, const at::Tensor& preds, const ClassList& classes,
-                              const SubmissionFormat& fmt) {
+std::string format_submission(const DataOptions& o, const Table& test, const at::Tensor& preds,
+                              const ClassList& classes, const SubmissionFormat& fmt) {
   const int64_t k = classes.outputs();
   KG_ASSERT(preds.size(0) == test.size() && preds.size(1) == k);
   auto p = preds.contiguous().to(at::kFloat);
@@ -73,15 +74,19 @@ std::string format_submission(const DataOptions& o, const Table& test, const at:
   auto cell = [&](int64_t i, const Column& c) -> std::string {
     const float* r = d + i * k;
     switch (c.kind) {
-      case Column::id: return test.rows[static_cast<size_t>(i)].id;
-      case Column::prob: return prob_text(r[c.out]);
-      case Column::prob_negative: return prob_text(1.0f - r[0]);
+      case Column::id:
+        return test.rows[static_cast<size_t>(i)].id;
+      case Column::prob:
+        return prob_text(r[c.out]);
+      case Column::prob_negative:
+        return prob_text(1.0f - r[0]);
       case Column::value:  // regression target, or one per-label column of a multilabel table
         if (task == Task::multilabel && fmt.output == "label") return r[c.out] >= thr(c.out) ? "1" : "0";
         return prob_text(r[c.out]);
       case Column::label:
         switch (task) {
-          case Task::multiclass: return classes.names[static_cast<size_t>(top[i])];
+          case Task::multiclass:
+            return classes.names[static_cast<size_t>(top[i])];
           case Task::binary:
             if (fmt.output == "label") return classes.names[r[0] >= thr(0) ? 1 : 0];
             return prob_text(r[0]);
@@ -91,7 +96,8 @@ std::string format_submission(const DataOptions& o, const Table& test, const at:
               if (r[j] >= thr(j)) on.push_back(classes.names[static_cast<size_t>(j)]);
             return join(on, o.label_sep);
           }
-          case Task::regression: return prob_text(r[0]);
+          case Task::regression:
+            return prob_text(r[0]);
         }
     }
     return "";
@@ -138,10 +144,13 @@ std::string format_submission(const DataOptions& o, const Table& test, const at:
     } else if (auto cls = std::find(classes.names.begin(), classes.names.end(), h);
                task != Task::regression && cls != classes.names.end()) {
       const int64_t j = cls - classes.names.begin();
-      if (task == Task::binary) cols[c] = {j == 1 ? Column::prob : Column::prob_negative, 0};
-      else cols[c] = {Column::prob, j};
+      if (task == Task::binary)
+        cols[c] = {j == 1 ? Column::prob : Column::prob_negative, 0};
+      else
+        cols[c] = {Column::prob, j};
     } else {
-      throw DataError(sample.path + ": column \"" + h + "\" is not one kgtrain can fill; allowed: " + join(allowed, ", "));
+      throw DataError(sample.path + ": column \"" + h +
+                      "\" is not one kgtrain can fill; allowed: " + join(allowed, ", "));
     }
   }
   std::vector<std::string> diffs;
@@ -156,8 +165,8 @@ std::string format_submission(const DataOptions& o, const Table& test, const at:
     if (!in_sample.count(row.id)) diffs.push_back(test.csv_path + ": id " + row.id + " is missing from " + sample.path);
   if (!diffs.empty()) {
     std::vector<std::string> first(diffs.begin(), diffs.begin() + std::min<size_t>(diffs.size(), 10));
-    throw DataError("sample submission and test table disagree (" + std::to_string(diffs.size()) + " differences):\n  - " +
-                    join(first, "\n  - "));
+    throw DataError("sample submission and test table disagree (" + std::to_string(diffs.size()) +
+                    " differences):\n  - " + join(first, "\n  - "));
   }
   append_row(out, sample.header);
   for (auto& srow : sample.rows) {

@@ -27,12 +27,13 @@ struct SubmissionFormat {
 // columns its header: the id column, the label column(s), or a class name (that class's probability); a
 // sample whose ids differ from the test table is a DataError listing the first differences, an unknown
 // column a DataError naming it and what is allowed.
-std::string format_submission(const DataOptions& o, const Table& test, const at::Tensor& preds, const ClassList& classes,
-                              const SubmissionFormat& f = {});
+std::string format_submission(const DataOptions& o, const Table& test, const at::Tensor& preds,
+                              const ClassList& classes, const SubmissionFormat& f = {});
 
 // Header: id column, then one column per model output named by the class / label / target (binary: the
 // positive class), in output order.
-std::string format_probabilities(const DataOptions& o, const Table& test, const at::Tensor& preds, const ClassList& classes);
+std::string format_probabilities(const DataOptions& o, const Table& test, const at::Tensor& preds,
+                                 const ClassList& classes);
 
 // The names of the model's outputs in order (binary: the positive class).
 std::vector<std::string> output_names(const ClassList& classes);

@@ -118,10 +118,14 @@ Task parse_task(const std::string& name) {
 
 const char* task_name(Task t) {
   switch (t) {
-    case Task::multilabel: return "multilabel";
-    case Task::binary: return "binary";
-    case Task::regression: return "regression";
-    default: return "multiclass";
+    case Task::multilabel:
+      return "multilabel";
+    case Task::binary:
+      return "binary";
+    case Task::regression:
+      return "regression";
+    default:
+      return "multiclass";
   }
 }
 
@@ -137,7 +141,9 @@ std::optional<int64_t> ClassList::index_of(const std::string& label) const {
   return it - names.begin();
 }
 
-nlohmann::json ClassList::to_json() const { return {{"numeric", numeric}, {"names", names}, {"task", task_name(task)}}; }
+nlohmann::json ClassList::to_json() const {
+  return {{"numeric", numeric}, {"names", names}, {"task", task_name(task)}};
+}
 
 ClassList ClassList::from_json(const nlohmann::json& j) {
   ClassList c;
@@ -172,7 +178,8 @@ std::vector<int64_t> Table::strata(int bins) const {
     for (size_t i = 0; i < n; ++i) {
       int64_t best = static_cast<int64_t>(d);  // no label at all
       for (size_t k = 0; k < d; ++k)
-        if (values[i * d + k] > 0.5f && (best == static_cast<int64_t>(d) || count[k] < count[static_cast<size_t>(best)]))
+        if (values[i * d + k] > 0.5f &&
+            (best == static_cast<int64_t>(d) || count[k] < count[static_cast<size_t>(best)]))
           best = static_cast<int64_t>(k);
       s[i] = best;
     }
@@ -196,14 +203,18 @@ void Table::filter(const std::vector<bool>& keep) {
     if (!keep[i]) continue;
     if (i < eb) ++kept_base;
     if (sk && i >= eb) {
-      std::copy_n(soft.begin() + static_cast<std::ptrdiff_t>((i - eb) * sk), sk, soft.begin() + static_cast<std::ptrdiff_t>(out_soft * sk));
+      std::copy_n(soft.begin() + static_cast<std::ptrdiff_t>((i - eb) * sk), sk,
+                  soft.begin() + static_cast<std::ptrdiff_t>(out_soft * sk));
       ++out_soft;
     }
     if (out != i) rows[out] = std::move(rows[i]);
     if (!targets.empty()) targets[out] = targets[i];
-    if (!values.empty()) std::copy_n(values.begin() + static_cast<std::ptrdiff_t>(i * d), d, values.begin() + static_cast<std::ptrdiff_t>(out * d));
+    if (!values.empty())
+      std::copy_n(values.begin() + static_cast<std::ptrdiff_t>(i * d), d,
+                  values.begin() + static_cast<std::ptrdiff_t>(out * d));
     if (!features.empty())
-      std::copy_n(features.begin() + static_cast<std::ptrdiff_t>(i * f), f, features.begin() + static_cast<std::ptrdiff_t>(out * f));
+      std::copy_n(features.begin() + static_cast<std::ptrdiff_t>(i * f), f,
+                  features.begin() + static_cast<std::ptrdiff_t>(out * f));
     ++out;
   }
   for (auto& [name, col] : columns) {
@@ -259,8 +270,10 @@ ClassList infer_classes(const DataOptions& o, const TableSource& src) {
     if (v.empty()) continue;  // reported per row when the table is built
     // Integer labels keep their values; negative ones are reported per row as out of range.
     auto i = parse_int(v);
-    if (!i) numeric = false;
-    else max_int = std::max(max_int, *i);
+    if (!i)
+      numeric = false;
+    else
+      max_int = std::max(max_int, *i);
     strings.insert(v);
   }
   c.numeric = numeric;
@@ -313,15 +326,19 @@ Table build_table(const DataOptions& o, const TableSource& src, const ClassList*
     row.csv_row = static_cast<int64_t>(i + 1);
     row.where = csv.where(i + 1);
     std::vector<std::string> problems;
-    if (trim(row.id).empty()) problems.push_back("empty id");
-    else if (!seen.insert(row.id).second) problems.push_back("duplicate id \"" + row.id + "\"");
+    if (trim(row.id).empty())
+      problems.push_back("empty id");
+    else if (!seen.insert(row.id).second)
+      problems.push_back("duplicate id \"" + row.id + "\"");
     if (src.pack) {
       row.item = static_cast<int64_t>(i);
     } else {
       std::string rel = path_col >= 0 ? r[static_cast<size_t>(path_col)] : row.id + normalized_ext(o.image_ext);
       std::string reason;
-      if (trim(rel).empty()) reason = "empty image path";
-      else row.image = resolve_image(o, src, rel, reason);
+      if (trim(rel).empty())
+        reason = "empty image path";
+      else
+        row.image = resolve_image(o, src, rel, reason);
       if (!reason.empty()) problems.push_back(reason);
     }
     // Targets.
@@ -332,7 +349,8 @@ Table build_table(const DataOptions& o, const TableSource& src, const ClassList*
         const std::string& label = r[static_cast<size_t>(label_cols[0])];
         auto k = classes->index_of(label);
         if (!k)
-          problems.push_back("label \"" + label + "\" is not one of the " + std::to_string(classes->size()) + " classes" +
+          problems.push_back("label \"" + label + "\" is not one of the " + std::to_string(classes->size()) +
+                             " classes" +
                              (classes->numeric ? " (0.." + std::to_string(classes->size() - 1) + ")"
                                                : " (" + join(classes->names, ", ") + ")"));
         target = k.value_or(-1);
@@ -341,16 +359,19 @@ Table build_table(const DataOptions& o, const TableSource& src, const ClassList*
         vals.assign(static_cast<size_t>(classes->size()), 0.0f);
         for (auto& n : split_names(r[static_cast<size_t>(label_cols[0])], o.label_sep)) {
           auto it = std::lower_bound(classes->names.begin(), classes->names.end(), n);
-          if (it == classes->names.end() || *it != n) problems.push_back("label \"" + n + "\" is not one of the known labels");
-          else vals[static_cast<size_t>(it - classes->names.begin())] = 1.0f;
+          if (it == classes->names.end() || *it != n)
+            problems.push_back("label \"" + n + "\" is not one of the known labels");
+          else
+            vals[static_cast<size_t>(it - classes->names.begin())] = 1.0f;
         }
       } else {
         for (size_t k = 0; k < label_cols.size(); ++k) {
           const std::string& cell = r[static_cast<size_t>(label_cols[k])];
           auto v = t.task == Task::multilabel ? parse_flag(cell) : parse_float(cell);
           if (!v)
-            problems.push_back(std::string(t.task == Task::multilabel ? "label column " : "target ") + src.label_cols[k] +
-                               " = \"" + cell + "\" is not " + (t.task == Task::multilabel ? "0 or 1" : "a finite number"));
+            problems.push_back(std::string(t.task == Task::multilabel ? "label column " : "target ") +
+                               src.label_cols[k] + " = \"" + cell + "\" is not " +
+                               (t.task == Task::multilabel ? "0 or 1" : "a finite number"));
           vals.push_back(v.value_or(0.0f));
         }
       }
@@ -375,14 +396,17 @@ std::vector<int64_t> apply_bad_row_policy(Table& t, std::vector<BadRow> bad, con
   // One entry per bad row, even when a row has several problems.
   std::vector<BadRow> merged;
   for (auto& b : bad) {
-    if (!merged.empty() && merged.back().csv_row == b.csv_row) merged.back().reason += "; " + b.reason;
-    else merged.push_back(b);
+    if (!merged.empty() && merged.back().csv_row == b.csv_row)
+      merged.back().reason += "; " + b.reason;
+    else
+      merged.push_back(b);
   }
   if (policy == "required")
     throw DataError(list_rows(t.csv_path, merged) + "\n(fix the rows: every row of this table needs a prediction)");
   if (policy != "skip")
-    throw DataError(list_rows(t.csv_path, merged) +
-                    "\n(fix the rows, or set data.on_bad_row = \"skip\" to train without them and list them in bad_rows.csv)");
+    throw DataError(
+        list_rows(t.csv_path, merged) +
+        "\n(fix the rows, or set data.on_bad_row = \"skip\" to train without them and list them in bad_rows.csv)");
   std::set<int64_t> drop;
   for (auto& b : merged) drop.insert(b.csv_row);
   std::vector<bool> keep(t.rows.size());
@@ -394,7 +418,8 @@ std::vector<int64_t> apply_bad_row_policy(Table& t, std::vector<BadRow> bad, con
   }
   t.filter(keep);
   t.dropped.insert(t.dropped.end(), merged.begin(), merged.end());
-  KG_CHECK(!t.rows.empty(), DataError, t.csv_path, ": every row is bad; nothing left to use\n", list_rows(t.csv_path, merged));
+  KG_CHECK(!t.rows.empty(), DataError, t.csv_path, ": every row is bad; nothing left to use\n",
+           list_rows(t.csv_path, merged));
   return new_of_old;
 }
 

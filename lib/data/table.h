@@ -40,11 +40,11 @@ struct ClassList {
 };
 
 struct Row {
-  std::string id;      // exactly as in the CSV (or the relative path, for folder layouts)
-  std::string image;   // path of the image file ("" for packed items)
-  std::string where;   // "train.csv row 17 (line 18)" for messages
-  int64_t csv_row = 0; // 1-based data row of the source table
-  int64_t item = -1;   // item index in the pack (packed sources)
+  std::string id;       // exactly as in the CSV (or the relative path, for folder layouts)
+  std::string image;    // path of the image file ("" for packed items)
+  std::string where;    // "train.csv row 17 (line 18)" for messages
+  int64_t csv_row = 0;  // 1-based data row of the source table
+  int64_t item = -1;    // item index in the pack (packed sources)
 };
 
 // A row that cannot be used, and why.
@@ -62,11 +62,11 @@ struct Table {
   std::vector<int64_t> targets;  // multiclass: class index per row; empty when the table has no labels
   std::vector<float> values;     // other tasks: value_dim floats per row (0/1 labels or regression targets)
   int64_t value_dim = 0;
-  std::vector<float> features;   // data.feature_cols: feature_dim floats per row
+  std::vector<float> features;  // data.feature_cols: feature_dim floats per row
   int64_t feature_dim = 0;
-  std::shared_ptr<const PackReader> pack;  // set for packed sources
+  std::shared_ptr<const PackReader> pack;                   // set for packed sources
   std::map<std::string, std::vector<std::string>> columns;  // kept CSV columns (cv.group_col, cv.fold_col)
-  std::vector<BadRow> dropped;   // rows removed under data.on_bad_row = "skip"
+  std::vector<BadRow> dropped;                              // rows removed under data.on_bad_row = "skip"
   // data.extra_train_csv: rows [extra_begin, size()) train only (fold -1); -1 = none. Multiclass soft
   // targets of those rows (K floats per extra row, prob_<class> columns) in `soft`; empty = hard labels.
   int64_t extra_begin = -1;
@@ -88,7 +88,7 @@ struct Table {
 // The parts of a source a table is built from.
 struct TableSource {
   const CsvTable* csv = nullptr;
-  std::string image_dir;     // relative to data.root (loose files)
+  std::string image_dir;  // relative to data.root (loose files)
   std::string id_col, path_col;
   std::vector<std::string> label_cols;
   std::shared_ptr<const PackReader> pack;  // item i = data row i

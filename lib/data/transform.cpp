@@ -24,8 +24,9 @@ const bool kMarked = [] {
   for (const char* name : {"affine", "center_crop", "color_jitter", "gaussian_blur", "grayscale", "random_erasing",
                            "random_resized_crop", "resize"})
     transform_registry().mark_unavailable(
-        name, "it needs OpenCV, which this kgtrain was built without (Debian/Ubuntu: apt-get install libopencv-dev, then "
-              "rebuild); this build has hflip, vflip, pad_crop and normalize");
+        name,
+        "it needs OpenCV, which this kgtrain was built without (Debian/Ubuntu: apt-get install libopencv-dev, then "
+        "rebuild); this build has hflip, vflip, pad_crop and normalize");
   return true;
 }();
 }  // namespace
@@ -45,8 +46,10 @@ void apply_index_map(const Transform& t, Image& img, Rng& rng) {
     }
     const uint8_t* src = in.ptr<uint8_t>(static_cast<int>(ys[y]));
     for (size_t x = 0; x < xs.size(); ++x) {
-      if (xs[x] < 0) std::fill(dst + x * px, dst + (x + 1) * px, uint8_t{0});
-      else std::copy(src + static_cast<size_t>(xs[x]) * px, src + static_cast<size_t>(xs[x] + 1) * px, dst + x * px);
+      if (xs[x] < 0)
+        std::fill(dst + x * px, dst + (x + 1) * px, uint8_t{0});
+      else
+        std::copy(src + static_cast<size_t>(xs[x]) * px, src + static_cast<size_t>(xs[x] + 1) * px, dst + x * px);
     }
   }
   img = out;
@@ -67,9 +70,10 @@ Pipeline::Pipeline(const config::json& augment, const ImageGeometry& g, bool tra
   if (defer_normalize_) {
     for (size_t i = 0; i + 1 < transforms_.size(); ++i) {
       std::vector<double> m, s;
-      KG_CHECK(!transforms_[i]->normalization(m, s), ConfigError,
-               "data.uint8_transfer = true needs normalize to be the last transform of data.augment (transforms after it "
-               "work on floats, which cannot travel as uint8); move it last or set data.uint8_transfer = false");
+      KG_CHECK(
+          !transforms_[i]->normalization(m, s), ConfigError,
+          "data.uint8_transfer = true needs normalize to be the last transform of data.augment (transforms after it "
+          "work on floats, which cannot travel as uint8); move it last or set data.uint8_transfer = false");
     }
     if (!transforms_.empty() && transforms_.back()->normalization(mean_, std_)) {
       transforms_.pop_back();
@@ -117,7 +121,8 @@ void resize_to(Image& img, const ImageGeometry& g) {
   img = resized;
 #else
   throw DataError("an image is " + std::to_string(img.cols) + "x" + std::to_string(img.rows) + ", data.image_size is " +
-                  std::to_string(g.width) + "x" + std::to_string(g.height) + ": resizing needs OpenCV, which this kgtrain "
+                  std::to_string(g.width) + "x" + std::to_string(g.height) +
+                  ": resizing needs OpenCV, which this kgtrain "
                   "was built without. Set data.image_size to the images' size, or make a raw pack at that size with "
                   "`kgtrain pack --raw --size H W` where kgtrain has OpenCV");
 #endif
@@ -131,7 +136,8 @@ void Pipeline::transform(Image& img, Rng& rng) const {
 
 void Pipeline::process_u8(Image img, Rng& rng, uint8_t* out) const {
   transform(img, rng);
-  KG_CHECK(img.depth() == kDepth8U, DataError, "data.uint8_transfer: a transform produced float pixels; only a final normalize may");
+  KG_CHECK(img.depth() == kDepth8U, DataError,
+           "data.uint8_transfer: a transform produced float pixels; only a final normalize may");
   const int c = img.channels();
   const int64_t plane = g_.height * g_.width;
   for (int y = 0; y < img.rows; ++y) {

@@ -58,8 +58,8 @@ class Pipeline {
   // With `defer_normalize` (data.uint8_transfer) a final normalize is left out and reported by
   // device_normalization(): batches stay uint8 and are normalized on the device (timm's PrefetchLoader).
   Pipeline(const config::json& augment, const ImageGeometry& g, bool train, bool defer_normalize = false);
-  // Resizes and transforms a decoded 8-bit image and writes CHW floats to `out`. Unless a transform sizes the output itself, the
-  // image is first resized to data.image_size; whatever size the transforms leave is resized to it last.
+  // Resizes and transforms a decoded 8-bit image and writes CHW floats to `out`. Unless a transform sizes the output
+  // itself, the image is first resized to data.image_size; whatever size the transforms leave is resized to it last.
   void process(Image img, Rng& rng, float* out) const;
   // The same into uint8 CHW (defer_normalize pipelines); DataError when a transform produced floats.
   void process_u8(Image img, Rng& rng, uint8_t* out) const;
@@ -81,7 +81,7 @@ class Pipeline {
   ImageGeometry g_;
   std::vector<TransformPtr> transforms_;
   std::vector<std::string> names_;  // "data.augment[i] (name)" of each kept transform
-  bool presize_ = true;  // no transform sizes the output: resize before the first transform
+  bool presize_ = true;             // no transform sizes the output: resize before the first transform
   bool defer_normalize_ = false;
   std::vector<double> mean_, std_;
   void transform(Image& img, Rng& rng) const;

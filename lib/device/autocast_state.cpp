@@ -18,8 +18,10 @@ void set_autocast(c10::DeviceType t, bool on) {
 #if KG_TORCH_VERSION_AT_LEAST(2, 4)
   at::autocast::set_autocast_enabled(t, on);
 #else
-  if (t == c10::kCUDA) at::autocast::set_enabled(on);
-  else at::autocast::set_cpu_enabled(on);
+  if (t == c10::kCUDA)
+    at::autocast::set_enabled(on);
+  else
+    at::autocast::set_cpu_enabled(on);
 #endif
 }
 at::ScalarType autocast_dtype(c10::DeviceType t) {
@@ -33,8 +35,10 @@ void set_autocast_dtype(c10::DeviceType t, at::ScalarType d) {
 #if KG_TORCH_VERSION_AT_LEAST(2, 4)
   at::autocast::set_autocast_dtype(t, d);
 #else
-  if (t == c10::kCUDA) at::autocast::set_autocast_gpu_dtype(d);
-  else at::autocast::set_autocast_cpu_dtype(d);
+  if (t == c10::kCUDA)
+    at::autocast::set_autocast_gpu_dtype(d);
+  else
+    at::autocast::set_autocast_cpu_dtype(d);
 #endif
 }
 

@@ -38,7 +38,8 @@ bool register_backend(std::unique_ptr<Backend> b) {
       return false;
     }
   t.items.push_back(std::move(b));
-  std::stable_sort(t.items.begin(), t.items.end(), [](const auto& a, const auto& c) { return a->priority() > c->priority(); });
+  std::stable_sort(t.items.begin(), t.items.end(),
+                   [](const auto& a, const auto& c) { return a->priority() > c->priority(); });
   return true;
 }
 

@@ -24,11 +24,13 @@ config::Fields<DeviceOptions> fields() {
         auto s = v.get<std::string>();
         if (s == "auto" || s == "cpu" || s == "cuda") return "";
         // N: a device index, at most 4 digits (CUDA numbers its devices from 0; an int must hold it)
-        if (starts_with(s, "cuda:") && s.size() > 5 && s.size() <= 9 && s.find_first_not_of("0123456789", 5) == std::string::npos)
+        if (starts_with(s, "cuda:") && s.size() > 5 && s.size() <= 9 &&
+            s.find_first_not_of("0123456789", 5) == std::string::npos)
           return "";
         return "expected auto, cpu, cuda or cuda:N (N a device index, 0 to 9999), got \"" + s + "\"";
       });
-  f.field("threads", &DeviceOptions::threads, "intra-op CPU threads; 0 = all cores available to the process").range(0, 1024);
+  f.field("threads", &DeviceOptions::threads, "intra-op CPU threads; 0 = all cores available to the process")
+      .range(0, 1024);
   f.field("channels_last", &DeviceOptions::channels_last,
           "NHWC (channels_last) memory layout for the model's weights and inputs; helps convolutions on GPUs "
           "with tensor cores (see README Performance for CPU figures)");
@@ -53,17 +55,24 @@ config::Fields<DeviceOptions> fields() {
           "launch overhead (Keras' steps_per_execution). The optimizer step stays eager; results equal eager ones. "
           "Ignored on the CPU (logged); not with model.grad_checkpointing or device.sync_batchnorm; multi-process "
           "runs then sum gradients after backward");
-  f.field("loss_scale_init", &DeviceOptions::loss_scale_init, "fp16: the first loss scale (GradScaler's init_scale)").positive();
+  f.field("loss_scale_init", &DeviceOptions::loss_scale_init, "fp16: the first loss scale (GradScaler's init_scale)")
+      .positive();
   f.field("loss_scale_growth_interval", &DeviceOptions::loss_scale_growth_interval,
-          "fp16: clean updates in a row before the loss scale grows").min(1);
-  f.field("loss_scale_growth_factor", &DeviceOptions::loss_scale_growth_factor, "fp16: loss scale growth factor").min(1, true);
+          "fp16: clean updates in a row before the loss scale grows")
+      .min(1);
+  f.field("loss_scale_growth_factor", &DeviceOptions::loss_scale_growth_factor, "fp16: loss scale growth factor")
+      .min(1, true);
   f.field("loss_scale_backoff_factor", &DeviceOptions::loss_scale_backoff_factor,
-          "fp16: loss scale factor after an update with inf/NaN gradients (the update is skipped)").range(0, 1).min(0, true);
+          "fp16: loss scale factor after an update with inf/NaN gradients (the update is skipped)")
+      .range(0, 1)
+      .min(0, true);
   f.field("dist_timeout_s", &DeviceOptions::dist_timeout_s,
           "multi-process runs (torchrun, fit --nproc): seconds the rendezvous and each collective wait for the other "
-          "ranks; a rank that died or hangs then ends the job with exit 4 instead of a hang").min(1);
+          "ranks; a rank that died or hangs then ends the job with exit 4 instead of a hang")
+      .min(1);
   f.field("dist_bucket_mb", &DeviceOptions::dist_bucket_mb,
-          "multi-process runs: gradients are all-reduced in buckets of at most this many MB (DDP's bucket_cap_mb)").positive();
+          "multi-process runs: gradients are all-reduced in buckets of at most this many MB (DDP's bucket_cap_mb)")
+      .positive();
   f.field("dist_overlap", &DeviceOptions::dist_overlap,
           "multi-process runs: a bucket is all-reduced as soon as backward has its gradients, while the layers "
           "below are still computed (DDP); false = all buckets after backward (then an out-of-memory error in "
@@ -154,7 +163,8 @@ void apply(const DeviceInfo& info) {
 }
 
 DeviceOptions for_local_rank(DeviceOptions opts, int local_rank, int local_world) {
-  if (opts.name == "cuda" || (opts.name == "auto" && cuda_available())) opts.name = "cuda:" + std::to_string(local_rank);
+  if (opts.name == "cuda" || (opts.name == "auto" && cuda_available()))
+    opts.name = "cuda:" + std::to_string(local_rank);
   if (opts.threads == 0) opts.threads = std::max(1, available_cores() / std::max(1, local_world));
   return opts;
 }

@@ -35,11 +35,13 @@
 namespace kg::device {
 namespace {
 
-int env_int(const std::map<std::string, std::string>& environ, const std::string& name, int lo, int hi, const char* what) {
+int env_int(const std::map<std::string, std::string>& environ, const std::string& name, int lo, int hi,
+            const char* what) {
   auto it = environ.find(name);
   if (it == environ.end() || it->second.empty())
-    throw UsageError(name + " is not set: a multi-process launch (WORLD_SIZE > 1) needs RANK, LOCAL_RANK, MASTER_ADDR and "
-                            "MASTER_PORT too (torchrun --no-python and kgtrain fit --nproc set them)");
+    throw UsageError(name +
+                     " is not set: a multi-process launch (WORLD_SIZE > 1) needs RANK, LOCAL_RANK, MASTER_ADDR and "
+                     "MASTER_PORT too (torchrun --no-python and kgtrain fit --nproc set them)");
   size_t used = 0;
   long v = 0;
   try {
@@ -48,7 +50,8 @@ int env_int(const std::map<std::string, std::string>& environ, const std::string
     used = 0;
   }
   if (used != it->second.size() || v < lo || v > hi)
-    throw UsageError(name + "=" + it->second + ": expected " + what + " (" + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+    throw UsageError(name + "=" + it->second + ": expected " + what + " (" + std::to_string(lo) + ".." +
+                     std::to_string(hi) + ")");
   return static_cast<int>(v);
 }
 
@@ -72,7 +75,10 @@ class C10dGroup final : public ProcessGroup {
   // `comm_device`: where the backend needs tensors (NCCL: the rank's GPU; Gloo: wherever they are).
   C10dGroup(DistEnv env, std::string backend, c10::intrusive_ptr<PG> pg, std::chrono::seconds timeout,
             std::optional<c10::Device> comm_device = std::nullopt)
-      : ProcessGroup(std::move(env), std::move(backend)), pg_(std::move(pg)), timeout_(timeout), comm_device_(comm_device) {}
+      : ProcessGroup(std::move(env), std::move(backend)),
+        pg_(std::move(pg)),
+        timeout_(timeout),
+        comm_device_(comm_device) {}
 
   void all_reduce_sum(std::vector<at::Tensor>& tensors, int64_t bucket_bytes) override {
     guarded("all_reduce", [&] {
@@ -146,7 +152,8 @@ class C10dGroup final : public ProcessGroup {
       throw DeviceError("distributed " + std::string(op) + " failed on rank " + std::to_string(rank()) + " of " +
                         std::to_string(world_size()) + " (" + backend_ + "): " + first_line(e.what()) +
                         ". Another rank stopped (its error is in its own output) or did not answer within "
-                        "device.dist_timeout_s = " + std::to_string(timeout_.count()));
+                        "device.dist_timeout_s = " +
+                        std::to_string(timeout_.count()));
     }
   }
 
@@ -180,7 +187,8 @@ struct AllReduceSumFn : torch::autograd::Function<AllReduceSumFn> {
     reinterpret_cast<ProcessGroup*>(group)->all_reduce_sum(t);
     return t[0];
   }
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list g) {
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list g) {
     auto* group = reinterpret_cast<ProcessGroup*>(ctx->saved_data["group"].toInt());
     std::vector<at::Tensor> t{g[0].contiguous().clone()};
     group->all_reduce_sum(t);
@@ -219,9 +227,9 @@ DistEnv dist_env_from(const std::map<std::string, std::string>& environ) {
   e.world_size = env_int(environ, "WORLD_SIZE", 1, 65536, "the number of processes");
   e.rank = env_int(environ, "RANK", 0, e.world_size - 1, "this process's rank, below WORLD_SIZE");
   e.local_rank = env_int(environ, "LOCAL_RANK", 0, e.world_size - 1, "this process's rank on its machine");
-  e.local_world_size = environ.count("LOCAL_WORLD_SIZE")
-                           ? env_int(environ, "LOCAL_WORLD_SIZE", e.local_rank + 1, e.world_size, "the ranks on this machine")
-                           : e.world_size;
+  e.local_world_size = environ.count("LOCAL_WORLD_SIZE") ? env_int(environ, "LOCAL_WORLD_SIZE", e.local_rank + 1,
+                                                                   e.world_size, "the ranks on this machine")
+                                                         : e.world_size;
   auto addr = environ.find("MASTER_ADDR");
   if (addr == environ.end() || addr->second.empty())
     throw UsageError("MASTER_ADDR is not set: a multi-process launch (WORLD_SIZE > 1) needs rank 0's address");
@@ -258,14 +266,16 @@ at::Tensor ProcessGroup::differentiable_sum(const at::Tensor& t) {
   return AllReduceSumFn::apply(t, static_cast<int64_t>(reinterpret_cast<intptr_t>(this)));
 }
 
-std::shared_ptr<ProcessGroup> ProcessGroup::connect(const DistEnv& env, const c10::Device& device, std::chrono::seconds timeout) {
+std::shared_ptr<ProcessGroup> ProcessGroup::connect(const DistEnv& env, const c10::Device& device,
+                                                    std::chrono::seconds timeout) {
   KG_ASSERT(env.active(), "ProcessGroup::connect for a single process");
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
   auto rendezvous_failed = [&](const std::string& what) {
-    return DeviceError("distributed rendezvous at " + env.master_addr + ":" + std::to_string(env.master_port) + " failed on rank " +
-                       std::to_string(env.rank) + " of " + std::to_string(env.world_size) + ": " + first_line(what) +
-                       " (did every rank start, and is MASTER_PORT free on rank 0's machine? waited device.dist_timeout_s = " +
-                       std::to_string(timeout.count()) + " s)");
+    return DeviceError(
+        "distributed rendezvous at " + env.master_addr + ":" + std::to_string(env.master_port) + " failed on rank " +
+        std::to_string(env.rank) + " of " + std::to_string(env.world_size) + ": " + first_line(what) +
+        " (did every rank start, and is MASTER_PORT free on rank 0's machine? waited device.dist_timeout_s = " +
+        std::to_string(timeout.count()) + " s)");
   };
   // The rendezvous polls in short steps: a stop signal ends it at once (TCPStore's own wait ignored SIGTERM),
   // and the whole wait, connecting and meeting every rank, is one device.dist_timeout_s.
@@ -301,7 +311,8 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const DistEnv& env, const c1
     for (int64_t joined; (joined = store->add("kgtrain/joined", 0)) < env.world_size;) {
       check_stop();
       if (left().count() <= 0)
-        throw rendezvous_failed("only " + std::to_string(joined) + " of " + std::to_string(env.world_size) + " ranks came");
+        throw rendezvous_failed("only " + std::to_string(joined) + " of " + std::to_string(env.world_size) +
+                                " ranks came");
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   } catch (const Error&) {
@@ -319,16 +330,18 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const DistEnv& env, const c1
     }
 #endif
     if (device.is_cuda())
-      throw DeviceError("multi-process training on CUDA needs a LibTorch built with NCCL (USE_C10D_NCCL); this build has Gloo only");
+      throw DeviceError(
+          "multi-process training on CUDA needs a LibTorch built with NCCL (USE_C10D_NCCL); this build has Gloo only");
 #ifdef KG_HAVE_GLOO
     auto o = c10d::ProcessGroupGloo::Options::create(ms);
     o->devices.push_back(gloo_device(env));
-    auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>("kgtrain", store), env.rank,
-                                                          env.world_size, o);
+    auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>("kgtrain", store),
+                                                          env.rank, env.world_size, o);
     return std::make_shared<C10dGroup<c10d::ProcessGroupGloo>>(env, "gloo", pg, timeout);
 #else
-    throw DeviceError("multi-process training on the CPU needs LibTorch's Gloo backend and its headers (Debian: libgloo-dev); "
-                      "this build has neither");
+    throw DeviceError(
+        "multi-process training on the CPU needs LibTorch's Gloo backend and its headers (Debian: libgloo-dev); "
+        "this build has neither");
 #endif
   } catch (const Error&) {
     throw;

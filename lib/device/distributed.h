@@ -41,7 +41,8 @@ DistEnv dist_env_from(const std::map<std::string, std::string>& environ);
 class ProcessGroup {
  public:
   // Rendezvous through a TCP store at master_addr:master_port (rank 0 serves it).
-  static std::shared_ptr<ProcessGroup> connect(const DistEnv& env, const c10::Device& device, std::chrono::seconds timeout);
+  static std::shared_ptr<ProcessGroup> connect(const DistEnv& env, const c10::Device& device,
+                                               std::chrono::seconds timeout);
   virtual ~ProcessGroup() = default;
 
   int rank() const { return env_.rank; }

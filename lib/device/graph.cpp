@@ -22,7 +22,8 @@ std::vector<at::Tensor> take_grads(const std::vector<at::Tensor>& params) {
 }
 
 void put_grads(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads) {
-  for (size_t i = 0; i < params.size() && i < grads.size(); ++i) const_cast<at::Tensor&>(params[i]).mutable_grad() = grads[i];
+  for (size_t i = 0; i < params.size() && i < grads.size(); ++i)
+    const_cast<at::Tensor&>(params[i]).mutable_grad() = grads[i];
 }
 
 namespace {
@@ -36,7 +37,8 @@ std::vector<at::Tensor> run_collecting_grads(const GraphWork& work, const std::v
 
 class EmulatedGraph : public StepGraph {
  public:
-  EmulatedGraph(GraphWork work, std::vector<at::Tensor> params, std::vector<at::Tensor> outputs, std::vector<at::Tensor> grads)
+  EmulatedGraph(GraphWork work, std::vector<at::Tensor> params, std::vector<at::Tensor> outputs,
+                std::vector<at::Tensor> grads)
       : work_(std::move(work)), params_(std::move(params)) {
     outputs_ = std::move(outputs);
     grads_ = std::move(grads);
@@ -56,8 +58,8 @@ class EmulatedGraph : public StepGraph {
              " outputs, the capture ", outputs_.size());
     at::NoGradGuard ng;
     for (size_t i = 0; i < outs.size(); ++i) {
-      KG_CHECK(outs[i].sizes() == outputs_[i].sizes() && outs[i].scalar_type() == outputs_[i].scalar_type(), InternalError,
-               "emulated CUDA graph: output ", i, " changed shape or type between capture and replay");
+      KG_CHECK(outs[i].sizes() == outputs_[i].sizes() && outs[i].scalar_type() == outputs_[i].scalar_type(),
+               InternalError, "emulated CUDA graph: output ", i, " changed shape or type between capture and replay");
       outputs_[i].copy_(outs[i]);
     }
     for (size_t i = 0; i < grads.size(); ++i) {
@@ -75,7 +77,8 @@ class EmulatedGraph : public StepGraph {
 
 class EmulatedCapturer : public GraphCapturer {
  public:
-  std::unique_ptr<StepGraph> capture(const GraphWork& work, const std::vector<at::Tensor>& params, int warmup) override {
+  std::unique_ptr<StepGraph> capture(const GraphWork& work, const std::vector<at::Tensor>& params,
+                                     int warmup) override {
     const auto before = take_grads(params);
     std::vector<at::Tensor> outputs, grads;
     try {

@@ -41,7 +41,8 @@ class GraphCapturer {
   // undo), then records it with every parameter's .grad unset, so its backward writes gradients into
   // memory of the graph. The graphs of one capturer share one memory pool: read a graph's outputs and
   // gradients before replaying another. Errors propagate (a failed capture leaves no graph behind).
-  virtual std::unique_ptr<StepGraph> capture(const GraphWork& work, const std::vector<at::Tensor>& params, int warmup) = 0;
+  virtual std::unique_ptr<StepGraph> capture(const GraphWork& work, const std::vector<at::Tensor>& params,
+                                             int warmup) = 0;
 };
 
 // Re-runs the work on replay; each replay copies its outputs and gradients into the memory the capture

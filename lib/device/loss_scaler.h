@@ -13,10 +13,10 @@
 namespace kg::device {
 
 struct LossScalerOptions {
-  double init_scale = 65536.0;    ///< first scale (2^16)
-  double growth_factor = 2.0;     ///< scale x this after growth_interval clean updates
-  double backoff_factor = 0.5;    ///< scale x this after an update with inf/NaN gradients (which is skipped)
-  int64_t growth_interval = 2000; ///< clean updates in a row before the scale grows
+  double init_scale = 65536.0;     ///< first scale (2^16)
+  double growth_factor = 2.0;      ///< scale x this after growth_interval clean updates
+  double backoff_factor = 0.5;     ///< scale x this after an update with inf/NaN gradients (which is skipped)
+  int64_t growth_interval = 2000;  ///< clean updates in a row before the scale grows
 };
 
 class LossScaler {
@@ -35,8 +35,8 @@ class LossScaler {
 
   int64_t growth_tracker() const { return tracker_; }
   int64_t overflow_skips() const { return skips_; }
-  nlohmann::json state() const;                // {"scale", "growth_tracker", "overflow_skips"}
-  void load_state(const nlohmann::json& j);    // CheckpointError when malformed
+  nlohmann::json state() const;              // {"scale", "growth_tracker", "overflow_skips"}
+  void load_state(const nlohmann::json& j);  // CheckpointError when malformed
 
  private:
   LossScalerOptions o_;

@@ -20,7 +20,8 @@ std::vector<std::string> loaded_objects() {
   std::vector<std::string> out;
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* data) {
-        if (info->dlpi_name && *info->dlpi_name) static_cast<std::vector<std::string>*>(data)->push_back(info->dlpi_name);
+        if (info->dlpi_name && *info->dlpi_name)
+          static_cast<std::vector<std::string>*>(data)->push_back(info->dlpi_name);
         return 0;
       },
       &out);
@@ -101,8 +102,8 @@ MathLibs detect() {
     if (starts_with(b, "liblapack.so") && lapack_path.empty()) lapack_path = obj;
   }
   const std::string mkl = config_line(config, "Math Kernel Library Version");
-  const std::string mkl_name = "MKL" + (mkl.empty() ? std::string() : " " + mkl.substr(0, mkl.find_first_of("- "))) +
-                               " (inside LibTorch)";
+  const std::string mkl_name =
+      "MKL" + (mkl.empty() ? std::string() : " " + mkl.substr(0, mkl.find_first_of("- "))) + " (inside LibTorch)";
   // LibTorch built with MKL (PyPI's wheels) links it statically: a libblas.so.3 in the process then belongs to
   // someone else (OpenCV's core loads one) and is not what matrix products run on.
   auto pick = [&](MathLib& lib, const std::string& info, const std::string& loaded, bool lapack) {
@@ -133,8 +134,10 @@ MathLibs detect() {
     m.onednn = "oneDNN " + std::to_string(d->major) + "." + std::to_string(d->minor) + "." + std::to_string(d->patch);
   } else {
     std::string line = config_line(config, "MKL-DNN v");  // "3.7.1 (Git Hash ...)"
-    if (!line.empty()) m.onednn = "oneDNN " + line.substr(0, line.find(' '));
-    else if (build_setting(config, "USE_MKLDNN") == "ON") m.onednn = "oneDNN";
+    if (!line.empty())
+      m.onednn = "oneDNN " + line.substr(0, line.find(' '));
+    else if (build_setting(config, "USE_MKLDNN") == "ON")
+      m.onednn = "oneDNN";
   }
   m.cpu_capability = config_line(config, "CPU capability usage:");
   return m;
@@ -149,7 +152,8 @@ std::string classify_math_library(const std::string& path, bool lapack) {
   // Debian/Ubuntu alternatives: /usr/lib/<triplet>/blas/libblas.so.3 and lapack/liblapack.so.3 are Netlib's.
   if (folder == "blas" || folder == "lapack") return lapack ? "reference LAPACK (Netlib)" : "reference BLAS (Netlib)";
   if (starts_with(folder, "openblas") || starts_with(file, "libopenblas")) return "OpenBLAS";
-  if (starts_with(folder, "blis") || starts_with(file, "libblis")) return "BLIS (" + (folder.empty() ? file : folder) + ")";
+  if (starts_with(folder, "blis") || starts_with(file, "libblis"))
+    return "BLIS (" + (folder.empty() ? file : folder) + ")";
   if (starts_with(folder, "atlas")) return "ATLAS";
   if (file.find("mkl") != std::string::npos || folder.find("mkl") != std::string::npos) return "MKL";
   return file;

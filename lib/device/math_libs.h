@@ -13,9 +13,9 @@ struct MathLib {
 
 struct MathLibs {
   MathLib blas, lapack;
-  std::string onednn;          // "oneDNN 2.7.3", or "" when LibTorch was built without it
-  std::string cpu_capability;  // LibTorch's vectorised kernels: "AVX512", "AVX2", ... ("" when not reported)
-  bool reference_blas = false; // the Netlib reference BLAS: matrix products 10-25x slower than an optimised one
+  std::string onednn;           // "oneDNN 2.7.3", or "" when LibTorch was built without it
+  std::string cpu_capability;   // LibTorch's vectorised kernels: "AVX512", "AVX2", ... ("" when not reported)
+  bool reference_blas = false;  // the Netlib reference BLAS: matrix products 10-25x slower than an optimised one
 };
 
 // What this process has loaded; computed once.

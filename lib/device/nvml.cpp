@@ -10,8 +10,12 @@ namespace kg::device {
 
 // The few NVML entry points used, declared here (their C ABI is stable since NVML's v2 symbols).
 struct NvmlMonitor::Api {
-  struct Utilization { unsigned int gpu, memory; };
-  struct Memory { unsigned long long total, free, used; };
+  struct Utilization {
+    unsigned int gpu, memory;
+  };
+  struct Memory {
+    unsigned long long total, free, used;
+  };
   using Init = int (*)();
   using Shutdown = int (*)();
   using HandleByIndex = int (*)(unsigned int, void**);
@@ -102,7 +106,8 @@ void NvmlMonitor::loop(double interval_s) {
     }
     next += step;
     // Short sleeps so the destructor never waits a whole interval.
-    while (!stop_ && std::chrono::steady_clock::now() < next) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    while (!stop_ && std::chrono::steady_clock::now() < next)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
 

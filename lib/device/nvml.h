@@ -13,9 +13,9 @@ namespace kg::device {
 
 struct GpuSample {
   int samples = 0;
-  double util_mean = 0;          // % of time a kernel ran, averaged over the samples
+  double util_mean = 0;  // % of time a kernel ran, averaged over the samples
   double util_max = 0;
-  int64_t memory_used_max = 0;   // bytes in use on the device (all processes), the highest sample
+  int64_t memory_used_max = 0;  // bytes in use on the device (all processes), the highest sample
   int64_t memory_total = 0;
 };
 

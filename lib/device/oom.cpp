@@ -11,7 +11,8 @@ bool is_out_of_memory(const std::exception& e) {
   if (!dynamic_cast<const c10::Error*>(&e)) return false;
   // cuBLAS / cuDNN workspaces fail with their own status codes instead of the allocator's error.
   const std::string m = e.what();
-  return m.find("CUDA out of memory") != std::string::npos || m.find("CUBLAS_STATUS_ALLOC_FAILED") != std::string::npos ||
+  return m.find("CUDA out of memory") != std::string::npos ||
+         m.find("CUBLAS_STATUS_ALLOC_FAILED") != std::string::npos ||
          m.find("CUDNN_STATUS_ALLOC_FAILED") != std::string::npos;
 }
 

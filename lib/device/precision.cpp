@@ -20,9 +20,12 @@ Precision parse_precision(const std::string& name) {
 
 std::string precision_name(Precision p) {
   switch (p) {
-    case Precision::fp16: return "fp16";
-    case Precision::bf16: return "bf16";
-    default: return "fp32";
+    case Precision::fp16:
+      return "fp16";
+    case Precision::bf16:
+      return "bf16";
+    default:
+      return "fp32";
   }
 }
 
@@ -49,12 +52,14 @@ Precision choose_precision(const std::string& requested, const DeviceDescription
   }
   const Precision p = parse_precision(requested);
   if (p == Precision::bf16 && d.is_cuda() && d.cc_major < 8)
-    throw ConfigError(detail::cat("device.precision = \"bf16\" but ", d.str(), " has no bf16 tensor cores (they start with "
+    throw ConfigError(detail::cat("device.precision = \"bf16\" but ", d.str(),
+                                  " has no bf16 tensor cores (they start with "
                                   "Ampere, compute capability 8.0): use device.precision = \"fp16\" (with the loss "
                                   "scaler) or \"auto\""));
   if (p == Precision::fp16 && !d.is_cuda())
-    throw ConfigError("device.precision = \"fp16\" needs a CUDA device (LibTorch's CPU autocast computes in bf16 only): "
-                      "use \"bf16\" (fast on CPUs with AVX512-BF16 or AMX), \"fp32\" or \"auto\"");
+    throw ConfigError(
+        "device.precision = \"fp16\" needs a CUDA device (LibTorch's CPU autocast computes in bf16 only): "
+        "use \"bf16\" (fast on CPUs with AVX512-BF16 or AMX), \"fp32\" or \"auto\"");
   return p;
 }
 

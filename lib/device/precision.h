@@ -13,7 +13,8 @@ enum class Precision { fp32, fp16, bf16 };
 
 struct DeviceDescription;
 
-Precision parse_precision(const std::string& name);  // fp32 | fp16 | bf16; ConfigError naming device.precision otherwise
+Precision parse_precision(
+    const std::string& name);  // fp32 | fp16 | bf16; ConfigError naming device.precision otherwise
 std::string precision_name(Precision p);
 bool cpu_has_native_bf16();
 

@@ -19,8 +19,8 @@ namespace kg::jobs {
 namespace {
 
 // One training step at `batch` on zero inputs; throws what LibTorch throws (out of memory included).
-void trial_step(model::Network& net, optim::Optimizer& opt, const model::ModelContext& ctx, const device::DeviceInfo& dev,
-                int64_t batch, int64_t fake_oom_above) {
+void trial_step(model::Network& net, optim::Optimizer& opt, const model::ModelContext& ctx,
+                const device::DeviceInfo& dev, int64_t batch, int64_t fake_oom_above) {
   auto fo = torch::TensorOptions().dtype(torch::kFloat).device(dev.device);
   auto x = torch::zeros({batch, ctx.in_chans, ctx.height, ctx.width}, fo);
   if (dev.channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
@@ -49,10 +49,10 @@ JobOptions resolve_auto_batch(const JobOptions& o) {
   const double limit = (1.0 - topt.auto_batch_margin) * static_cast<double>(dev.hardware.total_memory);
   // optim.lr = "find" has no number yet; any lr builds the same optimizer state.
   const config::Tree recipe = lr_is_find(o.recipe) ? with_lr(o.recipe, 1.0) : o.recipe;
-  log(o, "batch size auto: trying powers of two up to " + std::to_string(topt.auto_batch_max) + " on " + dev.description +
-             " (input " + std::to_string(in.ctx.in_chans) + "x" + std::to_string(in.ctx.height) + "x" + std::to_string(in.ctx.width) +
-             ", " + format_significant(topt.auto_batch_margin * 100, 3) + "% of " + model::bytes_text(dev.hardware.total_memory) +
-             " kept free)");
+  log(o, "batch size auto: trying powers of two up to " + std::to_string(topt.auto_batch_max) + " on " +
+             dev.description + " (input " + std::to_string(in.ctx.in_chans) + "x" + std::to_string(in.ctx.height) +
+             "x" + std::to_string(in.ctx.width) + ", " + format_significant(topt.auto_batch_margin * 100, 3) + "% of " +
+             model::bytes_text(dev.hardware.total_memory) + " kept free)");
   json trials = json::array();
   int64_t chosen = 0;
   std::string stopped = "reached train.auto_batch_max";
@@ -87,22 +87,27 @@ JobOptions resolve_auto_batch(const JobOptions& o) {
       t["fits"] = within;
       trials.push_back(t);
       if (!within) {
-        stopped = "peak memory " + model::bytes_text(mem.peak_reserved) + " at " + std::to_string(b) + " leaves less than the margin";
+        stopped = "peak memory " + model::bytes_text(mem.peak_reserved) + " at " + std::to_string(b) +
+                  " leaves less than the margin";
         break;
       }
       chosen = b;
     }
   }
   backend.empty_cache();
-  KG_CHECK(chosen > 0, DeviceError, "train.batch_size = \"auto\": not even 2 images fit a training step on ", dev.description,
-           " (", stopped, "); lower data.image_size, set model.grad_checkpointing = true, or pick a smaller model");
+  KG_CHECK(chosen > 0, DeviceError, "train.batch_size = \"auto\": not even 2 images fit a training step on ",
+           dev.description, " (", stopped,
+           "); lower data.image_size, set model.grad_checkpointing = true, or pick a smaller model");
   log(o, "batch size auto: " + std::to_string(chosen) + " (" + stopped + ")");
   JobOptions r = o;
   config::Entry e;
   if (const config::Entry* old = o.recipe.find("train.batch_size")) e = *old;
   e.value = chosen;
   r.recipe.set("train.batch_size", e);
-  r.auto_batch = {{"batch_size", chosen}, {"stopped", stopped}, {"margin", topt.auto_batch_margin}, {"trials", trials},
+  r.auto_batch = {{"batch_size", chosen},
+                  {"stopped", stopped},
+                  {"margin", topt.auto_batch_margin},
+                  {"trials", trials},
                   {"device", dev.description}};
   return r;
 }

@@ -29,7 +29,9 @@ namespace {
 using bench::fixed;
 using bench::grouped;
 
-std::string seconds_text(double s) { return s >= 100 ? fixed(s, 0) + " s" : s >= 10 ? fixed(s, 1) + " s" : fixed(s, 2) + " s"; }
+std::string seconds_text(double s) {
+  return s >= 100 ? fixed(s, 0) + " s" : s >= 10 ? fixed(s, 1) + " s" : fixed(s, 2) + " s";
+}
 
 const bench::PhaseTiming* find_phase(const bench::ConfigTiming& t, const std::string& name) {
   for (auto& p : t.phases)
@@ -47,11 +49,13 @@ std::string verdict(const bench::ConfigTiming& t, const device::DeviceInfo& dev,
   if (t.num_workers == 0) {
     // Loading runs in the training thread: its time adds to every update.
     const double share = (1 / loader) / (1 / loader + 1 / compute);
-    v = share > 0.25 ? "loading in the training thread (data.num_workers = 0, " + grouped(loader) + " img/s alone) takes " +
-                           fixed(100 * share, 0) + "% of each update next to the model's " + grouped(compute) +
-                           " img/s: set data.num_workers=2" + cache_hint
-                     : "the model is the bottleneck (" + grouped(compute) + " img/s for forward + backward + step); loading in "
-                       "the training thread costs " + fixed(100 * share, 0) + "% of each update (" + grouped(loader) + " img/s)";
+    v = share > 0.25 ? "loading in the training thread (data.num_workers = 0, " + grouped(loader) +
+                           " img/s alone) takes " + fixed(100 * share, 0) + "% of each update next to the model's " +
+                           grouped(compute) + " img/s: set data.num_workers=2" + cache_hint
+                     : "the model is the bottleneck (" + grouped(compute) +
+                           " img/s for forward + backward + step); loading in "
+                           "the training thread costs " +
+                           fixed(100 * share, 0) + "% of each update (" + grouped(loader) + " img/s)";
   } else if (loader < compute) {
     v = "the loader (" + grouped(loader) + " img/s with " + w + " workers) is slower than the training step (" +
         grouped(compute) + " img/s): raise data.num_workers" + cache_hint;
@@ -59,13 +63,15 @@ std::string verdict(const bench::ConfigTiming& t, const device::DeviceInfo& dev,
     v = "the model is the bottleneck: the training step (" + grouped(compute) + " img/s) is slower than the loader (" +
         grouped(loader) + " img/s with " + w + " workers)";
     if (step < 0.85 * compute)
-      v += ", but together they reach only " + grouped(step) + " img/s: the loader threads compete with the compute "
+      v += ", but together they reach only " + grouped(step) +
+           " img/s: the loader threads compete with the compute "
            "threads for the cores (try data.num_workers=0)";
   }
   if (const auto* copy = find_phase(t, "host_to_device"); copy && dev.device.is_cuda() && t.update_seconds > 0) {
     const double share = copy->ms_per_step / 1000 * static_cast<double>(t.accum_steps) / t.update_seconds;
     if (share > 0.15)
-      v += "; the host-to-device copy takes " + fixed(100 * share, 0) + "% of each update (data.pin_memory, data.uint8_transfer)";
+      v += "; the host-to-device copy takes " + fixed(100 * share, 0) +
+           "% of each update (data.pin_memory, data.uint8_transfer)";
   }
   return v;
 }
@@ -99,14 +105,15 @@ json tflops_json(const bench::ConfigTiming& t) {
 std::string tflops_text(const json& j) {
   if (j.is_null()) return "TFLOP/s: not known for this model";
   auto tf = [](const json& v) { return v.is_null() ? std::string("n/a") : fixed(v.get<double>(), 3); };
-  return "TFLOP/s (2 x MACs forward, 3 x that for training): forward " + tf(j["forward"]) + ", forward + backward + step " +
-         tf(j["train_compute"]) + ", full training step " + tf(j["train_step"]) + " (" +
-         fixed(j["forward_gflops_per_image"].get<double>(), 3) + " GFLOPs per image forward)";
+  return "TFLOP/s (2 x MACs forward, 3 x that for training): forward " + tf(j["forward"]) +
+         ", forward + backward + step " + tf(j["train_compute"]) + ", full training step " + tf(j["train_step"]) +
+         " (" + fixed(j["forward_gflops_per_image"].get<double>(), 3) + " GFLOPs per image forward)";
 }
 
 // A shell word: quoted when it holds anything beyond [A-Za-z0-9_./=:,+-].
 std::string shell_word(const std::string& w) {
-  if (!w.empty() && w.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:,+-") == std::string::npos)
+  if (!w.empty() && w.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:,+-") ==
+                        std::string::npos)
     return w;
   std::string q = "'";
   for (char c : w) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -140,9 +147,9 @@ int run_bench(const JobOptions& given) {
   std::string head = "bench: " + join(o.layers, " + ") + "; " + runner.base().dev.description + "; fold " +
                      std::to_string(runner.base().fold) + ": " + std::to_string(bt.train_rows) + " train, " +
                      std::to_string(bt.valid_rows) + " valid rows; batch " + std::to_string(bt.micro_batch) +
-                     (bt.accum_steps > 1 ? " x " + std::to_string(bt.accum_steps) + " accumulated" : "") + ", eval batch " +
-                     std::to_string(bt.eval_batch) + ", " + std::to_string(bt.num_workers) + " workers; " +
-                     std::to_string(st.warmup) + " warm-up + " + std::to_string(st.repeats) + " x " +
+                     (bt.accum_steps > 1 ? " x " + std::to_string(bt.accum_steps) + " accumulated" : "") +
+                     ", eval batch " + std::to_string(bt.eval_batch) + ", " + std::to_string(bt.num_workers) +
+                     " workers; " + std::to_string(st.warmup) + " warm-up + " + std::to_string(st.repeats) + " x " +
                      std::to_string(st.steps) + " timed steps per phase (median window)\n";
   if (o.dry_run) {
     std::cout << head << "dry run: would time every phase of the recipe";
@@ -171,10 +178,11 @@ int run_bench(const JobOptions& given) {
   const json tflops = tflops_json(bt);
   std::string out = head + phase_table(bt);
   out += "memory: peak " + base.memory.str() + "\n" + tflops_text(tflops) + "\n";
-  out += "epoch (extrapolated): " + std::to_string(bt.updates_per_epoch) + " updates x " + fixed(bt.update_seconds * 1000, 1) +
-         " ms = " + seconds_text(bt.train_epoch_seconds) + " training (" + grouped(bt.train_images_per_s) + " img/s) + " +
-         std::to_string(bt.valid_rows) + " validation images at " + grouped(bt.eval_images_per_s) + " img/s = " +
-         seconds_text(bt.eval_epoch_seconds) + "; " + seconds_text(epoch) + " per epoch\n";
+  out += "epoch (extrapolated): " + std::to_string(bt.updates_per_epoch) + " updates x " +
+         fixed(bt.update_seconds * 1000, 1) + " ms = " + seconds_text(bt.train_epoch_seconds) + " training (" +
+         grouped(bt.train_images_per_s) + " img/s) + " + std::to_string(bt.valid_rows) + " validation images at " +
+         grouped(bt.eval_images_per_s) + " img/s = " + seconds_text(bt.eval_epoch_seconds) + "; " +
+         seconds_text(epoch) + " per epoch\n";
   for (auto& n : bt.notes) out += "note: " + n + "\n";
   out += "bottleneck: " + verdict_text + "\n";
   if (!rows.empty()) out += "\n" + bench::ablation_table(base, rows, again ? &*again : nullptr);
@@ -197,18 +205,30 @@ int run_bench(const JobOptions& given) {
                  {"device", runner.base().dev.description},
                  {"recipe", {{"files", o.layers}, {"overrides", overrides}}},
                  {"settings", {{"steps", st.steps}, {"warmup", st.warmup}, {"repeats", st.repeats}}},
-                 {"data", {{"fold", runner.base().fold}, {"train_rows", bt.train_rows}, {"valid_rows", bt.valid_rows},
-                           {"batch_size", bt.micro_batch}, {"accum_steps", bt.accum_steps}, {"eval_batch_size", bt.eval_batch},
-                           {"num_workers", bt.num_workers}, {"cache", runner.base().cache}}},
+                 {"data",
+                  {{"fold", runner.base().fold},
+                   {"train_rows", bt.train_rows},
+                   {"valid_rows", bt.valid_rows},
+                   {"batch_size", bt.micro_batch},
+                   {"accum_steps", bt.accum_steps},
+                   {"eval_batch_size", bt.eval_batch},
+                   {"num_workers", bt.num_workers},
+                   {"cache", runner.base().cache}}},
                  {"phases", phases},
                  {"memory", base.memory.to_json()},
                  {"tflops", tflops},
-                 {"epoch", {{"updates", bt.updates_per_epoch}, {"update_seconds", bt.update_seconds},
-                            {"train_seconds", bt.train_epoch_seconds}, {"eval_seconds", bt.eval_epoch_seconds},
-                            {"seconds", epoch}, {"train_images_per_s", bt.train_images_per_s}}},
-                 {"bottleneck", {{"verdict", verdict_text}, {"loader_images_per_s", bt.loader_images_per_s},
-                                 {"compute_images_per_s", bt.compute_images_per_s},
-                                 {"train_images_per_s", bt.train_images_per_s}}},
+                 {"epoch",
+                  {{"updates", bt.updates_per_epoch},
+                   {"update_seconds", bt.update_seconds},
+                   {"train_seconds", bt.train_epoch_seconds},
+                   {"eval_seconds", bt.eval_epoch_seconds},
+                   {"seconds", epoch},
+                   {"train_images_per_s", bt.train_images_per_s}}},
+                 {"bottleneck",
+                  {{"verdict", verdict_text},
+                   {"loader_images_per_s", bt.loader_images_per_s},
+                   {"compute_images_per_s", bt.compute_images_per_s},
+                   {"train_images_per_s", bt.train_images_per_s}}},
                  {"notes", bt.notes},
                  {"ablations", ablations},
                  {"drift", drift_known ? json({{"baseline_again_epoch_seconds", again->timing.epoch_seconds()},

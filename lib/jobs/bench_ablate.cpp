@@ -41,8 +41,9 @@ std::string seconds_text(double s) { return fixed(s, s >= 100 ? 0 : s >= 10 ? 1 
 }  // namespace
 
 const std::vector<std::string>& toggle_names() {
-  static const std::vector<std::string> names{"precision",   "channels_last",      "workers", "accum",     "tf32",
-                                              "cudnn_benchmark", "cuda_graphs", "grad_checkpointing", "cache", "eval_batch"};
+  static const std::vector<std::string> names{"precision", "channels_last",   "workers",     "accum",
+                                              "tf32",      "cudnn_benchmark", "cuda_graphs", "grad_checkpointing",
+                                              "cache",     "eval_batch"};
   return names;
 }
 
@@ -66,31 +67,49 @@ Toggle plan_toggle(const std::string& name, const BaseInfo& b) {
   const auto& d = b.device_options;
   if (name == "precision") {
     // The other of fp32 and the device's fast 16-bit mode.
-    if (b.dev.precision != device::Precision::fp32) t.overrides.push_back("device.precision=fp32");
-    else if (cuda) t.overrides.push_back(std::string("device.precision=") + (b.dev.hardware.native_bf16 ? "bf16" : "fp16"));
-    else if (b.dev.hardware.native_bf16) t.overrides.push_back("device.precision=bf16");
-    else t.skip = "this CPU has no native bf16 (AVX512-BF16 or AMX): emulated bf16 is slower than fp32";
+    if (b.dev.precision != device::Precision::fp32)
+      t.overrides.push_back("device.precision=fp32");
+    else if (cuda)
+      t.overrides.push_back(std::string("device.precision=") + (b.dev.hardware.native_bf16 ? "bf16" : "fp16"));
+    else if (b.dev.hardware.native_bf16)
+      t.overrides.push_back("device.precision=bf16");
+    else
+      t.skip = "this CPU has no native bf16 (AVX512-BF16 or AMX): emulated bf16 is slower than fp32";
   } else if (name == "channels_last") {
     flip("device.channels_last", d.channels_last);
   } else if (name == "workers") {
-    if (b.cache == "device") t.skip = "data.cache = \"device\" makes batches on the device, without loader workers";
-    else t.overrides.push_back("data.num_workers=" + n(b.num_workers > 0 ? 0 : 2));
+    if (b.cache == "device")
+      t.skip = "data.cache = \"device\" makes batches on the device, without loader workers";
+    else
+      t.overrides.push_back("data.num_workers=" + n(b.num_workers > 0 ? 0 : 2));
   } else if (name == "accum") {
-    if (b.batch_size % 2) t.skip = "train.batch_size = " + n(b.batch_size) + " cannot be halved";
-    else t.overrides = {"train.batch_size=" + n(b.batch_size / 2), "train.accum_steps=" + n(b.accum_steps * 2)};
+    if (b.batch_size % 2)
+      t.skip = "train.batch_size = " + n(b.batch_size) + " cannot be halved";
+    else
+      t.overrides = {"train.batch_size=" + n(b.batch_size / 2), "train.accum_steps=" + n(b.accum_steps * 2)};
   } else if (name == "tf32") {
-    if (!cuda) t.skip = "cpu: TF32 is a mode of CUDA tensor cores";
-    else if (!b.dev.hardware.tf32) t.skip = "TF32 needs compute capability 8.0 (Ampere) or newer";
-    else if (d.deterministic) t.skip = "device.deterministic = true keeps TF32 off";
-    else flip("device.tf32", d.tf32);
+    if (!cuda)
+      t.skip = "cpu: TF32 is a mode of CUDA tensor cores";
+    else if (!b.dev.hardware.tf32)
+      t.skip = "TF32 needs compute capability 8.0 (Ampere) or newer";
+    else if (d.deterministic)
+      t.skip = "device.deterministic = true keeps TF32 off";
+    else
+      flip("device.tf32", d.tf32);
   } else if (name == "cudnn_benchmark") {
-    if (!cuda) t.skip = "cpu: cuDNN runs on CUDA devices only";
-    else if (d.deterministic) t.skip = "device.deterministic = true keeps the cuDNN benchmark off";
-    else flip("device.cudnn_benchmark", d.cudnn_benchmark);
+    if (!cuda)
+      t.skip = "cpu: cuDNN runs on CUDA devices only";
+    else if (d.deterministic)
+      t.skip = "device.deterministic = true keeps the cuDNN benchmark off";
+    else
+      flip("device.cudnn_benchmark", d.cudnn_benchmark);
   } else if (name == "cuda_graphs") {
-    if (!cuda) t.skip = "cpu: CUDA graphs need a CUDA device";
-    else if (b.grad_checkpointing) t.skip = "model.grad_checkpointing = true: its recomputation cannot be captured";
-    else flip("device.cuda_graphs", d.cuda_graphs);
+    if (!cuda)
+      t.skip = "cpu: CUDA graphs need a CUDA device";
+    else if (b.grad_checkpointing)
+      t.skip = "model.grad_checkpointing = true: its recomputation cannot be captured";
+    else
+      flip("device.cuda_graphs", d.cuda_graphs);
   } else if (name == "grad_checkpointing") {
     flip("model.grad_checkpointing", b.grad_checkpointing);
   } else if (name == "cache") {
@@ -194,9 +213,10 @@ json suggest(Runner& runner, const Row& baseline, const std::vector<Row>& rows, 
   for (auto& r : rows)
     if (r.status == "timed" && r.timing.epoch_seconds() > 0 && base / r.timing.epoch_seconds() > 1 + min_gain)
       faster.push_back(&r);
-  std::sort(faster.begin(), faster.end(), [](auto* a, auto* b) { return a->timing.epoch_seconds() < b->timing.epoch_seconds(); });
-  json s = {{"overrides", json::array()}, {"from", "none"}, {"toggles", json::array()}, {"min_gain", min_gain},
-            {"epoch_seconds", base}, {"speedup", 1.0}};
+  std::sort(faster.begin(), faster.end(),
+            [](auto* a, auto* b) { return a->timing.epoch_seconds() < b->timing.epoch_seconds(); });
+  json s = {{"overrides", json::array()}, {"from", "none"},        {"toggles", json::array()},
+            {"min_gain", min_gain},       {"epoch_seconds", base}, {"speedup", 1.0}};
   if (faster.empty()) {
     s["text"] = "no toggle was faster than the recipe by more than " + fixed(100 * min_gain, 0) + "%" +
                 (min_gain > 0.03 ? " (the baseline itself drifted that much while the toggles ran)" : "") +
@@ -228,11 +248,12 @@ json suggest(Runner& runner, const Row& baseline, const std::vector<Row>& rows, 
     } else {
       text += " (the combination of " + join(names, ", ") + " " +
               (combo.status == "timed" ? "took " + seconds_text(combo.timing.epoch_seconds()) + " per epoch"
-                                       : combo.status + ": " + combo.reason) + ")";
+                                       : combo.status + ": " + combo.reason) +
+              ")";
     }
   }
-  s["text"] = text + ": " + seconds_text(s["epoch_seconds"].get<double>()) + " per epoch instead of " + seconds_text(base) +
-              " (" + fixed(s["speedup"].get<double>(), 2) + "x)";
+  s["text"] = text + ": " + seconds_text(s["epoch_seconds"].get<double>()) + " per epoch instead of " +
+              seconds_text(base) + " (" + fixed(s["speedup"].get<double>(), 2) + "x)";
   return s;
 }
 
@@ -242,13 +263,14 @@ std::string ablation_table(const Row& baseline, const std::vector<Row>& rows, co
   auto line = [&](const Row& r, const std::string& note) {
     const bool timed = r.status == "timed";
     const std::string conf = r.overrides.empty() ? r.name : r.name + " (" + join(r.overrides, " ") + ")";
-    const std::string mem = !timed ? "" : r.memory.host_rss_bytes < 0 ? "n/a"
-                                   : r.memory.cuda ? model::bytes_text(r.memory.cuda_reserved_bytes) + " CUDA, " +
-                                                         model::bytes_text(r.memory.host_rss_bytes) + " RSS"
-                                                   : model::bytes_text(r.memory.host_rss_bytes);
+    const std::string mem = !timed                        ? ""
+                            : r.memory.host_rss_bytes < 0 ? "n/a"
+                            : r.memory.cuda ? model::bytes_text(r.memory.cuda_reserved_bytes) + " CUDA, " +
+                                                  model::bytes_text(r.memory.host_rss_bytes) + " RSS"
+                                            : model::bytes_text(r.memory.host_rss_bytes);
     t += conf + " | " + (timed ? seconds_text(r.timing.epoch_seconds()) : r.status) + " | " +
-         (timed && r.timing.epoch_seconds() > 0 ? fixed(base / r.timing.epoch_seconds(), 2) + "x" : "") + " | " + mem + " | " +
-         note + "\n";
+         (timed && r.timing.epoch_seconds() > 0 ? fixed(base / r.timing.epoch_seconds(), 2) + "x" : "") + " | " + mem +
+         " | " + note + "\n";
   };
   line(baseline, "the recipe as given, " + grouped(baseline.timing.train_images_per_s) + " img/s training");
   for (const auto& r : rows)

@@ -48,9 +48,9 @@ struct Row {
   Row() = default;
   Row(std::string n, std::vector<std::string> o, std::string st = "timed", std::string why = "")
       : name(std::move(n)), overrides(std::move(o)), status(std::move(st)), reason(std::move(why)) {}
-  std::string name;                    // "baseline", a toggle's name, "combination"
+  std::string name;  // "baseline", a toggle's name, "combination"
   std::vector<std::string> overrides;
-  std::string status = "timed";        // timed | skipped | failed
+  std::string status = "timed";  // timed | skipped | failed
   std::string reason;
   ConfigTiming timing;
   PeakMemory memory;

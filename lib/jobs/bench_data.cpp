@@ -88,11 +88,13 @@ int run_bench_data(const JobOptions& o) {
   auto dopt = data::load_data_options(recipe);
   auto cv = data::load_cv_options(recipe);
   const auto seed = static_cast<uint64_t>(run.seed);
-  auto has = [&](const char* s) { return std::find(o.bench_sections.begin(), o.bench_sections.end(), s) != o.bench_sections.end(); };
+  auto has = [&](const char* s) {
+    return std::find(o.bench_sections.begin(), o.bench_sections.end(), s) != o.bench_sections.end();
+  };
   KG_CHECK(o.bench_split == "train" || o.bench_split == "valid", UsageError, "--split must be train or valid, got \"",
            o.bench_split, "\"");
-  KG_CHECK(o.bench_batches == -1 || o.bench_batches > 0, UsageError, "--batches must be a positive count or \"all\", got ",
-           o.bench_batches);
+  KG_CHECK(o.bench_batches == -1 || o.bench_batches > 0, UsageError,
+           "--batches must be a positive count or \"all\", got ", o.bench_batches);
   KG_CHECK(o.bench_repeats > 0, UsageError, "--repeats must be positive, got ", o.bench_repeats);
   for (auto& s : o.bench_sections)
     KG_CHECK(s == "decode" || s == "augment" || s == "loader", UsageError, "--sections: unknown section \"", s,
@@ -104,7 +106,8 @@ int run_bench_data(const JobOptions& o) {
   // The rows fit would use: the training folds (train) or the held-out fold (valid).
   log(o, "kgtrain bench-data: loading the table (images not scanned)...");
   data::ClassList classes = data::infer_classes(dopt);
-  data::Table table = data::load_split(dopt, data::Split::train, classes, /*scan=*/false, threads, data::fold_columns(cv));
+  data::Table table =
+      data::load_split(dopt, data::Split::train, classes, /*scan=*/false, threads, data::fold_columns(cv));
   auto split = data::split_folds(table, cv, seed);
   const std::vector<int64_t>& rows = train ? split.train : split.valid;
   KG_CHECK(!rows.empty(), DataError, "fold ", cv.held_out, " of ", cv.folds, " leaves no ", o.bench_split, " rows");
@@ -127,23 +130,26 @@ int run_bench_data(const JobOptions& o) {
 
   // Decode sections use a shuffled sample the size of the timed loader run (the whole split for "all").
   const auto shuffled = data::epoch_order(rows, seed, 0);
-  const size_t sample = o.bench_batches < 0 ? rows.size()
-                                            : std::min(rows.size(), static_cast<size_t>(std::max<int64_t>(64, batch * o.bench_batches)));
+  const size_t sample =
+      o.bench_batches < 0 ? rows.size()
+                          : std::min(rows.size(), static_cast<size_t>(std::max<int64_t>(64, batch * o.bench_batches)));
   const std::string format = data::resolve_format(dopt);
-  std::string head = "bench-data: " + join(o.layers, " + ") + ", " + o.bench_split + " split: " + std::to_string(rows.size()) +
-                     " rows (" + format + "), input " + std::to_string(geom.channels) + "x" + std::to_string(geom.height) + "x" +
-                     std::to_string(geom.width) + ", batch " + std::to_string(batch) + ", " + std::to_string(workers) +
-                     " workers, prefetch " + std::to_string(dopt.prefetch) + ", OpenCV threads " +
-                     std::to_string(data::opencv_threads()) + (pipe.outputs_u8() ? ", uint8 batches" : "") + "\n  transforms (" +
-                     (train ? "training" : "evaluation") + "): " + (transforms.empty() ? "none" : join(transforms, ", ")) +
-                     (train ? "" : " (random ones skipped)") + "\n";
+  std::string head =
+      "bench-data: " + join(o.layers, " + ") + ", " + o.bench_split + " split: " + std::to_string(rows.size()) +
+      " rows (" + format + "), input " + std::to_string(geom.channels) + "x" + std::to_string(geom.height) + "x" +
+      std::to_string(geom.width) + ", batch " + std::to_string(batch) + ", " + std::to_string(workers) +
+      " workers, prefetch " + std::to_string(dopt.prefetch) + ", OpenCV threads " +
+      std::to_string(data::opencv_threads()) + (pipe.outputs_u8() ? ", uint8 batches" : "") + "\n  transforms (" +
+      (train ? "training" : "evaluation") + "): " + (transforms.empty() ? "none" : join(transforms, ", ")) +
+      (train ? "" : " (random ones skipped)") + "\n";
   if (o.dry_run) {
     std::vector<std::string> plan, ws;
     for (int w : thread_list) ws.push_back(std::to_string(w));
     if (has("decode")) plan.push_back("decode");
     if (has("augment")) plan.push_back("decode + transforms");
-    std::string what = plan.empty() ? "" : join(plan, " and ") + " of " + std::to_string(sample) + " images on 1 and " +
-                                               std::to_string(threads) + " threads";
+    std::string what = plan.empty() ? ""
+                                    : join(plan, " and ") + " of " + std::to_string(sample) + " images on 1 and " +
+                                          std::to_string(threads) + " threads";
     if (has("loader"))
       what += (what.empty() ? "" : "; ") + std::string("the loader with ") + join(ws, ", ") + " workers";
     std::cout << head << "dry run: would time " << what << "; nothing timed\n";
@@ -164,7 +170,8 @@ int run_bench_data(const JobOptions& o) {
                  {"cache", dopt.cache},
                  {"uint8_transfer", dopt.uint8_transfer},
                  {"opencv_threads", data::opencv_threads()}};
-  std::string table_txt = has("decode") || has("augment") ? "section          threads    images   seconds       img/s  img/s/thread\n" : "";
+  std::string table_txt =
+      has("decode") || has("augment") ? "section          threads    images   seconds       img/s  img/s/thread\n" : "";
   auto add_line = [&](const std::string& name, const json& r) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "%-15s %8d %9lld %9.3f %11.1f %13.1f\n", name.c_str(), r["threads"].get<int>(),
@@ -199,7 +206,8 @@ int run_bench_data(const JobOptions& o) {
     report["decode_augment"] = sec;
   }
 
-  json verdict = {{"loader_images_per_s", nullptr}, {"loader_workers", nullptr},
+  json verdict = {{"loader_images_per_s", nullptr},
+                  {"loader_workers", nullptr},
                   {"compute_images_per_s", o.bench_compute_rate > 0 ? json(o.bench_compute_rate) : json(nullptr)},
                   {"bottleneck", nullptr}};
   if (has("loader")) {
@@ -209,24 +217,32 @@ int run_bench_data(const JobOptions& o) {
     int64_t epoch = 0;
     for (int w : thread_list) {
       log(o, "  loader, " + std::to_string(w) + " workers, " +
-                 (o.bench_batches < 0 ? std::string("one epoch") : std::to_string(o.bench_batches) + " batches") + " x " +
-                 std::to_string(o.bench_repeats) + "...");
+                 (o.bench_batches < 0 ? std::string("one epoch") : std::to_string(o.bench_batches) + " batches") +
+                 " x " + std::to_string(o.bench_repeats) + "...");
       // data.cache = "ram" is honoured; each worker count starts from an empty cache.
       std::unique_ptr<data::ImageCache> cache;
-      if (dopt.cache == "ram") cache = std::make_unique<data::ImageCache>(static_cast<size_t>(dopt.cache_max_gb * (1ull << 30)));
+      if (dopt.cache == "ram")
+        cache = std::make_unique<data::ImageCache>(static_cast<size_t>(dopt.cache_max_gb * (1ull << 30)));
       data::LoaderOptions lo{batch, train, train, w, static_cast<int>(dopt.prefetch), seed, 0, -1, cache.get()};
       std::vector<LoaderTiming> reps;
-      for (int k = 0; k < o.bench_repeats; ++k) reps.push_back(time_loader(table, rows, pipe, lo, o.bench_batches, epoch));
+      for (int k = 0; k < o.bench_repeats; ++k)
+        reps.push_back(time_loader(table, rows, pipe, lo, o.bench_batches, epoch));
       std::vector<double> secs;
       for (auto& r : reps) secs.push_back(r.seconds);
       std::sort(reps.begin(), reps.end(), [](auto& a, auto& b) { return a.seconds < b.seconds; });
       const LoaderTiming& med = reps[reps.size() / 2];
-      double bps = med.seconds > 0 ? med.batches / med.seconds : 0.0, ips = med.seconds > 0 ? med.images / med.seconds : 0.0;
-      runs.push_back({{"workers", w}, {"batches", med.batches}, {"images", med.images}, {"seconds", med.seconds},
-                      {"batches_per_s", bps}, {"images_per_s", ips}, {"repeat_seconds", secs}});
+      double bps = med.seconds > 0 ? med.batches / med.seconds : 0.0,
+             ips = med.seconds > 0 ? med.images / med.seconds : 0.0;
+      runs.push_back({{"workers", w},
+                      {"batches", med.batches},
+                      {"images", med.images},
+                      {"seconds", med.seconds},
+                      {"batches_per_s", bps},
+                      {"images_per_s", ips},
+                      {"repeat_seconds", secs}});
       char buf[160];
-      std::snprintf(buf, sizeof buf, "%-15s %7d %9lld %9.3f %11.2f %11.1f\n", "loader", w, static_cast<long long>(med.batches),
-                    med.seconds, bps, ips);
+      std::snprintf(buf, sizeof buf, "%-15s %7d %9lld %9.3f %11.2f %11.1f\n", "loader", w,
+                    static_cast<long long>(med.batches), med.seconds, bps, ips);
       ltxt += buf;
     }
     report["loader"] = {{"batches", o.bench_batches < 0 ? json("all") : json(o.bench_batches)},

@@ -127,7 +127,8 @@ int run_bench_model(const JobOptions& o) {
   const bool measure_heap = dev.device.is_cpu() && heap_in_use() >= 0;
 
   const std::string optim_name = recipe.at("optim.name").value.get<std::string>();
-  const std::string shape = std::to_string(ctx.in_chans) + "x" + std::to_string(ctx.height) + "x" + std::to_string(ctx.width);
+  const std::string shape =
+      std::to_string(ctx.in_chans) + "x" + std::to_string(ctx.height) + "x" + std::to_string(ctx.width);
   std::string head = "bench-model: " + join(o.layers, " + ") + ": " + join(names, ", ") + "; input " + shape +
                      (ctx.num_features > 0 ? " + " + std::to_string(ctx.num_features) + " features" : "") + ", " +
                      std::to_string(ctx.num_outputs) + " outputs (" + data::task_name(in.classes.task) + "), batch " +
@@ -150,7 +151,8 @@ int run_bench_model(const JobOptions& o) {
   namespace F = torch::nn::functional;
   switch (in.classes.task) {
     case data::Task::multiclass: {
-      at::Tensor y = torch::randint(0, ctx.num_outputs, {batch}, torch::TensorOptions().dtype(torch::kLong).device(dev.device));
+      at::Tensor y =
+          torch::randint(0, ctx.num_outputs, {batch}, torch::TensorOptions().dtype(torch::kLong).device(dev.device));
       loss_fn = [y](const at::Tensor& out) { return F::cross_entropy(out, y); };
       break;
     }
@@ -196,7 +198,8 @@ int run_bench_model(const JobOptions& o) {
                    std::to_string(o.bench_model_warmup) + " + " + std::to_string(o.bench_model_steps) + " steps...");
         // A fresh optimizer per configuration: its moments take each layout's memory format.
         auto opt = optim::build(tree, *net);
-        for (int64_t i = 0; i < o.bench_model_warmup; ++i) train_step(*net, *opt, x, feats, loss_fn, sync_param, dev.precision);
+        for (int64_t i = 0; i < o.bench_model_warmup; ++i)
+          train_step(*net, *opt, x, feats, loss_fn, sync_param, dev.precision);
         std::vector<double> secs, held;
         for (int64_t i = 0; i < o.bench_model_steps; ++i) {
           Step s = train_step(*net, *opt, x, feats, loss_fn, sync_param, dev.precision);
@@ -236,7 +239,8 @@ int run_bench_model(const JobOptions& o) {
         const double speed = on["images_per_s"].get<double>() / std::max(1e-12, off["images_per_s"].get<double>());
         std::string mem = "memory not measured on " + dev.description;
         if (measure_heap) {
-          const auto a = off["held_after_forward_bytes"].get<int64_t>(), b = on["held_after_forward_bytes"].get<int64_t>();
+          const auto a = off["held_after_forward_bytes"].get<int64_t>(),
+                     b = on["held_after_forward_bytes"].get<int64_t>();
           mem = "holds " + model::bytes_text(b) + " after the forward pass instead of " + model::bytes_text(a) +
                 (a > 0 ? " (" + fixed(100.0 * static_cast<double>(b - a) / static_cast<double>(a), 0) + "%)" : "");
         }

@@ -82,7 +82,8 @@ class StepClock : public train::Callback {
 };
 
 // Decode + augmentation alone on 1 thread and on data.num_workers threads (the loader's work per image).
-void time_decode_phases(FitSetup& s, const std::vector<int64_t>& rows, int64_t batch, const Settings& st, ConfigTiming& r) {
+void time_decode_phases(FitSetup& s, const std::vector<int64_t>& rows, int64_t batch, const Settings& st,
+                        ConfigTiming& r) {
   const auto order = data::epoch_order(rows, s.seed, 0);
   const size_t sample = std::min(order.size(), static_cast<size_t>(std::max<int64_t>(64, batch * st.steps)));
   const auto& pipe = *s.train_pipes[data::stage_at(s.stages, 0, s.epochs)];
@@ -135,7 +136,8 @@ data::Batch time_loader_phase(FitSetup& s, const std::vector<int64_t>& rows, con
     r.phases.push_back(phase("loader", "loader alone (device)", r.micro_batch, w,
                              "data.cache = \"device\": on " + s.dev.device.str() + ", in the training thread"));
   else
-    r.phases.push_back(phase("loader", "loader alone (" + std::to_string(s.dopt.num_workers) + " workers)", r.micro_batch, w,
+    r.phases.push_back(phase("loader", "loader alone (" + std::to_string(s.dopt.num_workers) + " workers)",
+                             r.micro_batch, w,
                              s.dopt.num_workers == 0 ? "in the training thread (data.num_workers = 0)" : ""));
   return first;
 }
@@ -194,20 +196,23 @@ void time_compute_phases(FitSetup& s, model::Network& net, const data::Batch& b,
   r.phases.push_back(phase("host_to_device", "host -> device copy", B, wc, copy_note));
   r.phases.push_back(phase("forward", "forward + loss", B, wf, device::precision_name(dev.precision)));
   r.phases.push_back(phase("backward", "backward", B, wb));
-  r.phases.push_back(phase("optimizer_step", "optimizer step", B, ws, s.recipe.at("optim.name").value.get<std::string>()));
+  r.phases.push_back(
+      phase("optimizer_step", "optimizer step", B, ws, s.recipe.at("optim.name").value.get<std::string>()));
   // One update: accum micro-batches through forward and backward, one step.
-  const double update = static_cast<double>(r.accum_steps) * (wf.seconds_per_step + wb.seconds_per_step) + ws.seconds_per_step;
+  const double update =
+      static_cast<double>(r.accum_steps) * (wf.seconds_per_step + wb.seconds_per_step) + ws.seconds_per_step;
   r.compute_images_per_s = update > 0 ? static_cast<double>(B * r.accum_steps) / update : 0.0;
 }
 
 // fit's training step: the Trainer on fit's loader, stopped after warm-up + steps x repeats updates.
-void time_train_step(FitSetup& s, model::Network& net, const std::vector<int64_t>& rows, const std::vector<int64_t>& valid,
-                     const Settings& st, const Sync& sync, const std::string& dir, ConfigTiming& r) {
+void time_train_step(FitSetup& s, model::Network& net, const std::vector<int64_t>& rows,
+                     const std::vector<int64_t>& valid, const Settings& st, const Sync& sync, const std::string& dir,
+                     ConfigTiming& r) {
   auto opt = optim::build(s.recipe, net);
   train::Plan plan(s.recipe, s.epochs, s.steps_of(static_cast<int64_t>(rows.size())), net.group_names());
   r.updates_per_epoch = plan.steps_in_epoch(0);
-  KG_CHECK(r.updates_per_epoch > 0, DataError, "bench: epoch 1 has no full batch of ", r.micro_batch, " among its ", rows.size(),
-           " training rows (train.batch_size)");
+  KG_CHECK(r.updates_per_epoch > 0, DataError, "bench: epoch 1 has no full batch of ", r.micro_batch, " among its ",
+           rows.size(), " training rows (train.batch_size)");
   const int64_t want = st.warmup + st.steps * st.repeats;
   const int64_t updates = std::min(want, r.updates_per_epoch);
   if (updates < want)
@@ -232,8 +237,10 @@ void time_train_step(FitSetup& s, model::Network& net, const std::vector<int64_t
   cbs.push_back(std::move(clock));
   auto topt = s.topt;
   topt.checkpoint_every_steps = 0;  // nothing is saved mid-epoch
-  train::Trainer trainer(parts, plan, topt, s.copt, [&](int64_t epoch, int64_t start) { return s.train_loader(rows, epoch, plan.epochs(), start); },
-                         [&] { return s.valid_loader(valid); }, s.mix_fn(), std::move(cbs), io);
+  train::Trainer trainer(
+      parts, plan, topt, s.copt,
+      [&](int64_t epoch, int64_t start) { return s.train_loader(rows, epoch, plan.epochs(), start); },
+      [&] { return s.valid_loader(valid); }, s.mix_fn(), std::move(cbs), io);
   try {
     trainer.fit();
   } catch (const EnoughUpdates&) {
@@ -247,8 +254,8 @@ void time_train_step(FitSetup& s, model::Network& net, const std::vector<int64_t
 }
 
 // fit's validation step: its evaluation loader, the forward pass under autocast, outputs to the host.
-void time_eval_step(FitSetup& s, model::Network& net, const std::vector<int64_t>& valid, const Settings& st, const Sync& sync,
-                    ConfigTiming& r) {
+void time_eval_step(FitSetup& s, model::Network& net, const std::vector<int64_t>& valid, const Settings& st,
+                    const Sync& sync, ConfigTiming& r) {
   torch::NoGradGuard no_grad;
   net.eval();
   const int64_t needed = st.warmup + st.steps * st.repeats;
@@ -314,8 +321,8 @@ std::string PeakMemory::str() const {
   std::string s = host_rss_bytes >= 0 ? "RSS " + model::bytes_text(host_rss_bytes) : "RSS n/a";
   if (!host_reset) s += " (process peak)";
   if (cuda)
-    s += ", CUDA " + model::bytes_text(cuda_allocated_bytes) + " allocated / " + model::bytes_text(cuda_reserved_bytes) +
-         " reserved";
+    s += ", CUDA " + model::bytes_text(cuda_allocated_bytes) + " allocated / " +
+         model::bytes_text(cuda_reserved_bytes) + " reserved";
   return s;
 }
 

@@ -27,12 +27,12 @@ struct Settings {
 };
 
 struct PhaseTiming {
-  std::string name;           // decode_augment_1_thread, decode_augment_workers, loader, host_to_device, forward,
-                              // backward, optimizer_step, train_step, eval_step
-  std::string label;          // for the table: "decode + augment (2 threads)"
-  int64_t batch = 0;          // images per step (0: per image, no batch)
-  int64_t threads = 0;        // decode + augment: threads used
-  double ms_per_step = 0;     // the median window's time per step (0 for per-image rates)
+  std::string name;        // decode_augment_1_thread, decode_augment_workers, loader, host_to_device, forward,
+                           // backward, optimizer_step, train_step, eval_step
+  std::string label;       // for the table: "decode + augment (2 threads)"
+  int64_t batch = 0;       // images per step (0: per image, no batch)
+  int64_t threads = 0;     // decode + augment: threads used
+  double ms_per_step = 0;  // the median window's time per step (0 for per-image rates)
   double images_per_s = 0;
   int64_t repeats = 0, steps = 0;  // windows the median is taken over, steps in each
   std::string note;
@@ -40,12 +40,12 @@ struct PhaseTiming {
 };
 
 struct PeakMemory {
-  int64_t host_rss_bytes = -1;    // VmHWM: since the configuration started (host_reset) or since the process did
+  int64_t host_rss_bytes = -1;  // VmHWM: since the configuration started (host_reset) or since the process did
   bool host_reset = false;
-  bool cuda = false;              // the CUDA caching allocator's peaks below are known
+  bool cuda = false;  // the CUDA caching allocator's peaks below are known
   int64_t cuda_allocated_bytes = 0, cuda_reserved_bytes = 0;
   nlohmann::json to_json() const;
-  std::string str() const;        // "RSS 1.20 GiB, CUDA 3.1 GiB allocated / 3.5 GiB reserved"
+  std::string str() const;  // "RSS 1.20 GiB, CUDA 3.1 GiB allocated / 3.5 GiB reserved"
 };
 
 // Resets the peaks before a configuration is built: the host's VmHWM (where the kernel allows a
@@ -59,17 +59,17 @@ struct ConfigTiming {
   std::vector<PhaseTiming> phases;  // with phases: every phase; else train_step and eval_step
   int64_t micro_batch = 0, accum_steps = 1, eval_batch = 0;
   int64_t train_rows = 0, valid_rows = 0;
-  int64_t updates_per_epoch = 0;     // epoch 1 of fit's plan
-  double update_seconds = 0;         // the full training step (one optimizer update)
-  double train_images_per_s = 0;     // what fit reports as train_images_per_s
+  int64_t updates_per_epoch = 0;  // epoch 1 of fit's plan
+  double update_seconds = 0;      // the full training step (one optimizer update)
+  double train_images_per_s = 0;  // what fit reports as train_images_per_s
   double eval_images_per_s = 0;
-  double train_epoch_seconds = 0;    // updates_per_epoch x update_seconds
-  double eval_epoch_seconds = 0;     // the validation fold at eval_images_per_s
+  double train_epoch_seconds = 0;  // updates_per_epoch x update_seconds
+  double eval_epoch_seconds = 0;   // the validation fold at eval_images_per_s
   double epoch_seconds() const { return train_epoch_seconds + eval_epoch_seconds; }
-  double compute_images_per_s = 0;   // forward + backward + step alone (phases)
-  double loader_images_per_s = 0;    // the training loader alone (phases)
+  double compute_images_per_s = 0;  // forward + backward + step alone (phases)
+  double loader_images_per_s = 0;   // the training loader alone (phases)
   int64_t num_workers = 0;
-  int64_t macs_per_image = 0;        // model::summarize (phases), 0 when unknown
+  int64_t macs_per_image = 0;  // model::summarize (phases), 0 when unknown
   std::vector<std::string> notes;
 };
 

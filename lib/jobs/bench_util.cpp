@@ -8,7 +8,6 @@
 #include <mutex>
 #include <thread>
 
-
 #include "core/error.h"
 #include "core/random.h"
 #include "data/loader.h"
@@ -68,7 +67,10 @@ double time_parallel(int threads, size_t n, const std::function<void(size_t, int
 
 nlohmann::json rate_json(int threads, int64_t images, double secs) {
   double ips = secs > 0 ? static_cast<double>(images) / secs : 0.0;
-  return {{"threads", threads}, {"images", images}, {"seconds", secs}, {"images_per_s", ips},
+  return {{"threads", threads},
+          {"images", images},
+          {"seconds", secs},
+          {"images_per_s", ips},
           {"images_per_s_per_thread", ips / std::max(1, threads)}};
 }
 
@@ -96,8 +98,10 @@ double time_decode_augment(const data::Table& t, const std::vector<int64_t>& row
     Rng rng = data::sample_rng(seed, epoch, row);  // the loader's stream
     data::Image img = cache ? cache->get(row) : data::Image();
     if (img.empty()) img = row_image(t, row, static_cast<int>(g.channels));
-    if (u8) pipe.process_u8(std::move(img), rng, out8[static_cast<size_t>(w)].data());
-    else pipe.process(std::move(img), rng, out[static_cast<size_t>(w)].data());
+    if (u8)
+      pipe.process_u8(std::move(img), rng, out8[static_cast<size_t>(w)].data());
+    else
+      pipe.process(std::move(img), rng, out[static_cast<size_t>(w)].data());
   });
 }
 

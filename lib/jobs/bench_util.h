@@ -49,8 +49,8 @@ double time_decode_augment(const data::Table& t, const std::vector<int64_t>& row
 // (a window's mean, not a single step's median: a prefetching loader delivers in bursts). A run
 // shorter than asked gets fewer or shorter windows (at least one step; the warm-up shrinks last).
 struct Windowed {
-  double seconds_per_step = 0;  // the median window's time / its steps
-  double images_per_s = 0;      // the median window's images / its time
+  double seconds_per_step = 0;                            // the median window's time / its steps
+  double images_per_s = 0;                                // the median window's images / its time
   int64_t windows = 0, steps_per_window = 0, warmup = 0;  // what was actually used
 };
 Windowed median_window(const std::vector<double>& step_seconds, const std::vector<int64_t>& step_images, int64_t warmup,

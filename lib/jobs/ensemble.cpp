@@ -33,10 +33,11 @@ Member member_of(const std::string& dir, const std::string& which, data::ClassLi
     classes = cl;
     have_classes = true;
   }
-  KG_CHECK(cl.task == classes.task, UsageError, "checkpoints disagree on the task: ", c.dir, " is ", data::task_name(cl.task),
-           ", the first is ", data::task_name(classes.task), "; an ensemble predicts one task");
-  KG_CHECK(cl.names == classes.names, UsageError, "checkpoints disagree on the classes: ", c.dir, " has ", cl.size(), " (",
-           join(cl.names, ", "), "), the first has ", classes.size(), " (", join(classes.names, ", "),
+  KG_CHECK(cl.task == classes.task, UsageError, "checkpoints disagree on the task: ", c.dir, " is ",
+           data::task_name(cl.task), ", the first is ", data::task_name(classes.task),
+           "; an ensemble predicts one task");
+  KG_CHECK(cl.names == classes.names, UsageError, "checkpoints disagree on the classes: ", c.dir, " has ", cl.size(),
+           " (", join(cl.names, ", "), "), the first has ", classes.size(), " (", join(classes.names, ", "),
            "); an ensemble needs the same classes");
   Member m;
   m.fold = c.state.value("fold", int64_t{-1});
@@ -59,7 +60,8 @@ std::vector<std::string> run_checkpoints(const std::string& run, const std::stri
   // An unfinished fit (interrupted, or killed before its summary) has folds partly trained or missing.
   const std::string status = run_status(run);
   KG_CHECK(status == "completed", UsageError, "--from-run ", run, ": the fit did not finish (",
-           status.empty() ? std::string("no summary.json: killed, or still running") : "summary.json status \"" + status + "\"",
+           status.empty() ? std::string("no summary.json: killed, or still running")
+                          : "summary.json status \"" + status + "\"",
            "), so some of its models are partly trained or missing; finish it first: kgtrain fit --resume ", run);
   std::vector<fs::path> dirs;
   for (auto& e : fs::directory_iterator(run))
@@ -99,8 +101,9 @@ Ensemble collect_members(const JobOptions& o) {
   for (auto& dir : o.checkpoints) e.members.push_back(member_of(dir, topt.weights, e.classes, have));
   if (!o.weights.empty()) {
     auto cl = data::infer_classes(data::load_data_options(o.recipe));
-    KG_CHECK(!have || (cl.names == e.classes.names && cl.task == e.classes.task), UsageError, "--weights use the recipe's classes (", cl.size(),
-             ") but the checkpoints have ", e.classes.size(), "; an ensemble needs the same classes");
+    KG_CHECK(!have || (cl.names == e.classes.names && cl.task == e.classes.task), UsageError,
+             "--weights use the recipe's classes (", cl.size(), ") but the checkpoints have ", e.classes.size(),
+             "; an ensemble needs the same classes");
     e.classes = cl;
     for (auto& f : o.weights) e.members.push_back({f, model::read_safetensors(f), -1, ""});
   }
@@ -131,8 +134,13 @@ struct EnsemblePredictor::Impl {
   const data::Table* cache_table = nullptr;  // the cache's keys are this table's rows
 
   Impl(const JobOptions& jo, const data::ClassList& cl, int64_t feature_dim)
-      : o(jo), classes(cl), dopt(data::load_data_options(jo.recipe)), topt(train::load_train_options(jo.recipe)),
-        tta(tta::load_tta_options(jo.recipe)), dev(device::setup(device::load_options(jo.recipe))), geom(data::geometry(dopt)),
+      : o(jo),
+        classes(cl),
+        dopt(data::load_data_options(jo.recipe)),
+        topt(train::load_train_options(jo.recipe)),
+        tta(tta::load_tta_options(jo.recipe)),
+        dev(device::setup(device::load_options(jo.recipe))),
+        geom(data::geometry(dopt)),
         task(data::task_name(cl.task)) {
     seed = static_cast<uint64_t>(jo.recipe.at("run.seed").value.get<int64_t>());
     net = model::build(jo.recipe, model_context(geom, classes, feature_dim));
@@ -142,8 +150,10 @@ struct EnsemblePredictor::Impl {
     subs = tta::expand(views);
     bool aug = false;
     for (auto& s : subs) {
-      if (views[s.view]->uses_train_pipeline()) aug = true;
-      else labels.push_back(s.label);
+      if (views[s.view]->uses_train_pipeline())
+        aug = true;
+      else
+        labels.push_back(s.label);
     }
     for (size_t v = 0; v < views.size(); ++v)
       if (views[v]->uses_train_pipeline()) labels.push_back(views[v]->name() + (v ? "#" + std::to_string(v) : ""));
@@ -152,8 +162,15 @@ struct EnsemblePredictor::Impl {
   }
 
   data::LoaderOptions loader_options(int64_t epoch, uint64_t s) const {
-    return data::LoaderOptions{train::eval_batch_size(topt), false, false, static_cast<int>(dopt.num_workers),
-                               static_cast<int>(dopt.prefetch), s, epoch, o.smoke ? 2 : -1, cache.get(),
+    return data::LoaderOptions{train::eval_batch_size(topt),
+                               false,
+                               false,
+                               static_cast<int>(dopt.num_workers),
+                               static_cast<int>(dopt.prefetch),
+                               s,
+                               epoch,
+                               o.smoke ? 2 : -1,
+                               cache.get(),
                                dopt.pin_memory && dev.device.is_cuda()};
   }
 

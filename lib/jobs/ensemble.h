@@ -16,10 +16,10 @@
 namespace kg::jobs {
 
 struct Member {
-  std::string name;            // what predicted: "RUN/fold_2/checkpoints/best/ema.safetensors"
+  std::string name;  // what predicted: "RUN/fold_2/checkpoints/best/ema.safetensors"
   model::TensorMap weights;
-  int64_t fold = -1;           // the fold the checkpoint trained for (-1: unknown / a weights file)
-  std::string run_dir;         // --from-run: the run directory (folds.csv lives there)
+  int64_t fold = -1;    // the fold the checkpoint trained for (-1: unknown / a weights file)
+  std::string run_dir;  // --from-run: the run directory (folds.csv lives there)
 };
 
 struct Ensemble {

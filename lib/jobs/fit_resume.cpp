@@ -26,8 +26,9 @@ ResumeTarget resume_target(const JobOptions& o) {
   if (o.resume.empty()) return t;
   if (o.resume != "auto") {
     fs::path p(o.resume);
-    KG_CHECK(fs::exists(p), UsageError, "--resume ", o.resume, ": no such directory (give a run directory, a checkpoint "
-                                        "such as RUN/checkpoints/last, or \"auto\")");
+    KG_CHECK(fs::exists(p), UsageError, "--resume ", o.resume,
+             ": no such directory (give a run directory, a checkpoint "
+             "such as RUN/checkpoints/last, or \"auto\")");
     if (fs::exists(p / "state.json") || fs::exists(p / "MANIFEST.json")) {
       t.checkpoint = p.string();
       fs::path run = p.parent_path().parent_path();  // RUN[/fold_k]/checkpoints/<name>
@@ -39,8 +40,10 @@ ResumeTarget resume_target(const JobOptions& o) {
     return t;
   }
   if (!o.run_dir.empty()) {
-    if (fs::exists(o.run_dir)) t.run_dir = o.run_dir;
-    else t.note = "--resume auto: " + o.run_dir + " does not exist yet: starting fresh";
+    if (fs::exists(o.run_dir))
+      t.run_dir = o.run_dir;
+    else
+      t.note = "--resume auto: " + o.run_dir + " does not exist yet: starting fresh";
     return t;
   }
   auto run = train::load_run_options(o.recipe);
@@ -80,14 +83,18 @@ void check_same_split(const std::string& run_dir, const std::vector<std::string>
   const data::CsvTable saved = data::read_csv(path);
   const int id_col = saved.require_column("id", ""), fold_col = saved.require_column("fold", "");
   std::unordered_map<std::string, std::string> fold_of;
-  for (const auto& row : saved.rows) fold_of.emplace(row[static_cast<size_t>(id_col)], row[static_cast<size_t>(fold_col)]);
+  for (const auto& row : saved.rows)
+    fold_of.emplace(row[static_cast<size_t>(id_col)], row[static_cast<size_t>(fold_col)]);
   int64_t moved = 0, missing = 0;
   std::string example;
   for (size_t i = 0; i < ids.size(); ++i) {
     auto it = fold_of.find(ids[i]);
-    if (it == fold_of.end()) ++missing;
-    else if (it->second != std::to_string(folds[i])) ++moved;
-    else continue;
+    if (it == fold_of.end())
+      ++missing;
+    else if (it->second != std::to_string(folds[i]))
+      ++moved;
+    else
+      continue;
     if (example.empty())
       example = "id " + ids[i] + ": fold " + (it == fold_of.end() ? "none" : it->second) + " in the run, " +
                 std::to_string(folds[i]) + " now";
@@ -96,8 +103,8 @@ void check_same_split(const std::string& run_dir, const std::vector<std::string>
            ": the recipe splits the rows differently from the run's folds.csv (", moved, " rows in another fold, ",
            missing, " not in the run, ", fold_of.size(), " rows in the run vs ", ids.size(), " now; ", example,
            "): a resumed model would be validated on rows it trained on. Did cv.folds, cv.strategy, run.seed or the "
-           "training table change? Resume with the run's own recipe (kgtrain fit --resume ", run_dir,
-           " without recipe files) or start a new run");
+           "training table change? Resume with the run's own recipe (kgtrain fit --resume ",
+           run_dir, " without recipe files) or start a new run");
 }
 
 void resume_fold(train::Trainer& trainer, const ResumeTarget& target, const std::string& fold_dir, int64_t k,
@@ -125,8 +132,8 @@ void resume_fold(train::Trainer& trainer, const ResumeTarget& target, const std:
   // A run named by --resume whose checkpoints are all damaged is not started afresh over them (--resume
   // auto, and a fold killed before its first checkpoint, do start fresh).
   KG_CHECK(!ck.empty() || skipped.empty() || o.resume == "auto", CheckpointError, "--resume ", o.resume, ": ", label,
-           "every checkpoint under ", (fs::path(fold_dir) / "checkpoints").string(), " is damaged (", join(skipped, ", "),
-           "): remove them to train this fold afresh, or resume from an intact copy");
+           "every checkpoint under ", (fs::path(fold_dir) / "checkpoints").string(), " is damaged (",
+           join(skipped, ", "), "): remove them to train this fold afresh, or resume from an intact copy");
   if (ck.empty()) {
     log(o, label + "no complete checkpoint to resume: starting fresh");
     return;
@@ -134,7 +141,8 @@ void resume_fold(train::Trainer& trainer, const ResumeTarget& target, const std:
   train::Checkpoint c = given ? std::move(*given) : train::load_checkpoint(ck, false);
   const int64_t saved_fold = c.state.value("fold", int64_t{-1});
   KG_CHECK(saved_fold < 0 || saved_fold == k, UsageError, "--resume: ", ck, " is fold ", saved_fold,
-           "'s checkpoint but the recipe trains fold ", k, " here (cv.fold changed?): resume with the run's cv.fold, "
+           "'s checkpoint but the recipe trains fold ", k,
+           " here (cv.fold changed?): resume with the run's cv.fold, "
            "or start a new run");
   trainer.resume(c);
   log(o, label + "resumed from " + ck + " (epoch " + std::to_string(trainer.state().epoch) + ", update " +

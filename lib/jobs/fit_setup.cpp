@@ -40,9 +40,10 @@ FitSetup::FitSetup(const JobOptions& opts, const std::string& command) : o(opts)
   if (o.dist.active()) {
     // The rendezvous first: a rank that cannot join fails before the data is read.
     group = device::ProcessGroup::connect(o.dist, dev.device, std::chrono::seconds(dev_opts.dist_timeout_s));
-    log(o, "  ranks   " + std::to_string(o.dist.world_size) + " processes (" + group->backend_name() + "), global batch " +
-               std::to_string(topt.batch_size * o.dist.world_size) + " = " + std::to_string(o.dist.world_size) + " x " +
-               std::to_string(topt.batch_size) + (dev_opts.sync_batchnorm ? ", SyncBatchNorm" : "") +
+    log(o, "  ranks   " + std::to_string(o.dist.world_size) + " processes (" + group->backend_name() +
+               "), global batch " + std::to_string(topt.batch_size * o.dist.world_size) + " = " +
+               std::to_string(o.dist.world_size) + " x " + std::to_string(topt.batch_size) +
+               (dev_opts.sync_batchnorm ? ", SyncBatchNorm" : "") +
                (dev_opts.dist_overlap ? ", gradients summed during backward" : ", gradients summed after backward") +
                "; rank 0 writes the outputs");
   }
@@ -68,8 +69,8 @@ FitSetup::FitSetup(const JobOptions& opts, const std::string& command) : o(opts)
                            data::fold_columns(cv), cache.get());
   folds = data::assign_folds(table, cv, seed);
   if (on_device) {
-    resident = std::make_unique<data::ResidentImages>(table, geom, dev.device, cache_bytes, std::max(threads, dev.threads),
-                                                      cache.get());
+    resident = std::make_unique<data::ResidentImages>(table, geom, dev.device, cache_bytes,
+                                                      std::max(threads, dev.threads), cache.get());
     cache.reset();
     log(o, "  cache   device: " + std::to_string(resident->size()) + " images, " +
                fmt(static_cast<double>(resident->bytes()) / (1 << 20), 3) + " MiB uint8 on " + dev.device.str() +
@@ -83,7 +84,8 @@ FitSetup::FitSetup(const JobOptions& opts, const std::string& command) : o(opts)
   }
   mix = data::load_mixup_options(recipe);
   mixing_possible = classes.task != data::Task::regression;
-  KG_CHECK(mixing_possible || !(mix.mixup_alpha > 0 || mix.cutmix_alpha > 0 || mix.cutmix_minmax.has_value()), ConfigError,
+  KG_CHECK(mixing_possible || !(mix.mixup_alpha > 0 || mix.cutmix_alpha > 0 || mix.cutmix_minmax.has_value()),
+           ConfigError,
            "mixup / cutmix mix class labels, and data.task = \"regression\" has none: set mixup.mixup_alpha and "
            "mixup.cutmix_alpha to 0 (and leave mixup.cutmix_minmax unset)");
   K = classes.outputs();
@@ -118,7 +120,8 @@ void FitSetup::fit_warmup_to_smoke_run() {
   one.origin = zero.origin = config::Origin::command_line();
   recipe.set("schedule.warmup_steps", one);
   recipe.set("schedule.warmup_epochs", zero);
-  log(o, "  smoke   the warm-up is cut to 1 update (the real run's warm-up fits its " + std::to_string(total) + " updates)");
+  log(o, "  smoke   the warm-up is cut to 1 update (the real run's warm-up fits its " + std::to_string(total) +
+             " updates)");
 }
 
 int64_t FitSetup::batch_at(int64_t epoch, int64_t n_epochs) const {
@@ -141,7 +144,9 @@ int64_t FitSetup::updates_in_epoch(int64_t n_train, int64_t epoch, int64_t n_epo
 }
 
 std::function<int64_t(int64_t, int64_t)> FitSetup::steps_of(int64_t n_train) const {
-  return [this, n_train](int64_t epoch, int64_t n_epochs) { return updates_in_epoch(n_train, epoch, n_epochs, max_batches); };
+  return [this, n_train](int64_t epoch, int64_t n_epochs) {
+    return updates_in_epoch(n_train, epoch, n_epochs, max_batches);
+  };
 }
 
 std::shared_ptr<model::Network> FitSetup::build_net() {
@@ -151,14 +156,23 @@ std::shared_ptr<model::Network> FitSetup::build_net() {
   if (auto& r = net->pretrained_report())
     weight_notes.push_back("model.pretrained " + model::load_options(recipe).pretrained + ": " + r->str());
   for (auto& f : o.weights)
-    weight_notes.push_back("--weights " + f + ": " + model::load_weights(*net, model::read_safetensors(f), {}, f).str());
+    weight_notes.push_back("--weights " + f + ": " +
+                           model::load_weights(*net, model::read_safetensors(f), {}, f).str());
   return net;
 }
 
 std::unique_ptr<data::Loader> FitSetup::train_loader(const std::vector<int64_t>& rows, int64_t epoch, int64_t n_epochs,
                                                      int64_t start) const {
-  data::LoaderOptions lo{batch_at(epoch, n_epochs), true, true, static_cast<int>(dopt.num_workers),
-                         static_cast<int>(dopt.prefetch), seed, epoch, max_batches, cache.get(), pin};
+  data::LoaderOptions lo{batch_at(epoch, n_epochs),
+                         true,
+                         true,
+                         static_cast<int>(dopt.num_workers),
+                         static_cast<int>(dopt.prefetch),
+                         seed,
+                         epoch,
+                         max_batches,
+                         cache.get(),
+                         pin};
   lo.resident = resident.get();
   lo.start_batch = start;
   lo.shard_rank = o.dist.rank;
@@ -173,9 +187,18 @@ bool FitSetup::shards_validation(size_t valid_rows) const {
 }
 
 std::unique_ptr<data::Loader> FitSetup::valid_loader(const std::vector<int64_t>& all_rows) const {
-  const auto rows = shards_validation(all_rows.size()) ? data::shard_rows(all_rows, o.dist.rank, o.dist.world_size) : all_rows;
-  data::LoaderOptions vo{train::eval_batch_size(topt), false, false, static_cast<int>(dopt.num_workers),
-                         static_cast<int>(dopt.prefetch), seed, 0, max_batches, cache.get(), pin};
+  const auto rows =
+      shards_validation(all_rows.size()) ? data::shard_rows(all_rows, o.dist.rank, o.dist.world_size) : all_rows;
+  data::LoaderOptions vo{train::eval_batch_size(topt),
+                         false,
+                         false,
+                         static_cast<int>(dopt.num_workers),
+                         static_cast<int>(dopt.prefetch),
+                         seed,
+                         0,
+                         max_batches,
+                         cache.get(),
+                         pin};
   vo.resident = resident.get();
   return std::make_unique<data::Loader>(table, rows, *eval_pipe, vo);
 }
@@ -195,11 +218,12 @@ std::string FitSetup::data_line() const {
              (stages.size() > 1 ? " from " + fmt(st.start * 100, 3) + "%" : "");
   std::string fold_text;
   for (auto k : cv.run_folds) fold_text += (fold_text.empty() ? "" : ",") + std::to_string(k);
-  return "  data    " + table.csv_path + " (" + data::resolve_format(dopt) + "): " + std::to_string(table.size()) + " rows" +
-         (table.dropped.empty() ? "" : " (" + std::to_string(table.dropped.size()) + " bad rows skipped)") + ", " + task +
-         ", " + std::to_string(classes.size()) + " classes; fold" + (cv.run_folds.size() > 1 ? "s " : " ") + fold_text +
-         " of " + std::to_string(cv.folds) + " (" + cv.strategy + "): " + std::to_string(first_split.first.size()) +
-         " train, " + std::to_string(first_split.second.size()) + " valid; input " + std::to_string(geom.channels) + "x" + sizes;
+  return "  data    " + table.csv_path + " (" + data::resolve_format(dopt) + "): " + std::to_string(table.size()) +
+         " rows" + (table.dropped.empty() ? "" : " (" + std::to_string(table.dropped.size()) + " bad rows skipped)") +
+         ", " + task + ", " + std::to_string(classes.size()) + " classes; fold" +
+         (cv.run_folds.size() > 1 ? "s " : " ") + fold_text + " of " + std::to_string(cv.folds) + " (" + cv.strategy +
+         "): " + std::to_string(first_split.first.size()) + " train, " + std::to_string(first_split.second.size()) +
+         " valid; input " + std::to_string(geom.channels) + "x" + sizes;
 }
 
 bool lr_is_find(const config::Tree& recipe) {

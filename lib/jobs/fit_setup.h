@@ -54,25 +54,25 @@ struct FitSetup {
   device::DeviceOptions dev_opts;  // the recipe's [device], with this rank's GPU and thread share
   device::ProcessGroupPtr group;   // multi-process runs (o.dist): connected here; nullptr for one process
   uint64_t seed = 0;
-  int threads = 1;                 // data.num_workers, at least 1 (table scan)
+  int threads = 1;  // data.num_workers, at least 1 (table scan)
   data::ClassList classes;
   std::string task;
-  config::Tree recipe;             // o.recipe with the task's default loss (fit: optim.lr = "find" replaced here)
+  config::Tree recipe;  // o.recipe with the task's default loss (fit: optim.lr = "find" replaced here)
   data::Table table;
-  std::vector<int> folds;          // fold of every table row
+  std::vector<int> folds;  // fold of every table row
   std::vector<data::SizeStage> stages;
-  data::ImageGeometry geom;        // the evaluation size (the last stage)
+  data::ImageGeometry geom;                                  // the evaluation size (the last stage)
   std::vector<std::unique_ptr<data::Pipeline>> train_pipes;  // one per stage
   std::unique_ptr<data::Pipeline> eval_pipe;
   bool pin = false;
-  bool cuda_graphs = false;        // device.cuda_graphs in effect (when asked but blocked, the reason was logged)
+  bool cuda_graphs = false;  // device.cuda_graphs in effect (when asked but blocked, the reason was logged)
   data::MixupOptions mix;
-  bool mixing_possible = false;    // not for regression
-  int64_t K = 0;                   // model outputs
-  std::unique_ptr<data::ImageCache> cache;          // data.cache = "ram"
-  std::unique_ptr<data::ResidentImages> resident;   // data.cache = "device": the table's images on dev.device
-  int64_t max_batches = -1;        // --smoke: 2 updates' worth of micro-batches per epoch
-  int64_t epochs = 0;              // train.epochs (1 with --smoke)
+  bool mixing_possible = false;                    // not for regression
+  int64_t K = 0;                                   // model outputs
+  std::unique_ptr<data::ImageCache> cache;         // data.cache = "ram"
+  std::unique_ptr<data::ResidentImages> resident;  // data.cache = "device": the table's images on dev.device
+  int64_t max_batches = -1;                        // --smoke: 2 updates' worth of micro-batches per epoch
+  int64_t epochs = 0;                              // train.epochs (1 with --smoke)
   std::unique_ptr<metric::MetricSet> metrics;
   loss::LossPtr loss;
   std::string monitor;

@@ -61,7 +61,8 @@ int64_t plan_epochs(const FitSetup& s, const model::Network& net, int64_t n_trai
 void write_outputs(const train::LrFindResult& r, const std::string& dir) {
   const fs::path d(dir);
   std::string csv = "lr,loss,smoothed\n";
-  for (size_t i = 0; i < r.lrs.size(); ++i) csv += cell(r.lrs[i]) + "," + cell(r.losses[i]) + "," + cell(r.smoothed[i]) + "\n";
+  for (size_t i = 0; i < r.lrs.size(); ++i)
+    csv += cell(r.lrs[i]) + "," + cell(r.losses[i]) + "," + cell(r.smoothed[i]) + "\n";
   write_file_atomic((d / "lr_find.csv").string(), csv);
   write_file_atomic((d / "lr_find.json").string(), r.to_json().dump(2) + "\n");
   if (!report::can_plot()) return;  // said by print_table
@@ -86,7 +87,8 @@ void write_outputs(const train::LrFindResult& r, const std::string& dir) {
     auto it = r.suggestions.find(n);
     if (it == r.suggestions.end() || !it->second) continue;
     const double lr = *it->second;
-    markers.push_back({lr, interp(std::log10(lr), log_lr, finite_loss), (n == r.chosen ? "* " : "") + n + " " + num(lr)});
+    markers.push_back(
+        {lr, interp(std::log10(lr), log_lr, finite_loss), (n == r.chosen ? "* " : "") + n + " " + num(lr)});
   }
   report::PlotOptions po;
   po.title = "lr finder: " + r.chosen + " " + num(r.lr) + " (" + std::to_string(r.steps()) + " updates" +
@@ -110,11 +112,13 @@ void print_table(const train::LrFindResult& r, const std::string& dir) {
     auto& v = r.suggestions.at(n);
     std::string name = n;
     name.resize(10, ' ');
-    std::cout << "  " << name << "  " << (v ? num(*v) : std::string("n/a")) << (n == r.chosen ? "  <- chosen" : "") << "\n";
+    std::cout << "  " << name << "  " << (v ? num(*v) : std::string("n/a")) << (n == r.chosen ? "  <- chosen" : "")
+              << "\n";
   }
   for (auto& note : r.notes) std::cout << "note: " << note << "\n";
   std::cout << "wrote " << (fs::path(dir) / "lr_find.csv").string() << ", lr_find.json"
-            << (report::can_plot() ? ", lr_find.png\n" : " (no lr_find.png: this kgtrain was built without OpenCV, which draws it)\n");
+            << (report::can_plot() ? ", lr_find.png\n"
+                                   : " (no lr_find.png: this kgtrain was built without OpenCV, which draws it)\n");
 }
 
 }  // namespace
@@ -124,9 +128,9 @@ json run_lr_finder(FitSetup& s, model::Network& net, int64_t fold, const std::st
   if (s.o.smoke) opts.num_steps = std::min<int64_t>(opts.num_steps, 20);
   const auto rows = s.split_of(fold).first;
   const int64_t n_epochs = plan_epochs(s, net, static_cast<int64_t>(rows.size()));
-  log(s.o, "  lr find " + std::to_string(opts.num_steps) + " updates, lr " + num(opts.start_lr) + " to " + num(opts.end_lr) +
-               " (exponential), on fold " + std::to_string(fold) + "'s " + std::to_string(rows.size()) +
-               " training rows; batch " + std::to_string(s.topt.batch_size) +
+  log(s.o, "  lr find " + std::to_string(opts.num_steps) + " updates, lr " + num(opts.start_lr) + " to " +
+               num(opts.end_lr) + " (exponential), on fold " + std::to_string(fold) + "'s " +
+               std::to_string(rows.size()) + " training rows; batch " + std::to_string(s.topt.batch_size) +
                (s.topt.accum_steps > 1 ? " x " + std::to_string(s.topt.accum_steps) + " accumulated" : "") +
                (opts.stop_div ? "; stops when the smoothed loss exceeds " + num(opts.div_factor) + "x its best" : ""));
   train::FinderParts parts;
@@ -136,12 +140,15 @@ json run_lr_finder(FitSetup& s, model::Network& net, int64_t fold, const std::st
   parts.device = s.dev.device;
   parts.precision = s.dev.precision;
   parts.scaler = s.dev.make_scaler();
-  parts.batches = [&s, &rows, n_epochs](int64_t epoch) { return train::loader_source(s.train_loader(rows, epoch, n_epochs)); };
+  parts.batches = [&s, &rows, n_epochs](int64_t epoch) {
+    return train::loader_source(s.train_loader(rows, epoch, n_epochs));
+  };
   parts.mix = s.mix_fn();
   train::Progress progress({s.o.quiet, s.o.tty, s.topt.log_every_s}, "lr find", opts.num_steps);
   const int64_t per_update = s.topt.batch_size * s.topt.accum_steps;
   parts.progress = [&](const train::LrFindResult& so_far) {
-    progress.update(so_far.steps(), [&] { return so_far.smoothed.back(); }, so_far.lrs.back(), so_far.steps() * per_update);
+    progress.update(
+        so_far.steps(), [&] { return so_far.smoothed.back(); }, so_far.lrs.back(), so_far.steps() * per_update);
   };
   auto r = train::find_lr(opts, parts);
   progress.finish(r.smoothed.empty() ? 0.0 : r.smoothed.back());
@@ -163,14 +170,16 @@ int run_lr_find(const JobOptions& given) {
   auto net = s.build_net();
   net->to(s.dev.device);
   if (s.dev.channels_last) net->set_channels_last(true);
-  log(o, "  model   " + model::model_name(s.recipe) + ", " + std::to_string(model::count_parameters(*net)) + " parameters; groups " +
-             join(net->group_names(), ", ") + "; optimizer " + s.recipe.at("optim.name").value.get<std::string>() +
-             "; loss " + s.recipe.at("loss.name").value.get<std::string>() + "; precision " +
+  log(o, "  model   " + model::model_name(s.recipe) + ", " + std::to_string(model::count_parameters(*net)) +
+             " parameters; groups " + join(net->group_names(), ", ") + "; optimizer " +
+             s.recipe.at("optim.name").value.get<std::string>() + "; loss " +
+             s.recipe.at("loss.name").value.get<std::string>() + "; precision " +
              device::precision_name(s.dev.precision));
   for (auto& n : s.weight_notes) log(o, "  weights " + n);
   (void)plan_epochs(s, *net, static_cast<int64_t>(s.split_of(fold).first.size()));  // freezing / fine_tune errors now
   if (o.dry_run) {
-    log(o, "dry run: recipe valid, every component built, " + std::to_string(s.table.size()) + " rows usable; nothing swept");
+    log(o, "dry run: recipe valid, every component built, " + std::to_string(s.table.size()) +
+               " rows usable; nothing swept");
     return kExitOk;
   }
   const std::string run_dir = prepare_run_dir(o);
@@ -183,21 +192,22 @@ int run_lr_find(const JobOptions& given) {
   json table = file_input(s.table.csv_path);
   table["rows"] = s.table.size();
   const fs::path d(run_dir);
-  json summary = {{"command", "lr-find"},
-                  {"status", "completed"},
-                  {"run_dir", run_dir},
-                  {"smoke", o.smoke},
-                  {"fold", fold},
-                  {"inputs", {{"recipes", recipes}, {"train_table", table}, {"fold_train_rows", s.split_of(fold).first.size()}}},
-                  {"outputs", {(d / "lr_find.csv").string(), (d / "lr_find.json").string(), (d / "lr_find.png").string()}},
-                  {"lr_find", lf},
-                  {"lr", lf["lr"]},
-                  {"timings",
-                   {{"setup_s", setup_s},
-                    {"sweep_s", lf["seconds"]},
-                    {"seconds_per_update", lf["seconds_per_update"]},
-                    {"wall_s", elapsed()}}},
-                  {"device", s.dev.description}};
+  json summary = {
+      {"command", "lr-find"},
+      {"status", "completed"},
+      {"run_dir", run_dir},
+      {"smoke", o.smoke},
+      {"fold", fold},
+      {"inputs", {{"recipes", recipes}, {"train_table", table}, {"fold_train_rows", s.split_of(fold).first.size()}}},
+      {"outputs", {(d / "lr_find.csv").string(), (d / "lr_find.json").string(), (d / "lr_find.png").string()}},
+      {"lr_find", lf},
+      {"lr", lf["lr"]},
+      {"timings",
+       {{"setup_s", setup_s},
+        {"sweep_s", lf["seconds"]},
+        {"seconds_per_update", lf["seconds_per_update"]},
+        {"wall_s", elapsed()}}},
+      {"device", s.dev.description}};
   if (!o.auto_batch.is_null()) summary["auto_batch"] = o.auto_batch;
   write_summary(run_dir, summary);
   std::cout << "run dir: " << run_dir << "\n";

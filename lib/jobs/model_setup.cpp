@@ -40,11 +40,15 @@ bool data_present(const data::DataOptions& d) {
 int64_t stated_classes(const data::DataOptions& d, data::Task task) {
   const auto cols = static_cast<int64_t>(d.label_cols.size());
   switch (task) {
-    case data::Task::regression: return cols;                    // one output per target column
-    case data::Task::binary: return 2;                           // two classes, one output
-    case data::Task::multilabel: if (cols > 1) return cols;      // one 0/1 column per label
-                                 return d.num_classes.value_or(0);
-    case data::Task::multiclass: return d.num_classes.value_or(0);
+    case data::Task::regression:
+      return cols;  // one output per target column
+    case data::Task::binary:
+      return 2;  // two classes, one output
+    case data::Task::multilabel:
+      if (cols > 1) return cols;  // one 0/1 column per label
+      return d.num_classes.value_or(0);
+    case data::Task::multiclass:
+      return d.num_classes.value_or(0);
   }
   return 0;
 }
@@ -71,7 +75,8 @@ RecipeModelInput recipe_model_input(const config::Tree& recipe) {
     const bool named_columns = r.classes.task == data::Task::regression ||
                                (r.classes.task == data::Task::multilabel && d.label_cols.size() > 1);
     r.classes.numeric = !named_columns;
-    if (named_columns) r.classes.names = d.label_cols;
+    if (named_columns)
+      r.classes.names = d.label_cols;
     else
       for (int64_t k = 0; k < n; ++k) r.classes.names.push_back(std::to_string(k));
     r.outputs_from = "the recipe (no training data under " + d.root + ")";

@@ -33,30 +33,36 @@ std::string joined_values(const at::Tensor& row) {
 // (multilabel), space-separated values (regression).
 std::string target_text(const data::ClassList& c, const at::Tensor& t, int64_t i) {
   switch (c.task) {
-    case data::Task::multiclass: return c.names[static_cast<size_t>(t[i].item<int64_t>())];
-    case data::Task::binary: return c.names[t[i][0].item<double>() >= 0.5 ? 1 : 0];
+    case data::Task::multiclass:
+      return c.names[static_cast<size_t>(t[i].item<int64_t>())];
+    case data::Task::binary:
+      return c.names[t[i][0].item<double>() >= 0.5 ? 1 : 0];
     case data::Task::multilabel: {
       std::vector<std::string> on;
       for (int64_t j = 0; j < t.size(1); ++j)
         if (t[i][j].item<double>() >= 0.5) on.push_back(c.names[static_cast<size_t>(j)]);
       return join(on, " ");
     }
-    case data::Task::regression: return joined_values(t[i]);
+    case data::Task::regression:
+      return joined_values(t[i]);
   }
   return "";
 }
 
 std::string prediction_text(const data::ClassList& c, const at::Tensor& p, int64_t i) {
   switch (c.task) {
-    case data::Task::multiclass: return c.names[static_cast<size_t>(p[i].argmax().item<int64_t>())];
-    case data::Task::binary: return c.names[p[i][0].item<double>() >= 0.5 ? 1 : 0];
+    case data::Task::multiclass:
+      return c.names[static_cast<size_t>(p[i].argmax().item<int64_t>())];
+    case data::Task::binary:
+      return c.names[p[i][0].item<double>() >= 0.5 ? 1 : 0];
     case data::Task::multilabel: {
       std::vector<std::string> on;
       for (int64_t j = 0; j < p.size(1); ++j)
         if (p[i][j].item<double>() >= 0.5) on.push_back(c.names[static_cast<size_t>(j)]);
       return join(on, " ");
     }
-    case data::Task::regression: return joined_values(p[i]);
+    case data::Task::regression:
+      return joined_values(p[i]);
   }
   return "";
 }
@@ -78,7 +84,8 @@ void collect(const fs::path& d, std::vector<FoldFile>& out) {
   if (fs::exists(d / "oof_fold.csv")) {
     FoldFile f;
     f.dir = d.string();
-    KG_CHECK(fs::exists(d / "fold.json"), DataError, d.string(), " has oof_fold.csv but no fold.json: the fold did not finish");
+    KG_CHECK(fs::exists(d / "fold.json"), DataError, d.string(),
+             " has oof_fold.csv but no fold.json: the fold did not finish");
     try {
       f.info = json::parse(read_file((d / "fold.json").string()));
     } catch (const json::exception& e) {
@@ -93,8 +100,9 @@ void collect(const fs::path& d, std::vector<FoldFile>& out) {
     for (auto& e : fs::directory_iterator(d))
       if (e.is_directory() && starts_with(e.path().filename().string(), "fold_")) subs.push_back(e.path());
   std::sort(subs.begin(), subs.end());
-  KG_CHECK(!subs.empty(), DataError, d.string(), " holds no fold predictions (expected oof_fold.csv, or fold_<k>/ folders "
-                                                 "from fit cv.fold=all); did that fold finish?");
+  KG_CHECK(!subs.empty(), DataError, d.string(),
+           " holds no fold predictions (expected oof_fold.csv, or fold_<k>/ folders "
+           "from fit cv.fold=all); did that fold finish?");
   for (auto& s : subs) collect(s, out);
 }
 
@@ -122,19 +130,28 @@ void write_oof_fold(const std::string& dir, const data::Table& table, const data
   // Table order, so fold files and the merged file read like the training CSV.
   std::vector<int64_t> order(pred.rows.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
-  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return pred.rows[static_cast<size_t>(a)] < pred.rows[static_cast<size_t>(b)]; });
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return pred.rows[static_cast<size_t>(a)] < pred.rows[static_cast<size_t>(b)];
+  });
   for (int64_t i : order) {
-    std::vector<std::string> f{table.rows[static_cast<size_t>(pred.rows[static_cast<size_t>(i)])].id, std::to_string(fold),
-                               target_text(classes, targets, i), prediction_text(classes, probs, i)};
-    if (classes.task == data::Task::binary) f.push_back(num(probs[i][0].item<double>()));
+    std::vector<std::string> f{table.rows[static_cast<size_t>(pred.rows[static_cast<size_t>(i)])].id,
+                               std::to_string(fold), target_text(classes, targets, i),
+                               prediction_text(classes, probs, i)};
+    if (classes.task == data::Task::binary)
+      f.push_back(num(probs[i][0].item<double>()));
     else if (classes.task != data::Task::regression)
       for (int64_t j = 0; j < probs.size(1); ++j) f.push_back(num(probs[i][j].item<double>()));
     text += data::csv_line(f);
   }
   write_file_atomic((fs::path(dir) / "oof_fold.csv").string(), text);
   json info = extra;
-  info.update({{"schema_version", 1}, {"fold", fold}, {"folds", folds}, {"metric", metric},
-               {"task", data::task_name(classes.task)}, {"classes", classes.to_json()}, {"id_col", id_col},
+  info.update({{"schema_version", 1},
+               {"fold", fold},
+               {"folds", folds},
+               {"metric", metric},
+               {"task", data::task_name(classes.task)},
+               {"classes", classes.to_json()},
+               {"id_col", id_col},
                {"rows", pred.rows.size()}});
   write_file_atomic((fs::path(dir) / "fold.json").string(), info.dump(2) + "\n");
 }
@@ -150,10 +167,11 @@ json merge_oof(const std::vector<std::string>& dirs, const std::string& out_dir)
   const std::string task = first.at("task").get<std::string>();
   std::set<int64_t> seen_folds;
   for (auto& f : files) {
-    KG_CHECK(f.info.at("metric") == first.at("metric") && f.info.at("classes") == first.at("classes") &&
-                 f.info.at("folds") == first.at("folds") && f.info.at("id_col") == first.at("id_col"),
-             DataError, f.dir, "/fold.json does not match ", files.front().dir,
-             "/fold.json (metric, classes, cv.folds and id column must agree): these folds come from different recipes");
+    KG_CHECK(
+        f.info.at("metric") == first.at("metric") && f.info.at("classes") == first.at("classes") &&
+            f.info.at("folds") == first.at("folds") && f.info.at("id_col") == first.at("id_col"),
+        DataError, f.dir, "/fold.json does not match ", files.front().dir,
+        "/fold.json (metric, classes, cv.folds and id column must agree): these folds come from different recipes");
     int64_t k = f.info.at("fold").get<int64_t>();
     KG_CHECK(seen_folds.insert(k).second, DataError, "fold ", k, " appears twice (", f.dir, "); give each fold once");
   }
@@ -163,7 +181,8 @@ json merge_oof(const std::vector<std::string>& dirs, const std::string& out_dir)
   {
     int idc = split_csv.require_column("id", ""), fc = split_csv.require_column("fold", "");
     for (size_t r = 0; r < split_csv.rows.size(); ++r)
-      split_of[split_csv.rows[r][static_cast<size_t>(idc)]] = {r, std::stoll(split_csv.rows[r][static_cast<size_t>(fc)])};
+      split_of[split_csv.rows[r][static_cast<size_t>(idc)]] = {r,
+                                                               std::stoll(split_csv.rows[r][static_cast<size_t>(fc)])};
   }
   const auto pcols = prob_columns(classes);
   std::vector<std::pair<size_t, std::vector<std::string>>> rows;  // (table position, fields)
@@ -180,19 +199,22 @@ json merge_oof(const std::vector<std::string>& dirs, const std::string& out_dir)
     const int64_t k = f.info.at("fold").get<int64_t>();
     const int64_t n = static_cast<int64_t>(c.rows.size()), K = classes.outputs();
     auto preds = torch::zeros({n, K}, torch::kDouble);
-    at::Tensor targets = classes.task == data::Task::multiclass ? torch::zeros({n}, torch::kLong) : torch::zeros({n, K}, torch::kDouble);
+    at::Tensor targets =
+        classes.task == data::Task::multiclass ? torch::zeros({n}, torch::kLong) : torch::zeros({n, K}, torch::kDouble);
     for (int64_t i = 0; i < n; ++i) {
       const auto& row = c.rows[static_cast<size_t>(i)];
       const std::string& id = row[static_cast<size_t>(idc)];
       auto it = split_of.find(id);
-      KG_CHECK(it != split_of.end(), DataError, c.where(static_cast<size_t>(i) + 1), ": id ", id, " is not in the split (folds.csv)");
-      KG_CHECK(it->second.second == k && std::stoll(row[static_cast<size_t>(fc)]) == k, DataError, c.where(static_cast<size_t>(i) + 1),
-               ": id ", id, " belongs to fold ", it->second.second, " of the split, not fold ", k);
+      KG_CHECK(it != split_of.end(), DataError, c.where(static_cast<size_t>(i) + 1), ": id ", id,
+               " is not in the split (folds.csv)");
+      KG_CHECK(it->second.second == k && std::stoll(row[static_cast<size_t>(fc)]) == k, DataError,
+               c.where(static_cast<size_t>(i) + 1), ": id ", id, " belongs to fold ", it->second.second,
+               " of the split, not fold ", k);
       rows.push_back({it->second.first, row});
       auto parse_values = [&](const std::string& s, at::Tensor out_row) {
         auto parts = split(s, ' ');
-        KG_CHECK(static_cast<int64_t>(parts.size()) == K, DataError, c.where(static_cast<size_t>(i) + 1), ": expected ", K,
-                 " values, got \"", s, "\"");
+        KG_CHECK(static_cast<int64_t>(parts.size()) == K, DataError, c.where(static_cast<size_t>(i) + 1), ": expected ",
+                 K, " values, got \"", s, "\"");
         for (int64_t j = 0; j < K; ++j) out_row[j] = std::stod(parts[static_cast<size_t>(j)]);
       };
       const std::string& t = row[static_cast<size_t>(tc)];
@@ -203,7 +225,9 @@ json merge_oof(const std::vector<std::string>& dirs, const std::string& out_dir)
           targets[i] = *idx;
           break;
         }
-        case data::Task::binary: targets[i][0] = t == classes.names[1] ? 1.0 : 0.0; break;
+        case data::Task::binary:
+          targets[i][0] = t == classes.names[1] ? 1.0 : 0.0;
+          break;
         case data::Task::multilabel:
           for (auto& l : split(t, ' '))
             if (!l.empty()) {
@@ -212,11 +236,15 @@ json merge_oof(const std::vector<std::string>& dirs, const std::string& out_dir)
               targets[i][*idx] = 1.0;
             }
           break;
-        case data::Task::regression: parse_values(t, targets[i]); break;
+        case data::Task::regression:
+          parse_values(t, targets[i]);
+          break;
       }
-      if (classes.task == data::Task::regression) parse_values(row[static_cast<size_t>(pc)], preds[i]);
+      if (classes.task == data::Task::regression)
+        parse_values(row[static_cast<size_t>(pc)], preds[i]);
       else
-        for (size_t j = 0; j < probc.size(); ++j) preds[i][static_cast<int64_t>(j)] = std::stod(row[static_cast<size_t>(probc[j])]);
+        for (size_t j = 0; j < probc.size(); ++j)
+          preds[i][static_cast<int64_t>(j)] = std::stod(row[static_cast<size_t>(probc[j])]);
     }
     auto pf = preds.to(torch::kFloat), tf = targets.scalar_type() == torch::kLong ? targets : targets.to(torch::kFloat);
     double v = metric::evaluate(metric, mctx, pf, tf);
@@ -228,8 +256,8 @@ json merge_oof(const std::vector<std::string>& dirs, const std::string& out_dir)
   std::sort(per_fold.begin(), per_fold.end(), [](const json& a, const json& b) { return a["fold"] < b["fold"]; });
   std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.first < b.first; });
   for (size_t i = 1; i < rows.size(); ++i)
-    KG_CHECK(rows[i].first != rows[i - 1].first, DataError, "training row ", rows[i].first + 1, " (id ", rows[i].second[0],
-             ") appears in two fold files");
+    KG_CHECK(rows[i].first != rows[i - 1].first, DataError, "training row ", rows[i].first + 1, " (id ",
+             rows[i].second[0], ") appears in two fold files");
   std::vector<std::string> header{id_col, "fold", "target", "prediction"};
   header.insert(header.end(), pcols.begin(), pcols.end());
   std::string text = data::csv_line(header);
@@ -238,14 +266,10 @@ json merge_oof(const std::vector<std::string>& dirs, const std::string& out_dir)
   for (double v : values) mean += v / static_cast<double>(values.size());
   for (double v : values) var += (v - mean) * (v - mean) / static_cast<double>(values.size());
   double oof = metric::evaluate(metric, mctx, torch::cat(all_preds), torch::cat(all_targets));
-  json cv = {{"schema_version", 1},
-             {"metric", metric},
-             {"folds", per_fold},
-             {"mean", mean},
-             {"std", std::sqrt(var)},
-             {"oof", oof},
-             {"rows", rows.size()},
-             {"complete", static_cast<int64_t>(seen_folds.size()) == folds},
+  json cv = {{"schema_version", 1},   {"metric", metric},
+             {"folds", per_fold},     {"mean", mean},
+             {"std", std::sqrt(var)}, {"oof", oof},
+             {"rows", rows.size()},   {"complete", static_cast<int64_t>(seen_folds.size()) == folds},
              {"cv_folds", folds}};
   make_directories(out_dir);
   write_file_atomic((fs::path(out_dir) / "oof.csv").string(), text);

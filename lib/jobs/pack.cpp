@@ -25,9 +25,11 @@ namespace {
 // One split into one pack file; returns the number of items.
 int64_t pack_split(const JobOptions& o, const data::DataOptions& dopt, data::Split split, const std::string& out_path) {
   const std::string fmt = data::resolve_format(dopt);
-  KG_CHECK(fmt != "pack", UsageError, "data.format = \"pack\": the recipe already reads a pack; pack a csv or folder layout");
+  KG_CHECK(fmt != "pack", UsageError,
+           "data.format = \"pack\": the recipe already reads a pack; pack a csv or folder layout");
   const bool train = split == data::Split::train;
-  const int threads = std::max(1, o.pack_threads > 0 ? o.pack_threads : static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads =
+      std::max(1, o.pack_threads > 0 ? o.pack_threads : static_cast<int>(std::thread::hardware_concurrency()));
   data::OpenedSource s;
   data::open_source(dopt, split, s);
   std::vector<data::BadRow> bad;
@@ -88,12 +90,15 @@ int64_t pack_split(const JobOptions& o, const data::DataOptions& dopt, data::Spl
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::error_code ec;
   auto bytes = fs::file_size(out_path, ec);
-  std::cout << "packed " << n << " " << (train ? "training" : "test") << " images (" << (o.pack_raw ? "raw " : "encoded")
-            << (o.pack_raw ? std::to_string(g.height) + "x" + std::to_string(g.width) + "x" + std::to_string(g.channels) : "")
-            << ") from " << s.csv.path << " into " << out_path << ": " << bytes / (1 << 20) << " MiB, hash " << hash << ", "
-            << secs << " s" << (t.dropped.empty() ? "" : ", " + std::to_string(t.dropped.size()) + " bad rows skipped")
-            << "\n";
-  for (auto& b : t.dropped) std::cerr << "  bad row skipped: " << b.where << ": id " << b.id << ": " << b.reason << "\n";
+  std::cout << "packed " << n << " " << (train ? "training" : "test") << " images ("
+            << (o.pack_raw ? "raw " : "encoded")
+            << (o.pack_raw ? std::to_string(g.height) + "x" + std::to_string(g.width) + "x" + std::to_string(g.channels)
+                           : "")
+            << ") from " << s.csv.path << " into " << out_path << ": " << bytes / (1 << 20) << " MiB, hash " << hash
+            << ", " << secs << " s"
+            << (t.dropped.empty() ? "" : ", " + std::to_string(t.dropped.size()) + " bad rows skipped") << "\n";
+  for (auto& b : t.dropped)
+    std::cerr << "  bad row skipped: " << b.where << ": id " << b.id << ": " << b.reason << "\n";
   if (!t.dropped.empty()) write_file_atomic(out_path + ".bad_rows.csv", data::bad_rows_csv(t.dropped));
   return static_cast<int64_t>(n);
 }
@@ -104,7 +109,8 @@ int run_pack(const JobOptions& o) {
   auto dopt = data::load_data_options(o.recipe);
   KG_CHECK(o.pack_split == "train" || o.pack_split == "test" || o.pack_split == "both", UsageError,
            "--split must be train, test or both, got \"", o.pack_split, "\"");
-  KG_CHECK(o.pack_split != "both" || o.out.empty(), UsageError, "--out names one file: use it with --split train or test");
+  KG_CHECK(o.pack_split != "both" || o.out.empty(), UsageError,
+           "--out names one file: use it with --split train or test");
   KG_CHECK(!o.pack_raw || (o.pack_height >= 0 && o.pack_width >= 0), UsageError, "--size takes positive H W");
   for (auto split : {data::Split::train, data::Split::test}) {
     bool train = split == data::Split::train;

@@ -41,8 +41,8 @@ std::string toml_string(const std::string& s) {
 
 // pseudo.csv: id, the label column(s) as the training CSV spells them, confidence, source, and with
 // pseudo.soft the prob_<class> columns data.extra_train_csv reads as soft targets.
-std::string pseudo_csv(const data::DataOptions& d, const data::Table& t, const data::ClassList& classes, const at::Tensor& probs,
-                       const data::PseudoSelection& sel, bool soft) {
+std::string pseudo_csv(const data::DataOptions& d, const data::Table& t, const data::ClassList& classes,
+                       const at::Tensor& probs, const data::PseudoSelection& sel, bool soft) {
   const auto task = classes.task;
   const bool per_label_cols = task == data::Task::multilabel && d.label_cols.size() > 1;
   std::vector<std::string> header{d.id_col};
@@ -50,8 +50,10 @@ std::string pseudo_csv(const data::DataOptions& d, const data::Table& t, const d
   const std::string image_root = data::data_path(d, d.test_image_dir);
   if (!d.path_col.empty()) header.push_back(d.path_col);
   header.insert(header.end(), d.feature_cols.begin(), d.feature_cols.end());
-  if (task == data::Task::regression || per_label_cols) header.insert(header.end(), d.label_cols.begin(), d.label_cols.end());
-  else header.push_back(d.label_cols[0]);
+  if (task == data::Task::regression || per_label_cols)
+    header.insert(header.end(), d.label_cols.begin(), d.label_cols.end());
+  else
+    header.push_back(d.label_cols[0]);
   header.push_back("confidence");
   header.push_back("source");
   const bool write_soft = soft && task != data::Task::regression;
@@ -66,11 +68,15 @@ std::string pseudo_csv(const data::DataOptions& d, const data::Table& t, const d
     const double* r = d0 + i * K;
     std::vector<std::string> f{t.rows[static_cast<size_t>(i)].id};
     if (!d.path_col.empty())
-      f.push_back(fs::path(t.rows[static_cast<size_t>(i)].image).lexically_relative(fs::path(image_root)).generic_string());
-    for (int64_t k = 0; k < t.feature_dim; ++k) f.push_back(num(t.features[static_cast<size_t>(i * t.feature_dim + k)]));
+      f.push_back(
+          fs::path(t.rows[static_cast<size_t>(i)].image).lexically_relative(fs::path(image_root)).generic_string());
+    for (int64_t k = 0; k < t.feature_dim; ++k)
+      f.push_back(num(t.features[static_cast<size_t>(i * t.feature_dim + k)]));
     switch (task) {
       case data::Task::multiclass:
-      case data::Task::binary: f.push_back(classes.names[static_cast<size_t>(sel.label[j])]); break;
+      case data::Task::binary:
+        f.push_back(classes.names[static_cast<size_t>(sel.label[j])]);
+        break;
       case data::Task::multilabel:
         if (per_label_cols) {
           for (int64_t k = 0; k < K; ++k) f.push_back(r[k] >= 0.5 ? "1" : "0");
@@ -107,7 +113,8 @@ RoundResult predict_and_select(const JobOptions& o, const JobOptions& members, c
   if (!popt.source_csv.empty()) src.test_csv = popt.source_csv;
   if (!popt.source_image_dir.empty()) src.test_image_dir = popt.source_image_dir;
   src.on_bad_row = "skip";  // an unreadable unlabeled image is simply not pseudo-labelled (listed in summary.json)
-  data::Table t = data::load_split(src, data::Split::test, e.classes, /*scan=*/true, std::max<int>(1, static_cast<int>(src.num_workers)));
+  data::Table t = data::load_split(src, data::Split::test, e.classes, /*scan=*/true,
+                                   std::max<int>(1, static_cast<int>(src.num_workers)));
   EnsemblePredictor predictor(members, e.classes, t.feature_dim);
   std::vector<at::Tensor> member_probs;
   int64_t predicted = 0;
@@ -134,27 +141,41 @@ RoundResult predict_and_select(const JobOptions& o, const JobOptions& members, c
   write_file_atomic(csv, pseudo_csv(src, t, e.classes, probs, sel, popt.soft));
   const std::string images = fs::absolute(data::data_path(src, src.test_image_dir)).lexically_normal().string();
   const std::string layer = (fs::path(dir) / "pseudo.toml").string();
-  std::string toml = "# written by kgtrain pseudo-label: " + std::to_string(sel.rows.size()) + " of " + std::to_string(t.size()) +
-                     " rows of " + t.csv_path + " (" + std::to_string(e.members.size()) + " model(s), views " +
-                     join(predictor.view_labels(), ", ") + ")\n# retrain with: kgtrain fit RECIPE.toml " + layer +
-                     "\n# the pseudo rows only ever train (fold -1 in folds.csv), never validate\n[data]\nextra_train_csv = " +
-                     toml_string(csv) + "\nextra_image_dir = " + toml_string(images) + "\n";
+  std::string toml =
+      "# written by kgtrain pseudo-label: " + std::to_string(sel.rows.size()) + " of " + std::to_string(t.size()) +
+      " rows of " + t.csv_path + " (" + std::to_string(e.members.size()) + " model(s), views " +
+      join(predictor.view_labels(), ", ") + ")\n# retrain with: kgtrain fit RECIPE.toml " + layer +
+      "\n# the pseudo rows only ever train (fold -1 in folds.csv), never validate\n[data]\nextra_train_csv = " +
+      toml_string(csv) + "\nextra_image_dir = " + toml_string(images) + "\n";
   write_file_atomic(layer, toml);
   json per_class = json::object();
   if (predictor.task() == "multiclass" || predictor.task() == "binary")
-    for (auto l : sel.label) per_class[e.classes.names[static_cast<size_t>(l)]] = per_class.value(e.classes.names[static_cast<size_t>(l)], 0) + 1;
+    for (auto l : sel.label)
+      per_class[e.classes.names[static_cast<size_t>(l)]] =
+          per_class.value(e.classes.names[static_cast<size_t>(l)], 0) + 1;
   double mean_conf = 0;
   for (double c : sel.confidence) mean_conf += c / static_cast<double>(sel.confidence.size());
   RoundResult r;
   r.layer = layer;
   json inputs = {{"source_csv", file_input(t.csv_path)}, {"members", json::array()}};
   for (auto& m : e.members) inputs["members"].push_back(file_input(m.name));
-  r.info = {{"inputs", inputs}, {"models", e.members.size()}, {"views", predictor.view_labels()}, {"source", t.csv_path},
-            {"rows", t.size()}, {"unreadable", t.dropped.size()}, {"selected", sel.rows.size()},
-            {"mean_confidence", mean_conf}, {"per_class", per_class}, {"pseudo_csv", csv}, {"pseudo_toml", layer}, {"image_dir", images},
-            {"threshold", popt.threshold}, {"top_fraction", popt.top_fraction}, {"soft", popt.soft}};
-  std::cout << "pseudo-label: kept " << sel.rows.size() << " of " << t.size() << " rows (mean confidence " << num(mean_conf)
-            << ") -> " << csv << "\n";
+  r.info = {{"inputs", inputs},
+            {"models", e.members.size()},
+            {"views", predictor.view_labels()},
+            {"source", t.csv_path},
+            {"rows", t.size()},
+            {"unreadable", t.dropped.size()},
+            {"selected", sel.rows.size()},
+            {"mean_confidence", mean_conf},
+            {"per_class", per_class},
+            {"pseudo_csv", csv},
+            {"pseudo_toml", layer},
+            {"image_dir", images},
+            {"threshold", popt.threshold},
+            {"top_fraction", popt.top_fraction},
+            {"soft", popt.soft}};
+  std::cout << "pseudo-label: kept " << sel.rows.size() << " of " << t.size() << " rows (mean confidence "
+            << num(mean_conf) << ") -> " << csv << "\n";
   return r;
 }
 
@@ -194,16 +215,20 @@ int run_pseudo_label(const JobOptions& o) {
       fo.out.clear();
       fo.probs.clear();
       fo.run_dir = (dir / "fit").string();
-      fo.recipe.set("data.extra_train_csv", config::Entry{res.info["pseudo_csv"], config::Origin::command_line(), {}, false});
-      fo.recipe.set("data.extra_image_dir", config::Entry{res.info["image_dir"], config::Origin::command_line(), {}, false});
+      fo.recipe.set("data.extra_train_csv",
+                    config::Entry{res.info["pseudo_csv"], config::Origin::command_line(), {}, false});
+      fo.recipe.set("data.extra_image_dir",
+                    config::Entry{res.info["image_dir"], config::Origin::command_line(), {}, false});
       log(o, "round " + std::to_string(r) + ": retraining with " + std::to_string(res.info["selected"].get<int64_t>()) +
                  " pseudo rows in " + fo.run_dir);
       int rc = run_fit(fo);
       if (rc != kExitOk) return rc;
       auto fs_summary = json::parse(read_file((dir / "fit" / "summary.json").string()));
       json score;
-      if (fs_summary.contains("cv")) score = {{"metric", fs_summary["cv"]["metric"]}, {"oof", fs_summary["cv"]["oof"]}};
-      else score = {{"metric", fs_summary["metric"]}, {"best", fs_summary["best"]["value"]}};
+      if (fs_summary.contains("cv"))
+        score = {{"metric", fs_summary["cv"]["metric"]}, {"oof", fs_summary["cv"]["oof"]}};
+      else
+        score = {{"metric", fs_summary["metric"]}, {"best", fs_summary["best"]["value"]}};
       res.info["round"] = r;
       res.info["fit_run"] = fo.run_dir;
       res.info["cv"] = score;
@@ -219,11 +244,15 @@ int run_pseudo_label(const JobOptions& o) {
     auto layer = read_file((last / "pseudo.toml").string());
     write_file_atomic((fs::path(o.out) / "pseudo.toml").string(), layer);
   }
-  json summary = {{"command", "pseudo-label"}, {"out", o.out}, {"status", "completed"},
+  json summary = {{"command", "pseudo-label"},
+                  {"out", o.out},
+                  {"status", "completed"},
                   {"inputs", {{"checkpoints", o.checkpoints}, {"from_runs", o.from_runs}, {"weights", o.weights}}},
                   {"wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
-  if (o.rounds == 0) summary["selection"] = first;
-  else summary["rounds"] = rounds;
+  if (o.rounds == 0)
+    summary["selection"] = first;
+  else
+    summary["rounds"] = rounds;
   write_summary(o.out, summary);
   return kExitOk;
 }

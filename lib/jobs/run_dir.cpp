@@ -53,7 +53,8 @@ std::string prepare_run_dir(const JobOptions& o) {
       if (fs::exists(dir / f)) found.push_back(f);
     KG_CHECK(found.empty(), UsageError, "--run-dir ", o.run_dir, " already holds a run (", join(found, ", "),
              "); kgtrain never overwrites a run: choose another folder, remove it, or continue a fit with "
-             "kgtrain fit --resume ", o.run_dir);
+             "kgtrain fit --resume ",
+             o.run_dir);
   } else {
     auto run = train::load_run_options(o.recipe);
     auto paths = train::load_paths_options(o.recipe);

@@ -45,8 +45,10 @@ void keys_table(std::string& out, const std::string& prefix, const config::Schem
   for (auto& k : schema) {
     std::string key = prefix.empty() ? k.key : prefix + "." + k.key;
     if (md)
-      out += "| `" + key + "` | " + cell(constraint_text(k)) + " | `" + cell(default_text(k)) + "` | " + cell(k.doc) + " |\n";
-    else out += "  " + key + " = " + default_text(k) + "    # " + k.doc + " (" + constraint_text(k) + ")\n";
+      out += "| `" + key + "` | " + cell(constraint_text(k)) + " | `" + cell(default_text(k)) + "` | " + cell(k.doc) +
+             " |\n";
+    else
+      out += "  " + key + " = " + default_text(k) + "    # " + k.doc + " (" + constraint_text(k) + ")\n";
   }
 }
 
@@ -62,13 +64,16 @@ std::string reference(bool md) {
   std::string out;
   if (md) out += "### Sections\n\n";
   for (auto& [name, sec] : config::sections()) {
-    if (md) out += "#### `[" + name + "]` — " + sec.doc + "\n\n| key | type | default | meaning |\n|---|---|---|---|\n";
-    else out += "[" + name + "]  " + sec.doc + "\n";
+    if (md)
+      out += "#### `[" + name + "]` — " + sec.doc + "\n\n| key | type | default | meaning |\n|---|---|---|---|\n";
+    else
+      out += "[" + name + "]  " + sec.doc + "\n";
     keys_table(out, name, sec.schema, md);
     if (!sec.component_kind.empty())
       out += md ? "\nOther `" + name + ".*` keys belong to the selected " + sec.component_kind + " (below).\n\n"
                 : "  (+ the keys of the selected " + sec.component_kind + ")\n";
-    else if (md) out += "\n";
+    else if (md)
+      out += "\n";
   }
   if (md) out += "### Components\n\n";
   for (auto& [kind, reg] : RegistryBase::all()) {
@@ -107,7 +112,9 @@ std::string show_model(const JobOptions& o, bool as_json) {
     int64_t trainable = 0;
     for (const auto& [pname, t] : g.params)
       if (t.requires_grad()) trainable += t.numel();
-    groups.push_back({{"name", g.name}, {"parameters", g.numel()}, {"trainable_parameters", trainable},
+    groups.push_back({{"name", g.name},
+                      {"parameters", g.numel()},
+                      {"trainable_parameters", trainable},
                       {"trainable", trainable == g.numel()}});
   }
   if (as_json) {

@@ -36,7 +36,8 @@ std::string fmt4(double v) {
 }
 
 // One line per scored prediction: "  name  metric=value ...".
-std::string score_line(const std::string& name, const std::map<std::string, double>& values, const std::vector<std::string>& order) {
+std::string score_line(const std::string& name, const std::map<std::string, double>& values,
+                       const std::vector<std::string>& order) {
   std::string s = "  " + name;
   if (s.size() < 44) s.resize(44, ' ');
   for (auto& n : order) s += "  " + n + " " + fmt4(values.at(n));
@@ -50,14 +51,18 @@ json scores_json(const std::map<std::string, double>& values) {
 }
 
 // --oof: each fold's model on its own validation rows (folds.csv of its run).
-int run_oof(const JobOptions& o, const Ensemble& e, const std::string& run_dir, std::chrono::steady_clock::time_point t0) {
+int run_oof(const JobOptions& o, const Ensemble& e, const std::string& run_dir,
+            std::chrono::steady_clock::time_point t0) {
   KG_CHECK(!e.members.empty(), UsageError, "--oof needs --from-run RUN_DIR");
   for (auto& m : e.members)
-    KG_CHECK(!m.run_dir.empty() && m.fold >= 0, UsageError, "--oof predicts each fold's validation rows with that fold's "
-             "model: give fit runs with --from-run (", m.name, " is not a fold of a run)");
+    KG_CHECK(!m.run_dir.empty() && m.fold >= 0, UsageError,
+             "--oof predicts each fold's validation rows with that fold's "
+             "model: give fit runs with --from-run (",
+             m.name, " is not a fold of a run)");
   auto dopt = data::load_data_options(o.recipe);
   dopt.on_bad_row = "skip";  // the split (folds.csv) says which rows were trained on
-  data::Table table = data::load_split(dopt, data::Split::train, e.classes, false, std::max<int>(1, static_cast<int>(dopt.num_workers)));
+  data::Table table = data::load_split(dopt, data::Split::train, e.classes, false,
+                                       std::max<int>(1, static_cast<int>(dopt.num_workers)));
   EnsemblePredictor predictor(o, e.classes, table.feature_dim);
   const metric::MetricSet metrics(o.recipe, predictor.task(), e.classes.outputs());
   const std::string metric = metrics.names().front();
@@ -70,12 +75,13 @@ int run_oof(const JobOptions& o, const Ensemble& e, const std::string& run_dir, 
     fs::path split = fs::path(m.run_dir) / "folds.csv";
     KG_CHECK(fs::exists(split), UsageError, "--oof: ", m.run_dir, " has no folds.csv (not a kgtrain fit run)");
     if (folds_csv.empty()) folds_csv = split.string();
-    KG_CHECK(read_file(split.string()) == read_file(folds_csv), UsageError, "--oof: ", m.run_dir, " and the first run use ",
-             "different splits (folds.csv differ); their OOF predictions cannot be merged");
+    KG_CHECK(read_file(split.string()) == read_file(folds_csv), UsageError, "--oof: ", m.run_dir,
+             " and the first run use ", "different splits (folds.csv differ); their OOF predictions cannot be merged");
     auto csv = data::read_csv(split.string());
     int idc = csv.require_column("id", ""), fc = csv.require_column("fold", "");
     int64_t folds_total = 0;  // the run's split, not the recipe's cv.folds (a run may have overridden it)
-    for (auto& row : csv.rows) folds_total = std::max<int64_t>(folds_total, std::atoll(row[static_cast<size_t>(fc)].c_str()) + 1);
+    for (auto& row : csv.rows)
+      folds_total = std::max<int64_t>(folds_total, std::atoll(row[static_cast<size_t>(fc)].c_str()) + 1);
     std::vector<int64_t> rows;
     for (size_t r = 0; r < csv.rows.size(); ++r)
       if (std::atoll(csv.rows[r][static_cast<size_t>(fc)].c_str()) == m.fold) {
@@ -108,11 +114,19 @@ int run_oof(const JobOptions& o, const Ensemble& e, const std::string& run_dir, 
   fs::rename(fs::path(run_dir) / "oof.csv", fs::path(run_dir) / "oof_tta.csv");
   fs::rename(fs::path(run_dir) / "cv.json", fs::path(run_dir) / "cv_tta.json");
   std::cout << "cv with TTA: " << metric << " oof " << fmt4(cv["oof"].get<double>()) << " (folds mean "
-            << fmt4(cv["mean"].get<double>()) << " +- " << fmt4(cv["std"].get<double>()) << ") -> " << run_dir << "/oof_tta.csv\n";
+            << fmt4(cv["mean"].get<double>()) << " +- " << fmt4(cv["std"].get<double>()) << ") -> " << run_dir
+            << "/oof_tta.csv\n";
   json members = json::array();
   for (auto& m : e.members) members.push_back(file_input(m.name));
-  json summary = {{"command", "tta-predict"}, {"mode", "oof"}, {"run_dir", run_dir}, {"runs", o.from_runs}, {"inputs", {{"members", members}}},
-                  {"views", predictor.view_labels()}, {"folds", folds}, {"cv", cv}, {"status", "completed"},
+  json summary = {{"command", "tta-predict"},
+                  {"mode", "oof"},
+                  {"run_dir", run_dir},
+                  {"runs", o.from_runs},
+                  {"inputs", {{"members", members}}},
+                  {"views", predictor.view_labels()},
+                  {"folds", folds},
+                  {"cv", cv},
+                  {"status", "completed"},
                   {"oof_tta", (fs::path(run_dir) / "oof_tta.csv").string()},
                   {"wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
   write_summary(run_dir, summary);
@@ -123,12 +137,13 @@ int run_oof(const JobOptions& o, const Ensemble& e, const std::string& run_dir, 
 
 int run_tta_predict(const JobOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
-  KG_CHECK(!o.oof || !o.from_runs.empty(), UsageError, "--oof needs --from-run RUN_DIR (the fold models and their split)");
+  KG_CHECK(!o.oof || !o.from_runs.empty(), UsageError,
+           "--oof needs --from-run RUN_DIR (the fold models and their split)");
   auto same_file = [](const std::string& a, const std::string& b) {
     return fs::absolute(a).lexically_normal() == fs::absolute(b).lexically_normal();
   };
-  KG_CHECK(o.out.empty() || o.probs.empty() || !same_file(o.out, o.probs), UsageError, "--out and --probs name the same file (",
-           o.out, "): the probabilities would replace the submission");
+  KG_CHECK(o.out.empty() || o.probs.empty() || !same_file(o.out, o.probs), UsageError,
+           "--out and --probs name the same file (", o.out, "): the probabilities would replace the submission");
   Ensemble e = collect_members(o);
   auto dopt = data::load_data_options(o.recipe);
   const auto topt = tta::load_tta_options(o.recipe);
@@ -141,10 +156,12 @@ int run_tta_predict(const JobOptions& o) {
   }
   // Every test row needs a prediction: a bad test row is an error whatever data.on_bad_row says.
   dopt.on_bad_row = "required";
-  data::Table test = data::load_split(dopt, data::Split::test, e.classes, /*scan=*/true, std::max<int>(1, static_cast<int>(dopt.num_workers)));
+  data::Table test = data::load_split(dopt, data::Split::test, e.classes, /*scan=*/true,
+                                      std::max<int>(1, static_cast<int>(dopt.num_workers)));
   EnsemblePredictor predictor(o, e.classes, test.feature_dim);
   log(o, "kgtrain tta-predict: " + predictor.device_description() + "; " + std::to_string(test.size()) + " rows from " +
-             test.csv_path + "; " + std::to_string(e.members.size()) + " model(s) x views " + join(predictor.view_labels(), ", "));
+             test.csv_path + "; " + std::to_string(e.members.size()) + " model(s) x views " +
+             join(predictor.view_labels(), ", "));
   if (o.dry_run) {
     // Every member must fit the model exactly (head included).
     for (auto& m : e.members) predictor.check(m);
@@ -165,21 +182,26 @@ int run_tta_predict(const JobOptions& o) {
     predicted = static_cast<int64_t>(mp.rows.size());
     member_probs.push_back(mp.probs);
     targets = mp.targets;
-    json entry = {{"weights", m.name}, {"fold", m.fold}, {"images_per_s", mp.seconds > 0 ? mp.images / mp.seconds : 0.0},
+    json entry = {{"weights", m.name},
+                  {"fold", m.fold},
+                  {"images_per_s", mp.seconds > 0 ? mp.images / mp.seconds : 0.0},
                   {"views_per_image", mp.view_labels.size()}};
     if (targets.defined()) {
       json views = json::object();
       for (size_t v = 0; v < mp.view_probs.size(); ++v) {
         auto s = metrics.compute(mp.view_probs[v], targets);
         views[mp.view_labels[v]] = scores_json(s);
-        lines.push_back(score_line(fs::path(m.name).parent_path().filename().string() + (m.fold >= 0 ? " fold " + std::to_string(m.fold) : "") +
-                                       " " + mp.view_labels[v], s, metrics.names()));
+        lines.push_back(score_line(fs::path(m.name).parent_path().filename().string() +
+                                       (m.fold >= 0 ? " fold " + std::to_string(m.fold) : "") + " " + mp.view_labels[v],
+                                   s, metrics.names()));
       }
       auto merged = metrics.compute(mp.probs, targets);
       entry["views"] = views;
       entry["merged"] = scores_json(merged);
       if (mp.view_probs.size() > 1)
-        lines.push_back(score_line((m.fold >= 0 ? "fold " + std::to_string(m.fold) + " " : std::string("model ")) + "views merged", merged, metrics.names()));
+        lines.push_back(
+            score_line((m.fold >= 0 ? "fold " + std::to_string(m.fold) + " " : std::string("model ")) + "views merged",
+                       merged, metrics.names()));
     }
     per_member.push_back(entry);
   }
@@ -191,14 +213,16 @@ int run_tta_predict(const JobOptions& o) {
   }
   json inputs = {{"test_csv", file_input(test.csv_path)}, {"members", json::array()}};
   for (auto& m : e.members) inputs["members"].push_back(file_input(m.name));
-  json summary = {{"command", "tta-predict"}, {"run_dir", run_dir}, {"inputs", inputs}, {"models", per_member}, {"rows", predicted},
-                  {"views", predictor.view_labels()}, {"merge", topt.merge}, {"weights", topt.weights}};
+  json summary = {{"command", "tta-predict"}, {"run_dir", run_dir},     {"inputs", inputs},
+                  {"models", per_member},     {"rows", predicted},      {"views", predictor.view_labels()},
+                  {"merge", topt.merge},      {"weights", topt.weights}};
   if (targets.defined()) {
     auto values = metrics.compute(probs, targets);
     const std::string name = metrics.names().front();
     summary["metric"] = {{"name", name}, {"value", values.at(name)}};
     summary["metrics"] = scores_json(values);
-    if (e.members.size() > 1) lines.push_back(score_line("ensemble of " + std::to_string(e.members.size()), values, metrics.names()));
+    if (e.members.size() > 1)
+      lines.push_back(score_line("ensemble of " + std::to_string(e.members.size()), values, metrics.names()));
     std::cout << "scores on " << test.csv_path << ":\n";
     for (auto& l : lines) std::cout << l << "\n";
     for (auto& n : metrics.names()) std::cout << n << " on " << test.csv_path << ": " << values.at(n) << "\n";

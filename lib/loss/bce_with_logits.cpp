@@ -20,7 +20,8 @@ class BceWithLogits : public Loss {
     if (o.pos_weight.is_array()) {
       for (auto& x : o.pos_weight) pw.push_back(x.get<double>());
       KG_CHECK(static_cast<int64_t>(pw.size()) == ctx.num_outputs, ConfigError, "loss.pos_weight has ", pw.size(),
-               " values but the model has K = ", ctx.num_outputs, " outputs (labels): give one number, or one per label");
+               " values but the model has K = ", ctx.num_outputs,
+               " outputs (labels): give one number, or one per label");
     } else {
       pw.assign(static_cast<size_t>(std::max<int64_t>(ctx.num_outputs, 1)), o.pos_weight.get<double>());
     }
@@ -54,14 +55,17 @@ config::Fields<BceOptions> fields() {
         return "expected a number > 0 or a non-empty array of numbers > 0 (one per label), got " + v.dump();
       });
   f.field("label_smoothing", &BceOptions::label_smoothing, "eps: targets become t * (1 - eps) + eps / 2 (timm style)")
-      .min(0).max(0.999);
+      .min(0)
+      .max(0.999);
   return f;
 }
 
 KG_REGISTER(loss_registry(), "bce_with_logits",
             "sigmoid binary cross-entropy per label, with pos_weight and label smoothing (binary, multilabel)",
             "[loss]\nname = \"bce_with_logits\"\npos_weight = 2.0\nlabel_smoothing = 0.05", fields(),
-            [](const BceOptions& o, const LossContext& ctx) -> LossPtr { return std::make_unique<BceWithLogits>(o, ctx); });
+            [](const BceOptions& o, const LossContext& ctx) -> LossPtr {
+              return std::make_unique<BceWithLogits>(o, ctx);
+            });
 KG_LOSS_TASKS("bce_with_logits", {"binary", "multilabel"});
 
 }  // namespace

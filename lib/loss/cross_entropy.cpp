@@ -32,10 +32,12 @@ class CrossEntropy : public Loss {
       KG_CHECK(!targets.is_floating_point(), DataError,
                "loss cross_entropy: 1-D targets must be int64 class indices, got ", targets.dtype());
       namespace F = torch::nn::functional;
-      return F::cross_entropy(logits, targets.to(torch::kLong), F::CrossEntropyFuncOptions().weight(w).label_smoothing(eps_));
+      return F::cross_entropy(logits, targets.to(torch::kLong),
+                              F::CrossEntropyFuncOptions().weight(w).label_smoothing(eps_));
     }
-    KG_CHECK(targets.sizes() == logits.sizes(), DataError, "loss cross_entropy: soft targets must be [N, K] like the logits ",
-             logits.sizes(), ", got ", targets.sizes());
+    KG_CHECK(targets.sizes() == logits.sizes(), DataError,
+             "loss cross_entropy: soft targets must be [N, K] like the logits ", logits.sizes(), ", got ",
+             targets.sizes());
     const auto k = static_cast<double>(logits.size(1));
     auto t = targets.to(logits.dtype()) * (1.0 - eps_) + eps_ / k;
     auto logp = torch::log_softmax(logits, 1);
@@ -51,7 +53,8 @@ class CrossEntropy : public Loss {
 config::Fields<CrossEntropyOptions> fields() {
   config::Fields<CrossEntropyOptions> f;
   f.field("label_smoothing", &CrossEntropyOptions::label_smoothing, "weight moved from the true class to all classes")
-      .min(0).max(0.999);
+      .min(0)
+      .max(0.999);
   f.field("class_weights", &CrossEntropyOptions::class_weights,
           "one weight per class, in class order (empty: unweighted); as torch's cross_entropy weight=")
       .min(0);
@@ -61,7 +64,9 @@ config::Fields<CrossEntropyOptions> fields() {
 KG_REGISTER(loss_registry(), "cross_entropy",
             "softmax cross-entropy with label smoothing and class weights (multiclass; hard or soft targets)",
             "[loss]\nname = \"cross_entropy\"\nlabel_smoothing = 0.1", fields(),
-            [](const CrossEntropyOptions& o, const LossContext& ctx) -> LossPtr { return std::make_unique<CrossEntropy>(o, ctx); });
+            [](const CrossEntropyOptions& o, const LossContext& ctx) -> LossPtr {
+              return std::make_unique<CrossEntropy>(o, ctx);
+            });
 KG_LOSS_TASKS("cross_entropy", {"multiclass"});
 
 }  // namespace

@@ -17,7 +17,8 @@ struct FocalOptions {
 
 class Focal : public Loss {
  public:
-  Focal(const FocalOptions& o, const LossContext& ctx) : gamma_(o.gamma), alpha_(o.alpha), softmax_(ctx.task == "multiclass") {}
+  Focal(const FocalOptions& o, const LossContext& ctx)
+      : gamma_(o.gamma), alpha_(o.alpha), softmax_(ctx.task == "multiclass") {}
   at::Tensor forward(const at::Tensor& logits, const at::Tensor& targets) const override {
     return softmax_ ? softmax_focal(logits, targets) : sigmoid_focal(logits, targets);
   }
@@ -57,7 +58,8 @@ config::Fields<FocalOptions> fields() {
           "binary/multilabel: weight of positive cells in [0, 1], -1 = none (torchvision); multiclass: not used")
       .check([](const config::json& v) -> std::string {
         double a = v.get<double>();
-        return a == -1.0 || (a >= 0 && a <= 1) ? "" : "expected a number in [0, 1] or -1 (no weighting), got " + v.dump();
+        return a == -1.0 || (a >= 0 && a <= 1) ? ""
+                                               : "expected a number in [0, 1] or -1 (no weighting), got " + v.dump();
       });
   return f;
 }

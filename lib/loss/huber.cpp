@@ -24,7 +24,8 @@ class Huber : public Loss {
 
 config::Fields<HuberOptions> fields() {
   config::Fields<HuberOptions> f;
-  f.field("delta", &HuberOptions::delta, "error size where the loss turns from quadratic to linear (target units)").positive();
+  f.field("delta", &HuberOptions::delta, "error size where the loss turns from quadratic to linear (target units)")
+      .positive();
   return f;
 }
 

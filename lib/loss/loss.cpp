@@ -38,15 +38,18 @@ std::string task_default_loss(const config::Tree& t) {
   const config::Entry* e = t.find("data.task");
   const std::string task = e && e->value.is_string() ? e->value.get<std::string>() : "multiclass";
   const auto& known = task_names();
-  return std::find(known.begin(), known.end(), task) != known.end() ? default_loss(task) : "";  // else: reported at data.task
+  return std::find(known.begin(), known.end(), task) != known.end() ? default_loss(task)
+                                                                    : "";  // else: reported at data.task
 }
-const bool kLossSection = config::add_section({"loss", "the training loss", fields().schema(), "loss", task_default_loss});
+const bool kLossSection =
+    config::add_section({"loss", "the training loss", fields().schema(), "loss", task_default_loss});
 
 }  // namespace
 
 at::Tensor DeviceConstant::like(const at::Tensor& logits) const {
   if (!host_.defined()) return {};
-  if (!on_device_.defined() || on_device_.device() != logits.device() || on_device_.scalar_type() != logits.scalar_type())
+  if (!on_device_.defined() || on_device_.device() != logits.device() ||
+      on_device_.scalar_type() != logits.scalar_type())
     on_device_ = host_.to(logits.device(), logits.scalar_type());
   return on_device_;
 }
@@ -78,7 +81,8 @@ LossPtr build(const config::Tree& recipe, const LossContext& ctx) {
     bool ok = false;
     for (auto& t : tasks) ok = ok || t == ctx.task;
     KG_CHECK(ok, ConfigError, opts.where("name"), ": loss \"", name, "\" does not fit data.task = \"", ctx.task,
-             "\" (it supports ", join(tasks, ", "), "; losses for ", ctx.task, ": ", join(losses_for(ctx.task), ", "), ")");
+             "\" (it supports ", join(tasks, ", "), "; losses for ", ctx.task, ": ", join(losses_for(ctx.task), ", "),
+             ")");
   }
   return with_context("while building loss " + name, [&] { return loss_registry().create(name, opts, ctx); });
 }

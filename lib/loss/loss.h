@@ -51,7 +51,8 @@ const std::vector<std::string>& supported_tasks(const std::string& name);  // em
 std::vector<std::string> losses_for(const std::string& task);
 
 struct LossOptions {
-  std::string name = "cross_entropy";  ///< loss function; fit uses default_loss(data.task) when the recipe does not set it
+  std::string name =
+      "cross_entropy";  ///< loss function; fit uses default_loss(data.task) when the recipe does not set it
 };
 
 // The loss for a task when loss.name is not set: cross_entropy (multiclass), bce_with_logits

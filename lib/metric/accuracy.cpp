@@ -30,7 +30,8 @@ class Accuracy : public Metric {
     }
   }
   double compute() const override {
-    return total_ ? static_cast<double>(correct_) / static_cast<double>(total_) : std::numeric_limits<double>::quiet_NaN();
+    return total_ ? static_cast<double>(correct_) / static_cast<double>(total_)
+                  : std::numeric_limits<double>::quiet_NaN();
   }
   bool higher_is_better() const override { return true; }
 
@@ -43,7 +44,9 @@ KG_REGISTER(metric_registry(), "accuracy",
             "multiclass: fraction of rows whose top class is the label; binary/multilabel: fraction of cells with "
             "(p > 0.5) == label",
             "[metric]\nnames = [\"accuracy\"]", config::Fields<AccuracyOptions>(),
-            [](const AccuracyOptions&, const MetricContext& ctx) -> MetricPtr { return std::make_unique<Accuracy>(ctx); });
+            [](const AccuracyOptions&, const MetricContext& ctx) -> MetricPtr {
+              return std::make_unique<Accuracy>(ctx);
+            });
 KG_METRIC_TASKS("accuracy", {"multiclass", "binary", "multilabel"});
 
 }  // namespace

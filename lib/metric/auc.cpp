@@ -27,7 +27,9 @@ double column_auc(const double* score, const std::vector<char>& positive, int64_
   int64_t n_pos = 0;
   for (int64_t i = 0; i < n;) {
     int64_t j = i;
-    while (j + 1 < n && score[order[static_cast<size_t>(j + 1)] * stride] == score[order[static_cast<size_t>(i)] * stride]) ++j;
+    while (j + 1 < n &&
+           score[order[static_cast<size_t>(j + 1)] * stride] == score[order[static_cast<size_t>(i)] * stride])
+      ++j;
     const double avg_rank = 0.5 * static_cast<double>(i + j) + 1.0;  // ranks are 1-based
     for (int64_t k = i; k <= j; ++k)
       if (positive[static_cast<size_t>(order[static_cast<size_t>(k)])]) {

@@ -19,7 +19,12 @@ class F1 : public Metric {
  public:
   F1(const MetricContext& ctx, bool micro, const char* name)
       : multiclass_(ctx.task == "multiclass"), micro_(micro), name_(name) {}
-  void reset() override { tp_.clear(); fp_.clear(); fn_.clear(); rows_ = 0; }
+  void reset() override {
+    tp_.clear();
+    fp_.clear();
+    fn_.clear();
+    rows_ = 0;
+  }
   void update(const at::Tensor& preds, const at::Tensor& targets) override {
     auto p = detail::preds_2d(preds, name_);
     const int64_t k = p.size(1);
@@ -71,13 +76,17 @@ class F1 : public Metric {
 KG_REGISTER(metric_registry(), "f1",
             "macro F1 (sklearn average=\"macro\"); threshold 0.5 for binary/multilabel, arg-max for multiclass",
             "[metric]\nnames = [\"f1\"]", config::Fields<F1Options>(),
-            [](const F1Options&, const MetricContext& ctx) -> MetricPtr { return std::make_unique<F1>(ctx, false, "f1"); });
+            [](const F1Options&, const MetricContext& ctx) -> MetricPtr {
+              return std::make_unique<F1>(ctx, false, "f1");
+            });
 KG_METRIC_TASKS("f1", {"multiclass", "binary", "multilabel"});
 
 KG_REGISTER(metric_registry(), "f1_micro",
             "micro F1 over all classes or label cells (sklearn average=\"micro\"); multiclass: equals accuracy",
             "[metric]\nnames = [\"f1_micro\"]", config::Fields<F1Options>(),
-            [](const F1Options&, const MetricContext& ctx) -> MetricPtr { return std::make_unique<F1>(ctx, true, "f1_micro"); });
+            [](const F1Options&, const MetricContext& ctx) -> MetricPtr {
+              return std::make_unique<F1>(ctx, true, "f1_micro");
+            });
 KG_METRIC_TASKS("f1_micro", {"multiclass", "binary", "multilabel"});
 
 }  // namespace

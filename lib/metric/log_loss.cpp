@@ -18,7 +18,10 @@ struct LogLossOptions {};
 class LogLoss : public Metric {
  public:
   explicit LogLoss(const MetricContext& ctx) : multiclass_(ctx.task == "multiclass") {}
-  void reset() override { sum_ = 0; count_ = 0; }
+  void reset() override {
+    sum_ = 0;
+    count_ = 0;
+  }
   void update(const at::Tensor& preds, const at::Tensor& targets) override {
     auto p = detail::preds_2d(preds, "log_loss").clamp(kEps, 1 - kEps);
     if (multiclass_) {
@@ -38,7 +41,9 @@ class LogLoss : public Metric {
       count_ += p.numel();
     }
   }
-  double compute() const override { return count_ ? sum_ / static_cast<double>(count_) : std::numeric_limits<double>::quiet_NaN(); }
+  double compute() const override {
+    return count_ ? sum_ / static_cast<double>(count_) : std::numeric_limits<double>::quiet_NaN();
+  }
   bool higher_is_better() const override { return false; }
 
  private:
@@ -50,7 +55,9 @@ class LogLoss : public Metric {
 KG_REGISTER(metric_registry(), "log_loss",
             "log loss with probabilities clipped to [1e-15, 1 - 1e-15] (sklearn); binary/multilabel: mean over cells",
             "[metric]\nnames = [\"log_loss\"]", config::Fields<LogLossOptions>(),
-            [](const LogLossOptions&, const MetricContext& ctx) -> MetricPtr { return std::make_unique<LogLoss>(ctx); });
+            [](const LogLossOptions&, const MetricContext& ctx) -> MetricPtr {
+              return std::make_unique<LogLoss>(ctx);
+            });
 KG_METRIC_TASKS("log_loss", {"multiclass", "binary", "multilabel"});
 
 }  // namespace

@@ -79,8 +79,8 @@ at::Tensor class_targets(const at::Tensor& targets, int64_t n, const char* metri
 at::Tensor dense_targets(const at::Tensor& targets, const at::Tensor& preds2d, const char* metric) {
   at::Tensor t = targets.detach().to(torch::kCPU, torch::kDouble);
   if (t.dim() == 1 && preds2d.size(1) == 1) t = t.unsqueeze(1);
-  KG_CHECK(t.sizes() == preds2d.sizes(), DataError, "metric ", metric, ": expected targets shaped like the predictions ",
-           preds2d.sizes(), ", got ", targets.sizes());
+  KG_CHECK(t.sizes() == preds2d.sizes(), DataError, "metric ", metric,
+           ": expected targets shaped like the predictions ", preds2d.sizes(), ", got ", targets.sizes());
   return t;
 }
 

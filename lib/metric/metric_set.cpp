@@ -27,7 +27,8 @@ config::Fields<MetricOptions> fields() {
         return "";
       });
   f.field("monitor", &MetricOptions::monitor,
-          "what \"best\" means (checkpoints, early stopping): one of metric.names or \"valid_loss\"; \"\" = the first name");
+          "what \"best\" means (checkpoints, early stopping): one of metric.names or \"valid_loss\"; \"\" = the first "
+          "name");
   f.field("mode", &MetricOptions::mode, "direction of the monitor: auto = the metric's own (valid_loss: min)")
       .choices({"auto", "max", "min"});
   return f;
@@ -66,9 +67,12 @@ MetricSet::MetricSet(const config::Tree& recipe, const std::string& task, int64_
     problems.push_back(src.where("monitor") + ": \"" + monitor_ + "\" is not computed (allowed: " + join(names_, ", ") +
                        ", valid_loss; add it to metric.names to monitor it)" + did_you_mean(monitor_, names_));
   if (!problems.empty()) throw ConfigError(problems);
-  if (o.mode == "max") higher_ = true;
-  else if (o.mode == "min") higher_ = false;
-  else higher_ = monitor_ == "valid_loss" ? false : create(monitor_, ctx)->higher_is_better();
+  if (o.mode == "max")
+    higher_ = true;
+  else if (o.mode == "min")
+    higher_ = false;
+  else
+    higher_ = monitor_ == "valid_loss" ? false : create(monitor_, ctx)->higher_is_better();
 }
 
 std::map<std::string, double> MetricSet::compute(const at::Tensor& preds, const at::Tensor& targets) const {

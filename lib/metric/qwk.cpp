@@ -43,8 +43,10 @@ double kappa(const std::vector<int64_t>& a, const std::vector<int64_t>& b, int64
 class Qwk : public detail::RowsMetric {
  public:
   explicit Qwk(const MetricContext& ctx) : multiclass_(ctx.task == "multiclass") {
-    KG_CHECK(multiclass_ || ctx.num_outputs <= 1, ConfigError, "metric qwk on a regression task needs one target column, "
-             "the model has ", ctx.num_outputs, " outputs");
+    KG_CHECK(multiclass_ || ctx.num_outputs <= 1, ConfigError,
+             "metric qwk on a regression task needs one target column, "
+             "the model has ",
+             ctx.num_outputs, " outputs");
   }
   bool higher_is_better() const override { return true; }
 
@@ -69,7 +71,8 @@ class Qwk : public detail::RowsMetric {
       const double* pd = p.contiguous().data_ptr<double>();
       for (int64_t i = 0; i < n; ++i) {
         // Non-finite (a diverged model) or absurd values have no rating.
-        if (std::fabs(td[i]) > 1e15 || !std::isfinite(td[i]) || !std::isfinite(pd[i])) return std::numeric_limits<double>::quiet_NaN();
+        if (std::fabs(td[i]) > 1e15 || !std::isfinite(td[i]) || !std::isfinite(pd[i]))
+          return std::numeric_limits<double>::quiet_NaN();
         a[static_cast<size_t>(i)] = static_cast<int64_t>(std::nearbyint(td[i]));
       }
       lo = *std::min_element(a.begin(), a.end());
@@ -77,8 +80,8 @@ class Qwk : public detail::RowsMetric {
       KG_CHECK(hi - lo <= 10000, DataError, "metric qwk: regression targets span [", lo, ", ", hi,
                "]; kappa expects integer ratings over a small range");
       for (int64_t i = 0; i < n; ++i)
-        b[static_cast<size_t>(i)] = static_cast<int64_t>(
-            std::clamp(std::nearbyint(pd[i]), static_cast<double>(lo), static_cast<double>(hi)));
+        b[static_cast<size_t>(i)] =
+            static_cast<int64_t>(std::clamp(std::nearbyint(pd[i]), static_cast<double>(lo), static_cast<double>(hi)));
     }
     return kappa(a, b, lo, hi);
   }

@@ -15,7 +15,10 @@ struct RmseOptions {};
 
 class Rmse : public Metric {
  public:
-  void reset() override { sq_.clear(); rows_ = 0; }
+  void reset() override {
+    sq_.clear();
+    rows_ = 0;
+  }
   void update(const at::Tensor& preds, const at::Tensor& targets) override {
     auto p = detail::preds_2d(preds, "rmse");
     auto t = detail::dense_targets(targets, p, "rmse");

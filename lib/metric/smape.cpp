@@ -13,7 +13,10 @@ struct SmapeOptions {};
 
 class Smape : public Metric {
  public:
-  void reset() override { sum_ = 0; count_ = 0; }
+  void reset() override {
+    sum_ = 0;
+    count_ = 0;
+  }
   void update(const at::Tensor& preds, const at::Tensor& targets) override {
     auto p = detail::preds_2d(preds, "smape");
     auto t = detail::dense_targets(targets, p, "smape");
@@ -33,7 +36,8 @@ class Smape : public Metric {
   int64_t count_ = 0;
 };
 
-KG_REGISTER(metric_registry(), "smape", "symmetric mean absolute percentage error in percent, 0..200; 0/0 counts 0 (regression)",
+KG_REGISTER(metric_registry(), "smape",
+            "symmetric mean absolute percentage error in percent, 0..200; 0/0 counts 0 (regression)",
             "[metric]\nnames = [\"smape\"]", config::Fields<SmapeOptions>(),
             [](const SmapeOptions&, const MetricContext&) -> MetricPtr { return std::make_unique<Smape>(); });
 KG_METRIC_TASKS("smape", {"regression"});

@@ -24,7 +24,8 @@ class TopK : public Metric {
     total_ += t.size(0);
   }
   double compute() const override {
-    return total_ ? static_cast<double>(correct_) / static_cast<double>(total_) : std::numeric_limits<double>::quiet_NaN();
+    return total_ ? static_cast<double>(correct_) / static_cast<double>(total_)
+                  : std::numeric_limits<double>::quiet_NaN();
   }
   bool higher_is_better() const override { return true; }
 

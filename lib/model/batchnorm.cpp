@@ -66,8 +66,10 @@ void BatchNorm2dImpl::reset_parameters() {
 
 void BatchNorm2dImpl::pretty_print(std::ostream& stream) const {
   stream << "kg::model::BatchNorm2d(" << options.num_features() << ", eps=" << options.eps() << ", momentum=";
-  if (options.momentum()) stream << *options.momentum();
-  else stream << "None";
+  if (options.momentum())
+    stream << *options.momentum();
+  else
+    stream << "None";
   stream << ", affine=" << options.affine() << ", track_running_stats=" << options.track_running_stats() << ")";
 }
 
@@ -81,8 +83,8 @@ at::Tensor BatchNorm2dImpl::forward(const at::Tensor& x) {
     num_batches_tracked += 1;
     factor = options.momentum() ? *options.momentum() : 1.0 / num_batches_tracked.item<double>();
   }
-  return torch::batch_norm(x, weight, bias, running_mean, running_var, is_training() || !options.track_running_stats(), factor,
-                           options.eps(), at::globalContext().userEnabledCuDNN());
+  return torch::batch_norm(x, weight, bias, running_mean, running_var, is_training() || !options.track_running_stats(),
+                           factor, options.eps(), at::globalContext().userEnabledCuDNN());
 }
 
 at::Tensor BatchNorm2dImpl::forward_synced(const at::Tensor& x, const CrossProcessSum& sum) {

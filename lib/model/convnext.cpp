@@ -43,7 +43,8 @@ TORCH_MODULE(LayerNorm2d);
 
 struct MlpImpl : torch::nn::Module {
   MlpImpl(int64_t c, int64_t hidden)
-      : fc1(register_module("fc1", torch::nn::Linear(c, hidden))), fc2(register_module("fc2", torch::nn::Linear(hidden, c))) {}
+      : fc1(register_module("fc1", torch::nn::Linear(c, hidden))),
+        fc2(register_module("fc2", torch::nn::Linear(hidden, c))) {}
   at::Tensor forward(const at::Tensor& x) { return fc2->forward(torch::gelu(fc1->forward(x))); }  // exact (erf) GELU
   torch::nn::Linear fc1, fc2;
 };
@@ -75,7 +76,8 @@ struct StageImpl : torch::nn::Module {
   StageImpl(int64_t cin, int64_t cout, int64_t depth, const std::vector<double>& dp) {
     if (cin != cout)
       downsample = register_module(
-          "downsample", torch::nn::Sequential(LayerNorm2d(cin), torch::nn::Conv2d(torch::nn::Conv2dOptions(cin, cout, 2).stride(2))));
+          "downsample",
+          torch::nn::Sequential(LayerNorm2d(cin), torch::nn::Conv2d(torch::nn::Conv2dOptions(cin, cout, 2).stride(2))));
     blocks = register_module("blocks", torch::nn::Sequential());
     for (int64_t j = 0; j < depth; ++j) blocks->push_back(Block(cout, dp[static_cast<size_t>(j)]));
   }
@@ -86,11 +88,13 @@ TORCH_MODULE(Stage);
 
 class ConvNeXt final : public Network {
  public:
-  ConvNeXt(const std::string& name, std::array<int64_t, 4> depths, std::array<int64_t, 4> dims, const ModelContext& ctx) {
+  ConvNeXt(const std::string& name, std::array<int64_t, 4> depths, std::array<int64_t, 4> dims,
+           const ModelContext& ctx) {
     namespace nn = torch::nn;
     // The 4x4 patch stem and three 2x downsamples need 32 px; fewer leave stage 3 an empty map.
-    KG_CHECK(ctx.height >= 32 && ctx.width >= 32, ConfigError, "model ", name, " needs images of at least 32x32 pixels (a 4x4 patch stem, ",
-             "then three 2x downsamples), got ", ctx.height, "x", ctx.width, "; set data.image_size or pick resnet9 for small images");
+    KG_CHECK(ctx.height >= 32 && ctx.width >= 32, ConfigError, "model ", name,
+             " needs images of at least 32x32 pixels (a 4x4 patch stem, ", "then three 2x downsamples), got ",
+             ctx.height, "x", ctx.width, "; set data.image_size or pick resnet9 for small images");
     stem_ = register_module("stem", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(ctx.in_chans, dims[0], 4).stride(4)),
                                                    LayerNorm2d(dims[0])));
     auto stages = register_module("stages", nn::ModuleList());
@@ -131,9 +135,12 @@ class ConvNeXt final : public Network {
     torch::NoGradGuard no_grad;
     for (auto& mod : m.modules(/*include_self=*/false)) {  // self is no conv; in a constructor it has no shared_ptr yet
       at::Tensor w, b;
-      if (auto* c = mod->as<torch::nn::Conv2d>()) w = c->weight, b = c->bias;
-      else if (auto* l = mod->as<torch::nn::Linear>()) w = l->weight, b = l->bias;
-      else continue;
+      if (auto* c = mod->as<torch::nn::Conv2d>())
+        w = c->weight, b = c->bias;
+      else if (auto* l = mod->as<torch::nn::Linear>())
+        w = l->weight, b = l->bias;
+      else
+        continue;
       trunc_normal_(w, 0.02);
       if (b.defined()) b.zero_();
     }
@@ -146,16 +153,19 @@ class ConvNeXt final : public Network {
 };
 
 void add_convnext(const char* name, const char* doc, std::array<int64_t, 4> depths) {
-  model_registry().add(name, doc, std::string("[model]\nname = \"") + name + "\"", config::Fields<ConvNeXtOptions>(),
-                       [name, depths](const ConvNeXtOptions&, const ModelContext& ctx) -> NetworkPtr {
-                         return std::make_shared<ConvNeXt>(name, depths, std::array<int64_t, 4>{96, 192, 384, 768}, ctx);
-                       });
+  model_registry().add(
+      name, doc, std::string("[model]\nname = \"") + name + "\"", config::Fields<ConvNeXtOptions>(),
+      [name, depths](const ConvNeXtOptions&, const ModelContext& ctx) -> NetworkPtr {
+        return std::make_shared<ConvNeXt>(name, depths, std::array<int64_t, 4>{96, 192, 384, 768}, ctx);
+      });
 }
 
 const bool kRegistered = [] {
-  add_convnext("convnext_tiny", "ConvNeXt-T (timm names; 28.6M parameters at 1000 classes; 4x4 patch stem, needs >= 32 px)",
+  add_convnext("convnext_tiny",
+               "ConvNeXt-T (timm names; 28.6M parameters at 1000 classes; 4x4 patch stem, needs >= 32 px)",
                {3, 3, 9, 3});
-  add_convnext("convnext_small", "ConvNeXt-S (timm names; 50.2M parameters at 1000 classes; 4x4 patch stem, needs >= 32 px)",
+  add_convnext("convnext_small",
+               "ConvNeXt-S (timm names; 50.2M parameters at 1000 classes; 4x4 patch stem, needs >= 32 px)",
                {3, 3, 27, 3});
   return true;
 }();

@@ -79,7 +79,8 @@ struct DepthwiseSeparableImpl : torch::nn::Module {
 };
 TORCH_MODULE(DepthwiseSeparable);
 
-// timm InvertedResidual (MBConv): pw expand -> BN -> SiLU -> dw conv -> BN -> SiLU -> SE -> pw project -> BN (+ residual).
+// timm InvertedResidual (MBConv): pw expand -> BN -> SiLU -> dw conv -> BN -> SiLU -> SE -> pw project -> BN (+
+// residual).
 struct InvertedResidualImpl : torch::nn::Module {
   InvertedResidualImpl(int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t expand, double dp)
       : skip(stride == 1 && cin == cout), drop_path_rate(dp) {
@@ -167,7 +168,8 @@ class EfficientNet final : public Network {
     init_goog(*this);
 
     add_group("stem", {"conv_stem", "bn1"});
-    for (size_t i = 0; i < stages_.size(); ++i) add_group("blocks." + std::to_string(i), {"blocks." + std::to_string(i)});
+    for (size_t i = 0; i < stages_.size(); ++i)
+      add_group("blocks." + std::to_string(i), {"blocks." + std::to_string(i)});
     // timm's group_matcher also gives conv_head/bn2 a group of their own, after the last stage.
     add_group("head_conv", {"conv_head", "bn2"});
     set_first_conv("conv_stem.weight");
@@ -188,7 +190,8 @@ class EfficientNet final : public Network {
 };
 
 void add_efficientnet(const char* name, const char* doc, double width, double depth) {
-  model_registry().add(name, doc, std::string("[model]\nname = \"") + name + "\"", config::Fields<EfficientNetOptions>(),
+  model_registry().add(name, doc, std::string("[model]\nname = \"") + name + "\"",
+                       config::Fields<EfficientNetOptions>(),
                        [width, depth](const EfficientNetOptions&, const ModelContext& ctx) -> NetworkPtr {
                          return std::make_shared<EfficientNet>(width, depth, ctx);
                        });

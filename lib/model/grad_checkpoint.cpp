@@ -118,10 +118,12 @@ class CheckpointBackward final : public torch::autograd::Node {
   }
 
   variable_list apply(variable_list&& grads) override {
-    KG_ASSERT(fn_, "a checkpointed stage was back-propagated twice; its saved input was freed by the first backward "
-                   "(retain_graph is needed for a second one)");
-    KG_ASSERT(x_._version() == x_version_, "the input of a checkpointed stage was modified in place after its forward "
-                                           "pass; the recompute would use other values");
+    KG_ASSERT(fn_,
+              "a checkpointed stage was back-propagated twice; its saved input was freed by the first backward "
+              "(retain_graph is needed for a second one)");
+    KG_ASSERT(x_._version() == x_version_,
+              "the input of a checkpointed stage was modified in place after its forward "
+              "pass; the recompute would use other values");
     const size_t n = num_outputs();
     variable_list out(n);
     if (grads.empty() || !grads[0].defined()) return out;
@@ -167,8 +169,8 @@ class CheckpointBackward final : public torch::autograd::Node {
 
 }  // namespace
 
-at::Tensor checkpoint(const std::shared_ptr<torch::nn::Module>& stage, const std::function<at::Tensor(const at::Tensor&)>& fn,
-                      const at::Tensor& x) {
+at::Tensor checkpoint(const std::shared_ptr<torch::nn::Module>& stage,
+                      const std::function<at::Tensor(const at::Tensor&)>& fn, const at::Tensor& x) {
   KG_ASSERT(stage && fn && x.defined(), "checkpoint needs a stage, a function and an input");
   std::vector<at::Tensor> params;
   for (auto& p : stage->parameters(true))
@@ -182,7 +184,8 @@ at::Tensor checkpoint(const std::shared_ptr<torch::nn::Module>& stage, const std
     at::NoGradGuard no_grad;
     y = fn(x);
   }
-  KG_ASSERT(x._version() == version, "a checkpointed stage modified its input in place; its recompute would see other values");
+  KG_ASSERT(x._version() == version,
+            "a checkpointed stage modified its input in place; its recompute would see other values");
   if (!y.defined() || !(y.is_floating_point() || y.is_complex())) return y;
   // The output gets this node as its history: it must not be the input itself or an autograd view (a view
   // made in no-grad mode refuses later in-place ops); detach() aliases the data without copying it.

@@ -15,7 +15,7 @@ namespace kg::model {
 // (BatchNorm running statistics) restored afterwards, so a step updates them once, as without
 // checkpointing; gradients flow to x and to every parameter of `stage` that requires them, even when
 // x itself does not require grad (a frozen stem).
-at::Tensor checkpoint(const std::shared_ptr<torch::nn::Module>& stage, const std::function<at::Tensor(const at::Tensor&)>& fn,
-                      const at::Tensor& x);
+at::Tensor checkpoint(const std::shared_ptr<torch::nn::Module>& stage,
+                      const std::function<at::Tensor(const at::Tensor&)>& fn, const at::Tensor& x);
 
 }  // namespace kg::model

@@ -11,7 +11,8 @@ int64_t pool_multiplier(const std::string& t) { return t == "catavgmax" ? 2 : 1;
 
 at::Tensor global_pool(const at::Tensor& x, const std::string& t) {
   if (x.dim() == 2) return x;  // a backbone that pools itself (a traced forward_features may)
-  KG_CHECK(x.dim() == 4, DataError, "global pool: the backbone returned shape ", x.sizes(), "; expected a feature map [N, C, H, W] or pooled features [N, C]");
+  KG_CHECK(x.dim() == 4, DataError, "global pool: the backbone returned shape ", x.sizes(),
+           "; expected a feature map [N, C, H, W] or pooled features [N, C]");
   auto avg = [&] { return x.mean({2, 3}); };
   auto max = [&] { return std::get<0>(x.flatten(2).max(2)); };
   if (t == "avg") return avg();
@@ -21,7 +22,8 @@ at::Tensor global_pool(const at::Tensor& x, const std::string& t) {
   throw ConfigError("model.global_pool: unknown pool \"" + t + "\" (known: avg, max, avgmax, catavgmax)");
 }
 
-void Head::build(torch::nn::Module& owner, torch::nn::Module& fc_parent, const std::string& fc_path, const HeadSpec& spec) {
+void Head::build(torch::nn::Module& owner, torch::nn::Module& fc_parent, const std::string& fc_path,
+                 const HeadSpec& spec) {
   namespace nn = torch::nn;
   spec_ = spec;
   fc_path_ = fc_path;
@@ -68,7 +70,8 @@ at::Tensor Head::forward(const at::Tensor& pooled, const at::Tensor& features) {
   at::Tensor x = pooled;
   if (spec_.num_features > 0) {
     KG_CHECK(features.defined() && features.dim() == 2 && features.size(1) == spec_.num_features, DataError,
-             "the model was built for ", spec_.num_features, " numeric feature columns (data.feature_cols) but the batch has ",
+             "the model was built for ", spec_.num_features,
+             " numeric feature columns (data.feature_cols) but the batch has ",
              features.defined() ? c10::str(features.sizes()) : std::string("none"));
     at::Tensor f = feature_bn_->forward(features.to(x.dtype()));
     if (feature_mlp_) f = feature_mlp_->forward(f);

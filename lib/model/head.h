@@ -22,7 +22,7 @@ bool known_pool(const std::string& type);
 bool in_module(const std::string& name, const std::string& prefix);
 
 struct HeadSpec {
-  int64_t in_features = 0;   // pooled backbone width
+  int64_t in_features = 0;  // pooled backbone width
   int64_t num_outputs = 0;
   int64_t num_features = 0;  // numeric feature columns
   std::vector<int64_t> hidden;

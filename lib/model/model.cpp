@@ -19,7 +19,8 @@ namespace {
 config::Fields<ModelOptions> fields() {
   auto positive_list = [](const config::json& v) -> std::string {
     for (auto& x : v)
-      if (!x.is_number_integer() || x.get<int64_t>() < 1) return "expected a list of positive layer sizes, got " + v.dump();
+      if (!x.is_number_integer() || x.get<int64_t>() < 1)
+        return "expected a list of positive layer sizes, got " + v.dump();
     return "";
   };
   config::Fields<ModelOptions> f;
@@ -31,17 +32,22 @@ config::Fields<ModelOptions> fields() {
           "fail when a backbone tensor of model.pretrained is missing or unexpected (default: report and go on)");
   f.field("drop_rate", &ModelOptions::drop_rate, "dropout before the classifier (timm drop_rate)").range(0, 0.99);
   f.field("drop_path_rate", &ModelOptions::drop_path_rate,
-          "stochastic depth: per-block drop probability rising linearly from 0 to about this value over the blocks, as in timm (resnet18+, efficientnet, convnext)")
+          "stochastic depth: per-block drop probability rising linearly from 0 to about this value over the blocks, as "
+          "in timm (resnet18+, efficientnet, convnext)")
       .range(0, 0.99);
-  f.field("global_pool", &ModelOptions::global_pool, "pooling before the head; \"\" = the family's own (avg; max for resnet9)")
+  f.field("global_pool", &ModelOptions::global_pool,
+          "pooling before the head; \"\" = the family's own (avg; max for resnet9)")
       .choices({"", "avg", "max", "avgmax", "catavgmax"});
   f.field("head_hidden", &ModelOptions::head_hidden,
-          "hidden layer sizes of a fastai create_head head (BatchNorm, dropout, linear, ReLU each), e.g. [512]; [] = one linear layer")
+          "hidden layer sizes of a fastai create_head head (BatchNorm, dropout, linear, ReLU each), e.g. [512]; [] = "
+          "one linear layer")
       .check(positive_list);
-  f.field("head_dropout", &ModelOptions::head_dropout, "fastai ps with head_hidden: dropout before the last linear layer (half before hidden ones)")
+  f.field("head_dropout", &ModelOptions::head_dropout,
+          "fastai ps with head_hidden: dropout before the last linear layer (half before hidden ones)")
       .range(0, 0.99);
   f.field("feature_hidden", &ModelOptions::feature_hidden,
-          "MLP layer sizes that data.feature_cols pass through before joining the pooled image features; [] = joined directly (after BatchNorm)")
+          "MLP layer sizes that data.feature_cols pass through before joining the pooled image features; [] = joined "
+          "directly (after BatchNorm)")
       .check(positive_list);
   f.field("grad_checkpointing", &ModelOptions::grad_checkpointing,
           "recompute each stage's activations during backward: less activation memory, about a third more compute");
@@ -99,7 +105,8 @@ std::vector<std::string> Network::group_names() const {
 void Network::finish(const ModelContext& ctx, torch::nn::Module& fc_parent, const std::string& fc_path,
                      const std::string& default_pool) {
   pool_ = ctx.model.global_pool.empty() ? default_pool : ctx.model.global_pool;
-  KG_CHECK(known_pool(pool_), ConfigError, "model.global_pool: unknown pool \"", pool_, "\" (known: avg, max, avgmax, catavgmax)");
+  KG_CHECK(known_pool(pool_), ConfigError, "model.global_pool: unknown pool \"", pool_,
+           "\" (known: avg, max, avgmax, catavgmax)");
   int64_t width = 0;
   {
     // What nn.LazyLinear does in Python: one forward pass reveals the feature width.
@@ -108,8 +115,9 @@ void Network::finish(const ModelContext& ctx, torch::nn::Module& fc_parent, cons
     eval();
     at::Tensor f = forward_features(torch::zeros({1, ctx.in_chans, ctx.height, ctx.width}));
     train(was_training);
-    KG_CHECK(f.dim() == 4 || f.dim() == 2, DataError, "the backbone returned shape ", f.sizes(), " for a 1x", ctx.in_chans,
-             "x", ctx.height, "x", ctx.width, " input; expected a feature map [N, C, H, W] or pooled features [N, C]");
+    KG_CHECK(f.dim() == 4 || f.dim() == 2, DataError, "the backbone returned shape ", f.sizes(), " for a 1x",
+             ctx.in_chans, "x", ctx.height, "x", ctx.width,
+             " input; expected a feature map [N, C, H, W] or pooled features [N, C]");
     width = f.size(1) * (f.dim() == 4 ? pool_multiplier(pool_) : 1);
   }
   build_pre_logits(width);
@@ -121,7 +129,8 @@ void Network::finish(const ModelContext& ctx, torch::nn::Module& fc_parent, cons
   spec.hidden_dropout = ctx.model.head_dropout;
   spec.feature_hidden = ctx.model.feature_hidden;
   spec.drop_rate = ctx.model.drop_rate;
-  KG_CHECK(spec.num_outputs > 0, ConfigError, "the model needs at least one output (classes, labels or targets), got ", spec.num_outputs);
+  KG_CHECK(spec.num_outputs > 0, ConfigError, "the model needs at least one output (classes, labels or targets), got ",
+           spec.num_outputs);
   head_.build(*this, fc_parent, fc_path, spec);
   grad_checkpointing_ = ctx.model.grad_checkpointing;
 }

@@ -23,26 +23,30 @@ namespace kg::model {
 
 // The keys every model shares (`[model]`); a family adds its own (resnet's small_input, ...).
 struct ModelOptions {
-  std::string name = "resnet9";         ///< backbone family (see `kgtrain show --list`)
-  std::string pretrained;               ///< safetensors file of initial weights (timm/torchvision names); "" = random init
-  bool pretrained_strict = false;       ///< fail when a backbone tensor is missing or unexpected (a differing head is always re-initialised)
-  double drop_rate = 0.0;               ///< dropout before the classifier (timm drop_rate)
-  double drop_path_rate = 0.0;          ///< stochastic depth, rising linearly over the blocks to about this value (timm's per-family rule)
-  std::string global_pool;              ///< avg | max | avgmax | catavgmax; "" = the family's own (avg; max for resnet9)
-  std::vector<int64_t> head_hidden;     ///< hidden layer sizes of a fastai-style head (BN, dropout, linear, ReLU); [] = one linear layer
-  double head_dropout = 0.5;            ///< fastai's ps: dropout before the last linear layer, half of it before hidden ones
-  std::vector<int64_t> feature_hidden;  ///< MLP sizes for data.feature_cols before they join the pooled image features; [] = direct
-  bool grad_checkpointing = false;      ///< recompute each stage's activations in backward (less memory, ~30% more compute)
+  std::string name = "resnet9";  ///< backbone family (see `kgtrain show --list`)
+  std::string pretrained;        ///< safetensors file of initial weights (timm/torchvision names); "" = random init
+  bool pretrained_strict =
+      false;  ///< fail when a backbone tensor is missing or unexpected (a differing head is always re-initialised)
+  double drop_rate = 0.0;  ///< dropout before the classifier (timm drop_rate)
+  double drop_path_rate =
+      0.0;  ///< stochastic depth, rising linearly over the blocks to about this value (timm's per-family rule)
+  std::string global_pool;  ///< avg | max | avgmax | catavgmax; "" = the family's own (avg; max for resnet9)
+  std::vector<int64_t>
+      head_hidden;  ///< hidden layer sizes of a fastai-style head (BN, dropout, linear, ReLU); [] = one linear layer
+  double head_dropout = 0.5;  ///< fastai's ps: dropout before the last linear layer, half of it before hidden ones
+  std::vector<int64_t>
+      feature_hidden;  ///< MLP sizes for data.feature_cols before they join the pooled image features; [] = direct
+  bool grad_checkpointing = false;  ///< recompute each stage's activations in backward (less memory, ~30% more compute)
 };
 
 // What the data decides: input channels, outputs of the task, numeric features, image size.
 struct ModelContext {
-  int64_t in_chans = 3;       // data.channels
-  int64_t num_outputs = 0;    // classes, labels or regression targets
-  int64_t num_features = 0;   // data.feature_cols
-  int64_t height = 64;        // input size for the build-time dry forward (and the summary)
+  int64_t in_chans = 3;      // data.channels
+  int64_t num_outputs = 0;   // classes, labels or regression targets
+  int64_t num_features = 0;  // data.feature_cols
+  int64_t height = 64;       // input size for the build-time dry forward (and the summary)
   int64_t width = 64;
-  ModelOptions model;         // the shared [model] keys
+  ModelOptions model;  // the shared [model] keys
 };
 
 // A named set of parameters that trains together (fastai's layer groups): stem, stages, head.
@@ -62,10 +66,10 @@ class Network : public torch::nn::Module {
   // Stem first, head last; every parameter is in exactly one group.
   std::vector<LayerGroup> layer_groups() const;
   std::vector<std::string> group_names() const;
-  const std::string& first_conv() const { return first_conv_; }   // "conv1.weight"; "" when there is none
+  const std::string& first_conv() const { return first_conv_; }       // "conv1.weight"; "" when there is none
   std::string classifier() const { return head_.classifier_name(); }  // "fc.weight"'s module: "fc"
   bool is_head_param(const std::string& name) const { return head_.owns(name); }
-  int64_t num_features() const { return head_.in_features(); }    // pooled backbone width
+  int64_t num_features() const { return head_.in_features(); }  // pooled backbone width
   int64_t num_outputs() const { return head_.num_outputs(); }
   const std::string& pool() const { return pool_; }
 
@@ -98,7 +102,8 @@ class Network : public torch::nn::Module {
   template <class Holder>
   at::Tensor run_stage(Holder& stage, const at::Tensor& x) {
     Holder h = stage;  // the recompute closure keeps the stage alive
-    return run_stage(stage.ptr(), [h](const at::Tensor& t) mutable { return h->forward(t); }, x);
+    return run_stage(
+        stage.ptr(), [h](const at::Tensor& t) mutable { return h->forward(t); }, x);
   }
 
  private:

@@ -11,7 +11,8 @@ namespace kg::model {
 namespace {
 
 struct ResNetOptions {
-  bool small_input = false;  ///< 3x3 stride-1 stem without max-pool, for 28-64 px images (default: torchvision's 7x7/2 stem + pool)
+  bool small_input =
+      false;  ///< 3x3 stride-1 stem without max-pool, for 28-64 px images (default: torchvision's 7x7/2 stem + pool)
 };
 
 torch::nn::Conv2d conv(int64_t cin, int64_t cout, int64_t k, int64_t stride) {
@@ -38,7 +39,10 @@ struct BasicBlockImpl : torch::nn::Module {
     y = drop_path(bn2->forward(conv2->forward(y)), drop_path_rate, is_training());
     return (y + (ds ? ds->forward(x) : x)).relu_();
   }
-  void zero_init_last() { torch::NoGradGuard g; bn2->weight.zero_(); }
+  void zero_init_last() {
+    torch::NoGradGuard g;
+    bn2->weight.zero_();
+  }
   double drop_path_rate;
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
   BatchNorm2d bn1{nullptr}, bn2{nullptr};
@@ -63,7 +67,10 @@ struct BottleneckImpl : torch::nn::Module {
     y = drop_path(bn3->forward(conv3->forward(y)), drop_path_rate, is_training());
     return (y + (ds ? ds->forward(x) : x)).relu_();
   }
-  void zero_init_last() { torch::NoGradGuard g; bn3->weight.zero_(); }
+  void zero_init_last() {
+    torch::NoGradGuard g;
+    bn3->weight.zero_();
+  }
   double drop_path_rate;
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr}, conv3{nullptr};
   BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
@@ -129,9 +136,12 @@ void add_resnet(const char* name, const char* doc, std::array<int64_t, 4> depths
 }
 
 const bool kRegistered = [] {
-  add_resnet<BasicBlock>("resnet18", "ResNet-18 (torchvision/timm names; 11.7M parameters at 1000 classes)", {2, 2, 2, 2});
-  add_resnet<BasicBlock>("resnet34", "ResNet-34 (torchvision/timm names; 21.8M parameters at 1000 classes)", {3, 4, 6, 3});
-  add_resnet<Bottleneck>("resnet50", "ResNet-50 v1.5 (torchvision/timm names; 25.6M parameters at 1000 classes)", {3, 4, 6, 3});
+  add_resnet<BasicBlock>("resnet18", "ResNet-18 (torchvision/timm names; 11.7M parameters at 1000 classes)",
+                         {2, 2, 2, 2});
+  add_resnet<BasicBlock>("resnet34", "ResNet-34 (torchvision/timm names; 21.8M parameters at 1000 classes)",
+                         {3, 4, 6, 3});
+  add_resnet<Bottleneck>("resnet50", "ResNet-50 v1.5 (torchvision/timm names; 25.6M parameters at 1000 classes)",
+                         {3, 4, 6, 3});
   return true;
 }();
 

@@ -85,7 +85,9 @@ config::Fields<Resnet9Options> fields() {
 
 KG_REGISTER(model_registry(), "resnet9", "Page's DAWNBench ResNet-9 for small images (28-64 px)",
             "[model]\nname = \"resnet9\"\nwidth = 16", fields(),
-            [](const Resnet9Options& o, const ModelContext& ctx) -> NetworkPtr { return std::make_shared<Resnet9>(o, ctx); });
+            [](const Resnet9Options& o, const ModelContext& ctx) -> NetworkPtr {
+              return std::make_shared<Resnet9>(o, ctx);
+            });
 
 }  // namespace
 }  // namespace kg::model

@@ -39,7 +39,8 @@ std::string encode_safetensors(const TensorMap& tensors) {
   for (const auto& [name, t0] : tensors) {
     at::Tensor t = t0.detach().to(at::kCPU).contiguous();
     uint64_t n = static_cast<uint64_t>(t.numel()) * t.element_size();
-    header[name] = {{"dtype", dtype_name(t.scalar_type())}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + n}}};
+    header[name] = {
+        {"dtype", dtype_name(t.scalar_type())}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + n}}};
     offset += n;
     data.push_back(t);
   }
@@ -50,19 +51,26 @@ std::string encode_safetensors(const TensorMap& tensors) {
   for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<char>((len >> (8 * i)) & 0xff);
   out += h;
   out.reserve(out.size() + offset);
-  for (auto& t : data) out.append(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(t.numel()) * t.element_size());
+  for (auto& t : data)
+    out.append(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(t.numel()) * t.element_size());
   return out;
 }
 
-void write_safetensors(const std::string& path, const TensorMap& tensors) { write_file_atomic(path, encode_safetensors(tensors)); }
+void write_safetensors(const std::string& path, const TensorMap& tensors) {
+  write_file_atomic(path, encode_safetensors(tensors));
+}
 
 TensorMap decode_safetensors(const std::string& bytes, const std::string& name) {
   auto bad = [&](const std::string& why) { return CheckpointError(name + ": not a valid safetensors file: " + why); };
-  if (bytes.size() < 8) throw bad("file is " + std::to_string(bytes.size()) + " bytes, shorter than the 8-byte header length");
+  if (bytes.size() < 8)
+    throw bad("file is " + std::to_string(bytes.size()) + " bytes, shorter than the 8-byte header length");
   uint64_t len = 0;
-  for (int i = 0; i < 8; ++i) len |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[static_cast<size_t>(i)])) << (8 * i);
+  for (int i = 0; i < 8; ++i)
+    len |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[static_cast<size_t>(i)])) << (8 * i);
   if (len > kMaxHeader) throw bad("header length " + std::to_string(len) + " exceeds the 100 MB limit");
-  if (8 + len > bytes.size()) throw bad("header length " + std::to_string(len) + " runs past the end of the file (" + std::to_string(bytes.size()) + " bytes)");
+  if (8 + len > bytes.size())
+    throw bad("header length " + std::to_string(len) + " runs past the end of the file (" +
+              std::to_string(bytes.size()) + " bytes)");
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(len));
@@ -90,18 +98,23 @@ TensorMap decode_safetensors(const std::string& bytes, const std::string& name) 
       if (!s.is_number_unsigned()) throw bad(where + "shape must hold non-negative integers, got " + v["shape"].dump());
       uint64_t d = s.get<uint64_t>();
       // A hostile header must not make us allocate or overflow: every size is bounded by the file.
-      if (d > static_cast<uint64_t>(INT64_MAX) || __builtin_mul_overflow(numel, d, &numel)) throw bad(where + "shape " + v["shape"].dump() + " overflows");
+      if (d > static_cast<uint64_t>(INT64_MAX) || __builtin_mul_overflow(numel, d, &numel))
+        throw bad(where + "shape " + v["shape"].dump() + " overflows");
       shape.push_back(static_cast<int64_t>(d));
     }
     auto& off = v["data_offsets"];
     if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
       throw bad(where + "data_offsets must be [begin, end]");
     uint64_t b = off[0].get<uint64_t>(), e = off[1].get<uint64_t>();
-    if (b > e || e > data_size) throw bad(where + "data_offsets [" + std::to_string(b) + ", " + std::to_string(e) + "] point past the end of the data (" + std::to_string(data_size) + " bytes)");
+    if (b > e || e > data_size)
+      throw bad(where + "data_offsets [" + std::to_string(b) + ", " + std::to_string(e) +
+                "] point past the end of the data (" + std::to_string(data_size) + " bytes)");
     uint64_t need = 0;
     if (__builtin_mul_overflow(numel, static_cast<uint64_t>(c10::elementSize(dt->type)), &need) || need > data_size)
       throw bad(where + "shape " + v["shape"].dump() + " of " + dt->name + " needs more bytes than the file holds");
-    if (e - b != need) throw bad(where + "shape " + v["shape"].dump() + " of " + dt->name + " needs " + std::to_string(need) + " bytes, offsets give " + std::to_string(e - b));
+    if (e - b != need)
+      throw bad(where + "shape " + v["shape"].dump() + " of " + dt->name + " needs " + std::to_string(need) +
+                " bytes, offsets give " + std::to_string(e - b));
     spans.emplace_back(b, e, key);
     at::Tensor t = at::empty(shape, at::TensorOptions().dtype(dt->type));
     if (need) std::memcpy(t.data_ptr(), data + b, need);
@@ -112,13 +125,14 @@ TensorMap decode_safetensors(const std::string& bytes, const std::string& name) 
   uint64_t pos = 0;
   for (auto& [b, e, key] : spans) {
     if (b != pos)
-      throw bad("tensor \"" + key + "\" starts at byte " + std::to_string(b) + " of the data but the previous tensor ends at " +
-                std::to_string(pos) + (b < pos ? " (overlapping tensors)" : " (a gap)"));
+      throw bad("tensor \"" + key + "\" starts at byte " + std::to_string(b) +
+                " of the data but the previous tensor ends at " + std::to_string(pos) +
+                (b < pos ? " (overlapping tensors)" : " (a gap)"));
     pos = e;
   }
   if (pos != data_size)
-    throw bad("the tensors cover " + std::to_string(pos) + " bytes of data but the file holds " + std::to_string(data_size) +
-              " (trailing bytes)");
+    throw bad("the tensors cover " + std::to_string(pos) + " bytes of data but the file holds " +
+              std::to_string(data_size) + " (trailing bytes)");
   return out;
 }
 
@@ -144,7 +158,8 @@ std::string LoadReport::str() const {
   auto part = [&](const char* what, const std::vector<std::string>& v) {
     if (v.empty()) return;
     if (!s.empty()) s += "; ";
-    s += std::string(what) + " (" + std::to_string(v.size()) + "): " + join(std::vector<std::string>(v.begin(), v.begin() + std::min<size_t>(v.size(), 8)), ", ");
+    s += std::string(what) + " (" + std::to_string(v.size()) +
+         "): " + join(std::vector<std::string>(v.begin(), v.begin() + std::min<size_t>(v.size(), 8)), ", ");
     if (v.size() > 8) s += ", ...";
   };
   part("missing", missing);

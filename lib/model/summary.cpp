@@ -72,7 +72,8 @@ int64_t conv_macs(c10::ArrayRef<const c10::IValue> in) {
   for (int64_t i = 0; i < sd; ++i) {
     const auto d = static_cast<size_t>(i);
     const int64_t k = w.size(2 + i);
-    const int64_t out = (x.size(first + i) + 2 * nth(padding, d, 0) - nth(dilation, d, 1) * (k - 1) - 1) / nth(stride, d, 1) + 1;
+    const int64_t out =
+        (x.size(first + i) + 2 * nth(padding, d, 0) - nth(dilation, d, 1) * (k - 1) - 1) / nth(stride, d, 1) + 1;
     positions *= std::max<int64_t>(out, 0);
   }
   return n * positions * w.numel();
@@ -152,7 +153,8 @@ struct Tracker {
     if (top && seen_top.insert(s.unsafeGetStorageImpl()).second) top_level_bytes += static_cast<int64_t>(s.nbytes());
   }
   void record(const c10::IValue& v, bool top) {
-    if (v.isTensor()) record(v.toTensor(), top);
+    if (v.isTensor())
+      record(v.toTensor(), top);
     else if (v.isTensorList())
       for (const at::Tensor& t : v.toTensorVector()) record(t, top);
     else if (v.isList())
@@ -220,7 +222,8 @@ class Tracking {
 // every submodule's train/eval mode, and the device's default generator (dropout, drop-path).
 class NetworkState {
  public:
-  NetworkState(Network& net, const c10::Device& device) : net_(net), gen_(at::globalContext().defaultGenerator(device)) {
+  NetworkState(Network& net, const c10::Device& device)
+      : net_(net), gen_(at::globalContext().defaultGenerator(device)) {
     torch::NoGradGuard no_grad;
     for (auto& b : net.named_buffers(true)) buffers_.emplace_back(b.value(), b.value().clone());
     // Not modules(include_self): that needs the network to own a shared_ptr to itself.
@@ -267,9 +270,10 @@ int64_t count_macs(const std::function<void()>& fn) {
   return t.macs;
 }
 
-ModelSummary summarize(Network& net, int64_t in_chans, int64_t height, int64_t width, int64_t batch, int64_t feature_dim) {
-  KG_CHECK(in_chans > 0 && height > 0 && width > 0 && batch > 0, UsageError, "model summary: expected a positive input ",
-           in_chans, "x", height, "x", width, " and batch ", batch);
+ModelSummary summarize(Network& net, int64_t in_chans, int64_t height, int64_t width, int64_t batch,
+                       int64_t feature_dim) {
+  KG_CHECK(in_chans > 0 && height > 0 && width > 0 && batch > 0, UsageError,
+           "model summary: expected a positive input ", in_chans, "x", height, "x", width, " and batch ", batch);
   ModelSummary s;
   s.input_shape = {in_chans, height, width};
   s.feature_dim = feature_dim;
@@ -349,10 +353,11 @@ std::string ModelSummary::str() const {
   std::string layout = channels_last ? "channels_last" : "";
   if (grad_checkpointing) layout += std::string(layout.empty() ? "" : ", ") + "grad checkpointing";
   return count_text(total_params) + " parameters (" + count_text(trainable_params) + " trainable), input " + shape +
-         (feature_dim > 0 ? " + " + std::to_string(feature_dim) + " features" : "") + ", " + fixed(gflops, gflops < 0.1 ? 4 : 2) +
-         " GFLOPs per image (forward)" + (layout.empty() ? "" : " [" + layout + "]") + "\ntraining memory at batch " +
-         std::to_string(batch) + ": about " + bytes_text(train_bytes()) + " = weights " + bytes_text(weight_bytes) +
-         " + gradients " + bytes_text(grad_bytes) + " + AdamW state " + bytes_text(optimizer_bytes) + " + activations " +
+         (feature_dim > 0 ? " + " + std::to_string(feature_dim) + " features" : "") + ", " +
+         fixed(gflops, gflops < 0.1 ? 4 : 2) + " GFLOPs per image (forward)" +
+         (layout.empty() ? "" : " [" + layout + "]") + "\ntraining memory at batch " + std::to_string(batch) +
+         ": about " + bytes_text(train_bytes()) + " = weights " + bytes_text(weight_bytes) + " + gradients " +
+         bytes_text(grad_bytes) + " + AdamW state " + bytes_text(optimizer_bytes) + " + activations " +
          bytes_text(activation_bytes) + " (fp32)";
 }
 

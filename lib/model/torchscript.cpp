@@ -24,8 +24,9 @@ namespace kg::model {
 namespace {
 
 struct TorchScriptOptions {
-  std::string path;                ///< TorchScript file (torch.jit.trace/trace_module/script(...).save()); required
-  bool trust_torchscript = false;  ///< allow running the file's code (it runs whatever operators its author chose); default false
+  std::string path;  ///< TorchScript file (torch.jit.trace/trace_module/script(...).save()); required
+  bool trust_torchscript =
+      false;  ///< allow running the file's code (it runs whatever operators its author chose); default false
 };
 
 torch::jit::Module load_script(const std::string& path) {
@@ -36,8 +37,8 @@ torch::jit::Module load_script(const std::string& path) {
     return torch::jit::load(path, torch::kCPU);
   } catch (const c10::Error& e) {
     std::string why = e.what_without_backtrace();
-    throw CheckpointError("model.path: cannot load TorchScript file " + path + " (damaged, truncated or not TorchScript): " +
-                          why.substr(0, why.find('\n')));
+    throw CheckpointError("model.path: cannot load TorchScript file " + path +
+                          " (damaged, truncated or not TorchScript): " + why.substr(0, why.find('\n')));
   }
 }
 
@@ -45,7 +46,8 @@ torch::jit::Module load_script(const std::string& path) {
 // named_parameters() gives the script's dotted names. register_parameter/buffer keep the tensor
 // itself (no copy), and Module::to() moves tensors with set_data(), which the script module sees too.
 void mirror(const torch::jit::Module& src, torch::nn::Module& dst) {
-  for (const auto& p : src.named_parameters(/*recurse=*/false)) dst.register_parameter(p.name, p.value, /*requires_grad=*/true);
+  for (const auto& p : src.named_parameters(/*recurse=*/false))
+    dst.register_parameter(p.name, p.value, /*requires_grad=*/true);
   for (const auto& b : src.named_buffers(/*recurse=*/false)) dst.register_buffer(b.name, b.value);
   for (const auto& c : src.named_children()) {
     auto child = std::make_shared<torch::nn::Module>(c.value.type()->name() ? c.value.type()->name()->name() : c.name);
@@ -67,13 +69,16 @@ class TorchScriptNet final : public Network {
  public:
   TorchScriptNet(const TorchScriptOptions& o, const ModelContext& ctx) : path_(o.path) {
     KG_CHECK(!o.path.empty(), ConfigError, "model.path: the torchscript backbone needs the TorchScript file to run");
-    KG_CHECK(o.trust_torchscript, ConfigError, "model.trust_torchscript: TorchScript is executable code: loading ", o.path,
+    KG_CHECK(o.trust_torchscript, ConfigError, "model.trust_torchscript: TorchScript is executable code: loading ",
+             o.path,
              " runs its __setstate__ methods and running it calls whatever operators its author recorded, with any "
              "arguments. Set model.trust_torchscript = true only for files you made yourself or trust");
-    KG_CHECK(!ctx.model.grad_checkpointing, ConfigError, "model.grad_checkpointing: not available with the torchscript "
+    KG_CHECK(!ctx.model.grad_checkpointing, ConfigError,
+             "model.grad_checkpointing: not available with the torchscript "
              "backbone (the script module is one opaque stage; there is nothing to recompute stage by stage)");
     script_ = load_script(o.path);
-    // trace_module(model, {"forward_features": x}) keeps timm's method name; a traced or scripted backbone uses forward.
+    // trace_module(model, {"forward_features": x}) keeps timm's method name; a traced or scripted backbone uses
+    // forward.
     method_ = script_.find_method("forward_features") ? "forward_features" : "forward";
     KG_CHECK(script_.find_method(method_), CheckpointError, "model.path: TorchScript file ", o.path,
              " has no forward or forward_features method");

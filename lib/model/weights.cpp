@@ -10,13 +10,15 @@
 namespace kg::model {
 
 at::Tensor adapt_input_conv(const at::Tensor& w0, int64_t in_chans, const std::string& where) {
-  KG_CHECK(w0.dim() == 4, CheckpointError, where, ": first conv weight has shape ", w0.sizes(), "; expected [out, in, kh, kw]");
+  KG_CHECK(w0.dim() == 4, CheckpointError, where, ": first conv weight has shape ", w0.sizes(),
+           "; expected [out, in, kh, kw]");
   const int64_t have = w0.size(1);
   if (have == in_chans) return w0;
   at::Tensor w = w0.to(at::kFloat);
   if (in_chans == 1) {
     if (have > 3) {
-      KG_CHECK(have % 3 == 0, CheckpointError, where, ": cannot adapt a ", have, "-channel first conv to 1 channel (needs a multiple of 3)");
+      KG_CHECK(have % 3 == 0, CheckpointError, where, ": cannot adapt a ", have,
+               "-channel first conv to 1 channel (needs a multiple of 3)");
       w = w.reshape({w.size(0), have / 3, 3, w.size(2), w.size(3)}).sum(2);
     } else {
       w = w.sum(1, /*keepdim=*/true);
@@ -62,7 +64,7 @@ LoadReport load_weights(Network& net, TensorMap tensors, const LoadPolicy& polic
   r.reinitialized = reinit;
   std::vector<std::string> missing;
   for (auto& m : r.missing) {
-    if (ends_with(m, "num_batches_tracked")) continue;  // older torchvision files lack it
+    if (ends_with(m, "num_batches_tracked")) continue;         // older torchvision files lack it
     if (policy.reinit_head && net.is_head_param(m)) continue;  // listed as re-initialised
     missing.push_back(m);
   }
@@ -71,12 +73,15 @@ LoadReport load_weights(Network& net, TensorMap tensors, const LoadPolicy& polic
     throw CheckpointError(source + " does not fit the model (" + std::to_string(r.mismatched.size()) +
                           " tensors of another shape; is model.name right?): " + r.str());
   if (policy.strict && !r.clean())
-    throw CheckpointError(source + " does not match the model (model.pretrained_strict / a checkpoint must match exactly): " + r.str());
+    throw CheckpointError(
+        source + " does not match the model (model.pretrained_strict / a checkpoint must match exactly): " + r.str());
   int64_t backbone = 0;  // a file that only matches the head leaves the backbone random: refuse it too
   for (auto& [name, t] : model)
     if (!net.is_head_param(name) && tensors.count(name) && tensors.at(name).sizes() == t.sizes()) ++backbone;
   if (backbone == 0)
-    throw CheckpointError(source + ": no backbone tensor name matches the model, so nothing would load (is model.name right?): " + r.str());
+    throw CheckpointError(
+        source +
+        ": no backbone tensor name matches the model, so nothing would load (is model.name right?): " + r.str());
   return r;
 }
 

@@ -14,8 +14,8 @@ namespace kg::model {
 at::Tensor adapt_input_conv(const at::Tensor& w, int64_t in_chans, const std::string& where);
 
 struct LoadPolicy {
-  bool strict = false;       // missing/unexpected backbone tensors are errors
-  bool reinit_head = true;   // head tensors of another shape, or missing, keep their init (new task)
+  bool strict = false;      // missing/unexpected backbone tensors are errors
+  bool reinit_head = true;  // head tensors of another shape, or missing, keep their init (new task)
 };
 
 // Copies `tensors` into the network. A backbone tensor of the wrong shape is always an error (exit 3);

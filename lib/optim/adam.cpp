@@ -33,9 +33,7 @@ class Adam : public MultiTensorOptimizer {
     momentum_ = o.betas[0];
   }
 
-  std::string describe() const override {
-    return Optimizer::describe() + (o_.fused ? ", fused kernel on CUDA" : "");
-  }
+  std::string describe() const override { return Optimizer::describe() + (o_.fused ? ", fused kernel on CUDA" : ""); }
 
  protected:
   // One Adam(W) update of `ps` (all at update count `step`) with multi-tensor (foreach) kernels, op for
@@ -107,9 +105,10 @@ config::Fields<AdamOptions> fields() {
 }
 
 OptimizerPtr make_adam(const AdamOptions& o, const OptimContext& ctx, bool decoupled) {
-  KG_CHECK(!o.fused || kHasFusedAdam, ConfigError, ctx.prefix, ".fused = true needs PyTorch's fused Adam kernels "
-           "(LibTorch 2.0 or newer); this kgtrain is built with LibTorch ", compat::torch_version(), ": set ", ctx.prefix,
-           ".fused = false");
+  KG_CHECK(!o.fused || kHasFusedAdam, ConfigError, ctx.prefix,
+           ".fused = true needs PyTorch's fused Adam kernels "
+           "(LibTorch 2.0 or newer); this kgtrain is built with LibTorch ",
+           compat::torch_version(), ": set ", ctx.prefix, ".fused = false");
   return std::make_unique<Adam>(o, ctx, decoupled);
 }
 

@@ -64,7 +64,9 @@ config::Fields<LambOptions> fields() {
 
 KG_REGISTER(optimizer_registry(), "lamb", "LAMB: Adam with a per-tensor trust ratio, for large batches (timm Lamb)",
             "[optim]\nname = \"lamb\"\nlr = 5e-3\nweight_decay = 0.02", fields(),
-            [](const LambOptions& o, const OptimContext& ctx) -> OptimizerPtr { return std::make_unique<Lamb>(o, ctx); });
+            [](const LambOptions& o, const OptimContext& ctx) -> OptimizerPtr {
+              return std::make_unique<Lamb>(o, ctx);
+            });
 
 }  // namespace
 }  // namespace kg::optim

@@ -71,8 +71,8 @@ class Lookahead : public Optimizer {
     torch::NoGradGuard no_grad;
     for_each_slow([&](const std::string& name, const at::Tensor& p, const at::Tensor&) {
       auto it = tensors.find(prefix + "fast." + name);
-      KG_CHECK(it != tensors.end(), CheckpointError, "checkpoint has lookahead slow weights but no fast weights for ", name,
-               " (", prefix, "fast.", name, ")");
+      KG_CHECK(it != tensors.end(), CheckpointError, "checkpoint has lookahead slow weights but no fast weights for ",
+               name, " (", prefix, "fast.", name, ")");
       KG_CHECK(it->second.sizes() == p.sizes(), CheckpointError, "lookahead fast weights ", name, " have shape ",
                it->second.sizes(), ", the model's is ", p.sizes());
       p.copy_(it->second);
@@ -127,7 +127,8 @@ class Lookahead : public Optimizer {
 };
 
 OptimizerPtr wrap(OptimizerPtr inner, const OptimContext& ctx, int64_t k, double alpha, const std::string& name) {
-  KG_CHECK(!dynamic_cast<Lookahead*>(inner.get()), ConfigError, ctx.prefix, ".inner.name = \"", inner->name(), "\": ", name,
+  KG_CHECK(!dynamic_cast<Lookahead*>(inner.get()), ConfigError, ctx.prefix, ".inner.name = \"", inner->name(),
+           "\": ", name,
            " cannot wrap another lookahead optimizer; name the one it should wrap (adamw, radam, sgd, ...)");
   return std::make_unique<Lookahead>(std::move(inner), ctx, k, alpha, name);
 }
@@ -141,28 +142,32 @@ struct LookaheadOptions {
 config::Fields<LookaheadOptions> lookahead_fields() {
   config::Fields<LookaheadOptions> f;
   f.field("k", &LookaheadOptions::k, "inner optimizer steps between slow-weight updates").min(1);
-  f.field("alpha", &LookaheadOptions::alpha, "slow-weight step size: slow += alpha * (fast - slow)").min(0, true).max(1);
+  f.field("alpha", &LookaheadOptions::alpha, "slow-weight step size: slow += alpha * (fast - slow)")
+      .min(0, true)
+      .max(1);
   f.field("inner.name", &LookaheadOptions::inner_name, "the wrapped optimizer; its own keys go in [optim.inner] too")
       .kind("optimizer");
   return f;
 }
 
-KG_REGISTER(optimizer_registry(), "lookahead", "Lookahead around the optimizer named in [optim.inner] (timm/fastai)",
-            "[optim]\nname = \"lookahead\"\nlr = 1e-3\nk = 6\nalpha = 0.5\n\n[optim.inner]\nname = \"adamw\"\nbetas = [0.9, 0.99]",
-            lookahead_fields(), [](const LookaheadOptions& o, const OptimContext& ctx) -> OptimizerPtr {
-              const std::string inner_prefix = ctx.prefix + ".inner";
-              config::Options opts = ctx.recipe ? config::Options(ctx.recipe, inner_prefix)
-                                                : config::Options(config::json::object(), inner_prefix);
-              auto inner = optimizer_registry().create(o.inner_name, opts, OptimContext{ctx.groups, ctx.recipe, inner_prefix});
-              return wrap(std::move(inner), ctx, o.k, o.alpha, "lookahead");
-            });
+KG_REGISTER(
+    optimizer_registry(), "lookahead", "Lookahead around the optimizer named in [optim.inner] (timm/fastai)",
+    "[optim]\nname = \"lookahead\"\nlr = 1e-3\nk = 6\nalpha = 0.5\n\n[optim.inner]\nname = \"adamw\"\nbetas = [0.9, "
+    "0.99]",
+    lookahead_fields(), [](const LookaheadOptions& o, const OptimContext& ctx) -> OptimizerPtr {
+      const std::string inner_prefix = ctx.prefix + ".inner";
+      config::Options opts = ctx.recipe ? config::Options(ctx.recipe, inner_prefix)
+                                        : config::Options(config::json::object(), inner_prefix);
+      auto inner = optimizer_registry().create(o.inner_name, opts, OptimContext{ctx.groups, ctx.recipe, inner_prefix});
+      return wrap(std::move(inner), ctx, o.k, o.alpha, "lookahead");
+    });
 
 struct RangerOptions {
-  int64_t k = 6;                          ///< RAdam steps between slow-weight updates
-  double alpha = 0.5;                     ///< slow-weight step size
+  int64_t k = 6;                           ///< RAdam steps between slow-weight updates
+  double alpha = 0.5;                      ///< slow-weight step size
   std::vector<double> betas{0.95, 0.999};  ///< RAdam's (beta1, beta2): Ranger's defaults; one_cycle cycles beta1
-  double eps = 1e-5;                      ///< RAdam's eps (Ranger's default)
-  bool decoupled_weight_decay = true;     ///< p *= 1 - lr * wd; false = L2 added to the gradient
+  double eps = 1e-5;                       ///< RAdam's eps (Ranger's default)
+  bool decoupled_weight_decay = true;      ///< p *= 1 - lr * wd; false = L2 added to the gradient
 };
 
 config::Fields<RangerOptions> ranger_fields() {
@@ -178,14 +183,15 @@ config::Fields<RangerOptions> ranger_fields() {
   return f;
 }
 
-KG_REGISTER(optimizer_registry(), "ranger", "Ranger: Lookahead over RAdam in one table (Wright 2019; fastai ranger)",
-            "[optim]\nname = \"ranger\"\nlr = 4e-3\nweight_decay = 0.01", ranger_fields(),
-            [](const RangerOptions& o, const OptimContext& ctx) -> OptimizerPtr {
-              config::json radam = {{"betas", o.betas}, {"eps", o.eps}, {"decoupled_weight_decay", o.decoupled_weight_decay}};
-              auto inner = optimizer_registry().create("radam", config::Options(radam, ctx.prefix),
-                                                       OptimContext{ctx.groups, ctx.recipe, ctx.prefix + ".inner"});
-              return wrap(std::move(inner), ctx, o.k, o.alpha, "ranger");
-            });
+KG_REGISTER(
+    optimizer_registry(), "ranger", "Ranger: Lookahead over RAdam in one table (Wright 2019; fastai ranger)",
+    "[optim]\nname = \"ranger\"\nlr = 4e-3\nweight_decay = 0.01", ranger_fields(),
+    [](const RangerOptions& o, const OptimContext& ctx) -> OptimizerPtr {
+      config::json radam = {{"betas", o.betas}, {"eps", o.eps}, {"decoupled_weight_decay", o.decoupled_weight_decay}};
+      auto inner = optimizer_registry().create("radam", config::Options(radam, ctx.prefix),
+                                               OptimContext{ctx.groups, ctx.recipe, ctx.prefix + ".inner"});
+      return wrap(std::move(inner), ctx, o.k, o.alpha, "ranger");
+    });
 
 }  // namespace
 }  // namespace kg::optim

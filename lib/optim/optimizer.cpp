@@ -162,14 +162,15 @@ void Optimizer::load_state(const model::TensorMap& tensors, const config::json& 
   const config::json* mp = key.empty() ? &meta : nullptr;
   if (!mp) {
     auto it = meta.find(key);
-    KG_CHECK(it != meta.end() && it->is_object(), CheckpointError, "the checkpoint has no optimizer state \"", key, "\"");
+    KG_CHECK(it != meta.end() && it->is_object(), CheckpointError, "the checkpoint has no optimizer state \"", key,
+             "\"");
     mp = &*it;
   }
   const config::json& m = *mp;
   try {
     const std::string saved = m.at("name").get<std::string>();
-    KG_CHECK(saved == name_, CheckpointError, "the checkpoint's optimizer state is for ", saved, ", this run uses ", name_,
-             " (", key, ".name)");
+    KG_CHECK(saved == name_, CheckpointError, "the checkpoint's optimizer state is for ", saved, ", this run uses ",
+             name_, " (", key, ".name)");
     // Index the parameters by name; state is restored into a fresh copy and swapped in at the end.
     std::map<std::string, std::pair<size_t, size_t>> index;
     for (size_t g = 0; g < groups_.size(); ++g)
@@ -187,9 +188,10 @@ void Optimizer::load_state(const model::TensorMap& tensors, const config::json& 
         const std::string tkey = prefix + name + "." + slot_name.get<std::string>();
         auto t = tensors.find(tkey);
         KG_CHECK(t != tensors.end(), CheckpointError, "the checkpoint lacks optimizer tensor ", tkey);
-        KG_CHECK(t->second.sizes() == p.sizes(), CheckpointError, "optimizer tensor ", tkey, " has shape ", t->second.sizes(),
-                 " but parameter ", name, " has shape ", p.sizes());
-        s.slots[slot_name.get<std::string>()] = t->second.to(p.device(), t->second.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
+        KG_CHECK(t->second.sizes() == p.sizes(), CheckpointError, "optimizer tensor ", tkey, " has shape ",
+                 t->second.sizes(), " but parameter ", name, " has shape ", p.sizes());
+        s.slots[slot_name.get<std::string>()] =
+            t->second.to(p.device(), t->second.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
       }
       restored[pos->second.first][pos->second.second] = std::move(s);
     }

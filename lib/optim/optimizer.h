@@ -67,7 +67,8 @@ class Optimizer {
   virtual void save_state(model::TensorMap& tensors, config::json& meta, const std::string& prefix = "optim.") const;
   // Restores exactly: subsequent steps are bit-identical to an uninterrupted run. CheckpointError when
   // the saved optimizer, a parameter name, a slot or a shape does not match.
-  virtual void load_state(const model::TensorMap& tensors, const config::json& meta, const std::string& prefix = "optim.");
+  virtual void load_state(const model::TensorMap& tensors, const config::json& meta,
+                          const std::string& prefix = "optim.");
 
   const std::vector<ParamGroup>& groups() const { return groups_; }
   const std::string& name() const { return name_; }
@@ -125,7 +126,8 @@ using OptimizerPtr = std::unique_ptr<Optimizer>;
 class MultiTensorOptimizer : public Optimizer {
  protected:
   // `by_step`: buckets also split by update count (rules with bias correction).
-  MultiTensorOptimizer(std::vector<ParamGroup> groups, bool by_step) : Optimizer(std::move(groups)), by_step_(by_step) {}
+  MultiTensorOptimizer(std::vector<ParamGroup> groups, bool by_step)
+      : Optimizer(std::move(groups)), by_step_(by_step) {}
   // One update of the bucket's parameters (each state's step already counts it).
   virtual void update_bucket(Bucket& b, const StepArgs& a) = 0;
   void update(const at::Tensor& p, const at::Tensor& grad, ParamState& s, const StepArgs& a) final;

@@ -31,10 +31,13 @@ config::Fields<OptimOptions> fields() {
           "peak learning rate, a number (the schedule scales it); [lo, hi] spreads it geometrically over the "
           "layer groups (fastai's slice: stem lo, head hi); \"find\" is resolved by the lr finder")
       .check(check_lr);
-  f.field("weight_decay", &OptimOptions::weight_decay, "weight decay (decoupled for adamw/radam/lamb, L2 for sgd/adam/rmsprop)")
+  f.field("weight_decay", &OptimOptions::weight_decay,
+          "weight decay (decoupled for adamw/radam/lamb, L2 for sgd/adam/rmsprop)")
       .min(0);
-  f.field("decay_norm_bias", &OptimOptions::decay_norm_bias, "also decay biases and normalization weights (timm/fastai: false)");
-  f.field("group_lr_mult", &OptimOptions::group_lr_mult, "lr multiplier per layer group, stem first ([] = all 1)").positive();
+  f.field("decay_norm_bias", &OptimOptions::decay_norm_bias,
+          "also decay biases and normalization weights (timm/fastai: false)");
+  f.field("group_lr_mult", &OptimOptions::group_lr_mult, "lr multiplier per layer group, stem first ([] = all 1)")
+      .positive();
   f.field("layer_decay", &OptimOptions::layer_decay,
           "timm layer-wise lr decay: layer group i of n gets lr * layer_decay^(n-1-i) (0 = off)")
       .range(0, 1);
@@ -68,8 +71,10 @@ std::vector<double> layer_group_mults(const OptimOptions& o, const std::vector<s
     if (slice) set.push_back("lr = " + o.lr.dump());
     if (explicit_mults) set.push_back("group_lr_mult");
     if (decay) set.push_back("layer_decay");
-    throw ConfigError("optim.lr = [lo, hi], optim.group_lr_mult and optim.layer_decay each set per-group learning rates: "
-                      "use one of them (set: " + join(set, ", ") + ")");
+    throw ConfigError(
+        "optim.lr = [lo, hi], optim.group_lr_mult and optim.layer_decay each set per-group learning rates: "
+        "use one of them (set: " +
+        join(set, ", ") + ")");
   }
   std::vector<double> m(n, 1.0);
   if (slice) {
@@ -79,7 +84,8 @@ std::vector<double> layer_group_mults(const OptimOptions& o, const std::vector<s
       m[i] = n == 1 ? 1.0 : lo * std::pow(hi / lo, static_cast<double>(i) / static_cast<double>(n - 1)) / hi;
   } else if (explicit_mults) {
     KG_CHECK(o.group_lr_mult.size() == n, ConfigError, "optim.group_lr_mult has ", o.group_lr_mult.size(),
-             " values but the model has ", n, " layer groups (", join(group_names, ", "), "): give one multiplier per group");
+             " values but the model has ", n, " layer groups (", join(group_names, ", "),
+             "): give one multiplier per group");
     m = o.group_lr_mult;
   } else if (decay) {
     for (size_t i = 0; i < n; ++i) m[i] = std::pow(o.layer_decay, static_cast<double>(n - 1 - i));

@@ -16,19 +16,20 @@ class Network;
 namespace kg::optim {
 
 struct OptimOptions {
-  std::string name = "adamw";         ///< optimizer
-  config::json lr = 1e-3;             ///< peak lr (a float), or [lo, hi]: fastai's slice, spread geometrically over the layer groups
+  std::string name = "adamw";  ///< optimizer
+  config::json lr =
+      1e-3;  ///< peak lr (a float), or [lo, hi]: fastai's slice, spread geometrically over the layer groups
   double weight_decay = 0.01;         ///< weight decay (decoupled or L2, as the optimizer defines it)
   bool decay_norm_bias = false;       ///< also decay biases and normalization weights (every param with dim <= 1)
   std::vector<double> group_lr_mult;  ///< lr multiplier per layer group, stem first ([] = off)
-  double layer_decay = 0;             ///< timm layer-wise lr decay: group i of n gets lr * layer_decay^(n-1-i) (0 = off)
+  double layer_decay = 0;  ///< timm layer-wise lr decay: group i of n gets lr * layer_decay^(n-1-i) (0 = off)
 };
 OptimOptions load_options(const config::Tree& recipe);
 // The schedule's peak learning rate: the largest of optim.lr's values. ConfigError for "find".
 double peak_lr(const OptimOptions& o);
 
 struct ParamGroup {
-  std::string name;                // "<layer group>" or "<layer group>/no_decay"
+  std::string name;  // "<layer group>" or "<layer group>/no_decay"
   std::vector<at::Tensor> params;
   std::vector<std::string> names;  // the parameters' state-dict names (same order): keys of the optimizer state
   double lr_mult = 1.0;            // group lr = schedule lr * lr_mult

@@ -36,8 +36,10 @@ class RAdam : public MultiTensorOptimizer {
     const double bias_correction1 = 1 - std::pow(beta1, step);
     const double bias_correction2 = 1 - std::pow(beta2, step);
     if (a.weight_decay != 0) {
-      if (o_.decoupled_weight_decay) at::_foreach_mul_(ps, 1 - a.lr * a.weight_decay);
-      else gs = at::_foreach_add(gs, ps, a.weight_decay);
+      if (o_.decoupled_weight_decay)
+        at::_foreach_mul_(ps, 1 - a.lr * a.weight_decay);
+      else
+        gs = at::_foreach_add(gs, ps, a.weight_decay);
     }
     std::vector<at::Tensor> m = slots(b, "exp_avg"), v = slots(b, "exp_avg_sq");
     at::_foreach_mul_(m, beta1);
@@ -49,8 +51,7 @@ class RAdam : public MultiTensorOptimizer {
     const double rho_inf = 2 / (1 - beta2) - 1;
     const double rho_t = rho_inf - 2 * step * std::pow(beta2, step) / bias_correction2;
     if (rho_t > 5.0) {
-      const double rect =
-          std::sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t));
+      const double rect = std::sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t));
       std::vector<at::Tensor> adaptive_lr = at::_foreach_sqrt(v);
       at::_foreach_add_(adaptive_lr, o_.eps);
       at::_foreach_reciprocal_(adaptive_lr);
@@ -76,7 +77,9 @@ config::Fields<RAdamOptions> fields() {
 
 KG_REGISTER(optimizer_registry(), "radam", "Rectified Adam (PyTorch RAdam), decoupled weight decay by default",
             "[optim]\nname = \"radam\"\nlr = 1e-3\nweight_decay = 0.01\nbetas = [0.9, 0.999]", fields(),
-            [](const RAdamOptions& o, const OptimContext& ctx) -> OptimizerPtr { return std::make_unique<RAdam>(o, ctx); });
+            [](const RAdamOptions& o, const OptimContext& ctx) -> OptimizerPtr {
+              return std::make_unique<RAdam>(o, ctx);
+            });
 
 }  // namespace
 }  // namespace kg::optim

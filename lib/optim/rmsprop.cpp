@@ -11,15 +11,16 @@ namespace kg::optim {
 namespace {
 
 struct RmspropOptions {
-  double alpha = 0.99;     ///< smoothing constant of the squared-gradient average
-  double eps = 1e-8;       ///< added to the denominator
-  double momentum = 0.0;   ///< momentum factor (0 = none; one_cycle then has nothing to cycle)
-  bool centered = false;   ///< normalize by the gradient's estimated variance instead of its second moment
+  double alpha = 0.99;    ///< smoothing constant of the squared-gradient average
+  double eps = 1e-8;      ///< added to the denominator
+  double momentum = 0.0;  ///< momentum factor (0 = none; one_cycle then has nothing to cycle)
+  bool centered = false;  ///< normalize by the gradient's estimated variance instead of its second moment
 };
 
 class Rmsprop : public MultiTensorOptimizer {
  public:
-  Rmsprop(const RmspropOptions& o, const OptimContext& ctx) : MultiTensorOptimizer(ctx.groups, /*by_step=*/false), o_(o) {
+  Rmsprop(const RmspropOptions& o, const OptimContext& ctx)
+      : MultiTensorOptimizer(ctx.groups, /*by_step=*/false), o_(o) {
     name_ = "rmsprop";
     if (o.momentum != 0) momentum_ = o.momentum;
   }
@@ -65,14 +66,17 @@ config::Fields<RmspropOptions> fields() {
   config::Fields<RmspropOptions> f;
   f.field("alpha", &RmspropOptions::alpha, "smoothing constant of the squared-gradient average").range(0, 1);
   f.field("eps", &RmspropOptions::eps, "term added to the denominator").positive();
-  f.field("momentum", &RmspropOptions::momentum, "momentum factor; one_cycle cycles it (0 = none, nothing to cycle)").range(0, 1);
+  f.field("momentum", &RmspropOptions::momentum, "momentum factor; one_cycle cycles it (0 = none, nothing to cycle)")
+      .range(0, 1);
   f.field("centered", &RmspropOptions::centered, "normalize by the gradient's estimated variance (centered RMSprop)");
   return f;
 }
 
 KG_REGISTER(optimizer_registry(), "rmsprop", "RMSprop with optional momentum and centering (PyTorch RMSprop)",
             "[optim]\nname = \"rmsprop\"\nlr = 1e-3\nweight_decay = 1e-5\nalpha = 0.9\nmomentum = 0.9", fields(),
-            [](const RmspropOptions& o, const OptimContext& ctx) -> OptimizerPtr { return std::make_unique<Rmsprop>(o, ctx); });
+            [](const RmspropOptions& o, const OptimContext& ctx) -> OptimizerPtr {
+              return std::make_unique<Rmsprop>(o, ctx);
+            });
 
 }  // namespace
 }  // namespace kg::optim

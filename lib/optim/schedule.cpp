@@ -21,10 +21,11 @@ int64_t epochs_to_steps(double epochs, int64_t steps_per_epoch) {
   return std::llround(std::clamp(steps, -kLimit, kLimit));
 }
 
-int64_t steps_or_epochs(const std::optional<int64_t>& steps, const std::optional<double>& epochs, int64_t steps_per_epoch,
-                        const std::string& schedule, const std::string& steps_key, const std::string& epochs_key) {
-  KG_CHECK(steps || epochs, ConfigError, "schedule ", schedule, " needs schedule.", steps_key, " (in optimizer updates) or schedule.",
-           epochs_key, " (in epochs)");
+int64_t steps_or_epochs(const std::optional<int64_t>& steps, const std::optional<double>& epochs,
+                        int64_t steps_per_epoch, const std::string& schedule, const std::string& steps_key,
+                        const std::string& epochs_key) {
+  KG_CHECK(steps || epochs, ConfigError, "schedule ", schedule, " needs schedule.", steps_key,
+           " (in optimizer updates) or schedule.", epochs_key, " (in epochs)");
   KG_CHECK(!(steps && epochs), ConfigError, "schedule.", steps_key, " and schedule.", epochs_key,
            " are both set: give the length in updates or in epochs, not both");
   if (steps) return *steps;
@@ -44,7 +45,8 @@ config::Fields<ScheduleOptions> fields() {
   f.field("warmup_epochs", &ScheduleOptions::warmup_epochs,
           "linear warm-up in epochs, rounded to whole updates (0 = none; not with warmup_steps)")
       .min(0);
-  f.field("warmup_lr", &ScheduleOptions::warmup_lr, "lr at update 0 of the warm-up, ramped linearly to the schedule's start")
+  f.field("warmup_lr", &ScheduleOptions::warmup_lr,
+          "lr at update 0 of the warm-up, ramped linearly to the schedule's start")
       .min(0);
   return f;
 }
@@ -55,12 +57,14 @@ class Constant : public Schedule {
  public:
   explicit Constant(double lr) : lr_(lr) {}
   double lr_at(int64_t) const override { return lr_; }
+
  private:
   double lr_;
 };
 KG_REGISTER(schedule_registry(), "constant", "optim.lr at every step", "[schedule]\nname = \"constant\"",
-            config::Fields<ConstantOptions>(),
-            [](const ConstantOptions&, const ScheduleContext& c) -> SchedulePtr { return std::make_unique<Constant>(c.lr); });
+            config::Fields<ConstantOptions>(), [](const ConstantOptions&, const ScheduleContext& c) -> SchedulePtr {
+              return std::make_unique<Constant>(c.lr);
+            });
 
 // timm's warmup_prefix=True: updates 0..W-1 ramp linearly from warmup_lr to the main schedule's first lr;
 // the main schedule was built for total - W updates and sees update t as t - W.
@@ -75,7 +79,9 @@ class Warmup : public Schedule {
     const double t = static_cast<double>(std::max<int64_t>(step, 0));
     return warmup_lr_ + (main_->lr_at(0) - warmup_lr_) * t / static_cast<double>(w_);
   }
-  std::optional<double> momentum_at(int64_t step) const override { return main_->momentum_at(std::max<int64_t>(step - w_, 0)); }
+  std::optional<double> momentum_at(int64_t step) const override {
+    return main_->momentum_at(std::max<int64_t>(step - w_, 0));
+  }
   // A metric seen during the warm-up takes effect when the main schedule starts.
   void observe(int64_t step, const std::map<std::string, double>& values) override {
     main_->observe(std::max<int64_t>(step - w_, 0), values);
@@ -93,11 +99,12 @@ class Warmup : public Schedule {
 SchedulePtr build_schedule(const config::Tree& recipe, const ScheduleContext& ctx) {
   const config::Options src(&recipe, "schedule");
   auto o = fields().load(src);
-  KG_CHECK(o.warmup_steps == 0 || o.warmup_epochs == 0.0, ConfigError, "schedule.warmup_steps and schedule.warmup_epochs are both set (",
-           src.where("warmup_steps"), ", ", src.where("warmup_epochs"), "): give the warm-up in updates or in epochs, not both");
+  KG_CHECK(o.warmup_steps == 0 || o.warmup_epochs == 0.0, ConfigError,
+           "schedule.warmup_steps and schedule.warmup_epochs are both set (", src.where("warmup_steps"), ", ",
+           src.where("warmup_epochs"), "): give the warm-up in updates or in epochs, not both");
   const int64_t w = o.warmup_steps > 0 ? o.warmup_steps : epochs_to_steps(o.warmup_epochs, ctx.steps_per_epoch);
   if (w == 0) return schedule_registry().create(o.name, src, ctx);
-  KG_CHECK(w < ctx.total_steps, ConfigError, o.warmup_steps > 0 ? src.where("warmup_steps") : src.where("warmup_epochs"),
+  KG_CHECK(w<ctx.total_steps, ConfigError, o.warmup_steps> 0 ? src.where("warmup_steps") : src.where("warmup_epochs"),
            ": the warm-up (", w, " updates) must be shorter than the run (", ctx.total_steps,
            " updates); shorten it or raise train.epochs");
   ScheduleContext main_ctx = ctx;
@@ -131,8 +138,8 @@ void plot_schedule(const Schedule& s, int64_t total_steps, int64_t steps_per_epo
     mom.y.push_back(m ? *m : std::nan(""));
   }
   report::PlotOptions top;
-  top.title = "learning-rate schedule: " + std::to_string(total_steps) + " updates, " + std::to_string(steps_per_epoch) +
-              " per epoch";
+  top.title = "learning-rate schedule: " + std::to_string(total_steps) + " updates, " +
+              std::to_string(steps_per_epoch) + " per epoch";
   top.xlabel = "epoch";
   top.ylabel = "learning rate";
   if (!has_momentum) return report::line_plot(png, {lr}, top);

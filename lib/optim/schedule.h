@@ -69,7 +69,8 @@ void plot_schedule(const Schedule& s, int64_t total_steps, int64_t steps_per_epo
 int64_t epochs_to_steps(double epochs, int64_t steps_per_epoch);
 // A length given by exactly one of schedule.<steps_key> (updates) or schedule.<epochs_key> (epochs), in
 // updates; ConfigError when neither or both are set or the epochs round to no update.
-int64_t steps_or_epochs(const std::optional<int64_t>& steps, const std::optional<double>& epochs, int64_t steps_per_epoch,
-                        const std::string& schedule, const std::string& steps_key, const std::string& epochs_key);
+int64_t steps_or_epochs(const std::optional<int64_t>& steps, const std::optional<double>& epochs,
+                        int64_t steps_per_epoch, const std::string& schedule, const std::string& steps_key,
+                        const std::string& epochs_key);
 
 }  // namespace kg::optim

@@ -61,7 +61,8 @@ class Sgd : public MultiTensorOptimizer {
 
 config::Fields<SgdOptions> fields() {
   config::Fields<SgdOptions> f;
-  f.field("momentum", &SgdOptions::momentum, "momentum factor; one_cycle cycles it (0 = plain SGD, nothing to cycle)").range(0, 1);
+  f.field("momentum", &SgdOptions::momentum, "momentum factor; one_cycle cycles it (0 = plain SGD, nothing to cycle)")
+      .range(0, 1);
   f.field("nesterov", &SgdOptions::nesterov, "Nesterov momentum");
   f.field("dampening", &SgdOptions::dampening, "dampening of the momentum buffer's gradient term").range(0, 1);
   return f;
@@ -70,8 +71,8 @@ config::Fields<SgdOptions> fields() {
 KG_REGISTER(optimizer_registry(), "sgd", "SGD with momentum / Nesterov and L2 weight decay (PyTorch SGD)",
             "[optim]\nname = \"sgd\"\nlr = 0.1\nweight_decay = 5e-4\nmomentum = 0.9\nnesterov = true", fields(),
             [](const SgdOptions& o, const OptimContext& ctx) -> OptimizerPtr {
-              KG_CHECK(!o.nesterov || (o.momentum > 0 && o.dampening == 0), ConfigError,
-                       ctx.prefix, ".nesterov = true needs ", ctx.prefix, ".momentum > 0 and ", ctx.prefix,
+              KG_CHECK(!o.nesterov || (o.momentum > 0 && o.dampening == 0), ConfigError, ctx.prefix,
+                       ".nesterov = true needs ", ctx.prefix, ".momentum > 0 and ", ctx.prefix,
                        ".dampening = 0 (as PyTorch's SGD)");
               return std::make_unique<Sgd>(o, ctx);
             });

@@ -103,9 +103,12 @@ std::vector<Tick> linear_ticks(const Axis& a, int max_ticks) {
     double v = k * step;
     if (std::abs(v) < step * 1e-9) v = 0;
     std::string label;
-    if (v == 0) label = "0";
-    else if (use_sci) label = sci(v, std::max(0, static_cast<int>(std::floor(std::log10(std::abs(v)) + 1e-9)) - step_exp));
-    else label = fixed(v, -step_exp);
+    if (v == 0)
+      label = "0";
+    else if (use_sci)
+      label = sci(v, std::max(0, static_cast<int>(std::floor(std::log10(std::abs(v)) + 1e-9)) - step_exp));
+    else
+      label = fixed(v, -step_exp);
     out.push_back({v, label});
   }
   return out;
@@ -129,15 +132,21 @@ std::vector<Tick> log_ticks(const Axis& a, int max_ticks) {
     for (int m = 1; m <= 9; ++m) {
       const double v = m * std::pow(10.0, k), p = std::log10(v);
       if (p < a.lo - 1e-12 || p > a.hi + 1e-12) continue;
-      if (m == 1 && k % every == 0) out.push_back({p, log_label(v)});
-      else if (m == 1) out.push_back({p, ""});  // an unlabelled decade keeps its grid line
-      else if (sub_labels && (m == 2 || m == 5)) out.push_back({p, log_label(v)});
-      else if (decades <= 6) out.push_back({p, ""});
+      if (m == 1 && k % every == 0)
+        out.push_back({p, log_label(v)});
+      else if (m == 1)
+        out.push_back({p, ""});  // an unlabelled decade keeps its grid line
+      else if (sub_labels && (m == 2 || m == 5))
+        out.push_back({p, log_label(v)});
+      else if (decades <= 6)
+        out.push_back({p, ""});
     }
   return out;
 }
 
-std::vector<Tick> ticks(const Axis& a, int max_ticks) { return a.log ? log_ticks(a, max_ticks) : linear_ticks(a, max_ticks); }
+std::vector<Tick> ticks(const Axis& a, int max_ticks) {
+  return a.log ? log_ticks(a, max_ticks) : linear_ticks(a, max_ticks);
+}
 
 #if KG_WITH_OPENCV
 cv::Mat render_chart(const Chart& c) {
@@ -176,8 +185,12 @@ cv::Mat render_chart(const Chart& c) {
 
   auto px = [&](double v) { return area.x + (ax.map(v) - ax.lo) / (ax.hi - ax.lo) * (area.width - 1); };
   auto py = [&](double v) { return area.y + (1.0 - (ay.map(v) - ay.lo) / (ay.hi - ay.lo)) * (area.height - 1); };
-  auto fx = [&](double p) { return static_cast<int>(std::lround(area.x + (p - ax.lo) / (ax.hi - ax.lo) * (area.width - 1))); };
-  auto fy = [&](double p) { return static_cast<int>(std::lround(area.y + (1.0 - (p - ay.lo) / (ay.hi - ay.lo)) * (area.height - 1))); };
+  auto fx = [&](double p) {
+    return static_cast<int>(std::lround(area.x + (p - ax.lo) / (ax.hi - ax.lo) * (area.width - 1)));
+  };
+  auto fy = [&](double p) {
+    return static_cast<int>(std::lround(area.y + (1.0 - (p - ay.lo) / (ay.hi - ay.lo)) * (area.height - 1)));
+  };
 
   // Grid and tick labels.
   for (const auto& t : xt) {
@@ -186,7 +199,8 @@ cv::Mat render_chart(const Chart& c) {
     if (t.label.empty()) continue;
     cv::line(img, {x, area.y + area.height}, {x, area.y + area.height + 4}, kAxis, 1);
     const auto sz = text_size(t.label, kTickScale);
-    text(img, t.label, {std::clamp(x - sz.width / 2, 0, o.width - sz.width), area.y + area.height + 8 + sz.height}, kTickScale, kInk);
+    text(img, t.label, {std::clamp(x - sz.width / 2, 0, o.width - sz.width), area.y + area.height + 8 + sz.height},
+         kTickScale, kInk);
   }
   for (const auto& t : yt) {
     const int y = fy(t.pos);
@@ -194,7 +208,8 @@ cv::Mat render_chart(const Chart& c) {
     if (t.label.empty()) continue;
     cv::line(img, {area.x - 4, y}, {area.x - 1, y}, kAxis, 1);
     const auto sz = text_size(t.label, kTickScale);
-    text(img, t.label, {area.x - 7 - sz.width, std::clamp(y + sz.height / 2, sz.height, o.height - 2)}, kTickScale, kInk);
+    text(img, t.label, {area.x - 7 - sz.width, std::clamp(y + sz.height / 2, sz.height, o.height - 2)}, kTickScale,
+         kInk);
   }
   cv::rectangle(img, area, kAxis, 1);
 
@@ -225,7 +240,8 @@ cv::Mat render_chart(const Chart& c) {
   cv::Mat plot = img(area);
   const double scale = 1 << kShift;
   auto to_pt = [&](double x, double y) {
-    return cv::Point(static_cast<int>(std::lround((px(x) - area.x) * scale)), static_cast<int>(std::lround((py(y) - area.y) * scale)));
+    return cv::Point(static_cast<int>(std::lround((px(x) - area.x) * scale)),
+                     static_cast<int>(std::lround((py(y) - area.y) * scale)));
   };
   for (size_t si = 0; si < c.series.size(); ++si) {
     const auto& s = c.series[si];
@@ -236,8 +252,10 @@ cv::Mat render_chart(const Chart& c) {
     auto flush = [&]() {
       if (has_pending) run.push_back(pending);
       has_pending = false;
-      if (run.size() == 1) cv::circle(plot, run[0], 2 << kShift, col, cv::FILLED, cv::LINE_AA, kShift);
-      else if (run.size() > 1) cv::polylines(plot, run, false, col, 2, cv::LINE_AA, kShift);
+      if (run.size() == 1)
+        cv::circle(plot, run[0], 2 << kShift, col, cv::FILLED, cv::LINE_AA, kShift);
+      else if (run.size() > 1)
+        cv::polylines(plot, run, false, col, 2, cv::LINE_AA, kShift);
       run.clear();
     };
     for (size_t i = 0; i < s.x.size(); ++i) {
@@ -292,8 +310,10 @@ cv::Mat render_chart(const Chart& c) {
       const auto& s = c.series[labelled[r]];
       const int y = box.y + 4 + row * static_cast<int>(r) + row / 2;
       const cv::Scalar col = bgr(series_color(labelled[r]));
-      if (s.points) cv::circle(img, {box.x + 16, y}, 3, col, cv::FILLED, cv::LINE_AA);
-      else cv::line(img, {box.x + 6, y}, {box.x + 26, y}, col, 2, cv::LINE_AA);
+      if (s.points)
+        cv::circle(img, {box.x + 16, y}, 3, col, cv::FILLED, cv::LINE_AA);
+      else
+        cv::line(img, {box.x + 6, y}, {box.x + 26, y}, col, 2, cv::LINE_AA);
       text(img, s.label, {box.x + 32, y + 5}, kTickScale, kInk);
     }
   }
@@ -315,7 +335,7 @@ std::vector<AxisTick> axis_ticks(double lo, double hi, bool log, int max_ticks) 
 }
 
 Rgb series_color(size_t i) {
-  static const Rgb tab10[] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44},  {214, 39, 40},   {148, 103, 189},
+  static const Rgb tab10[] = {{31, 119, 180}, {255, 127, 14},  {44, 160, 44},   {214, 39, 40},  {148, 103, 189},
                               {140, 86, 75},  {227, 119, 194}, {127, 127, 127}, {188, 189, 34}, {23, 190, 207}};
   return tab10[i % 10];
 }
@@ -325,8 +345,9 @@ bool can_plot() { return KG_WITH_OPENCV != 0; }
 
 std::string render_png(const std::vector<Chart>& charts) {
 #if !KG_WITH_OPENCV
-  throw DataError("PNG charts are drawn with OpenCV, which this kgtrain was built without (Debian/Ubuntu: apt-get "
-                  "install libopencv-dev, then rebuild); the numbers are in metrics.jsonl / lr_find.json");
+  throw DataError(
+      "PNG charts are drawn with OpenCV, which this kgtrain was built without (Debian/Ubuntu: apt-get "
+      "install libopencv-dev, then rebuild); the numbers are in metrics.jsonl / lr_find.json");
 #else
   std::vector<cv::Mat> parts;
   int width = 1, height = 0;

@@ -37,8 +37,7 @@ int64_t recalibrate_bn(model::Network& net, data::Loader& loader, const c10::Dev
   std::vector<BnRef> bns;
   for (auto& m : net.modules(/*include_self=*/false))
     add_if<torch::nn::BatchNorm1dImpl>(*m, bns) || add_if<model::BatchNorm2dImpl>(*m, bns) ||
-        add_if<torch::nn::BatchNorm2dImpl>(*m, bns) ||
-        add_if<torch::nn::BatchNorm3dImpl>(*m, bns);
+        add_if<torch::nn::BatchNorm2dImpl>(*m, bns) || add_if<torch::nn::BatchNorm3dImpl>(*m, bns);
   if (bns.empty()) return 0;
 
   // Pre-order, so restoring in this order gives every module its own mode back (train() recurses).

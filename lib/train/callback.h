@@ -25,19 +25,19 @@ class Trainer;
 
 // A set of weights evaluated at the end of an epoch besides the raw model (EMA, SWA).
 struct Variant {
-  std::string name;                        // "ema", "swa": metric keys get the prefix "<name>_"
+  std::string name;  // "ema", "swa": metric keys get the prefix "<name>_"
   const model::TensorMap* weights = nullptr;
-  std::map<std::string, double> values;    // valid_loss and every metric, unprefixed
-  bool candidate_for_best = true;          // may become checkpoints/best when its monitor value wins
+  std::map<std::string, double> values;  // valid_loss and every metric, unprefixed
+  bool candidate_for_best = true;        // may become checkpoints/best when its monitor value wins
 };
 
 // What the loop knows when an epoch ends; callbacks may add values and variants.
 struct EpochReport {
-  int64_t epoch = 0;                       // epochs completed (1-based)
-  std::map<std::string, double> values;    // train_loss, valid_loss, lr, every metric, ema_*, ...
+  int64_t epoch = 0;                     // epochs completed (1-based)
+  std::map<std::string, double> values;  // train_loss, valid_loss, lr, every metric, ema_*, ...
   std::vector<Variant> variants;
-  bool improved = false;                   // set by the loop after selecting "best"
-  std::string best_from;                   // "model" or a variant's name, when improved
+  bool improved = false;  // set by the loop after selecting "best"
+  std::string best_from;  // "model" or a variant's name, when improved
 };
 
 class Callback {

@@ -52,7 +52,8 @@ bool plain_name(const std::string& n) { return !n.empty() && n[0] != '.' && n.fi
 
 bool valid_extra_name(const std::string& n) {
   if (n.empty() || n == "model" || n == "state") return false;
-  return std::all_of(n.begin(), n.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'; });
+  return std::all_of(n.begin(), n.end(),
+                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'; });
 }
 
 std::optional<json> parse_json(const std::string& text) {
@@ -76,7 +77,8 @@ std::string inspect_schema1(const fs::path& dir, Inspection& out) {
   }
   auto j = parse_json(text);
   if (!j || !j->is_object() || j->value("schema_version", 0) != 1)
-    return std::string("no ") + kManifest + " and state.json is not a schema-1 checkpoint's: the checkpoint is incomplete (interrupted while saving?)";
+    return std::string("no ") + kManifest +
+           " and state.json is not a schema-1 checkpoint's: the checkpoint is incomplete (interrupted while saving?)";
   out.schema = 1;
   return "";
 }
@@ -96,12 +98,14 @@ std::string inspect(const std::string& dir_s, bool deep, bool keep, Inspection& 
   }
   auto m = parse_json(text);
   if (!m) return std::string(kManifest) + " is not valid JSON (damaged)";
-  if (!m->is_object() || !m->contains("files") || !(*m)["files"].is_array() || !(*m)["schema_version"].is_number_integer())
+  if (!m->is_object() || !m->contains("files") || !(*m)["files"].is_array() ||
+      !(*m)["schema_version"].is_number_integer())
     return std::string(kManifest) + " is malformed: expected {\"schema_version\", \"files\": [...]}";
   // The manifest guards itself too: a hash of its own dump without this field (nlohmann's dump is canonical:
   // sorted keys, fixed number format), so a flipped byte in a name or a hash is not read as another file.
   auto self = m->find("manifest_sha256");
-  if (self == m->end() || !self->is_string()) return std::string(kManifest) + " is malformed: it has no manifest_sha256";
+  if (self == m->end() || !self->is_string())
+    return std::string(kManifest) + " is malformed: it has no manifest_sha256";
   const std::string recorded = self->get<std::string>();
   m->erase("manifest_sha256");
   if (sha256_hex(m->dump()) != recorded) return std::string(kManifest) + " is corrupt: its own SHA-256 does not match";
@@ -113,7 +117,8 @@ std::string inspect(const std::string& dir_s, bool deep, bool keep, Inspection& 
     if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("bytes") ||
         !e["bytes"].is_number_unsigned() || !e.contains("sha256") || !e["sha256"].is_string() ||
         !plain_name(e["name"].get<std::string>()))
-      return std::string(kManifest) + " is malformed: a file entry needs a plain name, bytes and sha256, got " + e.dump();
+      return std::string(kManifest) + " is malformed: a file entry needs a plain name, bytes and sha256, got " +
+             e.dump();
     out.files.push_back({e["name"].get<std::string>(), e["bytes"].get<uint64_t>(), e["sha256"].get<std::string>()});
   }
   for (const char* req : kRequired)
@@ -124,7 +129,8 @@ std::string inspect(const std::string& dir_s, bool deep, bool keep, Inspection& 
     uint64_t size = fs::file_size(p, ec);
     if (ec) return f.name + " is missing";
     if (size != f.bytes)
-      return f.name + " is truncated or altered: " + std::to_string(size) + " bytes, the manifest says " + std::to_string(f.bytes);
+      return f.name + " is truncated or altered: " + std::to_string(size) + " bytes, the manifest says " +
+             std::to_string(f.bytes);
     std::string got;
     if (keep) {
       std::string bytes;
@@ -175,7 +181,8 @@ void clean_stale_temps(const fs::path& parent, const std::string& name) {
     if (n.rfind(prefix, 0) != 0 && !trash) continue;
     const std::string suffix = trash ? n.substr(n.rfind('-') + 1) : n.substr(prefix.size());
     long pid = -1;
-    if (!suffix.empty() && std::all_of(suffix.begin(), suffix.end(), is_digit) && suffix.size() < 10) pid = std::stol(suffix);
+    if (!suffix.empty() && std::all_of(suffix.begin(), suffix.end(), is_digit) && suffix.size() < 10)
+      pid = std::stol(suffix);
     if (pid == static_cast<long>(::getpid()) || !process_alive(pid)) remove_tree(e.path().string(), ec);
   }
 }
@@ -221,7 +228,8 @@ std::optional<int64_t> state_step(const fs::path& dir) {
   if (!fs::exists(dir / "state.json", ec)) return std::nullopt;
   try {
     auto j = parse_json(read_file((dir / "state.json").string()));
-    if (j && j->is_object() && j->contains("step") && (*j)["step"].is_number_integer()) return (*j)["step"].get<int64_t>();
+    if (j && j->is_object() && j->contains("step") && (*j)["step"].is_number_integer())
+      return (*j)["step"].get<int64_t>();
   } catch (const Error&) {
   }
   return std::nullopt;
@@ -239,13 +247,15 @@ void save_checkpoint(const std::string& dir, const CheckpointFiles& f, const std
   if (!target.has_filename()) target = target.parent_path();  // "checkpoints/last/"
   const std::string name = target.filename().string();
   KG_ASSERT(plain_name(name), "checkpoint folder ", dir);
-  for (const auto& [extra, tensors] : f.extra_weights) KG_ASSERT(valid_extra_name(extra), "extra weights name \"", extra, "\"");
+  for (const auto& [extra, tensors] : f.extra_weights)
+    KG_ASSERT(valid_extra_name(extra), "extra weights name \"", extra, "\"");
   KG_ASSERT(f.state.is_object() || f.state.is_null(), "checkpoint state must be a JSON object");
   const fs::path parent = target.parent_path().empty() ? fs::path(".") : target.parent_path();
   fs::path rotated;
   if (!rotate_to.empty()) {
     rotated = parent / fs::path(rotate_to).filename();
-    KG_ASSERT(plain_name(rotated.filename().string()) && rotated.filename() != target.filename(), "rotate_to ", rotate_to);
+    KG_ASSERT(plain_name(rotated.filename().string()) && rotated.filename() != target.filename(), "rotate_to ",
+              rotate_to);
   }
   with_context("while saving checkpoint " + dir, [&] {
     std::error_code ec;
@@ -259,11 +269,13 @@ void save_checkpoint(const std::string& dir, const CheckpointFiles& f, const std
       json files = json::array();
       auto put = [&](const std::string& file, const std::string& bytes) {
         write_file_atomic((tmp / file).string(), bytes);  // written, fsynced, renamed
-        files.push_back({{"name", file}, {"bytes", static_cast<uint64_t>(bytes.size())}, {"sha256", sha256_hex(bytes)}});
+        files.push_back(
+            {{"name", file}, {"bytes", static_cast<uint64_t>(bytes.size())}, {"sha256", sha256_hex(bytes)}});
       };
       put("model.safetensors", model::encode_safetensors(f.model));
       put("state.safetensors", model::encode_safetensors(f.state_tensors));
-      for (const auto& [extra, tensors] : f.extra_weights) put(extra + ".safetensors", model::encode_safetensors(tensors));
+      for (const auto& [extra, tensors] : f.extra_weights)
+        put(extra + ".safetensors", model::encode_safetensors(tensors));
       put("recipe.toml", f.recipe_toml);
       put("provenance.json", (f.provenance.is_null() ? json::object() : f.provenance).dump(2) + "\n");
       json state = f.state.is_null() ? json::object() : f.state;
@@ -305,8 +317,9 @@ Checkpoint load_checkpoint(const std::string& dir, bool verify) {
   Inspection ins;
   std::string problem = inspect(dir, verify, true, ins);
   if (problem == "does not exist" || problem == "not a directory")
-    throw CheckpointError("checkpoint " + dir + " " + problem +
-                          " (expected a folder such as RUN/checkpoints/best holding MANIFEST.json, model.safetensors and state.json)");
+    throw CheckpointError(
+        "checkpoint " + dir + " " + problem +
+        " (expected a folder such as RUN/checkpoints/best holding MANIFEST.json, model.safetensors and state.json)");
   if (!problem.empty()) fail(dir, problem);
   Checkpoint c;
   c.dir = dir;
@@ -385,8 +398,8 @@ std::optional<std::string> find_latest(const std::string& checkpoints_dir, std::
 
 CheckpointStore::CheckpointStore(std::string checkpoints_dir, int keep_last, int top_k, bool higher_is_better)
     : dir_(std::move(checkpoints_dir)), keep_last_(keep_last), top_k_(top_k), higher_is_better_(higher_is_better) {
-  KG_CHECK(keep_last_ >= 1, ConfigError, "checkpoint keep_last: expected an integer >= 1 (1 = only checkpoints/last), got ",
-           keep_last_);
+  KG_CHECK(keep_last_ >= 1, ConfigError,
+           "checkpoint keep_last: expected an integer >= 1 (1 = only checkpoints/last), got ", keep_last_);
   KG_CHECK(top_k_ >= 0, ConfigError, "checkpoint top_k: expected an integer >= 0 (0 = off), got ", top_k_);
 }
 
@@ -413,8 +426,7 @@ void CheckpointStore::prune_rotated() const {
   std::vector<std::pair<int64_t, fs::path>> rotated;
   for (const auto& e : fs::directory_iterator(dir_, ec)) {
     const std::string n = e.path().filename().string();
-    if (n.rfind("step-", 0) != 0 || n.size() == 5 || n.size() > 24 ||
-        !std::all_of(n.begin() + 5, n.end(), is_digit))
+    if (n.rfind("step-", 0) != 0 || n.size() == 5 || n.size() > 24 || !std::all_of(n.begin() + 5, n.end(), is_digit))
       continue;
     rotated.emplace_back(std::stoll(n.substr(5)), e.path());
   }
@@ -443,7 +455,9 @@ bool CheckpointStore::offer_top_k(const CheckpointFiles& f, double value, int64_
     return false;
   }
   save_checkpoint((fs::path(dir_) / e.dir).string(), f);
-  top_.insert(std::upper_bound(top_.begin(), top_.end(), e, [&](const TopEntry& a, const TopEntry& b) { return ranks_before(a, b); }), e);
+  top_.insert(std::upper_bound(top_.begin(), top_.end(), e,
+                               [&](const TopEntry& a, const TopEntry& b) { return ranks_before(a, b); }),
+              e);
   evict_beyond_k();  // the new one is written before the evicted one goes: a crash leaves k+1, never k-1
   return true;
 }
@@ -457,12 +471,15 @@ json CheckpointStore::state() const {
 void CheckpointStore::load_state(const json& s) {
   top_.clear();
   if (s.is_null() || (s.is_object() && s.empty())) return;  // nothing saved (older checkpoints)
-  KG_CHECK(s.is_array(), CheckpointError, "checkpoint top-k state: expected a list of {epoch, value, dir}, got ", s.dump());
+  KG_CHECK(s.is_array(), CheckpointError, "checkpoint top-k state: expected a list of {epoch, value, dir}, got ",
+           s.dump());
   std::error_code ec;
   for (const auto& e : s) {
     KG_CHECK(e.is_object() && e.contains("epoch") && e["epoch"].is_number_integer() && e.contains("value") &&
-                 e["value"].is_number() && e.contains("dir") && e["dir"].is_string() && plain_name(e["dir"].get<std::string>()),
-             CheckpointError, "checkpoint top-k state: expected {\"epoch\": int, \"value\": number, \"dir\": name}, got ", e.dump());
+                 e["value"].is_number() && e.contains("dir") && e["dir"].is_string() &&
+                 plain_name(e["dir"].get<std::string>()),
+             CheckpointError,
+             "checkpoint top-k state: expected {\"epoch\": int, \"value\": number, \"dir\": name}, got ", e.dump());
     TopEntry t{e["epoch"].get<int64_t>(), e["value"].get<double>(), e["dir"].get<std::string>()};
     if (fs::is_directory(fs::path(dir_) / t.dir, ec)) top_.push_back(t);
   }

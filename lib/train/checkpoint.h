@@ -1,8 +1,8 @@
 // Checkpoint directories (RUN/checkpoints/last, best, step-<step>, top-epoch<NNN>): model.safetensors (the
 // weights), state.safetensors (optimizer slots, RNG, callback tensors), optional <name>.safetensors (EMA,
 // SWA weights), state.json, recipe.toml, provenance.json, and MANIFEST.json written last with each file's
-// size and SHA-256 (and a SHA-256 of itself). Everything is written into <parent>/.tmp-<name>-<pid> and swapped in as one directory:
-// a reader sees the old complete checkpoint or the new complete one, never half of either.
+// size and SHA-256 (and a SHA-256 of itself). Everything is written into <parent>/.tmp-<name>-<pid> and swapped in as
+// one directory: a reader sees the old complete checkpoint or the new complete one, never half of either.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -20,22 +20,23 @@ namespace kg::train {
 constexpr int kCheckpointSchema = 2;
 
 struct CheckpointFiles {
-  model::TensorMap model;          // model.safetensors: the weights (what --weights / tta-predict load)
-  model::TensorMap state_tensors;  // state.safetensors: optimizer slots, RNG, callback tensors (written even when empty)
+  model::TensorMap model;  // model.safetensors: the weights (what --weights / tta-predict load)
+  model::TensorMap
+      state_tensors;  // state.safetensors: optimizer slots, RNG, callback tensors (written even when empty)
   std::map<std::string, model::TensorMap> extra_weights;  // {"ema", ...} -> ema.safetensors; names [a-z0-9_-]
-  nlohmann::json state;            // state.json: epoch, step, batch, metrics... (save sets "schema_version")
-  std::string recipe_toml;         // recipe.toml
-  nlohmann::json provenance;       // provenance.json
+  nlohmann::json state;       // state.json: epoch, step, batch, metrics... (save sets "schema_version")
+  std::string recipe_toml;    // recipe.toml
+  nlohmann::json provenance;  // provenance.json
 };
 
 struct Checkpoint {
   std::string dir;
-  model::TensorMap weights;        // model.safetensors
-  model::TensorMap state_tensors;  // state.safetensors; empty for schema 1
+  model::TensorMap weights;                               // model.safetensors
+  model::TensorMap state_tensors;                         // state.safetensors; empty for schema 1
   std::map<std::string, model::TensorMap> extra_weights;  // every other <name>.safetensors the manifest lists
-  nlohmann::json state;            // state.json
-  std::string recipe_toml;         // recipe.toml ("" when absent in a schema-1 checkpoint)
-  int schema_version = 0;          // 1 or 2
+  nlohmann::json state;                                   // state.json
+  std::string recipe_toml;                                // recipe.toml ("" when absent in a schema-1 checkpoint)
+  int schema_version = 0;                                 // 1 or 2
 };
 
 // Writes the checkpoint (see the top of this file), cleaning stale .tmp-<name>-* folders left by a crashed

@@ -27,7 +27,8 @@ Predictions predict(model::Network& net, data::Loader& loader, const c10::Device
       logits = net.forward(data::to_model_input(b, device), f);
     }
     logits = logits.to(torch::kFloat);
-    if (loss && b.targets.defined()) loss_sum += loss->forward(logits, b.targets.to(device, true)).item<double>() * logits.size(0);
+    if (loss && b.targets.defined())
+      loss_sum += loss->forward(logits, b.targets.to(device, true)).item<double>() * logits.size(0);
     probs.push_back(metric::activate(logits, task).to(torch::kCPU));
     if (b.targets.defined()) targets.push_back(b.targets);
     p.rows.insert(p.rows.end(), b.rows.begin(), b.rows.end());
@@ -50,7 +51,8 @@ void gather_predictions(Predictions& p, device::ProcessGroup& group) {
   const int64_t n = counts.sum().item<int64_t>();
   // Rank r's j-th row sits at r + j * w (shard_rows); a sum of zero-padded copies puts every share in place.
   at::Tensor pos = torch::arange(r, n, w, torch::kLong);
-  KG_CHECK(pos.size(0) == p.images, InternalError, "rank ", r, " predicted ", p.images, " rows, its share is ", pos.size(0));
+  KG_CHECK(pos.size(0) == p.images, InternalError, "rank ", r, " predicted ", p.images, " rows, its share is ",
+           pos.size(0));
   auto placed = [&](const at::Tensor& t) {
     auto sizes = t.sizes().vec();
     sizes[0] = n;
@@ -67,8 +69,8 @@ void gather_predictions(Predictions& p, device::ProcessGroup& group) {
   p.images = n;
 }
 
-ViewOutputs predict_views(model::Network& net, data::Loader& loader, const c10::Device& device, device::Precision precision,
-                          const std::vector<InputView>& views) {
+ViewOutputs predict_views(model::Network& net, data::Loader& loader, const c10::Device& device,
+                          device::Precision precision, const std::vector<InputView>& views) {
   ViewOutputs o;
   torch::NoGradGuard no_grad;
   net.eval();

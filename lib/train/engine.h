@@ -21,10 +21,10 @@ class ProcessGroup;
 namespace kg::train {
 
 struct Predictions {
-  at::Tensor probs;             // [N, K] float on the CPU: softmax (multiclass), sigmoid (binary, multilabel), raw (regression)
-  at::Tensor targets;           // multiclass int64 [N]; others float [N, K]; undefined when unlabeled
-  std::vector<int64_t> rows;    // table row of each prediction
-  double loss = 0;              // mean loss when a loss was given and targets exist
+  at::Tensor probs;    // [N, K] float on the CPU: softmax (multiclass), sigmoid (binary, multilabel), raw (regression)
+  at::Tensor targets;  // multiclass int64 [N]; others float [N, K]; undefined when unlabeled
+  std::vector<int64_t> rows;  // table row of each prediction
+  double loss = 0;            // mean loss when a loss was given and targets exist
   int64_t images = 0;
   double seconds = 0;
 };
@@ -49,7 +49,7 @@ struct ViewOutputs {
   int64_t images = 0;
   double seconds = 0;
 };
-ViewOutputs predict_views(model::Network& net, data::Loader& loader, const c10::Device& device, device::Precision precision,
-                          const std::vector<InputView>& views);
+ViewOutputs predict_views(model::Network& net, data::Loader& loader, const c10::Device& device,
+                          device::Precision precision, const std::vector<InputView>& views);
 
 }  // namespace kg::train

@@ -32,7 +32,8 @@ void GradReducer::remove_hooks() {
 void GradReducer::set_params(const std::vector<at::Tensor>& params) {
   // The same parameters as before (most epochs): the hooks and buckets stand.
   if (params.size() == params_.size() &&
-      std::equal(params.begin(), params.end(), params_.begin(), [](const at::Tensor& a, const at::Tensor& b) { return a.is_same(b); })) {
+      std::equal(params.begin(), params.end(), params_.begin(),
+                 [](const at::Tensor& a, const at::Tensor& b) { return a.is_same(b); })) {
     std::lock_guard<std::mutex> lock(mu_);
     reset();
     return;
@@ -47,7 +48,8 @@ void GradReducer::set_params(const std::vector<at::Tensor>& params) {
   rebuilt_ = false;
   // Hooks on the bucketed parameters (plan_buckets leaves empty ones out: nothing to sum).
   for (const auto& b : buckets_)
-    for (size_t i : b.params) hooks_.emplace_back(i, params_[i].register_hook([this, i](const at::Tensor& g) { on_grad(i, g); }));
+    for (size_t i : b.params)
+      hooks_.emplace_back(i, params_[i].register_hook([this, i](const at::Tensor& g) { on_grad(i, g); }));
   reset();
 }
 
@@ -89,9 +91,10 @@ void GradReducer::rebuild_from_arrivals() {
   std::vector<at::Tensor> t{torch::tensor(as_int, torch::kLong).to(params_.front().device())};
   group_->broadcast(t, 0);
   const at::Tensor root = t[0].cpu();
-  KG_CHECK(root.numel() == static_cast<int64_t>(order.size()), InternalError, "bucket rebuild: rank 0 ordered ", root.numel(),
-           " parameters, this rank ", order.size());
-  for (size_t j = 0; j < order.size(); ++j) order[j] = static_cast<size_t>(root[static_cast<int64_t>(j)].item<int64_t>());
+  KG_CHECK(root.numel() == static_cast<int64_t>(order.size()), InternalError, "bucket rebuild: rank 0 ordered ",
+           root.numel(), " parameters, this rank ", order.size());
+  for (size_t j = 0; j < order.size(); ++j)
+    order[j] = static_cast<size_t>(root[static_cast<int64_t>(j)].item<int64_t>());
   std::vector<size_t> now, wanted;
   std::vector<bool> bucketed(params_.size(), false);
   for (const auto& b : buckets_)
@@ -134,14 +137,17 @@ void GradReducer::on_grad(size_t i, const at::Tensor& g) {
   if (s.arrived) {
     // A second gradient for one parameter in one backward (it sits in two graph tasks): it adds up,
     // as in .grad, until its bucket has gone out.
-    KG_CHECK(b.work == nullptr, InternalError, "a gradient for parameter ", i, " arrived after its bucket was all-reduced");
+    KG_CHECK(b.work == nullptr, InternalError, "a gradient for parameter ", i,
+             " arrived after its bucket was all-reduced");
     dst.add_(g);
     return;
   }
   // The hook runs before autograd accumulates g into .grad: the bucket gets what .grad will hold.
   const at::Tensor& acc = p.grad();
-  if (acc.defined()) at::add_out(dst, acc, g);
-  else dst.copy_(g);
+  if (acc.defined())
+    at::add_out(dst, acc, g);
+  else
+    dst.copy_(g);
   s.arrived = true;
   if (!rebuilt_) arrivals_.push_back(i);
   if (--b.pending == 0) start_ready();
@@ -167,8 +173,10 @@ void GradReducer::finish() {
       // No gradient in the last backward: what earlier micro-batches left in .grad, else zeros.
       const auto& p = params_[i];
       at::Tensor dst = b.flat.narrow(0, slots_[i].offset, p.numel()).view(p.sizes());
-      if (p.grad().defined()) dst.copy_(p.grad());
-      else dst.zero_();
+      if (p.grad().defined())
+        dst.copy_(p.grad());
+      else
+        dst.zero_();
     }
     start(b);
   }

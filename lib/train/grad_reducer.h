@@ -76,8 +76,8 @@ class GradReducer {
   std::vector<std::pair<size_t, unsigned>> hooks_;  // (parameter, hook handle)
   std::vector<Slot> slots_;
   std::vector<Bucket> buckets_;
-  size_t next_ = 0;  // the next bucket to start
-  std::vector<size_t> arrivals_;   // parameters in the order their gradients first arrived (until the rebuild)
+  size_t next_ = 0;               // the next bucket to start
+  std::vector<size_t> arrivals_;  // parameters in the order their gradients first arrived (until the rebuild)
   bool rebuilt_ = false;
   bool armed_ = false;
   size_t started_during_backward_ = 0;

@@ -28,17 +28,22 @@ namespace {
 config::Fields<LrFindOptions> fields() {
   config::Fields<LrFindOptions> f;
   f.field("start_lr", &LrFindOptions::start_lr, "lr of the sweep's first update").positive();
-  f.field("end_lr", &LrFindOptions::end_lr, "lr the sweep reaches at update num_steps (exponential from start_lr; must exceed it)")
+  f.field("end_lr", &LrFindOptions::end_lr,
+          "lr the sweep reaches at update num_steps (exponential from start_lr; must exceed it)")
       .positive();
-  f.field("num_steps", &LrFindOptions::num_steps, "optimizer updates in the sweep (fastai num_it; fewer when it stops early)")
+  f.field("num_steps", &LrFindOptions::num_steps,
+          "optimizer updates in the sweep (fastai num_it; fewer when it stops early)")
       .range(7, 10000);  // 7: two points left after the first num_steps/10 and the last 5
-  f.field("beta", &LrFindOptions::beta, "smoothing of the recorded loss: debiased running average with this weight on the past")
+  f.field("beta", &LrFindOptions::beta,
+          "smoothing of the recorded loss: debiased running average with this weight on the past")
       .min(0)
       .check([](const config::json& v) -> std::string {
         return v.get<double>() < 1 ? "" : "expected a float in [0, 1), got " + v.dump();
       });
-  f.field("stop_div", &LrFindOptions::stop_div, "stop when the smoothed loss exceeds div_factor x its lowest value so far");
-  f.field("div_factor", &LrFindOptions::div_factor, "divergence threshold of stop_div, a multiple of the best smoothed loss")
+  f.field("stop_div", &LrFindOptions::stop_div,
+          "stop when the smoothed loss exceeds div_factor x its lowest value so far");
+  f.field("div_factor", &LrFindOptions::div_factor,
+          "divergence threshold of stop_div, a multiple of the best smoothed loss")
       .min(1, true);
   f.field("suggestion", &LrFindOptions::suggestion,
           "the suggestion used (fit optim.lr = \"find\"): valley (longest descent), slide (interval slide rule), "
@@ -56,8 +61,9 @@ std::string num(double v) { return format_significant(v, 3); }
 
 LrFindOptions load_lr_find_options(const config::Tree& recipe) {
   auto o = fields().load(config::Options(&recipe, "lr_find"));
-  KG_CHECK(o.start_lr < o.end_lr, ConfigError, "lr_find.start_lr = ", num(o.start_lr), " must be below lr_find.end_lr = ",
-           num(o.end_lr), " (the sweep goes up; fastai's defaults are 1e-7 and 10)");
+  KG_CHECK(o.start_lr < o.end_lr, ConfigError, "lr_find.start_lr = ", num(o.start_lr),
+           " must be below lr_find.end_lr = ", num(o.end_lr),
+           " (the sweep goes up; fastai's defaults are 1e-7 and 10)");
   return o;
 }
 
@@ -175,8 +181,8 @@ void suggest(LrFindResult& r) {
     r.notes.push_back("slide needs at least 16 points after trimming, the sweep left " + std::to_string(n) +
                       ": raise lr_find.num_steps");
   const auto& chosen = r.suggestions.at(r.chosen);
-  KG_CHECK(chosen.has_value(), ConfigError, "lr_find.suggestion = \"", r.chosen, "\" cannot be computed: ", r.notes.back(),
-           ", or choose valley, minimum or steep");
+  KG_CHECK(chosen.has_value(), ConfigError, "lr_find.suggestion = \"", r.chosen,
+           "\" cannot be computed: ", r.notes.back(), ", or choose valley, minimum or steep");
   r.lr = *chosen;
   double lo = INFINITY, hi = 0;
   for (auto& [name, v] : r.suggestions)
@@ -271,7 +277,8 @@ class NetworkState {
     torch::NoGradGuard ng;
     for (auto& p : net.named_parameters(true)) {
       auto& t = p.value();
-      params_.push_back({t, t.detach().clone(), t.requires_grad(), t.grad().defined() ? t.grad().detach().clone() : at::Tensor()});
+      params_.push_back(
+          {t, t.detach().clone(), t.requires_grad(), t.grad().defined() ? t.grad().detach().clone() : at::Tensor()});
     }
     for (auto& b : net.named_buffers(true)) buffers_.push_back({b.value(), b.value().detach().clone()});
   }
@@ -306,11 +313,13 @@ bool is_norm_module(const std::string& type_name) { return type_name.find("Norm"
 
 // fit's first epoch: the plan's frozen layer groups (normalization layers stay trainable with
 // train.train_bn) and its layer-group multipliers (fine_tune), as Trainer::apply_plan_for_epoch(0) does.
-void apply_first_epoch(model::Network& net, optim::Optimizer& opt, const config::Tree& recipe, const TrainOptions& topt) {
+void apply_first_epoch(model::Network& net, optim::Optimizer& opt, const config::Tree& recipe,
+                       const TrainOptions& topt) {
   const auto names = net.group_names();
   // Only epoch 0's freezing and multipliers are read: any number of updates per epoch will do, as long
   // as schedules that need several (one_cycle) can be built.
-  Plan plan(recipe, topt.epochs, [](int64_t, int64_t) { return int64_t{1000}; }, names);
+  Plan plan(
+      recipe, topt.epochs, [](int64_t, int64_t) { return int64_t{1000}; }, names);
   const int64_t frozen = plan.frozen_groups(0);
   if (frozen > 0) {
     std::unordered_set<const void*> norm, frozen_set;
@@ -348,7 +357,9 @@ void clip_gradients(const std::vector<at::Tensor>& params, const TrainOptions& t
       if (!p.grad().defined()) continue;
       std::vector<int64_t> dims;
       for (int64_t d = 1; d < p.dim(); ++d) dims.push_back(d);
-      auto unit_norm = [&](const at::Tensor& t) { return p.dim() <= 1 ? t.norm(2) : t.norm(2, dims, /*keepdim=*/true); };
+      auto unit_norm = [&](const at::Tensor& t) {
+        return p.dim() <= 1 ? t.norm(2) : t.norm(2, dims, /*keepdim=*/true);
+      };
       auto max_norm = unit_norm(p.detach()).clamp_min(1e-3) * topt.agc;
       auto gnorm = unit_norm(p.grad());
       auto clipped = p.grad() * (max_norm / gnorm.clamp_min(1e-6));
@@ -401,7 +412,8 @@ LrFindResult find_lr(const LrFindOptions& o, const FinderParts& p) {
   std::unique_ptr<BatchSource> src;
   auto open_epoch = [&](int64_t e) {
     src = p.batches(e);
-    KG_CHECK(src && src->size() > 0, DataError, "lr finder: epoch ", e, " of the training rows makes no micro-batch of ",
+    KG_CHECK(src && src->size() > 0, DataError, "lr finder: epoch ", e,
+             " of the training rows makes no micro-batch of ",
              "train.batch_size (the rows are fewer than one batch); lower train.batch_size");
   };
   open_epoch(0);
@@ -428,8 +440,10 @@ LrFindResult find_lr(const LrFindOptions& o, const FinderParts& p) {
         out = net.forward(x, f);
       }
       auto l = p.loss->forward(out.to(torch::kFloat), y);
-      if (scaler.enabled()) (l * (scaler.scale() / static_cast<double>(group_size))).backward();
-      else (l / static_cast<double>(group_size)).backward();
+      if (scaler.enabled())
+        (l * (scaler.scale() / static_cast<double>(group_size))).backward();
+      else
+        (l / static_cast<double>(group_size)).backward();
       group_loss += l.detach();
     }
     const double loss = group_loss.item<double>() / static_cast<double>(group_size);

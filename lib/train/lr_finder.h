@@ -36,13 +36,13 @@ class Network;
 namespace kg::train {
 
 struct LrFindOptions {
-  double start_lr = 1e-7;            ///< lr of the first update
-  double end_lr = 10;                ///< lr the sweep reaches at update num_steps (exponential in between)
-  int64_t num_steps = 100;           ///< optimizer updates in the sweep (fewer when it stops early)
-  double beta = 0.98;                ///< smoothing of the recorded loss (debiased running average)
-  bool stop_div = true;              ///< stop when the smoothed loss exceeds div_factor x its best
-  double div_factor = 4;             ///< see stop_div
-  std::string suggestion = "valley"; ///< the lr used: valley | slide | minimum | steep
+  double start_lr = 1e-7;             ///< lr of the first update
+  double end_lr = 10;                 ///< lr the sweep reaches at update num_steps (exponential in between)
+  int64_t num_steps = 100;            ///< optimizer updates in the sweep (fewer when it stops early)
+  double beta = 0.98;                 ///< smoothing of the recorded loss (debiased running average)
+  bool stop_div = true;               ///< stop when the smoothed loss exceeds div_factor x its best
+  double div_factor = 4;              ///< see stop_div
+  std::string suggestion = "valley";  ///< the lr used: valley | slide | minimum | steep
 };
 // ConfigError when start_lr >= end_lr.
 LrFindOptions load_lr_find_options(const config::Tree& recipe);
@@ -70,7 +70,8 @@ LrCurve suggestion_curve(const std::vector<double>& lrs, const std::vector<doubl
 // valley: the longest decreasing subsequence; the lr a half-third into it. `index`: the chosen point.
 double suggest_valley(const LrCurve& c, int64_t* index = nullptr);
 // slide: the interval slide rule on np.gradient of the losses; empty when the curve is too short.
-std::optional<double> suggest_slide(const LrCurve& c, int64_t lr_diff = 15, double thresh = 0.005, double adjust_value = 1.0);
+std::optional<double> suggest_slide(const LrCurve& c, int64_t lr_diff = 15, double thresh = 0.005,
+                                    double adjust_value = 1.0);
 // minimum: the lr at the lowest loss / 10.
 double suggest_minimum(const LrCurve& c);
 // steep: the lr where (loss[i+1] - loss[i]) / (log lr[i+1] - log lr[i]) is lowest.
@@ -83,12 +84,12 @@ struct LrFindResult {
   LrFindOptions options;
   std::vector<double> lrs, losses, smoothed;  // one per update made
   bool stopped_early = false;
-  std::string stop_reason;                     // why it stopped before num_steps ("" when it did not)
+  std::string stop_reason;                                   // why it stopped before num_steps ("" when it did not)
   std::map<std::string, std::optional<double>> suggestions;  // every name of suggestion_names(); empty = n/a
-  std::string chosen;                          // options.suggestion
-  double lr = 0;                               // the chosen suggestion
-  std::vector<std::string> notes;              // disagreement (> 10x), unavailable suggestions
-  double seconds = 0;                          // the sweep's wall time
+  std::string chosen;                                        // options.suggestion
+  double lr = 0;                                             // the chosen suggestion
+  std::vector<std::string> notes;                            // disagreement (> 10x), unavailable suggestions
+  double seconds = 0;                                        // the sweep's wall time
   int64_t steps() const { return static_cast<int64_t>(lrs.size()); }
   // lr_find.json: {"suggestions": {...}, "chosen", "lr", "steps", "stopped_early", ...}.
   nlohmann::json to_json() const;
@@ -111,22 +112,22 @@ LrFindResult sweep(const LrFindOptions& o, const LrUpdateFn& update, const LrPro
 class BatchSource {
  public:
   virtual ~BatchSource() = default;
-  virtual int64_t size() const = 0;           // micro-batches in the epoch
-  virtual bool next(data::Batch& b) = 0;      // false at the end of the epoch
+  virtual int64_t size() const = 0;       // micro-batches in the epoch
+  virtual bool next(data::Batch& b) = 0;  // false at the end of the epoch
 };
 using BatchSourceFn = std::function<std::unique_ptr<BatchSource>(int64_t epoch)>;
 std::unique_ptr<BatchSource> loader_source(std::unique_ptr<data::Loader> loader);
 
 struct FinderParts {
-  model::Network* net = nullptr;   // on `device`; left exactly as it was
+  model::Network* net = nullptr;         // on `device`; left exactly as it was
   const config::Tree* recipe = nullptr;  // [optim] (built here, thrown away), [train]: accumulation, clipping, freezing
   const loss::Loss* loss = nullptr;
   c10::Device device = c10::Device(c10::kCPU);
   device::Precision precision = device::Precision::fp32;
-  device::LossScaler scaler;       // fp16: the loss scaler fit would start with
-  BatchSourceFn batches;           // epoch 0, 1, ... as the sweep needs them
+  device::LossScaler scaler;  // fp16: the loss scaler fit would start with
+  BatchSourceFn batches;      // epoch 0, 1, ... as the sweep needs them
   std::function<void(at::Tensor& x, at::Tensor& y, int64_t epoch, int64_t batch_index)> mix;  // empty = none
-  LrProgressFn progress;           // optional
+  LrProgressFn progress;                                                                      // optional
 };
 
 // The sweep with the recipe's training step: train.accum_steps micro-batches per update, the recipe's

@@ -16,15 +16,19 @@ constexpr int64_t kMaxBatch = int64_t{1} << 24;
 
 config::Fields<RunOptions> run_fields() {
   config::Fields<RunOptions> f;
-  f.field("name", &RunOptions::name, "run name (folder under paths.runs)").check([](const config::json& v) -> std::string {
-    auto s = v.get<std::string>();
-    if (s.empty() || s.find('/') != std::string::npos || s == "." || s == "..") return "expected a folder name without '/', got \"" + s + "\"";
-    for (unsigned char c : s)
-      if (c < 0x20 || c == 0x7F) return "expected a folder name without control characters (newline, tab, NUL, ...)";
-    return "";
-  });
+  f.field("name", &RunOptions::name, "run name (folder under paths.runs)")
+      .check([](const config::json& v) -> std::string {
+        auto s = v.get<std::string>();
+        if (s.empty() || s.find('/') != std::string::npos || s == "." || s == "..")
+          return "expected a folder name without '/', got \"" + s + "\"";
+        for (unsigned char c : s)
+          if (c < 0x20 || c == 0x7F)
+            return "expected a folder name without control characters (newline, tab, NUL, ...)";
+        return "";
+      });
   f.field("seed", &RunOptions::seed, "seed for weights, folds, data order and augmentation").min(0);
-  f.field("time_limit", &RunOptions::time_limit, "wall-clock budget: epochs are planned to finish inside it (\"8h45m\", \"90m\"; \"\" = none)")
+  f.field("time_limit", &RunOptions::time_limit,
+          "wall-clock budget: epochs are planned to finish inside it (\"8h45m\", \"90m\"; \"\" = none)")
       .check([](const config::json& v) -> std::string {
         try {
           parse_duration(v.get<std::string>());
@@ -57,45 +61,72 @@ config::Fields<TrainOptions> train_fields() {
         if (v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= kMaxBatch) return "";
         return "expected an integer in [1, " + std::to_string(kMaxBatch) + "] or \"auto\", got " + v.dump();
       });
-  f.field("auto_batch_max", &TrainOptions::auto_batch_max, "batch_size = \"auto\": the largest batch size tried").range(1, kMaxBatch);
+  f.field("auto_batch_max", &TrainOptions::auto_batch_max, "batch_size = \"auto\": the largest batch size tried")
+      .range(1, kMaxBatch);
   f.field("auto_batch_margin", &TrainOptions::auto_batch_margin,
-          "batch_size = \"auto\": fraction of the device's memory that must stay free at the chosen size").range(0, 0.9);
-  f.field("eval_batch_size", &TrainOptions::eval_batch_size, "images per evaluation batch (0 = 2 x batch_size)").range(0, kMaxBatch);
-  f.field("log_every_s", &TrainOptions::log_every_s, "seconds between progress lines when not on a terminal").positive();
-  f.field("accum_steps", &TrainOptions::accum_steps, "micro-batches per optimizer update; the loss is divided by the group's real size").range(1, kMaxBatch);
+          "batch_size = \"auto\": fraction of the device's memory that must stay free at the chosen size")
+      .range(0, 0.9);
+  f.field("eval_batch_size", &TrainOptions::eval_batch_size, "images per evaluation batch (0 = 2 x batch_size)")
+      .range(0, kMaxBatch);
+  f.field("log_every_s", &TrainOptions::log_every_s, "seconds between progress lines when not on a terminal")
+      .positive();
+  f.field("accum_steps", &TrainOptions::accum_steps,
+          "micro-batches per optimizer update; the loss is divided by the group's real size")
+      .range(1, kMaxBatch);
   f.field("clip_grad_norm", &TrainOptions::clip_grad_norm, "clip the global gradient L2 norm to this (0 = off)").min(0);
   f.field("clip_grad_value", &TrainOptions::clip_grad_value, "clamp each gradient element to +-this (0 = off)").min(0);
-  f.field("agc", &TrainOptions::agc, "adaptive gradient clipping factor, unit-wise (NFNet; timm uses 0.01; 0 = off)").min(0);
+  f.field("agc", &TrainOptions::agc, "adaptive gradient clipping factor, unit-wise (NFNet; timm uses 0.01; 0 = off)")
+      .min(0);
   f.field("oom_backoff", &TrainOptions::oom_backoff,
           "on a CUDA out-of-memory error: free the cache, halve the micro-batch and double the accumulation (effective "
           "batch, lr and schedule unchanged), retry the update; exit 4 at one image per micro-batch");
   f.field("checkpoint_every_steps", &TrainOptions::checkpoint_every_steps,
-          "also save checkpoints/last every N optimizer updates inside an epoch (0 = epoch ends only)").min(0);
-  f.field("nan_policy", &TrainOptions::nan_policy, "non-finite loss or gradient: the update is skipped and logged; abort stops after nan_max_consecutive in a row")
+          "also save checkpoints/last every N optimizer updates inside an epoch (0 = epoch ends only)")
+      .min(0);
+  f.field(
+       "nan_policy", &TrainOptions::nan_policy,
+       "non-finite loss or gradient: the update is skipped and logged; abort stops after nan_max_consecutive in a row")
       .choices({"abort", "skip"});
-  f.field("nan_max_consecutive", &TrainOptions::nan_max_consecutive, "consecutive non-finite updates before nan_policy = abort stops (exit 5)").min(1);
-  f.field("mode", &TrainOptions::mode, "normal, or fine_tune (fastai: freeze_epochs on the head, then train.epochs on all groups)")
+  f.field("nan_max_consecutive", &TrainOptions::nan_max_consecutive,
+          "consecutive non-finite updates before nan_policy = abort stops (exit 5)")
+      .min(1);
+  f.field("mode", &TrainOptions::mode,
+          "normal, or fine_tune (fastai: freeze_epochs on the head, then train.epochs on all groups)")
       .choices({"normal", "fine_tune"});
-  f.field("freeze", &TrainOptions::freeze, "train only the last N layer groups (0 = all); see kgtrain show --model for the groups").min(0);
-  f.field("unfreeze_every", &TrainOptions::unfreeze_every, "gradual unfreezing: one more layer group every N epochs (0 = never)").min(0);
-  f.field("train_bn", &TrainOptions::train_bn, "normalization layers stay trainable inside frozen groups (fastai train_bn)");
-  f.field("freeze_epochs", &TrainOptions::freeze_epochs, "fine_tune: epochs with only the head trainable").range(0, kMaxEpochs);
-  f.field("fine_tune_lr_mult", &TrainOptions::fine_tune_lr_mult, "fine_tune: the stem's lr is the head's divided by this").min(1);
-  f.field("fine_tune_pct_start", &TrainOptions::fine_tune_pct_start, "fine_tune: warm-up fraction of the unfrozen phase").range(0, 1);
+  f.field("freeze", &TrainOptions::freeze,
+          "train only the last N layer groups (0 = all); see kgtrain show --model for the groups")
+      .min(0);
+  f.field("unfreeze_every", &TrainOptions::unfreeze_every,
+          "gradual unfreezing: one more layer group every N epochs (0 = never)")
+      .min(0);
+  f.field("train_bn", &TrainOptions::train_bn,
+          "normalization layers stay trainable inside frozen groups (fastai train_bn)");
+  f.field("freeze_epochs", &TrainOptions::freeze_epochs, "fine_tune: epochs with only the head trainable")
+      .range(0, kMaxEpochs);
+  f.field("fine_tune_lr_mult", &TrainOptions::fine_tune_lr_mult,
+          "fine_tune: the stem's lr is the head's divided by this")
+      .min(1);
+  f.field("fine_tune_pct_start", &TrainOptions::fine_tune_pct_start,
+          "fine_tune: warm-up fraction of the unfrozen phase")
+      .range(0, 1);
   f.field("fine_tune_div", &TrainOptions::fine_tune_div, "fine_tune: the unfrozen phase starts at lr / div").positive();
   return f;
 }
 config::Fields<CheckpointOptions> checkpoint_fields() {
   config::Fields<CheckpointOptions> f;
-  f.field("keep_last", &CheckpointOptions::keep_last, "checkpoints/last plus keep_last-1 older ones rotated to checkpoints/step-NNN").min(1);
-  f.field("top_k", &CheckpointOptions::top_k, "also keep the k best epochs as checkpoints/top-epochNNN (0 = off)").min(0);
+  f.field("keep_last", &CheckpointOptions::keep_last,
+          "checkpoints/last plus keep_last-1 older ones rotated to checkpoints/step-NNN")
+      .min(1);
+  f.field("top_k", &CheckpointOptions::top_k, "also keep the k best epochs as checkpoints/top-epochNNN (0 = off)")
+      .min(0);
   return f;
 }
 
 KG_REGISTER_SECTION("run", "run identity and seed", run_fields().schema(), "");
 KG_REGISTER_SECTION("paths", "input and output roots (the environment layer sets them)", paths_fields().schema(), "");
 KG_REGISTER_SECTION("train", "the training loop", train_fields().schema(), "");
-KG_REGISTER_SECTION("checkpoint", "checkpoint retention (last, rotated history, top-k)", checkpoint_fields().schema(), "");
+KG_REGISTER_SECTION("checkpoint", "checkpoint retention (last, rotated history, top-k)", checkpoint_fields().schema(),
+                    "");
 
 }  // namespace
 
@@ -126,10 +157,18 @@ double parse_duration(const std::string& text, const std::string& key) {
     double unit = 1;
     if (j < s.size()) {
       switch (s[j]) {
-        case 'd': unit = 86400; break;
-        case 'h': unit = 3600; break;
-        case 'm': unit = 60; break;
-        case 's': unit = 1; break;
+        case 'd':
+          unit = 86400;
+          break;
+        case 'h':
+          unit = 3600;
+          break;
+        case 'm':
+          unit = 60;
+          break;
+        case 's':
+          unit = 1;
+          break;
         default:
           throw ConfigError(key + " = \"" + text + "\": unknown unit '" + std::string(1, s[j]) +
                             "' (use d, h, m, s, e.g. \"8h45m\")");

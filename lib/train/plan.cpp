@@ -17,12 +17,16 @@ class FastaiOneCycle : public optim::Schedule {
  public:
   FastaiOneCycle(double lr_max, int64_t total, double pct_start, double div, double div_final)
       : lr_max_(lr_max), total_(std::max<int64_t>(total, 1)), pct_(pct_start), div_(div), div_final_(div_final) {}
-  double lr_at(int64_t step) const override { return combined(pos(step), lr_max_ / div_, lr_max_, lr_max_ / div_final_); }
+  double lr_at(int64_t step) const override {
+    return combined(pos(step), lr_max_ / div_, lr_max_, lr_max_ / div_final_);
+  }
   std::optional<double> momentum_at(int64_t step) const override { return combined(pos(step), 0.95, 0.85, 0.95); }
 
  private:
   double pos(int64_t step) const { return static_cast<double>(step) / static_cast<double>(total_); }
-  static double sched_cos(double start, double end, double p) { return start + (1 + std::cos(M_PI * (1 - p))) * (end - start) / 2; }
+  static double sched_cos(double start, double end, double p) {
+    return start + (1 + std::cos(M_PI * (1 - p))) * (end - start) / 2;
+  }
   double combined(double p, double start, double middle, double end) const {
     // combine_scheds([pct, 1 - pct], [SchedCos(start, middle), SchedCos(middle, end)])
     if (p < pct_ || pct_ >= 1.0) return sched_cos(start, middle, pct_ > 0 ? std::min(p / pct_, 1.0) : 1.0);
@@ -44,24 +48,28 @@ std::vector<double> even_mults(double start, double stop, int64_t n) {
 }
 
 Plan::Plan(const config::Tree& recipe, int64_t epochs, StepsOf steps_of, std::vector<std::string> group_names)
-    : recipe_(recipe), train_epochs_(epochs), num_groups_(static_cast<int64_t>(group_names.size())),
-      steps_of_(std::move(steps_of)), group_names_(std::move(group_names)) {
+    : recipe_(recipe),
+      train_epochs_(epochs),
+      num_groups_(static_cast<int64_t>(group_names.size())),
+      steps_of_(std::move(steps_of)),
+      group_names_(std::move(group_names)) {
   auto t = load_train_options(recipe);
   mode_ = t.mode;
   freeze_ = t.freeze;
   unfreeze_every_ = t.unfreeze_every;
   const std::string groups = join(group_names_, ", ");
   if (mode_ == "fine_tune") {
-    KG_CHECK(num_groups_ >= 2, ConfigError, "train.mode = \"fine_tune\" freezes every layer group but the head, but model ",
-             "has only one group (", groups, "): nothing would be frozen. Use train.mode = \"normal\" or a backbone with groups");
+    KG_CHECK(num_groups_ >= 2, ConfigError,
+             "train.mode = \"fine_tune\" freezes every layer group but the head, but model ", "has only one group (",
+             groups, "): nothing would be frozen. Use train.mode = \"normal\" or a backbone with groups");
     KG_CHECK(freeze_ == 0 && unfreeze_every_ == 0, ConfigError,
              "train.mode = \"fine_tune\" sets its own freezing; remove train.freeze / train.unfreeze_every");
     epochs_ = t.freeze_epochs + train_epochs_;
   } else {
     epochs_ = train_epochs_;
     if (freeze_ > 0) {
-      KG_CHECK(num_groups_ >= 2, ConfigError, "train.freeze = ", freeze_, ": the model has only one layer group (", groups,
-               "), so freezing would be a silent no-op; remove train.freeze or use a backbone with groups");
+      KG_CHECK(num_groups_ >= 2, ConfigError, "train.freeze = ", freeze_, ": the model has only one layer group (",
+               groups, "), so freezing would be a silent no-op; remove train.freeze or use a backbone with groups");
       KG_CHECK(freeze_ < num_groups_, ConfigError, "train.freeze = ", freeze_, " would freeze nothing: the model has ",
                num_groups_, " layer groups (", groups, ") and train.freeze is how many of the LAST groups train, 1..",
                num_groups_ - 1, " (0 = all, no freezing)");
@@ -79,7 +87,8 @@ void Plan::build() {
   if (mode_ == "fine_tune") {
     // fastai Learner.fine_tune(epochs, base_lr, freeze_epochs, lr_mult, pct_start, div).
     double base = optim::peak_lr(o);
-    KG_CHECK(!o.lr.is_array(), ConfigError, "train.mode = \"fine_tune\" takes one base lr in optim.lr (fastai base_lr); ",
+    KG_CHECK(!o.lr.is_array(), ConfigError,
+             "train.mode = \"fine_tune\" takes one base lr in optim.lr (fastai base_lr); ",
              "it spreads it over the groups itself (train.fine_tune_lr_mult)");
     int64_t first = 0;
     if (t.freeze_epochs > 0) {
@@ -99,7 +108,8 @@ void Plan::build() {
     q.epochs = train_epochs_;
     q.first_step = first;
     double lr = base / 2;
-    q.schedule = std::make_unique<FastaiOneCycle>(lr, total_steps() - first, t.fine_tune_pct_start, t.fine_tune_div, 1e5);
+    q.schedule =
+        std::make_unique<FastaiOneCycle>(lr, total_steps() - first, t.fine_tune_pct_start, t.fine_tune_div, 1e5);
     auto m = even_mults(lr / t.fine_tune_lr_mult, lr, num_groups_);
     for (auto& v : m) v /= lr;
     q.group_lr_mult = m;
@@ -166,8 +176,10 @@ void Plan::observe(int64_t step, const std::map<std::string, double>& values) {
 void Plan::rescale(int64_t epochs) {
   KG_CHECK(mode_ != "fine_tune" || epochs > load_train_options(recipe_).freeze_epochs, ConfigError,
            "the time budget leaves no unfrozen epoch for fine_tune");
-  if (mode_ == "fine_tune") train_epochs_ = epochs - load_train_options(recipe_).freeze_epochs;
-  else train_epochs_ = epochs;
+  if (mode_ == "fine_tune")
+    train_epochs_ = epochs - load_train_options(recipe_).freeze_epochs;
+  else
+    train_epochs_ = epochs;
   epochs_ = epochs;
   auto saved = state();
   build();
@@ -188,7 +200,8 @@ void Plan::load_state(const nlohmann::json& s) {
     build();
   }
   if (s.contains("schedules"))
-    for (size_t i = 0; i < phases_.size() && i < s["schedules"].size(); ++i) phases_[i].schedule->load_state(s["schedules"][i]);
+    for (size_t i = 0; i < phases_.size() && i < s["schedules"].size(); ++i)
+      phases_[i].schedule->load_state(s["schedules"][i]);
 }
 
 std::string Plan::describe() const {

@@ -21,10 +21,10 @@ namespace kg::train {
 
 struct Phase {
   int64_t epochs = 0;
-  int64_t first_step = 0;                  // update index where the phase starts
-  optim::SchedulePtr schedule;             // sampled at (update - first_step)
-  std::vector<double> group_lr_mult;       // per layer group; empty = the optimizer's own multipliers
-  int64_t frozen_groups = 0;               // layer groups frozen (from the stem) at the phase's start
+  int64_t first_step = 0;             // update index where the phase starts
+  optim::SchedulePtr schedule;        // sampled at (update - first_step)
+  std::vector<double> group_lr_mult;  // per layer group; empty = the optimizer's own multipliers
+  int64_t frozen_groups = 0;          // layer groups frozen (from the stem) at the phase's start
 };
 
 class Plan {

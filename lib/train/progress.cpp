@@ -8,8 +8,10 @@ namespace {
 std::string clock_text(double s) {
   char buf[32];
   int t = static_cast<int>(s + 0.5);
-  if (t >= 3600) std::snprintf(buf, sizeof buf, "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60);
-  else std::snprintf(buf, sizeof buf, "%d:%02d", t / 60, t % 60);
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%d:%02d", t / 60, t % 60);
   return buf;
 }
 }  // namespace
@@ -36,16 +38,16 @@ void Progress::print(bool final) {
     int fill = total_ > 0 ? static_cast<int>(width * done_ / total_) : width;
     std::string bar(static_cast<size_t>(fill), '#');
     bar.resize(width, '.');
-    std::snprintf(buf, sizeof buf, "\r%s [%s] %lld/%lld loss %.4f lr %.2e %.0f img/s %s %s  ", label_.c_str(), bar.c_str(),
-                  static_cast<long long>(done_), static_cast<long long>(total_), loss_, lr_, ips,
+    std::snprintf(buf, sizeof buf, "\r%s [%s] %lld/%lld loss %.4f lr %.2e %.0f img/s %s %s  ", label_.c_str(),
+                  bar.c_str(), static_cast<long long>(done_), static_cast<long long>(total_), loss_, lr_, ips,
                   final ? "in" : "eta", clock_text(final ? el : eta).c_str());
     std::fputs(buf, stderr);
     if (final) std::fputs("\n", stderr);
     open_ = !final;
   } else {
     std::snprintf(buf, sizeof buf, "%s step %lld/%lld loss %.4f lr %.3e %.0f img/s %s %s\n", label_.c_str(),
-                  static_cast<long long>(done_), static_cast<long long>(total_), loss_, lr_, ips, final ? "took" : "eta",
-                  clock_text(final ? el : eta).c_str());
+                  static_cast<long long>(done_), static_cast<long long>(total_), loss_, lr_, ips,
+                  final ? "took" : "eta", clock_text(final ? el : eta).c_str());
     std::fputs(buf, stderr);
   }
   std::fflush(stderr);

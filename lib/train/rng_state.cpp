@@ -34,7 +34,8 @@ at::Tensor get_state(at::Generator gen) {
 void set_state(at::Generator gen, const at::Tensor& state, const std::string& key) {
   KG_CHECK(state.defined() && state.scalar_type() == at::kByte && state.dim() == 1, CheckpointError,
            "checkpoint RNG state ", key, " is malformed: expected a 1-D uint8 tensor, got ",
-           state.defined() ? std::string(c10::toString(state.scalar_type())) + " of shape " + c10::str(state.sizes()) : "nothing");
+           state.defined() ? std::string(c10::toString(state.scalar_type())) + " of shape " + c10::str(state.sizes())
+                           : "nothing");
   try {
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_state(state.contiguous());
@@ -50,7 +51,8 @@ void set_state(at::Generator gen, const at::Tensor& state, const std::string& ke
 model::TensorMap capture_rng() {
   model::TensorMap t;
   t[kCpuKey] = get_state(at::detail::getDefaultCPUGenerator());
-  for (int64_t i = 0, n = cuda_device_count(); i < n; ++i) t[kCudaPrefix + std::to_string(i)] = get_state(cuda_generator(i));
+  for (int64_t i = 0, n = cuda_device_count(); i < n; ++i)
+    t[kCudaPrefix + std::to_string(i)] = get_state(cuda_generator(i));
   return t;
 }
 

@@ -13,14 +13,15 @@
 namespace kg::train {
 
 namespace {
-constexpr int kWarmup = 3;       // eager runs before a capture (cuDNN benchmark, library handles), as in PyTorch's docs
+constexpr int kWarmup = 3;  // eager runs before a capture (cuDNN benchmark, library handles), as in PyTorch's docs
 constexpr size_t kMaxGraphs = 4;  // input shapes kept captured (progressive-resizing stages, out-of-memory back-offs)
 
 // The weight as the float32 the loss is multiplied by: a loss scale beyond float32's range is infinity
 // (the update then overflows and is skipped), not a conversion error.
 float as_float(double w) {
-  return std::abs(w) > static_cast<double>(std::numeric_limits<float>::max()) ? std::copysign(std::numeric_limits<float>::infinity(), w)
-                                                                            : static_cast<float>(w);
+  return std::abs(w) > static_cast<double>(std::numeric_limits<float>::max())
+             ? std::copysign(std::numeric_limits<float>::infinity(), w)
+             : static_cast<float>(w);
 }
 
 void describe(std::ostringstream& s, const at::Tensor& t) {
@@ -63,8 +64,8 @@ struct GraphedSteps::Entry {
   std::unique_ptr<device::StepGraph> graph;
 };
 
-GraphedSteps::GraphedSteps(std::unique_ptr<device::GraphCapturer> capturer, MicroStep step, std::vector<at::Tensor> params,
-                           std::function<void(const std::string&)> log)
+GraphedSteps::GraphedSteps(std::unique_ptr<device::GraphCapturer> capturer, MicroStep step,
+                           std::vector<at::Tensor> params, std::function<void(const std::string&)> log)
     : capturer_(std::move(capturer)), step_(step), params_(std::move(params)), log_(std::move(log)) {}
 
 GraphedSteps::~GraphedSteps() = default;
@@ -125,8 +126,8 @@ GraphedSteps::Entry& GraphedSteps::entry_for(const at::Tensor& x, const at::Tens
   if (entries_.empty()) model_signature_ = signature();
   ++captures_;
   if (log_)
-    log_("  cuda graphs: training step captured for input " + c10::str(x.sizes()) + " (" + std::to_string(entries_.size() + 1) +
-         " shape" + (entries_.empty() ? "" : "s") + " kept)");
+    log_("  cuda graphs: training step captured for input " + c10::str(x.sizes()) + " (" +
+         std::to_string(entries_.size() + 1) + " shape" + (entries_.empty() ? "" : "s") + " kept)");
   entries_.push_front(std::move(e));
   return *entries_.front();
 }
@@ -141,8 +142,8 @@ at::Tensor GraphedSteps::run(const at::Tensor& x, const at::Tensor& f, const at:
     on_ = false;
     clear();
     if (log_)
-      log_("  cuda graphs: off for the rest of the run, the step could not be captured (" + what.substr(0, what.find('\n')) +
-           "); it runs eagerly");
+      log_("  cuda graphs: off for the rest of the run, the step could not be captured (" +
+           what.substr(0, what.find('\n')) + "); it runs eagerly");
     at::Tensor l = step_.forward(x, f, y);
     step_.backward(l, step_.weight_tensor(weight, x.device()));
     return l.detach();
@@ -161,8 +162,10 @@ at::Tensor GraphedSteps::run(const at::Tensor& x, const at::Tensor& f, const at:
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!grads[i].defined()) continue;
     at::Tensor& g = params_[i].mutable_grad();
-    if (!g.defined()) g = sole ? grads[i] : grads[i].clone();
-    else g.add_(grads[i]);
+    if (!g.defined())
+      g = sole ? grads[i] : grads[i].clone();
+    else
+      g.add_(grads[i]);
   }
   return e->graph->outputs().front();
 }

@@ -31,7 +31,8 @@ struct MicroStep {
   const loss::Loss* loss = nullptr;
   device::Precision precision = device::Precision::fp32;
   c10::DeviceType device_type = c10::kCPU;
-  bool scaled = false;  // fp16: the loss is multiplied by its weight (loss scale / micro-batches); else divided (by micro-batches)
+  bool scaled = false;  // fp16: the loss is multiplied by its weight (loss scale / micro-batches); else divided (by
+                        // micro-batches)
 
   // The float32 mean loss of a micro-batch (`f`: tabular features, may be undefined).
   at::Tensor forward(const at::Tensor& x, const at::Tensor& f, const at::Tensor& y) const;

@@ -35,11 +35,19 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 Trainer::Trainer(TrainerParts parts, Plan& plan, const TrainOptions& topt, const CheckpointOptions& copt,
                  TrainLoaderFn train_loader, ValidLoaderFn valid_loader, MixFn mix, std::vector<CallbackPtr> callbacks,
                  TrainerIO io)
-    : p_(parts), plan_(plan), topt_(topt), copt_(copt), train_loader_(std::move(train_loader)),
-      valid_loader_(std::move(valid_loader)), mix_(std::move(mix)), callbacks_(std::move(callbacks)), io_(std::move(io)),
-      store_((fs::path(io_.dir) / "checkpoints").string(), static_cast<int>(copt.keep_last), static_cast<int>(copt.top_k),
-             parts.metrics->higher_is_better()) {
-  std::sort(callbacks_.begin(), callbacks_.end(), [](const CallbackPtr& a, const CallbackPtr& b) { return a->order() < b->order(); });
+    : p_(parts),
+      plan_(plan),
+      topt_(topt),
+      copt_(copt),
+      train_loader_(std::move(train_loader)),
+      valid_loader_(std::move(valid_loader)),
+      mix_(std::move(mix)),
+      callbacks_(std::move(callbacks)),
+      io_(std::move(io)),
+      store_((fs::path(io_.dir) / "checkpoints").string(), static_cast<int>(copt.keep_last),
+             static_cast<int>(copt.top_k), parts.metrics->higher_is_better()) {
+  std::sort(callbacks_.begin(), callbacks_.end(),
+            [](const CallbackPtr& a, const CallbackPtr& b) { return a->order() < b->order(); });
   // Parameters inside normalization layers stay trainable in frozen groups (train.train_bn).
   std::unordered_set<const void*> norm;
   for (auto& m : p_.net->modules(/*include_self=*/false))
@@ -56,8 +64,10 @@ Trainer::Trainer(TrainerParts parts, Plan& plan, const TrainOptions& topt, const
   if (p_.cuda_graphs) {
     std::string why;
     auto capturer = p_.emulate_graphs ? device::emulated_capturer() : device::graph_capturer(p_.device, &why);
-    if (capturer) graphs_ = std::make_unique<GraphedSteps>(std::move(capturer), micro_step(), params_, io_.log);
-    else log("  cuda graphs: off (" + why + "); the step runs eagerly");
+    if (capturer)
+      graphs_ = std::make_unique<GraphedSteps>(std::move(capturer), micro_step(), params_, io_.log);
+    else
+      log("  cuda graphs: off (" + why + "); the step runs eagerly");
   }
   if (p_.group) {
     s_.world_size = p_.group->world_size();
@@ -178,14 +188,15 @@ bool Trainer::finish_update(const at::Tensor& group_loss_sum, bool stop_here) {
     p_.scaler.update(false);
     ++s_.skipped_updates;
     ++s_.nan_streak;
-    log("  non-finite loss or gradient at update " + std::to_string(s_.step + 1) + " (epoch " + std::to_string(s_.epoch + 1) +
-        "): update skipped (" + std::to_string(s_.nan_streak) + " in a row)");
+    log("  non-finite loss or gradient at update " + std::to_string(s_.step + 1) + " (epoch " +
+        std::to_string(s_.epoch + 1) + "): update skipped (" + std::to_string(s_.nan_streak) + " in a row)");
     if (topt_.nan_policy == "abort" && s_.nan_streak >= topt_.nan_max_consecutive) {
       save_last();
       throw DivergedError("training diverged: " + std::to_string(s_.nan_streak) +
                           " consecutive updates had a non-finite loss or gradient (train.nan_policy = \"abort\", "
-                          "train.nan_max_consecutive = " + std::to_string(topt_.nan_max_consecutive) +
-                          "); the last good weights are in " + io_.dir + "/checkpoints/last. Lower optim.lr, "
+                          "train.nan_max_consecutive = " +
+                          std::to_string(topt_.nan_max_consecutive) + "); the last good weights are in " + io_.dir +
+                          "/checkpoints/last. Lower optim.lr, "
                           "set train.clip_grad_norm, or check the inputs");
     }
     ++s_.step;
@@ -218,7 +229,9 @@ int64_t chunks_of(int64_t rows, int64_t micro) { return (rows + micro - 1) / mic
 
 }  // namespace
 
-bool Trainer::oom_backoff_enabled() const { return topt_.oom_backoff && (p_.device.is_cuda() || p_.fake_oom_above >= 0); }
+bool Trainer::oom_backoff_enabled() const {
+  return topt_.oom_backoff && (p_.device.is_cuda() || p_.fake_oom_above >= 0);
+}
 
 void Trainer::back_off(int64_t epoch, int64_t full_batch, const std::string& what) {
   const int64_t from = micro_size(full_batch, s_.oom_halvings);
@@ -226,16 +239,18 @@ void Trainer::back_off(int64_t epoch, int64_t full_batch, const std::string& wha
   const int64_t smallest = has_batch_norm_ ? 2 : 1;
   if (micro_size(full_batch, s_.oom_halvings + 1) < smallest || from <= smallest) {
     save_last();
-    throw DeviceError("out of memory at the smallest micro-batch (" + std::to_string(from) + " image" + (from > 1 ? "s" : "") +
-                      (has_batch_norm_ ? "; BatchNorm needs two" : "") + ", train.batch_size " + std::to_string(full_batch) +
-                      ", halved " + std::to_string(s_.oom_halvings) + " time(s)) on " + p_.device.str() + ": " + what +
+    throw DeviceError("out of memory at the smallest micro-batch (" + std::to_string(from) + " image" +
+                      (from > 1 ? "s" : "") + (has_batch_norm_ ? "; BatchNorm needs two" : "") + ", train.batch_size " +
+                      std::to_string(full_batch) + ", halved " + std::to_string(s_.oom_halvings) + " time(s)) on " +
+                      p_.device.str() + ": " + what +
                       ". The model does not fit: lower data.image_size, set model.grad_checkpointing = true or "
                       "device.precision = \"auto\", or pick a smaller model; checkpoints/last is saved");
   }
   ++s_.oom_halvings;
   const int64_t to = micro_size(full_batch, s_.oom_halvings);
   const int64_t accum = topt_.accum_steps * chunks_of(full_batch, to);
-  s_.oom_events.push_back({{"epoch", epoch + 1}, {"update", s_.step + 1}, {"from", from}, {"to", to}, {"accum_steps", accum}});
+  s_.oom_events.push_back(
+      {{"epoch", epoch + 1}, {"update", s_.step + 1}, {"from", from}, {"to", to}, {"accum_steps", accum}});
   if (graphs_) graphs_->clear();  // their memory pool goes back too
   device::backend_for(p_.device.type()).empty_cache();
   log("  out of memory at update " + std::to_string(s_.step + 1) + " (micro-batch " + std::to_string(from) + "): now " +
@@ -260,8 +275,8 @@ void Trainer::run_loaded_batch(const data::Batch& b, int64_t epoch, int64_t full
     // Each micro-batch's mean loss weighs 1/(the group's real size): the group's gradient is the
     // gradient of its mean loss, also for a short final group (timm; Lightning divides by accum).
     // fp16 multiplies by the loss scale / that size instead.
-    const double weight = p_.scaler.enabled() ? p_.scaler.scale() / static_cast<double>(group_chunks)
-                                              : static_cast<double>(group_chunks);
+    const double weight =
+        p_.scaler.enabled() ? p_.scaler.scale() / static_cast<double>(group_chunks) : static_cast<double>(group_chunks);
     at::Tensor ld;
     if (graphs_ && graphs_->on()) {
       if (p_.fake_oom_above >= 0 && len > p_.fake_oom_above) device::throw_fake_oom(len, p_.fake_oom_above);
@@ -291,8 +306,9 @@ bool Trainer::run_epoch(int64_t epoch) {
   const bool backoff = oom_backoff_enabled();
   p_.net->train();
   if (graphs_) graphs_->check_model();
-  Progress progress(io_.progress, (io_.label.empty() ? "" : io_.label + " ") + "epoch " + std::to_string(epoch + 1) + "/" +
-                                      std::to_string(plan_.epochs()),
+  Progress progress(io_.progress,
+                    (io_.label.empty() ? "" : io_.label + " ") + "epoch " + std::to_string(epoch + 1) + "/" +
+                        std::to_string(plan_.epochs()),
                     n);
   auto t0 = std::chrono::steady_clock::now();
   const auto dev_opts = torch::TensorOptions().device(p_.device);
@@ -311,7 +327,7 @@ bool Trainer::run_epoch(int64_t epoch) {
   int64_t in_group = 0, group_size = 0;
   double lr = 0;
   std::vector<data::Batch> group;  // the update's loaded batches so far, kept for an out-of-memory retry
-  ModelSnapshot snapshot;  // what a retried (out-of-memory) attempt restores
+  ModelSnapshot snapshot;          // what a retried (out-of-memory) attempt restores
   // Micro-batches in the group [first, first + group_size) of loader batches at the current micro-batch size.
   auto group_chunks = [&](int64_t first) {
     const int64_t micro = micro_size(full, s_.oom_halvings);
@@ -355,11 +371,14 @@ bool Trainer::run_epoch(int64_t epoch) {
           std::string what = e.what();
           what = what.substr(0, what.find('\n'));
           if (!abandon_reduction())
-            throw DeviceError("out of memory in backward at update " + std::to_string(s_.step + 1) + " (micro-batch " +
-                              std::to_string(micro_size(full, s_.oom_halvings)) + ") after this rank had started summing "
-                              "gradients with the others: the update cannot be retried at a smaller micro-batch. Set "
-                              "device.dist_overlap = false (OOM back-off then works in multi-process runs) or a smaller "
-                              "train.batch_size: " + what);
+            throw DeviceError(
+                "out of memory in backward at update " + std::to_string(s_.step + 1) + " (micro-batch " +
+                std::to_string(micro_size(full, s_.oom_halvings)) +
+                ") after this rank had started summing "
+                "gradients with the others: the update cannot be retried at a smaller micro-batch. Set "
+                "device.dist_overlap = false (OOM back-off then works in multi-process runs) or a smaller "
+                "train.batch_size: " +
+                what);
           // Everything this update computed is dropped: the group starts again at the smaller size.
           p_.opt->zero_grad();
           g.loss.zero_();
@@ -380,8 +399,10 @@ bool Trainer::run_epoch(int64_t epoch) {
     s_.train_images += g.images;
     finish_update(g.loss, stop_signal().load() != 0 || (stop_requested_ && stop_mid_epoch_));
     s_.batch = b.index + 1;
-    progress.update(s_.batch, [&] { return (s_.epoch_loss_sum + epoch_loss.item<double>()) / std::max<int64_t>(1, s_.epoch_loss_count); },
-                    lr, s_.epoch_images);
+    progress.update(
+        s_.batch,
+        [&] { return (s_.epoch_loss_sum + epoch_loss.item<double>()) / std::max<int64_t>(1, s_.epoch_loss_count); }, lr,
+        s_.epoch_images);
     // Data parallel: every rank stops at the same update when any of them was asked to (before it:
     // a stop asked during this update's callbacks counts at the next one).
     const bool stop_now = p_.group ? dist_stop_ : stop_signal().load() != 0 || (stop_requested_ && stop_mid_epoch_);

@@ -50,18 +50,18 @@ struct TrainState {
   double epoch_loss_sum = 0;    // training loss summed over the epoch's micro-batches so far
   int64_t epoch_loss_count = 0;
   int64_t epoch_images = 0;
-  double epoch_seconds = 0;     // training time of the epoch so far (resumed epochs add up)
-  int64_t train_images = 0;     // whole run
+  double epoch_seconds = 0;  // training time of the epoch so far (resumed epochs add up)
+  int64_t train_images = 0;  // whole run
   double train_seconds = 0;
-  double elapsed_seconds = 0;   // wall time of completed epochs (validation included), across resumes
-  std::optional<double> best;   // monitored value of checkpoints/best
+  double elapsed_seconds = 0;  // wall time of completed epochs (validation included), across resumes
+  std::optional<double> best;  // monitored value of checkpoints/best
   int64_t best_epoch = 0;
-  std::string best_from;        // "model" or a variant ("ema", "swa")
+  std::string best_from;                             // "model" or a variant ("ema", "swa")
   nlohmann::json history = nlohmann::json::array();  // one object per completed epoch (metrics.jsonl)
-  std::string stop_reason;      // set when a callback ends the run early
-  int64_t oom_halvings = 0;     // out-of-memory back-offs: micro-batches are loader batches / 2^this
+  std::string stop_reason;                           // set when a callback ends the run early
+  int64_t oom_halvings = 0;  // out-of-memory back-offs: micro-batches are loader batches / 2^this
   nlohmann::json oom_events = nlohmann::json::array();  // one object per back-off (epoch, update, from, to)
-  int64_t world_size = 1;       // processes that trained (batch counts global batches of batch_size * world_size)
+  int64_t world_size = 1;  // processes that trained (batch counts global batches of batch_size * world_size)
 
   nlohmann::json to_json() const;
   static TrainState from_json(const nlohmann::json& j);
@@ -81,7 +81,8 @@ struct TrainerParts {
   std::string task = "multiclass";
   device::Precision precision = device::Precision::fp32;  // device.precision: the forward pass under autocast
   device::LossScaler scaler;  // fp16: enabled (DeviceInfo::make_scaler); a pass-through otherwise
-  int64_t fake_oom_above = -1;  // test hook KGTRAIN_FAKE_OOM_ABOVE: micro-batches above this many images "run out of memory" (-1 = off)
+  int64_t fake_oom_above =
+      -1;  // test hook KGTRAIN_FAKE_OOM_ABOVE: micro-batches above this many images "run out of memory" (-1 = off)
   // Data parallel: the process group (nullptr = one process). Weights start from rank 0's, gradients are
   // averaged over the ranks before every update (in dist_bucket_bytes buckets), BatchNorm buffers and the
   // validation metrics are rank 0's, and every stop decision is shared.
@@ -93,18 +94,19 @@ struct TrainerParts {
   // device.cuda_graphs (the job checked graphs_blocker): micro-batches replayed from CUDA graphs
   // (train/step_graphs.h); in data parallel runs the gradients are then summed after backward.
   bool cuda_graphs = false;
-  bool emulate_graphs = false;  // test hook KGTRAIN_EMULATE_CUDA_GRAPHS: graphs emulated by re-running the step (any device)
+  bool emulate_graphs =
+      false;  // test hook KGTRAIN_EMULATE_CUDA_GRAPHS: graphs emulated by re-running the step (any device)
 };
 
 // Rank 0's parameters and buffers on every rank of `group`, in place.
 void broadcast_weights(model::Network& net, device::ProcessGroup& group);
 
 struct TrainerIO {
-  std::string dir;                    // run dir or fold dir: checkpoints/, metrics.jsonl, plots
-  std::string label;                  // "fold 2/5" for progress lines ("" = none)
+  std::string dir;    // run dir or fold dir: checkpoints/, metrics.jsonl, plots
+  std::string label;  // "fold 2/5" for progress lines ("" = none)
   std::string recipe_toml;
   nlohmann::json provenance;
-  nlohmann::json state_fields;        // copied into every state.json (model, classes, input, fold, ...)
+  nlohmann::json state_fields;  // copied into every state.json (model, classes, input, fold, ...)
   ProgressStyle progress;
   std::function<void(const std::string&)> log;
   // run.time_limit: when this fit (or fold) must be done, final checkpoint and predictions included.
@@ -118,14 +120,15 @@ using ValidLoaderFn = std::function<std::unique_ptr<data::Loader>()>;
 using MixFn = std::function<void(at::Tensor& x, at::Tensor& y, int64_t epoch, int64_t batch_index)>;
 
 struct FitOutcome {
-  std::string status;                 // completed | early_stopped | time_budget | interrupted
-  int signal = 0;                     // interrupted: the signal number
+  std::string status;  // completed | early_stopped | time_budget | interrupted
+  int signal = 0;      // interrupted: the signal number
 };
 
 class Trainer {
  public:
-  Trainer(TrainerParts parts, Plan& plan, const TrainOptions& topt, const CheckpointOptions& copt, TrainLoaderFn train_loader,
-          ValidLoaderFn valid_loader, MixFn mix, std::vector<CallbackPtr> callbacks, TrainerIO io);
+  Trainer(TrainerParts parts, Plan& plan, const TrainOptions& topt, const CheckpointOptions& copt,
+          TrainLoaderFn train_loader, ValidLoaderFn valid_loader, MixFn mix, std::vector<CallbackPtr> callbacks,
+          TrainerIO io);
   ~Trainer();
 
   // Restores model, optimizer, plan, RNG, callbacks and the loop's position from a checkpoint;
@@ -162,7 +165,7 @@ class Trainer {
 
  private:
   void restore(const Checkpoint& c);  // resume() without its checks of the state it reads
-  bool run_epoch(int64_t epoch);  // false when stopped mid-epoch
+  bool run_epoch(int64_t epoch);      // false when stopped mid-epoch
   void end_epoch(int64_t epoch);
   void apply_plan_for_epoch(int64_t epoch);
   // `stop_here`: this rank wants to stop after the update (shared with the others in data parallel runs).
@@ -171,8 +174,8 @@ class Trainer {
   // each micro-batch's mean loss weighs 1 / `group_chunks`. Adds to the group's loss sums.
   struct GroupSums;
   // `last_of_group`: b is the update's last loaded batch (its last micro-batch's backward is reduced).
-  void run_loaded_batch(const data::Batch& b, int64_t epoch, int64_t full_batch, int64_t group_chunks, bool last_of_group,
-                        GroupSums& g);
+  void run_loaded_batch(const data::Batch& b, int64_t epoch, int64_t full_batch, int64_t group_chunks,
+                        bool last_of_group, GroupSums& g);
   // train.oom_backoff: on CUDA, or with the fake-OOM test hook.
   bool oom_backoff_enabled() const;
   // Halves the micro-batch after an out-of-memory error (DeviceError at one image); logs and records it.
@@ -214,11 +217,11 @@ class Trainer {
   TrainState s_;
   CheckpointStore store_;
   std::vector<std::vector<at::Tensor>> group_params_;  // per layer group
-  std::vector<bool> norm_param_;                         // parallel to net parameters: inside a normalization layer
+  std::vector<bool> norm_param_;                       // parallel to net parameters: inside a normalization layer
   std::vector<at::Tensor> params_;
-  std::unique_ptr<GradReducer> reducer_;                 // data parallel with device.dist_overlap
-  std::unique_ptr<GraphedSteps> graphs_;                 // device.cuda_graphs
-  bool has_batch_norm_ = false;                          // the OOM back-off stops at two images per micro-batch
+  std::unique_ptr<GradReducer> reducer_;  // data parallel with device.dist_overlap
+  std::unique_ptr<GraphedSteps> graphs_;  // device.cuda_graphs
+  bool has_batch_norm_ = false;           // the OOM back-off stops at two images per micro-batch
   std::unique_ptr<EpochReport> last_report_;
   bool stop_requested_ = false, stop_mid_epoch_ = false;
   bool dist_stop_ = false;  // data parallel: a rank asked to stop at the last update

@@ -71,7 +71,8 @@ void Trainer::resume(const Checkpoint& c) {
   try {
     restore(c);
   } catch (const json::exception& e) {
-    throw CheckpointError("checkpoint " + c.dir + ": state.json does not hold what kgtrain wrote there (" + e.what() + ")");
+    throw CheckpointError("checkpoint " + c.dir + ": state.json does not hold what kgtrain wrote there (" + e.what() +
+                          ")");
   }
   KG_CHECK(s_.epoch >= 0 && s_.batch >= 0 && s_.step >= 0, CheckpointError, "checkpoint ", c.dir,
            ": state.json holds a negative position (epoch ", s_.epoch, ", batch ", s_.batch, ", update ", s_.step, ")");
@@ -92,17 +93,20 @@ void Trainer::restore(const Checkpoint& c) {
   store_.load_state(st.value("store", json::object()));
   const int64_t world = p_.group ? p_.group->world_size() : 1;
   s_ = TrainState::from_json(st.at("trainer"));
-  KG_CHECK(s_.batch == 0 || s_.world_size == world, UsageError, "checkpoint ", c.dir, " was saved mid-epoch (batch ", s_.batch,
-           ") by ", s_.world_size, " process(es); resume it with ", s_.world_size,
-           " (mid-epoch positions count global batches of train.batch_size x processes), or from a checkpoint saved at an "
-           "epoch's end, which any number of processes can resume");
+  KG_CHECK(
+      s_.batch == 0 || s_.world_size == world, UsageError, "checkpoint ", c.dir, " was saved mid-epoch (batch ",
+      s_.batch, ") by ", s_.world_size, " process(es); resume it with ", s_.world_size,
+      " (mid-epoch positions count global batches of train.batch_size x processes), or from a checkpoint saved at an "
+      "epoch's end, which any number of processes can resume");
   const json& saved = st.at("trainer");
-  const int64_t saved_batch = saved.value("batch_size", topt_.batch_size), saved_accum = saved.value("accum_steps", topt_.accum_steps);
-  KG_CHECK(s_.batch == 0 || (saved_batch == topt_.batch_size && saved_accum == topt_.accum_steps), UsageError, "checkpoint ",
-           c.dir, " was saved mid-epoch (batch ", s_.batch, ") with train.batch_size = ", saved_batch,
-           " and train.accum_steps = ", saved_accum, "; the recipe now has ", topt_.batch_size, " and ", topt_.accum_steps,
-           ", so that position would name other samples. Resume with the run's values, or from a checkpoint saved at an "
-           "epoch's end (checkpoints/step-N of an epoch end, or best), which any batch size can resume");
+  const int64_t saved_batch = saved.value("batch_size", topt_.batch_size),
+                saved_accum = saved.value("accum_steps", topt_.accum_steps);
+  KG_CHECK(
+      s_.batch == 0 || (saved_batch == topt_.batch_size && saved_accum == topt_.accum_steps), UsageError, "checkpoint ",
+      c.dir, " was saved mid-epoch (batch ", s_.batch, ") with train.batch_size = ", saved_batch,
+      " and train.accum_steps = ", saved_accum, "; the recipe now has ", topt_.batch_size, " and ", topt_.accum_steps,
+      ", so that position would name other samples. Resume with the run's values, or from a checkpoint saved at an "
+      "epoch's end (checkpoints/step-N of an epoch end, or best), which any batch size can resume");
   s_.world_size = world;
   // The saved partial sums of the epoch (the job's, see checkpoint_files) are added once, by rank 0:
   // every rank adding them counted them world-size times in the epoch's train_loss.

@@ -29,7 +29,8 @@ Trainer::StopVote Trainer::read_vote(float stop_sum, float signal_sum, float sig
 }
 
 std::array<double, 3> Trainer::epoch_sums() {
-  std::array<double, 3> s{s_.epoch_loss_sum, static_cast<double>(s_.epoch_loss_count), static_cast<double>(s_.epoch_images)};
+  std::array<double, 3> s{s_.epoch_loss_sum, static_cast<double>(s_.epoch_loss_count),
+                          static_cast<double>(s_.epoch_images)};
   if (!p_.group) return s;
   at::Tensor t = torch::tensor({s[0], s[1], s[2]}, torch::kDouble);
   std::vector<at::Tensor> v{t};
@@ -39,7 +40,8 @@ std::array<double, 3> Trainer::epoch_sums() {
 
 Trainer::StopVote Trainer::vote_stop(bool stop, int signal) {
   if (!p_.group) return {stop || signal != 0, signal};
-  at::Tensor t = torch::tensor({stop || signal != 0 ? 1.0f : 0.0f, static_cast<float>(signal), signal != 0 ? 1.0f : 0.0f});
+  at::Tensor t =
+      torch::tensor({stop || signal != 0 ? 1.0f : 0.0f, static_cast<float>(signal), signal != 0 ? 1.0f : 0.0f});
   std::vector<at::Tensor> v{t};
   p_.group->all_reduce_sum(v);
   return read_vote(t[0].item<float>(), t[1].item<float>(), t[2].item<float>());
@@ -62,8 +64,8 @@ at::Tensor Trainer::all_reduce_update(std::vector<at::Tensor>& grads, const at::
   const int signal = stop_signal().load();  // may have arrived since stop_here was decided: it stops too
   const auto scalar = [&](float x) { return torch::full({}, x, group_loss_sum.options().dtype(torch::kFloat)); };
   at::Tensor extra = torch::stack({group_loss_sum.detach().to(torch::kFloat).reshape({}),
-                                   scalar(stop_here || signal != 0 ? 1.0f : 0.0f),
-                                   scalar(static_cast<float>(signal)), scalar(signal != 0 ? 1.0f : 0.0f)});
+                                   scalar(stop_here || signal != 0 ? 1.0f : 0.0f), scalar(static_cast<float>(signal)),
+                                   scalar(signal != 0 ? 1.0f : 0.0f)});
   const double w = static_cast<double>(p_.group->world_size());
   if (reducer_) {
     // The buckets went out during backward: wait for them (averaged in place), then the loss and the votes.

@@ -27,21 +27,24 @@ std::vector<double> prepare(const std::vector<at::Tensor>& xs, const std::string
   for (auto& m : kMethods) known = known || m == how;
   KG_CHECK(known, ConfigError, "tta.merge: unknown method \"", how, "\" (allowed: ", join(kMethods, ", "), ")",
            did_you_mean(how, kMethods));
-  KG_CHECK(how != "geometric" || task != "regression", ConfigError,
-           "tta.merge = \"geometric\" is not defined for regression: a geometric mean needs positive numbers and "
-           "regression outputs may be zero or negative; use tta.merge = \"mean\" (\"logits\" is the same for regression)");
+  KG_CHECK(
+      how != "geometric" || task != "regression", ConfigError,
+      "tta.merge = \"geometric\" is not defined for regression: a geometric mean needs positive numbers and "
+      "regression outputs may be zero or negative; use tta.merge = \"mean\" (\"logits\" is the same for regression)");
   KG_CHECK(!xs.empty(), UsageError, "tta merge: no predictions to merge");
   for (size_t i = 0; i < xs.size(); ++i) {
     KG_CHECK(xs[i].defined() && xs[i].dim() >= 1, UsageError, "tta merge: prediction ", i, " is empty");
     KG_CHECK(xs[i].sizes() == xs[0].sizes(), UsageError, "tta merge: prediction ", i, " has shape ", shape(xs[i]),
-             " but prediction 0 has ", shape(xs[0]), "; every view and checkpoint must predict the same rows and classes");
+             " but prediction 0 has ", shape(xs[0]),
+             "; every view and checkpoint must predict the same rows and classes");
   }
   if (weights.empty()) return std::vector<double>(xs.size(), 1.0 / static_cast<double>(xs.size()));
   KG_CHECK(weights.size() == xs.size(), ConfigError, "tta merge: ", weights.size(), " weights for ", xs.size(),
            " predictions; give one weight per prediction");
   double sum = 0;
   for (double w : weights) {
-    KG_CHECK(std::isfinite(w) && w >= 0, ConfigError, "tta merge: weights must be finite and >= 0, got ", format_double(w));
+    KG_CHECK(std::isfinite(w) && w >= 0, ConfigError, "tta merge: weights must be finite and >= 0, got ",
+             format_double(w));
     sum += w;
   }
   KG_CHECK(sum > 0, ConfigError, "tta merge: the weights sum to 0; at least one must be positive");
@@ -115,12 +118,12 @@ at::Tensor apply_threshold(const at::Tensor& probs, const config::json& threshol
            ": expected a number in [0, 1] or an array of them, one per class, got ", threshold.dump());
   const int64_t k = probs.dim() >= 2 ? probs.size(-1) : 1;
   KG_CHECK(static_cast<int64_t>(threshold.size()) == k, ConfigError, key, ": ", threshold.size(),
-           " thresholds but the model predicts ", k, " class", k == 1 ? "" : "es", "; give one number for all classes or ",
-           k, " (one per class, in the class order of the submission)");
+           " thresholds but the model predicts ", k, " class", k == 1 ? "" : "es",
+           "; give one number for all classes or ", k, " (one per class, in the class order of the submission)");
   std::vector<double> t;
   for (auto& x : threshold) {
-    KG_CHECK(number(x) && in_range(x.get<double>()), ConfigError, key, ": expected thresholds in [0, 1], got ", x.dump(),
-             " in ", threshold.dump());
+    KG_CHECK(number(x) && in_range(x.get<double>()), ConfigError, key, ": expected thresholds in [0, 1], got ",
+             x.dump(), " in ", threshold.dump());
     t.push_back(x.get<double>());
   }
   // Compared in the probabilities' dtype, as torch and numpy compare a float32 array with a number:

@@ -30,6 +30,7 @@ at::Tensor merge_probs(const std::vector<at::Tensor>& probs, const std::string& 
 
 // Binary/multilabel decisions: probs >= threshold, per class. `threshold` is a number or an array with
 // one per class (the last dimension of probs); anything else is a ConfigError naming `key`. Returns bool.
-at::Tensor apply_threshold(const at::Tensor& probs, const config::json& threshold, const std::string& key = "tta.threshold");
+at::Tensor apply_threshold(const at::Tensor& probs, const config::json& threshold,
+                           const std::string& key = "tta.threshold");
 
 }  // namespace kg::tta

@@ -42,8 +42,8 @@ void entry_problems(const config::json& t, const std::string& at, std::vector<st
     if (!c) return out.push_back(at + ": " + unknown_view(name));
     for (auto& s : c->schema)
       if (s.default_value.is_null() && !s.optional)
-        out.push_back(at + ": tta_view " + name + " needs " + s.key + " (" + s.doc + "); write it as a table: " +
-                      "{ name = \"" + name + "\", " + s.key + " = ... }");
+        out.push_back(at + ": tta_view " + name + " needs " + s.key + " (" + s.doc +
+                      "); write it as a table: " + "{ name = \"" + name + "\", " + s.key + " = ... }");
     return;
   }
   if (!t.is_object()) {
@@ -102,10 +102,12 @@ config::Fields<TtaOptions> fields() {
           "how views and checkpoints combine: mean of probabilities, geometric (normalized geometric mean of "
           "probabilities), logits (activation of the mean raw output)")
       .choices({"mean", "geometric", "logits"});
-  f.field("weights", &TtaOptions::weights, "which weights of a kgtrain checkpoint directory predict: best, last, ema or swa")
+  f.field("weights", &TtaOptions::weights,
+          "which weights of a kgtrain checkpoint directory predict: best, last, ema or swa")
       .choices({"best", "last", "ema", "swa"});
   f.field("threshold", &TtaOptions::threshold,
-          "binary/multilabel decision: a class is predicted when its probability >= threshold; one number or one per class")
+          "binary/multilabel decision: a class is predicted when its probability >= threshold; one number or one per "
+          "class")
       .check(check_threshold);
   f.field("output", &TtaOptions::output,
           "what the submission's label column(s) hold: auto (multiclass the class, binary the positive probability, "
@@ -138,7 +140,8 @@ std::vector<std::string> view_problems(const config::json& views, const std::str
   std::vector<std::string> out;
   const std::string head = key.empty() ? "" : key + ": ";
   if (!views.is_array()) {
-    out.push_back(head + "expected an array of view names or { name = \"...\" } tables, e.g. [\"identity\", \"hflip\"], got " +
+    out.push_back(head +
+                  "expected an array of view names or { name = \"...\" } tables, e.g. [\"identity\", \"hflip\"], got " +
                   show(views));
     return out;
   }
@@ -159,9 +162,8 @@ std::vector<ViewPtr> build_views(const config::json& views, const data::ImageGeo
     const std::string at = key + "[" + std::to_string(i) + "]";
     const std::string name = entry_name(t);
     config::json table = t.is_string() ? config::json{{"name", name}} : t;
-    out.push_back(with_context(at + " (" + name + ")", [&] {
-      return view_registry().create(name, config::Options(table, at), g);
-    }));
+    out.push_back(with_context(at + " (" + name + ")",
+                               [&] { return view_registry().create(name, config::Options(table, at), g); }));
   }
   return out;
 }

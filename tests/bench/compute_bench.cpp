@@ -24,9 +24,12 @@ int main(int argc, char** argv) try {
   int steps = 50, warmup = 5;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--steps" && i + 1 < argc) steps = std::stoi(argv[++i]);
-    else if (a.size() > 5 && a.substr(a.size() - 5) == ".toml") in.recipe_files.push_back(a);
-    else in.args.push_back(a);
+    if (a == "--steps" && i + 1 < argc)
+      steps = std::stoi(argv[++i]);
+    else if (a.size() > 5 && a.substr(a.size() - 5) == ".toml")
+      in.recipe_files.push_back(a);
+    else
+      in.args.push_back(a);
   }
   for (char** e = environ; *e; ++e) {
     std::string kv(*e);
@@ -46,7 +49,8 @@ int main(int argc, char** argv) try {
   net->to(dev.device);
   auto opt = kg::optim::build(recipe, *net);
   auto loss = kg::loss::build(recipe, {k});
-  auto sched = kg::optim::build_schedule(recipe, {kg::optim::peak_lr(kg::optim::load_options(recipe)), steps + warmup, steps + warmup});
+  auto sched = kg::optim::build_schedule(
+      recipe, {kg::optim::peak_lr(kg::optim::load_options(recipe)), steps + warmup, steps + warmup});
   auto x = torch::randn({topt.batch_size, g.channels, g.height, g.width}).to(dev.device);
   auto y = torch::randint(0, k, {topt.batch_size}, torch::kLong).to(dev.device);
   net->train();

@@ -108,8 +108,9 @@ TEST_CASE("a reference cycle is one error naming the chain and its origin", "[un
 }
 
 TEST_CASE("unknown keys are reported with the key and origin, all at once", "[unit]") {
-  auto p = problems_of("[data]\nroot = \"/d\"\ntrain = \"${data.rot}/t\"\n[run]\ndir = \"${run.nme}\"\n"
-                       "both = \"${x.y}-${env:KG_UNSET}\"\n");
+  auto p = problems_of(
+      "[data]\nroot = \"/d\"\ntrain = \"${data.rot}/t\"\n[run]\ndir = \"${run.nme}\"\n"
+      "both = \"${x.y}-${env:KG_UNSET}\"\n");
   REQUIRE(p.size() == 4);
   CHECK_THAT(p[0], Catch::Contains("data.train: ${data.rot} refers to an unknown key (r.toml:3:9)"));
   CHECK_THAT(p[1], Catch::Contains("run.both: ${x.y} refers to an unknown key"));

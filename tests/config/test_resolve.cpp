@@ -31,12 +31,14 @@ bool never(const std::string&) { return false; }
 
 TEST_CASE("extends layers parents depth-first, tables deep-merge, arrays replace", "[unit]") {
   TempDir d;
-  d.write("common/base.toml", "[optim]\nname = \"sgd\"\nlr = 0.1\nmomentum = 0.9\n"
-                              "[data]\naugment = [{name = \"hflip\"}, {name = \"pad_crop\"}]\norder = [\"base\"]\n");
+  d.write("common/base.toml",
+          "[optim]\nname = \"sgd\"\nlr = 0.1\nmomentum = 0.9\n"
+          "[data]\naugment = [{name = \"hflip\"}, {name = \"pad_crop\"}]\norder = [\"base\"]\n");
   d.write("common/aug.toml", "extends = \"base.toml\"\n[data]\norder = [\"aug\"]\nsize = 28\n");
   d.write("common/sched.toml", "[optim]\nlr = 0.2\n[data]\norder = [\"sched\"]\n");
-  std::string top = d.write("exp/top.toml", "extends = [\"../common/aug.toml\", \"../common/sched.toml\"]\n"
-                                            "[optim]\nmomentum = 0.8\n[[data.augment]]\nname = \"rotate\"\n");
+  std::string top = d.write("exp/top.toml",
+                            "extends = [\"../common/aug.toml\", \"../common/sched.toml\"]\n"
+                            "[optim]\nmomentum = 0.8\n[[data.augment]]\nname = \"rotate\"\n");
   Resolved r = resolve(input({top}));
   CHECK(r.tree.at("optim.name").value == "sgd");
   CHECK(r.tree.at("optim.lr").value == 0.2);
@@ -97,7 +99,8 @@ TEST_CASE("several recipe files layer left to right; missing ones are reported",
   CHECK(r.layers == std::vector<std::string>{a, b});
 
   auto p = problems_of(input({a, d / "x.toml", d / "y.toml"}));
-  CHECK(p == std::vector<std::string>{"recipe file not found: " + d / "x.toml", "recipe file not found: " + d / "y.toml"});
+  CHECK(p ==
+        std::vector<std::string>{"recipe file not found: " + d / "x.toml", "recipe file not found: " + d / "y.toml"});
   auto syntax = problems_of(input({d.write("bad.toml", "a = [1,\n")}));
   CHECK_THAT(syntax.at(0), Catch::StartsWith(d / "bad.toml" + ":"));
 }
@@ -207,9 +210,10 @@ TEST_CASE("env=NAME forces a layer; a forced layer that does not exist lists the
 TEST_CASE("overrides set, add, add-or-set and delete", "[unit]") {
   TempDir d;
   std::string r = d.write("r.toml", "[optim]\nlr = 0.1\nname = \"sgd\"\n[optim.inner]\nk = 5\n[data]\nroot = \"/d\"\n");
-  Resolved res = resolve(input({r}, {"optim.lr=3e-4", "+optim.new=true", "++optim.name=\"adam\"", "++x.y=[1, 2]",
-                                     "~optim.inner", "data.root=/data/fmnist", "cv.fold=all", "data.note=",
-                                     "data.augment=[{name = \"hflip\"}]", "optim={name = \"radam\", lr = 1}"}));
+  Resolved res =
+      resolve(input({r}, {"optim.lr=3e-4", "+optim.new=true", "++optim.name=\"adam\"", "++x.y=[1, 2]", "~optim.inner",
+                          "data.root=/data/fmnist", "cv.fold=all", "data.note=", "data.augment=[{name = \"hflip\"}]",
+                          "optim={name = \"radam\", lr = 1}"}));
   const Tree& t = res.tree;
   CHECK(t.at("optim.name").value == "radam");
   CHECK(t.at("optim.lr").value == 1);
@@ -248,8 +252,9 @@ TEST_CASE("override errors are collected together", "[unit]") {
 
 TEST_CASE("interpolation runs after overrides and consults defaults", "[unit]") {
   TempDir d;
-  std::string r = d.write("r.toml", "[data]\nroot = \"/d\"\ntrain = \"${data.root}/train.csv\"\n"
-                                    "[out]\ndir = \"${env:KG_OUT,runs}/${run.name}\"\n");
+  std::string r = d.write("r.toml",
+                          "[data]\nroot = \"/d\"\ntrain = \"${data.root}/train.csv\"\n"
+                          "[out]\ndir = \"${env:KG_OUT,runs}/${run.name}\"\n");
   ResolveInput in = input({r}, {"data.root=/data/fmnist"});
   json name = "baseline";
   in.default_of = [&](const std::string& k) -> const json* { return k == "run.name" ? &name : nullptr; };

@@ -31,7 +31,8 @@ name = "radam"
 [data]
 image_size = [28, 28]
 cache = { enabled = false }
-)", "x.toml");
+)",
+                             "x.toml");
   CHECK(t.at("seed").value.is_number_integer());
   CHECK(t.at("optim.name").value == "lookahead");
   CHECK(t.at("optim.lr").value.is_number_float());
@@ -44,9 +45,10 @@ cache = { enabled = false }
 }
 
 TEST_CASE("values record file:line:column, array elements and element keys too", "[unit]") {
-  Tree t = parse_toml_string("[optim]\nlr = 0.1\n\n[[data.augment]]\nname = \"hflip\"\n\n[[data.augment]]\n"
-                             "name = \"pad_crop\"\n  p = 0.5\nlist = [1,\n  2]\n",
-                             "recipes/x.toml");
+  Tree t = parse_toml_string(
+      "[optim]\nlr = 0.1\n\n[[data.augment]]\nname = \"hflip\"\n\n[[data.augment]]\n"
+      "name = \"pad_crop\"\n  p = 0.5\nlist = [1,\n  2]\n",
+      "recipes/x.toml");
   CHECK(t.at("optim.lr").origin.str() == "recipes/x.toml:2:6");
   const Entry& aug = t.at("data.augment");
   REQUIRE(aug.value.size() == 2);

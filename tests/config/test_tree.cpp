@@ -75,7 +75,8 @@ k = 5
 [data]
 augment = [{name = "hflip"}, {name = "pad_crop", pad = 4}]
 size = [28, 28]
-)", "base.toml");
+)",
+                                "base.toml");
   Tree top = parse_toml_string(R"(
 [optim]
 lr = 0.01
@@ -83,7 +84,8 @@ lr = 0.01
 alpha = 0.5
 [[data.augment]]
 name = "rotate"
-)", "top.toml");
+)",
+                               "top.toml");
   base.merge(top);
   CHECK(base.at("optim.name").value == "adamw");
   CHECK(base.at("optim.lr").value == 0.01);

@@ -44,7 +44,8 @@ TEST_CASE("unknown keys are errors with position and suggestion", "[unit][config
 
 TEST_CASE("types, ranges and choices are checked", "[unit][config]") {
   CHECK(problems_of("[optim]\nlr = -1.0\n").find("optim.lr: expected a number > 0, got -1.0") != std::string::npos);
-  CHECK(problems_of("[train]\nepochs = \"ten\"\n").find("train.epochs: expected an integer, got \"ten\"") != std::string::npos);
+  CHECK(problems_of("[train]\nepochs = \"ten\"\n").find("train.epochs: expected an integer, got \"ten\"") !=
+        std::string::npos);
   CHECK(problems_of("[schedule]\nanneal = \"coss\"\n").find("did you mean cos") != std::string::npos);
   CHECK(problems_of("[data]\nimage_size = [0, 28]\n").find("data.image_size") != std::string::npos);
   CHECK(problems_of("[data]\nchannels = 2\n").find("expected 1 or 3") != std::string::npos);
@@ -57,11 +58,12 @@ TEST_CASE("component names and component tables are checked", "[unit][config]") 
   auto msg = problems_of("[model]\nname = \"resnt9\"\n");
   CHECK(msg.find("unknown model \"resnt9\"") != std::string::npos);
   CHECK(msg.find("did you mean resnet9") != std::string::npos);
-  msg = problems_of("[data]\naugment = [\n  { name = \"hflip\" },\n  { name = \"hflip\", pp = 0.3 },\n  { name = \"flop\" },\n]\n");
+  msg = problems_of(
+      "[data]\naugment = [\n  { name = \"hflip\" },\n  { name = \"hflip\", pp = 0.3 },\n  { name = \"flop\" },\n]\n");
   CHECK(msg.find("data.augment[1].pp: unknown key for transform hflip (r.toml:4:") != std::string::npos);
   CHECK(msg.find("data.augment[2].name: unknown transform \"flop\"") != std::string::npos);
-  CHECK(problems_of("[data]\naugment = [{ name = \"hflip\", p = 2.0 }]\n").find("data.augment[0].p: expected a number in [0, 1]") !=
-        std::string::npos);
+  CHECK(problems_of("[data]\naugment = [{ name = \"hflip\", p = 2.0 }]\n")
+            .find("data.augment[0].p: expected a number in [0, 1]") != std::string::npos);
 }
 
 TEST_CASE("a key of another component of the same kind is a warning", "[unit][config]") {
@@ -86,7 +88,8 @@ TEST_CASE("keys added with + skip the schema", "[unit][config]") {
 
 TEST_CASE("a nested component table is checked against the component it names", "[unit][config]") {
   // lookahead declares inner.name: [optim.inner] holds the wrapped optimizer's own keys.
-  auto msg = problems_of("[optim]\nname = \"lookahead\"\nk = 5\n\n[optim.inner]\nname = \"radam\"\nbetaz = [0.9, 0.99]\n");
+  auto msg =
+      problems_of("[optim]\nname = \"lookahead\"\nk = 5\n\n[optim.inner]\nname = \"radam\"\nbetaz = [0.9, 0.99]\n");
   CHECK(msg.find("optim.inner.betaz: unknown key for optimizer radam (r.toml:7:") != std::string::npos);
   CHECK(msg.find("did you mean optim.inner.betas") != std::string::npos);
   CHECK(problems_of("[optim]\nname = \"lookahead\"\n[optim.inner]\nname = \"radam\"\nbetas = [0.9]\n")
@@ -127,19 +130,22 @@ TEST_CASE("a nested component's defaults are filled in", "[unit][config]") {
 
 TEST_CASE("nan and inf are refused for every key, with their TOML spelling", "[unit][config]") {
   // inf passed every `<= max` check: optim.lr = inf trained on nan losses.
-  auto msg = problems_of("[optim]\nlr = inf\nweight_decay = inf\n[schedule]\nname = \"cosine\"\nwarmup_epochs = nan\n"
-                         "[data]\naugment = [{ name = \"affine\", degrees = -inf }]\n");
+  auto msg = problems_of(
+      "[optim]\nlr = inf\nweight_decay = inf\n[schedule]\nname = \"cosine\"\nwarmup_epochs = nan\n"
+      "[data]\naugment = [{ name = \"affine\", degrees = -inf }]\n");
   CHECK_THAT(msg, Catch::Contains("optim.lr: expected a finite number, got inf (r.toml:2:6)"));
   CHECK_THAT(msg, Catch::Contains("optim.weight_decay: expected a finite number, got inf"));
   CHECK_THAT(msg, Catch::Contains("schedule.warmup_epochs: expected a finite number, got nan"));
   CHECK_THAT(msg, Catch::Contains("data.augment[0].degrees: expected a finite number, got -inf"));
-  CHECK_THAT(problems_of("[optim]\nlr = [1e-4, inf]\n"), Catch::Contains("optim.lr: expected a finite number, got inf"));
+  CHECK_THAT(problems_of("[optim]\nlr = [1e-4, inf]\n"),
+             Catch::Contains("optim.lr: expected a finite number, got inf"));
   CHECK(problems_of("[optim]\nlr = 1e-3\nweight_decay = 1e300\n").empty());
 }
 
 TEST_CASE("without loss.name the task's default loss is the one validated and filled in", "[unit][config]") {
   // binary trains with bce_with_logits: its pos_weight was called "ignored" yet used, unchecked.
-  CHECK_THAT(problems_of("[data]\ntask = \"binary\"\n[loss]\npos_weight = -5.0\n"), Catch::Contains("loss.pos_weight: expected"));
+  CHECK_THAT(problems_of("[data]\ntask = \"binary\"\n[loss]\npos_weight = -5.0\n"),
+             Catch::Contains("loss.pos_weight: expected"));
   auto v = validate(parse("[data]\ntask = \"binary\"\n[loss]\npos_weight = 2.0\n"));
   CHECK(v.warnings.empty());
   CHECK(v.tree.at("loss.name").value == "bce_with_logits");

@@ -38,7 +38,8 @@ void exercise(const std::string& kind, const kg::ComponentInfo& c) {
     auto y = net->forward(torch::randn({2, 3, 32, 32}));
     CHECK(y.sizes() == torch::IntArrayRef({2, 5}));
   } else if (kind == "optimizer") {
-    auto net = kg::model::build(kg::config::validate(kg::config::parse_toml_string("[model]\nwidth = 2\n", "m")).tree, {1, 2});
+    auto net =
+        kg::model::build(kg::config::validate(kg::config::parse_toml_string("[model]\nwidth = 2\n", "m")).tree, {1, 2});
     auto opt = kg::optim::build(recipe, *net);
     auto before = net->parameters()[0].clone();
     opt->zero_grad();
@@ -56,7 +57,8 @@ void exercise(const std::string& kind, const kg::ComponentInfo& c) {
     REQUIRE_FALSE(tasks.empty());
     const std::string task = tasks.front();
     const int64_t k = task == "binary" || task == "regression" ? 1 : 3;
-    auto cells = torch::tensor({1.f, 0.f, 1.f, 0.f, 1.f, 0.f, 0.f, 1.f, 1.f, 1.f, 0.f, 0.f}).slice(0, 0, 4 * k).view({4, k});
+    auto cells =
+        torch::tensor({1.f, 0.f, 1.f, 0.f, 1.f, 0.f, 0.f, 1.f, 1.f, 1.f, 0.f, 0.f}).slice(0, 0, 4 * k).view({4, k});
     auto targets = task == "multiclass" ? torch::tensor({0, 1, 2, 1}) : cells + (task == "regression" ? 2 : 0);
     if (kind == "loss") {
       auto v = kg::loss::build(recipe, {k, task})->forward(torch::randn({4, k}), targets);
@@ -80,7 +82,8 @@ void exercise(const std::string& kind, const kg::ComponentInfo& c) {
   } else if (kind == "source") {
     // Sources read files; their behaviour is tested in tests/data/test_sources.cpp and test_pack.cpp.
     CHECK(recipe.at("data.format").value.get<std::string>() == c.name);
-    CHECK(kg::data::source_registry().create(c.name, kg::config::Options(kg::config::json::object(), "data")) != nullptr);
+    CHECK(kg::data::source_registry().create(c.name, kg::config::Options(kg::config::json::object(), "data")) !=
+          nullptr);
   } else if (kind == "callback") {
     // The example enables the callback: the factory must then build it (the loop's behaviour is
     // tested in tests/train/).
@@ -103,7 +106,8 @@ void exercise(const std::string& kind, const kg::ComponentInfo& c) {
 TEST_CASE("no duplicate registrations and every section points at a real registry", "[unit][registry]") {
   CHECK_NOTHROW(kg::RegistryBase::check_all());
   CHECK_NOTHROW(kg::config::check_sections());
-  for (auto kind : {"model", "optimizer", "schedule", "loss", "metric", "transform"}) CHECK(kg::RegistryBase::by_kind(kind));
+  for (auto kind : {"model", "optimizer", "schedule", "loss", "metric", "transform"})
+    CHECK(kg::RegistryBase::by_kind(kind));
 }
 
 TEST_CASE("every component builds from its example and works", "[unit][registry]") {

@@ -139,7 +139,8 @@ TEST_CASE("augment: 8-bit pixels stay in [0, 1] without normalize, on images of 
     }
 }
 
-TEST_CASE("augment: random transforms are deterministic per seed, vary across seeds, p = 0 is identity", "[unit][data]") {
+TEST_CASE("augment: random transforms are deterministic per seed, vary across seeds, p = 0 is identity",
+          "[unit][data]") {
   ImageGeometry g{12, 12, 3};
   const auto plain = run("[]", g, 0);
   for (const auto& spec : random_specs()) {
@@ -180,8 +181,9 @@ TEST_CASE("augment: the number of RNG draws does not depend on p", "[unit][data]
     for (int x = 0; x < 12; ++x) cols.at<uint8_t>(y, x) = static_cast<uint8_t>(20 * x);
   ImageGeometry g1{12, 12, 1};
   for (uint64_t s = 0; s < 5; ++s)
-    CHECK(run(R"([{"name": "vflip", "p": 0.0}, {"name": "pad_crop", "pad": 3, "mode": "constant"}])", g1, s, true, cols) ==
-          run(R"([{"name": "vflip", "p": 1.0}, {"name": "pad_crop", "pad": 3, "mode": "constant"}])", g1, s, true, cols));
+    CHECK(run(R"([{"name": "vflip", "p": 0.0}, {"name": "pad_crop", "pad": 3, "mode": "constant"}])", g1, s, true,
+              cols) == run(R"([{"name": "vflip", "p": 1.0}, {"name": "pad_crop", "pad": 3, "mode": "constant"}])", g1,
+                           s, true, cols));
 }
 
 TEST_CASE("augment: evaluation keeps resize, center_crop and normalize and drops the rest", "[unit][data]") {
@@ -194,7 +196,8 @@ TEST_CASE("augment: evaluation keeps resize, center_crop and normalize and drops
   auto wide = noise(8, 16, 3);
   auto kept = R"([{"name": "resize", "mode": "pad"}, {"name": "hflip"}, {"name": "normalize"}])";
   CHECK(kg::data::Pipeline(json::parse(kept), g, false).size() == 2);
-  CHECK(run(kept, g, 1, false, wide) == run(R"([{"name": "resize", "mode": "pad"}, {"name": "normalize"}])", g, 9, true, wide));
+  CHECK(run(kept, g, 1, false, wide) ==
+        run(R"([{"name": "resize", "mode": "pad"}, {"name": "normalize"}])", g, 9, true, wide));
 }
 
 TEST_CASE("vflip mirrors rows", "[unit][data]") {
@@ -202,7 +205,8 @@ TEST_CASE("vflip mirrors rows", "[unit][data]") {
   auto plain = run("[]", g, 0);
   auto flipped = run(R"([{"name": "vflip", "p": 1.0}])", g, 0);
   for (int y = 0; y < 4; ++y)
-    for (int x = 0; x < 5; ++x) CHECK(flipped[static_cast<size_t>(y * 5 + x)] == plain[static_cast<size_t>((3 - y) * 5 + x)]);
+    for (int x = 0; x < 5; ++x)
+      CHECK(flipped[static_cast<size_t>(y * 5 + x)] == plain[static_cast<size_t>((3 - y) * 5 + x)]);
 }
 
 TEST_CASE("grayscale: equal channels holding the ITU-R 601 luma; a no-op on gray images", "[unit][data]") {
@@ -229,14 +233,16 @@ TEST_CASE("resize: stretch, shorter side + centre crop, letterbox", "[unit][data
   auto tall = ramp(20, 10, 1);
   auto v = run(R"([{"name": "resize", "mode": "shorter"}])", g, 0, false, tall);
   for (int y = 0; y < 10; ++y)
-    for (int x = 0; x < 10; ++x) CHECK(v[static_cast<size_t>(y * 10 + x)] == Approx(tall.at<uint8_t>(y + 5, x) / 255.0));
+    for (int x = 0; x < 10; ++x)
+      CHECK(v[static_cast<size_t>(y * 10 + x)] == Approx(tall.at<uint8_t>(y + 5, x) / 255.0));
   // 40 x 20 is first scaled to 20 x 10 (area), then cropped.
   auto big = noise(40, 20, 1);
   cv::Mat half;
   cv::resize(big, half, cv::Size(10, 20), 0, 0, cv::INTER_AREA);
   v = run(R"([{"name": "resize", "mode": "shorter"}])", g, 0, false, big);
   for (int y = 0; y < 10; ++y)
-    for (int x = 0; x < 10; ++x) CHECK(v[static_cast<size_t>(y * 10 + x)] == Approx(half.at<uint8_t>(y + 5, x) / 255.0));
+    for (int x = 0; x < 10; ++x)
+      CHECK(v[static_cast<size_t>(y * 10 + x)] == Approx(half.at<uint8_t>(y + 5, x) / 255.0));
   // Stretch is the pipeline's own resize.
   CHECK(run(R"([{"name": "resize"}])", g, 0, false, big) == run("[]", g, 0, false, big));
   // Letterbox: 10 rows x 20 columns fit as 5 x 10, two rows of fill above and three below.
@@ -258,7 +264,8 @@ TEST_CASE("center_crop: central window, padding with fill, crop_pct scaling", "[
   auto img = ramp(20, 16, 1);
   auto v = run(R"([{"name": "center_crop"}])", g, 0, false, img);
   for (int y = 0; y < 10; ++y)
-    for (int x = 0; x < 10; ++x) CHECK(v[static_cast<size_t>(y * 10 + x)] == Approx(img.at<uint8_t>(y + 5, x + 3) / 255.0));
+    for (int x = 0; x < 10; ++x)
+      CHECK(v[static_cast<size_t>(y * 10 + x)] == Approx(img.at<uint8_t>(y + 5, x + 3) / 255.0));
   // A 6 x 6 image is padded by 2 on each side.
   auto small = noise(6, 6, 1);
   v = run(R"([{"name": "center_crop", "fill": 255}])", g, 0, false, small);
@@ -273,7 +280,8 @@ TEST_CASE("center_crop: central window, padding with fill, crop_pct scaling", "[
   cv::resize(big, scaled, cv::Size(20, 20), 0, 0, cv::INTER_AREA);
   v = run(R"([{"name": "center_crop", "crop_pct": 0.5}])", g, 0, false, big);
   for (int y = 0; y < 10; ++y)
-    for (int x = 0; x < 10; ++x) CHECK(v[static_cast<size_t>(y * 10 + x)] == Approx(scaled.at<uint8_t>(y + 5, x + 5) / 255.0));
+    for (int x = 0; x < 10; ++x)
+      CHECK(v[static_cast<size_t>(y * 10 + x)] == Approx(scaled.at<uint8_t>(y + 5, x + 5) / 255.0));
 }
 
 TEST_CASE("random_resized_crop: full-area square crop equals a plain resize; crops lie inside", "[unit][data]") {
@@ -288,7 +296,8 @@ TEST_CASE("random_resized_crop: full-area square crop equals a plain resize; cro
   cv::Mat cols(40, 40, CV_8UC1);
   for (int y = 0; y < 40; ++y)
     for (int x = 0; x < 40; ++x) cols.at<uint8_t>(y, x) = static_cast<uint8_t>(5 * x);
-  auto v = run(R"([{"name": "random_resized_crop", "scale": [0.1, 0.3], "interpolation": "nearest"}])", g1, 4, true, cols);
+  auto v =
+      run(R"([{"name": "random_resized_crop", "scale": [0.1, 0.3], "interpolation": "nearest"}])", g1, 4, true, cols);
   for (int x = 1; x < 8; ++x) CHECK(v[static_cast<size_t>(x)] >= v[static_cast<size_t>(x - 1)]);
   CHECK(v[7] - v[0] < 0.9f * 195.0f / 255.0f);  // a crop, not the whole width
 }
@@ -297,7 +306,8 @@ TEST_CASE("affine: identity parameters leave the image unchanged; rotation by 18
   ImageGeometry g{9, 11, 3};
   auto img = noise(9, 11, 3);
   const auto plain = run("[]", g, 0, true, img);
-  CHECK(run(R"([{"name": "affine", "degrees": 0, "translate": [0, 0], "scale": [1, 1], "shear": 0}])", g, 3, true, img) == plain);
+  CHECK(run(R"([{"name": "affine", "degrees": 0, "translate": [0, 0], "scale": [1, 1], "shear": 0}])", g, 3, true,
+            img) == plain);
   CHECK(run(R"([{"name": "rotate", "degrees": 0}])", g, 3, true, img) == plain);
   // 180 degrees about the centre of an odd-sized image is an exact point reflection.
   for (auto t : {R"([{"name": "affine", "degrees": [180, 180], "interpolation": "nearest"}])",
@@ -306,7 +316,8 @@ TEST_CASE("affine: identity parameters leave the image unchanged; rotation by 18
     for (int k = 0; k < 3; ++k)
       for (int y = 0; y < 9; ++y)
         for (int x = 0; x < 11; ++x)
-          CHECK(v[static_cast<size_t>(k * 99 + y * 11 + x)] == plain[static_cast<size_t>(k * 99 + (8 - y) * 11 + (10 - x))]);
+          CHECK(v[static_cast<size_t>(k * 99 + y * 11 + x)] ==
+                plain[static_cast<size_t>(k * 99 + (8 - y) * 11 + (10 - x))]);
   }
   // A tiny scale shrinks the image to its centre pixel: everything else is fill.
   auto v = run(R"([{"name": "affine", "scale": [0.01, 0.01], "fill": 255}])", g, 0, true, img);
@@ -329,8 +340,8 @@ TEST_CASE("color_jitter: brightness scales a constant image within its bounds", 
   }
   CHECK(seen.size() > 5);
   // Contrast and saturation leave a constant gray image as it is; hue has nothing to rotate.
-  CHECK(run(R"([{"name": "color_jitter", "brightness": 0, "contrast": 0.8, "saturation": 0.8, "hue": 0.5}])", g, 1, true, img) ==
-        run("[]", g, 1, true, img));
+  CHECK(run(R"([{"name": "color_jitter", "brightness": 0, "contrast": 0.8, "saturation": 0.8, "hue": 0.5}])", g, 1,
+            true, img) == run("[]", g, 1, true, img));
   // Hue of a pure colour: red rotated by a third of the wheel is green.
   cv::Mat red(5, 5, CV_8UC3, cv::Scalar(200, 0, 0));
   auto tr = make(R"({"name": "color_jitter", "brightness": 0, "contrast": 0, "saturation": 0, "hue": 0.5})", g);
@@ -420,9 +431,11 @@ TEST_CASE("normalize preset imagenet: RGB statistics, channel averages for gray,
 
 TEST_CASE("augment: bad option values are recipe errors naming the key", "[unit][data]") {
   auto bad = [](const std::string& table) { return problems_of("[data]\naugment = [" + table + "]\n"); };
-  CHECK(contains(bad(R"({ name = "random_resized_crop", scale = [0.9, 0.1] })"), "data.augment[0].scale: expected [lo, hi] with lo <= hi"));
+  CHECK(contains(bad(R"({ name = "random_resized_crop", scale = [0.9, 0.1] })"),
+                 "data.augment[0].scale: expected [lo, hi] with lo <= hi"));
   CHECK(contains(bad(R"({ name = "random_resized_crop", ratio = [0.0, 1.0] })"), "data.augment[0].ratio"));
-  CHECK(contains(bad(R"({ name = "gaussian_blur", kernel_size = 4 })"), "data.augment[0].kernel_size: expected an odd kernel size"));
+  CHECK(contains(bad(R"({ name = "gaussian_blur", kernel_size = 4 })"),
+                 "data.augment[0].kernel_size: expected an odd kernel size"));
   CHECK(contains(bad(R"({ name = "gaussian_blur", sigma = [0.0, 1.0] })"), "data.augment[0].sigma"));
   CHECK(contains(bad(R"({ name = "color_jitter", hue = 0.7 })"), "data.augment[0].hue: expected a number in [0, 0.5]"));
   CHECK(contains(bad(R"({ name = "color_jitter", brightness = -0.1 })"), "data.augment[0].brightness"));

@@ -72,8 +72,7 @@ TEST_CASE("csv: header names are trimmed, blank lines in the middle skipped", "[
 }
 
 TEST_CASE("csv: error messages carry file, row and line", "[unit]") {
-  CHECK(error_of("id,label\n1,a\n2,b\n3,c\n4,d\n5,e,f\n") ==
-        "train.csv row 5 (line 6) has 3 fields, the header has 2");
+  CHECK(error_of("id,label\n1,a\n2,b\n3,c\n4,d\n5,e,f\n") == "train.csv row 5 (line 6) has 3 fields, the header has 2");
   CHECK(error_of("id,label\n1\n") == "train.csv row 1 (line 2) has 1 field, the header has 2");
   CHECK_THAT(error_of("id,label\n1,a\n2,\"never\nclosed\n"),
              Catch::StartsWith("train.csv line 3: quoted field 2 is never closed"));
@@ -82,8 +81,7 @@ TEST_CASE("csv: error messages carry file, row and line", "[unit]") {
              Catch::StartsWith("train.csv line 2: unexpected text after the closing quote"));
   CHECK(error_of("") == "train.csv is empty (expected a header line)");
   CHECK(error_of("\xEF\xBB\xBF\n\r\n") == "train.csv is empty (expected a header line)");
-  CHECK(error_of("id,label,id\n") ==
-        "train.csv line 1: duplicate column \"id\" in the header (columns 1 and 3)");
+  CHECK(error_of("id,label,id\n") == "train.csv line 1: duplicate column \"id\" in the header (columns 1 and 3)");
   CHECK_THROWS_AS(parse_csv("a\"\n", "x"), kg::DataError);
 }
 
@@ -108,8 +106,7 @@ TEST_CASE("csv: require_column suggests close names", "[unit]") {
                     "(set by data.label_column)");
   CHECK_THROWS_WITH(t.require_column("Label", ""),
                     "train.csv: no column \"Label\" (columns: id, label); did you mean \"label\"?");
-  CHECK_THROWS_WITH(t.require_column("target", ""),
-                    "train.csv: no column \"target\" (columns: id, label)");
+  CHECK_THROWS_WITH(t.require_column("target", ""), "train.csv: no column \"target\" (columns: id, label)");
   CHECK_THROWS_AS(t.require_column("x", ""), kg::DataError);
 }
 
@@ -124,9 +121,7 @@ TEST_CASE("csv: writer quotes only when needed and round-trips", "[unit]") {
   CHECK(csv_field(" lead") == "\" lead\"");
   CHECK(csv_field("trail ") == "\"trail \"");
 
-  const Rows rows = {{"1", "a,b", "\"q\"", ""},
-                     {"2", " x ", "multi\nline\r\nfield", "ünïcode"},
-                     {"3", "", "", ""}};
+  const Rows rows = {{"1", "a,b", "\"q\"", ""}, {"2", " x ", "multi\nline\r\nfield", "ünïcode"}, {"3", "", "", ""}};
   std::string text = kg::data::csv_line({"id", "a", "b", "c"});
   for (const auto& r : rows) text += kg::data::csv_line(r);
   CsvTable t = parse_csv(text, "rt.csv");
@@ -144,5 +139,8 @@ TEST_CASE("csv: read_csv reads files and reports missing ones", "[unit]") {
   CHECK(t.path == dir + "/t.csv");
   CHECK(t.rows == Rows{{"7", "x"}});
   CHECK_THROWS_WITH(kg::data::read_csv(dir + "/none.csv"), Catch::Contains("none.csv"));
-  { std::error_code ec; kg::remove_tree(dir, ec); }
+  {
+    std::error_code ec;
+    kg::remove_tree(dir, ec);
+  }
 }

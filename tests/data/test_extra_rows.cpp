@@ -67,7 +67,8 @@ std::vector<int64_t> all_rows(const Table& t) {
 
 }  // namespace
 
-TEST_CASE("extra rows are appended after the training rows with their labels and soft targets", "[unit][data][pseudo]") {
+TEST_CASE("extra rows are appended after the training rows with their labels and soft targets",
+          "[unit][data][pseudo]") {
   Extra e;
   e.csv(kSoft);
   Table t = e.load();
@@ -339,13 +340,14 @@ TEST_CASE("bad extra rows follow data.on_bad_row", "[unit][data][pseudo]") {
   }
   SECTION("skip: bad rows are dropped, the soft targets stay with their rows") {
     e.o.on_bad_row = "skip";
-    e.csv("id,label,prob_left,prob_right\n"
-          "te0,left,0.8,0.2\n"
-          "te1,left,0.6,0.6\n"     // sums to 1.2
-          "tr4,left,1,0\n"         // a training id
-          "te2,right,0.1,0.9\n"
-          "missing,right,0.3,0.7\n"  // no image
-          "te3,right,0.35,0.65\n");
+    e.csv(
+        "id,label,prob_left,prob_right\n"
+        "te0,left,0.8,0.2\n"
+        "te1,left,0.6,0.6\n"  // sums to 1.2
+        "tr4,left,1,0\n"      // a training id
+        "te2,right,0.1,0.9\n"
+        "missing,right,0.3,0.7\n"  // no image
+        "te3,right,0.35,0.65\n");
     Table t = e.load();
     REQUIRE(t.size() == 15);
     CHECK(t.extra_begin == 12);

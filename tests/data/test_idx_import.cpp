@@ -46,8 +46,7 @@ std::string idx_labels(const std::vector<int>& y) {
 void write_gz(const std::string& path, const std::string& bytes) {
   gzFile f = gzopen(path.c_str(), "wb");
   REQUIRE(f != nullptr);
-  REQUIRE(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) ==
-          static_cast<int>(bytes.size()));
+  REQUIRE(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) == static_cast<int>(bytes.size()));
   REQUIRE(gzclose(f) == Z_OK);
 }
 
@@ -59,8 +58,10 @@ IdxImportOptions tiny(const std::string& dir, bool gz) {
   IdxImportOptions o;
   auto put = [&](const std::string& name, const std::string& bytes) {
     std::string p = dir + "/" + name + (gz ? ".gz" : "");
-    if (gz) write_gz(p, bytes);
-    else kg::write_file_atomic(p, bytes);
+    if (gz)
+      write_gz(p, bytes);
+    else
+      kg::write_file_atomic(p, bytes);
     return p;
   };
   o.train_images = put("train-images", idx_images(7, 4, 5, 1));
@@ -133,8 +134,7 @@ TEST_CASE("import_idx: re-running gives identical bytes and drops stale images",
   const std::string png = kg::read_file(D + "/train/5.png");
   const std::string csv = kg::read_file(D + "/train.csv");
   CHECK(kg::read_file(D + "/classes.csv").substr(0, 23) == "index,name\n0,zero\n1,one");
-  CHECK(kg::data::read_csv(D + "/classes.csv").rows.back() ==
-        std::vector<std::string>{"9", "nine, ten"});
+  CHECK(kg::data::read_csv(D + "/classes.csv").rows.back() == std::vector<std::string>{"9", "nine, ten"});
   for (const char* junk : {"999.png", "0.png", "05.png", "5.png.tmp", "notes.txt", "sub/x.png"})
     kg::write_file_atomic(D + "/train/" + junk, "stale");
   kg::write_file_atomic(D + "/test/3.png", "stale");  // a train id in the test directory
@@ -226,8 +226,8 @@ TEST_CASE("import_idx with packs: raw packs holding the tables, no PNG folders o
   auto r = kg::data::import_idx(o);
   CHECK(r.train == 7);
   const std::string D = o.out_dir;
-  CHECK(entries(D) == std::set<std::string>{".kgtrain-import.json", "train.kgpack", "test.kgpack", "sample_submission.csv",
-                                            "test_labels.csv"});
+  CHECK(entries(D) == std::set<std::string>{".kgtrain-import.json", "train.kgpack", "test.kgpack",
+                                            "sample_submission.csv", "test_labels.csv"});
   CHECK(kg::read_file(D + "/test_labels.csv") == "id,label\n8,7\n9,0\n10,5\n");
 
   const std::string train_px = idx_images(7, 4, 5, 1).substr(16), test_px = idx_images(3, 4, 5, 100).substr(16);
@@ -309,8 +309,8 @@ TEST_CASE("prepare_fashion_mnist.sh takes a plain output folder and refuses NAME
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Catch::Contains("usage: bash scripts/prepare_fashion_mnist.sh [OUT_DIR]"));
   // A plain path is taken as the folder: with IDX files that are not there, it says where it looked (exit 3).
-  r = kg::test::run_shell("FASHION_MNIST_DIR='" + tmp.path().string() + "/none' KGTRAIN='" KGTRAIN_BINARY "' " + script + "'" +
-                          tmp.path().string() + "/out' 2>&1");
+  r = kg::test::run_shell("FASHION_MNIST_DIR='" + tmp.path().string() + "/none' KGTRAIN='" KGTRAIN_BINARY "' " +
+                          script + "'" + tmp.path().string() + "/out' 2>&1");
   CHECK(r.exit_code == 3);
   CHECK_THAT(r.output, Catch::Contains(tmp.path().string() + "/none has no Fashion-MNIST"));
 }

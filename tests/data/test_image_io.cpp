@@ -40,8 +40,8 @@ std::string gray_alpha_png(int w, int h, const std::vector<uint8_t>& gray_alpha)
   }
   uLongf n = compressBound(raw.size());
   std::string z(n, '\0');
-  REQUIRE(compress(reinterpret_cast<Bytef*>(z.data()), &n,
-                   reinterpret_cast<const Bytef*>(raw.data()), raw.size()) == Z_OK);
+  REQUIRE(compress(reinterpret_cast<Bytef*>(z.data()), &n, reinterpret_cast<const Bytef*>(raw.data()), raw.size()) ==
+          Z_OK);
   z.resize(n);
   put_chunk(png, "IDAT", z);
   put_chunk(png, "IEND", "");
@@ -52,10 +52,10 @@ std::string gray_alpha_png(int w, int h, const std::vector<uint8_t>& gray_alpha)
 std::vector<uchar> rotated_jpeg(const cv::Mat& bgr) {
   std::vector<uchar> jpg;
   REQUIRE(cv::imencode(".jpg", bgr, jpg));
-  std::vector<uchar> app1 = {0xFF, 0xE1, 0, 0, 'E', 'x', 'i', 'f', 0, 0,      // APP1 Exif
-                             'M', 'M', 0, 0x2a, 0, 0, 0, 8,                  // TIFF header
-                             0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 6, 0, 0,  // Orientation = 6
-                             0, 0, 0, 0};
+  std::vector<uchar> app1 = {0xFF, 0xE1, 0,    0,    'E', 'x', 'i', 'f', 0, 0,              // APP1 Exif
+                             'M',  'M',  0,    0x2a, 0,   0,   0,   8,                      // TIFF header
+                             0,    1,    0x01, 0x12, 0,   3,   0,   0,   0, 1, 0, 6, 0, 0,  // Orientation = 6
+                             0,    0,    0,    0};
   app1[3] = static_cast<uchar>(app1.size() - 2);
   std::vector<uchar> out(jpg.begin(), jpg.begin() + 2);  // SOI
   out.insert(out.end(), app1.begin(), app1.end());
@@ -147,11 +147,9 @@ TEST_CASE("decode_image: EXIF orientation is applied", "[unit]") {
 
 TEST_CASE("decode_image: missing, empty and damaged files are DataErrors", "[unit]") {
   kg::test::TempDir d;
-  CHECK_THROWS_WITH(decode_image(d / "none.png", 3),
-                    Catch::Contains("none.png") && Catch::Contains("No such file"));
+  CHECK_THROWS_WITH(decode_image(d / "none.png", 3), Catch::Contains("none.png") && Catch::Contains("No such file"));
   kg::write_file_atomic(d / "empty.png", "");
-  CHECK_THROWS_WITH(decode_image(d / "empty.png", 3),
-                    "image " + (d / "empty.png") + " is empty (0 bytes)");
+  CHECK_THROWS_WITH(decode_image(d / "empty.png", 3), "image " + (d / "empty.png") + " is empty (0 bytes)");
   kg::write_file_atomic(d / "junk.png", "this is not an image at all");
   CHECK_THROWS_WITH(decode_image(d / "junk.png", 1),
                     "cannot decode image " + (d / "junk.png") + ": not a supported image or damaged");
@@ -173,8 +171,8 @@ TEST_CASE("encode_png / write_png_atomic store RGB correctly and deterministical
   kg::data::write_png_atomic(d / "sub/x.png", rgb);
   CHECK(same(decode_image(d / "sub/x.png", 3), rgb));
   cv::Mat bgr = cv::imread(d / "sub/x.png", cv::IMREAD_COLOR);
-  CHECK(bgr.at<cv::Vec3b>(0, 0) == cv::Vec3b(rgb.at<cv::Vec3b>(0, 0)[2], rgb.at<cv::Vec3b>(0, 0)[1],
-                                             rgb.at<cv::Vec3b>(0, 0)[0]));
+  CHECK(bgr.at<cv::Vec3b>(0, 0) ==
+        cv::Vec3b(rgb.at<cv::Vec3b>(0, 0)[2], rgb.at<cv::Vec3b>(0, 0)[1], rgb.at<cv::Vec3b>(0, 0)[0]));
   std::string a, b;
   kg::data::encode_png(rgb, a);
   kg::data::encode_png(rgb.clone(), b);

@@ -38,7 +38,8 @@ TEST_CASE("labels and classes come from the CSV", "[unit][data]") {
 
 TEST_CASE("batches do not depend on the worker count or prefetch depth", "[unit][data]") {
   Setup s;
-  auto aug = kg::config::json::parse(R"([{"name": "pad_crop", "pad": 3}, {"name": "hflip"}, {"name": "normalize", "mean": [0.5], "std": [0.25]}])");
+  auto aug = kg::config::json::parse(
+      R"([{"name": "pad_crop", "pad": 3}, {"name": "hflip"}, {"name": "normalize", "mean": [0.5], "std": [0.25]}])");
   kg::data::Pipeline p(aug, kg::data::geometry(s.opts), true);
   kg::data::LoaderOptions o{8, true, false, 0, 1, 11, 2, -1};
   auto ref = drain(s.table, p, o);
@@ -93,7 +94,8 @@ TEST_CASE("a worker's data error reaches the consumer with the CSV row", "[unit]
 
 TEST_CASE("uint8 transfer: the device normalization equals the host one", "[unit][data]") {
   Setup s;
-  auto aug = kg::config::json::parse(R"([{"name": "pad_crop", "pad": 2}, {"name": "hflip"}, {"name": "normalize", "mean": [0.4], "std": [0.3]}])");
+  auto aug = kg::config::json::parse(
+      R"([{"name": "pad_crop", "pad": 2}, {"name": "hflip"}, {"name": "normalize", "mean": [0.4], "std": [0.3]}])");
   auto g = kg::data::geometry(s.opts);
   kg::data::Pipeline host(aug, g, true), dev(aug, g, true, /*defer_normalize=*/true);
   CHECK_FALSE(host.outputs_u8());
@@ -157,7 +159,8 @@ TEST_CASE("batch buffers are reused once the consumer lets go, without changing 
 
 TEST_CASE("start_batch resumes mid-epoch: the tail of the same epoch, true batch numbers", "[unit][data][loader]") {
   Setup s;
-  auto aug = kg::config::json::parse(R"([{"name": "pad_crop", "pad": 3}, {"name": "hflip"}, {"name": "normalize", "mean": [0.5], "std": [0.25]}])");
+  auto aug = kg::config::json::parse(
+      R"([{"name": "pad_crop", "pad": 3}, {"name": "hflip"}, {"name": "normalize", "mean": [0.5], "std": [0.25]}])");
   kg::data::Pipeline p(aug, kg::data::geometry(s.opts), true);
   std::vector<int64_t> rows(static_cast<size_t>(s.table.size()));
   for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);

@@ -79,7 +79,8 @@ TEST_CASE("mixup is off by default and the section's defaults are timm's", "[uni
 TEST_CASE("mixup: soft target rows sum to 1, with and without smoothing", "[unit][data]") {
   for (const char* extra : {"", "label_smoothing = 0.1\n"})
     for (const char* mode : {"batch", "pair", "elem"}) {
-      auto o = options(std::string("[mixup]\nmixup_alpha = 1.0\ncutmix_alpha = 1.0\nmode = \"") + mode + "\"\n" + extra);
+      auto o =
+          options(std::string("[mixup]\nmixup_alpha = 1.0\ncutmix_alpha = 1.0\nmode = \"") + mode + "\"\n" + extra);
       auto y0 = torch::tensor({3, 0, 1, 1, 2, 4}, torch::kLong);
       for (int64_t b = 0; b < 5; ++b) {
         INFO("mode " << mode << " " << extra << " batch " << b);
@@ -124,7 +125,8 @@ TEST_CASE("mixup with smoothing: timm's on/off values mixed with lambda", "[unit
 
 TEST_CASE("cutmix only: one rectangle from the partner, its area fraction is 1 - lam", "[unit][data]") {
   for (const char* mode : {"batch", "elem", "pair"})
-    for (const char* extra : {"cutmix_alpha = 1.0\n", "cutmix_minmax = [0.2, 0.7]\n", "cutmix_alpha = 0.5\ncorrect_lam = false\n"}) {
+    for (const char* extra :
+         {"cutmix_alpha = 1.0\n", "cutmix_minmax = [0.2, 0.7]\n", "cutmix_alpha = 0.5\ncorrect_lam = false\n"}) {
       auto o = options(std::string("[mixup]\nmode = \"") + mode + "\"\n" + extra);
       const bool corrected = std::string(extra).find("correct_lam = false") == std::string::npos;
       const int64_t B = 6, H = 16, W = 20;
@@ -292,5 +294,6 @@ TEST_CASE("mixup recipe keys are checked", "[unit][data]") {
   CHECK_THAT(problems_of("[mixup]\ncutmix_minmax = [0.2, 1.5]\n"), Catch::Contains("mixup.cutmix_minmax"));
   CHECK_THAT(problems_of("[mixup]\noff_epoch = -1\n"), Catch::Contains("mixup.off_epoch"));
   CHECK_THAT(problems_of("[mixup]\nmixup_alpa = 0.2\n"), Catch::Contains("did you mean mixup.mixup_alpha"));
-  CHECK(problems_of("[mixup]\nmixup_alpha = 0.8\ncutmix_alpha = 1.0\nmode = \"elem\"\nlabel_smoothing = 0.1\n").empty());
+  CHECK(
+      problems_of("[mixup]\nmixup_alpha = 0.8\ncutmix_alpha = 1.0\nmode = \"elem\"\nlabel_smoothing = 0.1\n").empty());
 }

@@ -37,7 +37,9 @@ cv::Mat noise(int h, int w, int type, uint64_t seed) {
   return m;
 }
 
-std::string bytes_of(const cv::Mat& m) { return std::string(reinterpret_cast<const char*>(m.data), m.total() * m.elemSize()); }
+std::string bytes_of(const cv::Mat& m) {
+  return std::string(reinterpret_cast<const char*>(m.data), m.total() * m.elemSize());
+}
 
 bool same(const cv::Mat& a, const cv::Mat& b) {
   return a.size() == b.size() && a.type() == b.type() && cv::norm(a, b, cv::NORM_INF) == 0;
@@ -55,7 +57,8 @@ std::vector<std::string> odd_items() {
   return items;
 }
 
-std::string write_pack(const std::string& path, const std::vector<std::string>& items, const std::string& kind = "encoded") {
+std::string write_pack(const std::string& path, const std::vector<std::string>& items,
+                       const std::string& kind = "encoded") {
   PackWriter w(path, meta_for(kind, static_cast<int64_t>(items.size())));
   for (auto& it : items) w.add(it);
   return w.finish();
@@ -141,8 +144,9 @@ TEST_CASE("pack: items of any size, the hash covers everything after the header"
   const std::string file = kg::read_file(path);
   CHECK(file.substr(0, 8) == "KGPACK01");
   char want[17];
-  std::snprintf(want, sizeof want, "%016llx",
-                static_cast<unsigned long long>(kg::data::xxh64(std::string_view(file).substr(kg::data::kPackHeaderSize))));
+  std::snprintf(
+      want, sizeof want, "%016llx",
+      static_cast<unsigned long long>(kg::data::xxh64(std::string_view(file).substr(kg::data::kPackHeaderSize))));
   CHECK(hash == want);
   CHECK_NOTHROW(r->verify());
 }
@@ -310,9 +314,9 @@ TEST_CASE("pack: damaged files are DataErrors that say what is wrong", "[unit][d
   SECTION("index entry pointing past the end") {
     overwrite(path, index_off + 16 * 4 + 8, le64(file.size()));  // item 4's size
     REQUIRE_THROWS_AS(PackReader::open(path), kg::DataError);
-    REQUIRE_THROWS_WITH(PackReader::open(path), Catch::Contains("train.kgpack: item 4 ends at byte") &&
-                                                    Catch::Contains("past the end of the file (" +
-                                                                    std::to_string(file.size()) + " bytes)"));
+    REQUIRE_THROWS_WITH(PackReader::open(path),
+                        Catch::Contains("train.kgpack: item 4 ends at byte") &&
+                            Catch::Contains("past the end of the file (" + std::to_string(file.size()) + " bytes)"));
   }
   SECTION("index entry with an overflowing offset") {
     overwrite(path, index_off + 16 * 2, le64(~0ULL - 3));
@@ -320,11 +324,13 @@ TEST_CASE("pack: damaged files are DataErrors that say what is wrong", "[unit][d
   }
   SECTION("index entry outside the item section") {
     overwrite(path, index_off + 16 * 1, le64(meta_off));  // inside the file, but in the metadata
-    REQUIRE_THROWS_WITH(PackReader::open(path), Catch::Contains("item 1") && Catch::Contains("outside the item section"));
+    REQUIRE_THROWS_WITH(PackReader::open(path),
+                        Catch::Contains("item 1") && Catch::Contains("outside the item section"));
   }
   SECTION("section outside the file") {
     overwrite(path, 56, le64(file.size() + 100));  // metadata offset
-    REQUIRE_THROWS_WITH(PackReader::open(path), Catch::Contains("metadata section") && Catch::Contains("outside the file"));
+    REQUIRE_THROWS_WITH(PackReader::open(path),
+                        Catch::Contains("metadata section") && Catch::Contains("outside the file"));
   }
   SECTION("index size disagrees with the item count") {
     overwrite(path, 16, le64(items.size() + 1));
@@ -455,8 +461,13 @@ TEST_CASE("the tiny dataset as raw packs trains the weights its PNG files train"
   CHECK(kg::read_file(png.root + "/train.csv") == kg::read_file(pack.root + "/train.csv"));
   auto fit = [](const std::string& root, const std::string& run, std::vector<std::string> extra) {
     kg::test::TempDir d;
-    std::vector<std::string> args{"fit", d.write("r.toml", kg::test::tiny_recipe(root)), "train.epochs=1",
-                                  "plots.enabled=false", "--run-dir", run, "--quiet"};
+    std::vector<std::string> args{"fit",
+                                  d.write("r.toml", kg::test::tiny_recipe(root)),
+                                  "train.epochs=1",
+                                  "plots.enabled=false",
+                                  "--run-dir",
+                                  run,
+                                  "--quiet"};
     args.insert(args.end(), extra.begin(), extra.end());
     auto r = kg::test::run_kgtrain(args);
     INFO(r.output);

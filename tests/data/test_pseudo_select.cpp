@@ -128,7 +128,8 @@ TEST_CASE("select_pseudo binary: confidence max(p, 1 - p), classes by p >= 0.5",
   CHECK(select_pseudo(p, "binary", opts(0.8, 0.4)).rows == Rows{0, 1, 4, 5});
 }
 
-TEST_CASE("select_pseudo multilabel: the least confident label decides; top fraction over all rows", "[unit][data][pseudo]") {
+TEST_CASE("select_pseudo multilabel: the least confident label decides; top fraction over all rows",
+          "[unit][data][pseudo]") {
   // confidence = min over labels of max(p, 1 - p):
   //   0: min(.95, .98) = .95   1: min(.60, .99) = .60   2: min(.97, .96) = .96
   //   3: min(.90, .70) = .70   4: min(.99, .99) = .99   5: .50
@@ -170,14 +171,16 @@ TEST_CASE("select_pseudo accepts float32 probabilities as the models produce the
 
 TEST_CASE("the [pseudo] recipe section", "[unit][data][pseudo]") {
   kg::test::TempDir dir;
-  auto recipe = dir.write("r.toml", "[run]\nname = \"p\"\n[pseudo]\nthreshold = 0.8\ntop_fraction = 0.25\nsoft = true\n");
+  auto recipe =
+      dir.write("r.toml", "[run]\nname = \"p\"\n[pseudo]\nthreshold = 0.8\ntop_fraction = 0.25\nsoft = true\n");
   auto o = kg::data::load_pseudo_options(kg::test::resolve_recipe({recipe}, {"pseudo.source_csv=unlabeled.csv"}));
   CHECK(o.threshold == 0.8);
   CHECK(o.top_fraction == 0.25);
   CHECK(o.soft);
   CHECK(o.source_csv == "unlabeled.csv");
   CHECK(o.source_image_dir.empty());
-  auto d = kg::data::load_pseudo_options(kg::test::resolve_recipe({recipe}, {"pseudo.threshold=0", "pseudo.soft=false"}));
+  auto d =
+      kg::data::load_pseudo_options(kg::test::resolve_recipe({recipe}, {"pseudo.threshold=0", "pseudo.soft=false"}));
   CHECK(d.threshold == 0);
   CHECK_FALSE(d.soft);
   CHECK_THROWS_AS(kg::test::resolve_recipe({recipe}, {"pseudo.threshold=1.5"}), kg::ConfigError);

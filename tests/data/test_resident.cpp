@@ -33,8 +33,12 @@ struct Setup {
     if (raw_pack) {
       std::string csv = "id,label\n";
       for (int i = 0; i < 29; ++i) csv += "r" + std::to_string(i) + "," + std::to_string(i % 4) + "\n";
-      kg::data::PackWriter w(dir / "train.kgpack", {{"kind", "raw"}, {"height", stored_size}, {"width", stored_size},
-                                                    {"channels", 1}, {"table_csv", csv}, {"id_col", "id"}});
+      kg::data::PackWriter w(dir / "train.kgpack", {{"kind", "raw"},
+                                                    {"height", stored_size},
+                                                    {"width", stored_size},
+                                                    {"channels", 1},
+                                                    {"table_csv", csv},
+                                                    {"id_col", "id"}});
       torch::manual_seed(5);
       for (int i = 0; i < 29; ++i) {
         at::Tensor px = torch::randint(0, 256, {stored_size * stored_size}, torch::kByte);
@@ -59,8 +63,8 @@ struct Setup {
   }
 };
 
-std::vector<kg::data::Batch> drain(const kg::data::Table& t, const std::vector<int64_t>& rows, const kg::data::Pipeline& p,
-                                   kg::data::LoaderOptions o) {
+std::vector<kg::data::Batch> drain(const kg::data::Table& t, const std::vector<int64_t>& rows,
+                                   const kg::data::Pipeline& p, kg::data::LoaderOptions o) {
   kg::data::Loader l(t, rows, p, o);
   std::vector<kg::data::Batch> out;
   kg::data::Batch b;
@@ -146,12 +150,14 @@ TEST_CASE("device-resident data: an unreadable image is named by its CSV row", "
   }
 }
 
-TEST_CASE("fit with data.cache = device trains exactly as with uint8 batches from the RAM cache", "[integration][jobs][resident]") {
+TEST_CASE("fit with data.cache = device trains exactly as with uint8 batches from the RAM cache",
+          "[integration][jobs][resident]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 48, 8);
   auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
   const std::vector<std::string> aug{
-      "data.augment=[{name=\"pad_crop\",pad=2},{name=\"hflip\"},{name=\"normalize\",mean=[0.4],std=[0.3]}]", "train.epochs=2"};
+      "data.augment=[{name=\"pad_crop\",pad=2},{name=\"hflip\"},{name=\"normalize\",mean=[0.4],std=[0.3]}]",
+      "train.epochs=2"};
   auto run = [&](const std::string& name, std::vector<std::string> extra) {
     std::vector<std::string> args{"fit", recipe, "--run-dir", dir / name};
     args.insert(args.end(), aug.begin(), aug.end());
@@ -184,12 +190,13 @@ TEST_CASE("fit with data.cache = device trains exactly as with uint8 batches fro
   CHECK(bad.output.find("data.augment[0] (rotate)") != std::string::npos);
 }
 
-TEST_CASE("bench with data.cache = device times the device gather, not decoding", "[integration][jobs][resident][bench]") {
+TEST_CASE("bench with data.cache = device times the device gather, not decoding",
+          "[integration][jobs][resident][bench]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 48, 4);
   auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
-  auto r = kg::test::run_kgtrain({"bench", recipe, "data.cache=device", "--ablate", "workers,cache", "--steps", "2", "--warmup",
-                                  "1", "--repeats", "1", "--json", dir / "bench.json", "--quiet"});
+  auto r = kg::test::run_kgtrain({"bench", recipe, "data.cache=device", "--ablate", "workers,cache", "--steps", "2",
+                                  "--warmup", "1", "--repeats", "1", "--json", dir / "bench.json", "--quiet"});
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   auto j = nlohmann::json::parse(kg::read_file(dir / "bench.json"));
@@ -217,7 +224,8 @@ TEST_CASE("device-resident batches on CUDA equal the CPU ones", "[gpu][data][res
   const auto aug = kg::config::json::parse(
       R"([{"name": "pad_crop", "pad": 3, "mode": "constant"}, {"name": "hflip"}, {"name": "vflip"}, {"name": "normalize", "mean": [0.4], "std": [0.3]}])");
   kg::data::Pipeline p(aug, g, true, true);
-  kg::data::ResidentImages cpu(s.table, g, torch::kCPU, size_t{1} << 30, 2), gpu(s.table, g, torch::kCUDA, size_t{1} << 30, 2);
+  kg::data::ResidentImages cpu(s.table, g, torch::kCPU, size_t{1} << 30, 2),
+      gpu(s.table, g, torch::kCUDA, size_t{1} << 30, 2);
   const auto rows = s.all();
   auto a = cpu.batch(rows, p, 5, 1), b = gpu.batch(rows, p, 5, 1);
   CHECK(b.is_cuda());

@@ -42,14 +42,16 @@ kg::data::Table load(const DataOptions& o, Split s = Split::train, bool scan = t
 
 }  // namespace
 
-TEST_CASE("csv source: an unseen layout with BOM, CRLF, quoted commas, string labels and path sub-folders", "[unit][data]") {
+TEST_CASE("csv source: an unseen layout with BOM, CRLF, quoted commas, string labels and path sub-folders",
+          "[unit][data]") {
   kg::test::TempDir dir;
   const std::string root = dir / "d";
   png(root + "/imgs/a/x1.png", 10);
   png(root + "/imgs/b/x2.png", 20);
   png(root + "/imgs/a/x3.png", 30);
   kg::write_file_atomic(root + "/labels.csv",
-                        "\xEF\xBB\xBF" "file,species,note\r\n"
+                        "\xEF\xBB\xBF"
+                        "file,species,note\r\n"
                         "a/x1.png,\"cat, tabby\",\"said \"\"hi\"\"\"\r\n"
                         "b/x2.png,dog,\r\n"
                         "a/x3.png,\"cat, tabby\",x\r\n\r\n\r\n");
@@ -76,7 +78,9 @@ TEST_CASE("csv source: id + image_ext, integer labels, numeric feature columns",
   kg::test::TempDir dir;
   const std::string root = dir / "d";
   for (int i = 0; i < 4; ++i) png(root + "/train/im" + std::to_string(i) + ".jpg.png", 10 * i);
-  kg::write_file_atomic(root + "/train.csv", "image_id,target,price,area\nim0.jpg,2,1.5,10\nim1.jpg,0,2,20\nim2.jpg,1,-3e2,30\nim3.jpg,2,0,40\n");
+  kg::write_file_atomic(
+      root + "/train.csv",
+      "image_id,target,price,area\nim0.jpg,2,1.5,10\nim1.jpg,0,2,20\nim2.jpg,1,-3e2,30\nim3.jpg,2,0,40\n");
   DataOptions o = opts(root);
   o.id_col = "image_id";
   o.image_ext = "png";  // without the dot
@@ -204,13 +208,13 @@ TEST_CASE("bad rows: every kind is listed under error and skipped once under ski
   kg::write_file_atomic(root + "/train.csv",
                         "path,label\n"
                         "ok0.png,a\n"
-                        "missing.png,a\n"      // row 2: missing file
-                        "empty.png,b\n"        // row 3: empty file
-                        "junk.png,b\n"         // row 4: undecodable
+                        "missing.png,a\n"  // row 2: missing file
+                        "empty.png,b\n"    // row 3: empty file
+                        "junk.png,b\n"     // row 4: undecodable
                         "ok1.png,a\n"
-                        "../../outside.png,b\n" // row 6: leaves the root
-                        "/etc/passwd,a\n"      // row 7: absolute
-                        "escape.png,b\n"       // row 8: symlink escape
+                        "../../outside.png,b\n"  // row 6: leaves the root
+                        "/etc/passwd,a\n"        // row 7: absolute
+                        "escape.png,b\n"         // row 8: symlink escape
                         "ok2.png,b\n"
                         "ok3.png,a\n"
                         "ok4.png,b\n"
@@ -250,7 +254,8 @@ TEST_CASE("bad rows: every kind is listed under error and skipped once under ski
     auto csv = kg::data::bad_rows_csv(t.dropped);
     CHECK(csv.rfind("row,id,reason\n2,missing.png,", 0) == 0);
     CHECK(csv.find("\n6,../../outside.png,") != std::string::npos);
-  }  SECTION("the scan fills the RAM cache under the rows left after skipping") {
+  }
+  SECTION("the scan fills the RAM cache under the rows left after skipping") {
     o.on_bad_row = "skip";
     kg::data::ImageCache cache(1 << 20);
     auto t = kg::data::load_split(o, Split::train, classes, true, 2, {}, &cache);
@@ -290,7 +295,8 @@ TEST_CASE("bad rows: labels, targets, features and ids", "[unit][data]") {
     CHECK(t.dropped.size() == 2);
   }
   SECTION("non-numeric regression target and feature, empty and duplicate ids") {
-    kg::write_file_atomic(root + "/train.csv", "id,y,f\nr0,1,2\nr1,abc,2\nr2,3,x\n,4,1\nr0,5,5\nr4,nan,1\nr5,1e40,1\nr6,2,-1e39\n");
+    kg::write_file_atomic(root + "/train.csv",
+                          "id,y,f\nr0,1,2\nr1,abc,2\nr2,3,x\n,4,1\nr0,5,5\nr4,nan,1\nr5,1e40,1\nr6,2,-1e39\n");
     o.task = "regression";
     o.label_cols = {"y"};
     o.feature_cols = {"f"};
@@ -324,7 +330,8 @@ TEST_CASE("folds: group never splits a group, column uses the CSV's folds", "[un
   std::string csv = "id,label,patient,fold\n";
   for (int i = 0; i < 40; ++i) {
     png(root + "/train/r" + std::to_string(i) + ".png", 5);
-    csv += "r" + std::to_string(i) + "," + (i % 3 ? "a" : "b") + ",p" + std::to_string(i % 9) + "," + std::to_string(i % 4) + "\n";
+    csv += "r" + std::to_string(i) + "," + (i % 3 ? "a" : "b") + ",p" + std::to_string(i % 9) + "," +
+           std::to_string(i % 4) + "\n";
   }
   kg::write_file_atomic(root + "/train.csv", csv);
   DataOptions o = opts(root);
@@ -401,8 +408,9 @@ TEST_CASE("bad rows: the error's hint fits the policy", "[unit][data]") {
     return std::string("(no error)");
   };
   const std::string listed = "test.csv: 1 bad row(s)\n  - test.csv row 2 (line 3): id t1: cannot decode image\n";
-  CHECK(message("error") == listed + "(fix the rows, or set data.on_bad_row = \"skip\" to train without them and list "
-                                     "them in bad_rows.csv)");
+  CHECK(message("error") == listed +
+                                "(fix the rows, or set data.on_bad_row = \"skip\" to train without them and list "
+                                "them in bad_rows.csv)");
   // tta-predict: skipping a test row would leave the submission without it, whatever the recipe says.
   CHECK(message("required") == listed + "(fix the rows: every row of this table needs a prediction)");
 }

@@ -15,10 +15,10 @@
 
 using kg::data::ClassList;
 using kg::data::DataOptions;
+using kg::data::format_submission;
 using kg::data::SubmissionFormat;
 using kg::data::Table;
 using kg::data::Task;
-using kg::data::format_submission;
 
 namespace {
 
@@ -96,11 +96,12 @@ TEST_CASE("multiclass submission follows a shuffled sample's id order and column
   }
   SECTION("probability columns named by class, in the sample's order") {
     s.sample("id,eel,cat,dog\nb,0,0,0\nd,0,0,0\nc,0,0,0\na,0,0,0\n");
-    CHECK(s.format(p) == "id,eel,cat,dog\n"
-                         "b,0.6,0.1,0.3\n"
-                         "d,0.25,0.4,0.35\n"
-                         "c,0.3,0.2,0.5\n"
-                         "a,0.1,0.7,0.2\n");
+    CHECK(s.format(p) ==
+          "id,eel,cat,dog\n"
+          "b,0.6,0.1,0.3\n"
+          "d,0.25,0.4,0.35\n"
+          "c,0.3,0.2,0.5\n"
+          "a,0.1,0.7,0.2\n");
   }
   SECTION("a label column beside one probability column") {
     s.sample("id,dog,label\nc,,\na,,\nb,,\nd,,\n");
@@ -119,15 +120,16 @@ TEST_CASE("multiclass submission follows a shuffled sample's id order and column
   }
 }
 
-TEST_CASE("a sample whose ids differ from the test table is a DataError listing the first differences", "[unit][data][submission]") {
+TEST_CASE("a sample whose ids differ from the test table is a DataError listing the first differences",
+          "[unit][data][submission]") {
   Sub s(Task::multiclass, {"cat", "dog"}, {"a", "b", "c", "d"});
   auto p = preds({{0.9f, 0.1f}, {0.9f, 0.1f}, {0.9f, 0.1f}, {0.9f, 0.1f}});
   SECTION("one id replaced") {
     s.sample("id,label\nd,cat\nzz,cat\nb,cat\na,cat\n");
     auto m = s.error(p);
-    CHECK(m.find("zz") != std::string::npos);            // in the sample, not in the test table
-    CHECK(m.find("id c ") != std::string::npos);         // in the test table, not in the sample
-    CHECK(m.find("row 2") != std::string::npos);         // where zz is
+    CHECK(m.find("zz") != std::string::npos);     // in the sample, not in the test table
+    CHECK(m.find("id c ") != std::string::npos);  // in the test table, not in the sample
+    CHECK(m.find("row 2") != std::string::npos);  // where zz is
     CHECK(m.find("2 differences") != std::string::npos);
   }
   SECTION("an id twice in the sample") {
@@ -171,7 +173,8 @@ TEST_CASE("a sample column kgtrain cannot fill is a DataError naming it", "[unit
   }
 }
 
-TEST_CASE("binary submission: the positive class's probability, or the class by threshold", "[unit][data][submission]") {
+TEST_CASE("binary submission: the positive class's probability, or the class by threshold",
+          "[unit][data][submission]") {
   Sub s(Task::binary, {"neg", "pos"}, {"a", "b", "c", "d"});
   auto p = preds({{0.8f}, {0.3f}, {0.5f}, {0.1f}});
   s.sample("id,label\nd,0\nc,0\nb,0\na,0\n");
@@ -196,7 +199,8 @@ TEST_CASE("binary submission: the positive class's probability, or the class by 
   }
 }
 
-TEST_CASE("multilabel submission in one label column: labels at or above the threshold, joined", "[unit][data][submission]") {
+TEST_CASE("multilabel submission in one label column: labels at or above the threshold, joined",
+          "[unit][data][submission]") {
   Sub s(Task::multilabel, {"a", "b", "c"}, {"r0", "r1", "r2"});
   auto p = preds({{0.9f, 0.2f, 0.6f}, {0.1f, 0.1f, 0.1f}, {0.5f, 0.7f, 0.4f}});
   s.o.label_cols = {"tags"};

@@ -36,7 +36,8 @@ TEST_CASE("hflip mirrors at p = 1 and never at p = 0", "[unit][data]") {
   auto plain = run("[]", g, 0);
   auto flipped = run(R"([{"name": "hflip", "p": 1.0}])", g, 0);
   for (int y = 0; y < 4; ++y)
-    for (int x = 0; x < 5; ++x) CHECK(flipped[static_cast<size_t>(y * 5 + x)] == plain[static_cast<size_t>(y * 5 + 4 - x)]);
+    for (int x = 0; x < 5; ++x)
+      CHECK(flipped[static_cast<size_t>(y * 5 + x)] == plain[static_cast<size_t>(y * 5 + 4 - x)]);
   CHECK(run(R"([{"name": "hflip", "p": 0.0}])", g, 0) == plain);
   CHECK(run(R"([{"name": "hflip", "p": 1.0}])", g, 0, /*train=*/false) == plain);  // evaluation drops it
 }

@@ -70,9 +70,9 @@ TEST_CASE("device.precision = auto per device (Lightning's 16-mixed / bf16-mixed
 TEST_CASE("device.precision the device cannot run is a clear recipe error", "[device][unit]") {
   using kg::device::choose_precision;
   CHECK_THROWS_AS(choose_precision("bf16", gpu("Tesla T4", 7, 5)), kg::ConfigError);
-  CHECK_THROWS_WITH(choose_precision("bf16", gpu("Tesla T4", 7, 5)),
-                    Catch::Contains("Tesla T4") && Catch::Contains("7.5") && Catch::Contains("fp16") &&
-                        Catch::Contains("Ampere"));
+  CHECK_THROWS_WITH(
+      choose_precision("bf16", gpu("Tesla T4", 7, 5)),
+      Catch::Contains("Tesla T4") && Catch::Contains("7.5") && Catch::Contains("fp16") && Catch::Contains("Ampere"));
   CHECK_THROWS_WITH(choose_precision("fp16", cpu(true)), Catch::Contains("CUDA") && Catch::Contains("bf16"));
   CHECK_THROWS_WITH(choose_precision("fp8", cpu(true)), Catch::Contains("device.precision"));
 }

@@ -33,8 +33,8 @@
 namespace {
 
 std::string rank_env(int rank, int world, int port) {
-  return "RANK=" + std::to_string(rank) + " LOCAL_RANK=" + std::to_string(rank) + " WORLD_SIZE=" + std::to_string(world) +
-         " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " ";
+  return "RANK=" + std::to_string(rank) + " LOCAL_RANK=" + std::to_string(rank) +
+         " WORLD_SIZE=" + std::to_string(world) + " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " ";
 }
 
 }  // namespace
@@ -43,8 +43,12 @@ TEST_CASE("torchrun's environment is read, and a broken one named", "[unit][devi
   using kg::device::dist_env_from;
   CHECK_FALSE(dist_env_from({}).active());
   CHECK_FALSE(dist_env_from({{"WORLD_SIZE", "1"}}).active());
-  auto e = dist_env_from({{"WORLD_SIZE", "4"}, {"RANK", "3"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
-                          {"MASTER_ADDR", "10.0.0.2"}, {"MASTER_PORT", "29400"}});
+  auto e = dist_env_from({{"WORLD_SIZE", "4"},
+                          {"RANK", "3"},
+                          {"LOCAL_RANK", "1"},
+                          {"LOCAL_WORLD_SIZE", "2"},
+                          {"MASTER_ADDR", "10.0.0.2"},
+                          {"MASTER_PORT", "29400"}});
   CHECK(e.active());
   CHECK(e.rank == 3);
   CHECK(e.local_rank == 1);
@@ -59,14 +63,17 @@ TEST_CASE("torchrun's environment is read, and a broken one named", "[unit][devi
     CHECK(std::string(err.what()).find("MASTER_PORT is not set") != std::string::npos);
   }
   try {
-    dist_env_from({{"WORLD_SIZE", "2"}, {"RANK", "2"}, {"LOCAL_RANK", "0"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}});
+    dist_env_from(
+        {{"WORLD_SIZE", "2"}, {"RANK", "2"}, {"LOCAL_RANK", "0"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}});
     FAIL("no error");
   } catch (const kg::UsageError& err) {
-    CHECK(std::string(err.what()).find("RANK=2: expected this process's rank, below WORLD_SIZE (0..1)") != std::string::npos);
+    CHECK(std::string(err.what()).find("RANK=2: expected this process's rank, below WORLD_SIZE (0..1)") !=
+          std::string::npos);
   }
 }
 
-TEST_CASE("each rank takes its slice of every global batch; a short one is split evenly and padded", "[unit][data][dist]") {
+TEST_CASE("each rank takes its slice of every global batch; a short one is split evenly and padded",
+          "[unit][data][dist]") {
   std::vector<int64_t> order;
   for (int64_t i = 0; i < 10; ++i) order.push_back(100 + i);
   int64_t g = 0;
@@ -99,7 +106,8 @@ TEST_CASE("Gloo collectives between two ranks: bucketed sum, broadcast, strings,
     RANK_CHECK(checks, g.rank(), torch::equal(t[0], torch::full({3}, 3.0)));
     RANK_CHECK(checks, g.rank(), torch::equal(t[1], torch::full({2, 2}, 30.0)));
     RANK_CHECK(checks, g.rank(), torch::equal(t[2], torch::full({5}, int64_t{3}, torch::kLong)));
-    std::vector<at::Tensor> b{torch::full({4}, r), torch::arange(6).reshape({2, 3}).t() * (r + 1)};  // a non-contiguous one
+    std::vector<at::Tensor> b{torch::full({4}, r),
+                              torch::arange(6).reshape({2, 3}).t() * (r + 1)};  // a non-contiguous one
     g.broadcast(b, 0);
     RANK_CHECK(checks, g.rank(), torch::equal(b[0], torch::zeros({4})));
     RANK_CHECK(checks, g.rank(), torch::equal(b[1], torch::arange(6).reshape({2, 3}).t()));
@@ -170,12 +178,14 @@ TEST_CASE("SyncBatchNorm on two ranks normalises like BatchNorm on their joined 
   checks.report();
 }
 
-TEST_CASE("fit --nproc 2 with batch B trains the weights of one process with batch 2B (overlapped or not)", "[integration][dist]") {
+TEST_CASE("fit --nproc 2 with batch B trains the weights of one process with batch 2B (overlapped or not)",
+          "[integration][dist]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 48, 4);  // fold 1 of 4 held out: 36 training rows = 3 global batches of 12
   auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
   const std::vector<std::string> common{"train.epochs=2", "optim.name=sgd", "optim.momentum=0.9", "--quiet"};
-  auto one = kg::test::run_kgtrain(kg::test::cat({"fit", recipe, "train.batch_size=12", "--run-dir", dir / "one"}, common));
+  auto one =
+      kg::test::run_kgtrain(kg::test::cat({"fit", recipe, "train.batch_size=12", "--run-dir", dir / "one"}, common));
   INFO(one.output);
   REQUIRE(one.exit_code == 0);
   auto two = kg::test::run_kgtrain(kg::test::cat({"fit", recipe, "train.batch_size=6", "device.sync_batchnorm=true",
@@ -184,10 +194,10 @@ TEST_CASE("fit --nproc 2 with batch B trains the weights of one process with bat
   INFO(two.output);
   REQUIRE(two.exit_code == 0);
   // The same with every bucket summed after backward instead of during it: the same weights, bit for bit.
-  auto off = kg::test::run_kgtrain(kg::test::cat({"fit", recipe, "train.batch_size=6", "device.sync_batchnorm=true",
-                                                  "device.dist_overlap=false", "device.dist_timeout_s=60", "--nproc", "2",
-                                                  "--run-dir", dir / "off"},
-                                                 common));
+  auto off = kg::test::run_kgtrain(
+      kg::test::cat({"fit", recipe, "train.batch_size=6", "device.sync_batchnorm=true", "device.dist_overlap=false",
+                     "device.dist_timeout_s=60", "--nproc", "2", "--run-dir", dir / "off"},
+                    common));
   INFO(off.output);
   REQUIRE(off.exit_code == 0);
   const auto a = kg::model::read_safetensors(dir / "one/checkpoints/last/model.safetensors");
@@ -241,12 +251,13 @@ TEST_CASE("a rank that fails or never comes ends the job with exit 4, not a hang
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 24, 4);
   auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
-  const std::string bin = std::string("'") + KGTRAIN_BINARY + "' fit '" + recipe + "' --quiet device.dist_timeout_s=20 ";
+  const std::string bin =
+      std::string("'") + KGTRAIN_BINARY + "' fit '" + recipe + "' --quiet device.dist_timeout_s=20 ";
   SECTION("rank 1 stops after the rendezvous (its data folder is missing)") {
     const int port = kg::test::free_port();
     const auto t0 = std::chrono::steady_clock::now();
-    auto r = kg::test::run_shell("(" + rank_env(1, 2, port) + bin + "data.root=/nonexistent >/dev/null 2>&1 &) ; " + rank_env(0, 2, port) +
-                       bin + "--run-dir '" + (dir / "run") + "'");
+    auto r = kg::test::run_shell("(" + rank_env(1, 2, port) + bin + "data.root=/nonexistent >/dev/null 2>&1 &) ; " +
+                                 rank_env(0, 2, port) + bin + "--run-dir '" + (dir / "run") + "'");
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     INFO(r.output);
     CHECK(r.exit_code == 4);
@@ -254,7 +265,8 @@ TEST_CASE("a rank that fails or never comes ends the job with exit 4, not a hang
     CHECK(s < 60);
   }
   SECTION("rank 1 never starts: the rendezvous times out") {
-    auto r = kg::test::run_shell(rank_env(0, 2, kg::test::free_port()) + bin + "device.dist_timeout_s=3 --run-dir '" + (dir / "run2") + "'");
+    auto r = kg::test::run_shell(rank_env(0, 2, kg::test::free_port()) + bin + "device.dist_timeout_s=3 --run-dir '" +
+                                 (dir / "run2") + "'");
     INFO(r.output);
     CHECK(r.exit_code == 4);
     CHECK(r.output.find("distributed rendezvous at 127.0.0.1:") != std::string::npos);
@@ -275,8 +287,9 @@ TEST_CASE("a rank that fails or never comes ends the job with exit 4, not a hang
     CHECK(waited < 10.5);  // connecting and meeting the ranks share the 6 s (they took 2 x 6 s)
   }
   SECTION("Ctrl-C to fit --nproc: every rank stops at the same update, rank 0 saves, exit 130") {
-    auto r = kg::test::run_shell(std::string("'") + KGTRAIN_BINARY + "' fit '" + recipe + "' --quiet train.epochs=3000 --nproc 2 " +
-                                 "--run-dir '" + (dir / "run3") + "' & pid=$!; sleep 12; kill -INT $pid; wait $pid; echo exit=$?");
+    auto r = kg::test::run_shell(std::string("'") + KGTRAIN_BINARY + "' fit '" + recipe +
+                                 "' --quiet train.epochs=3000 --nproc 2 " + "--run-dir '" + (dir / "run3") +
+                                 "' & pid=$!; sleep 12; kill -INT $pid; wait $pid; echo exit=$?");
     INFO(r.output);
     CHECK(r.output.find("exit=130") != std::string::npos);
     const auto summary = kg::test::read_json(dir / "run3/summary.json");
@@ -287,10 +300,11 @@ TEST_CASE("a rank that fails or never comes ends the job with exit 4, not a hang
     // Rank 0 used to take a peer's stop for a finished run and fail in the next collective (exit 4, no save).
     const int port = kg::test::free_port();
     const std::string run = dir / "run4", many = "train.epochs=3000 ";
-    auto r = kg::test::run_shell("(" + rank_env(1, 2, port) + bin + many + ">/dev/null 2>&1 & echo $! > '" + (dir / "p1") +
-                                 "'; wait $!; echo $? > '" + (dir / "e1") + "') & " + rank_env(0, 2, port) + bin + many +
-                                 "--run-dir '" + run + "' & p0=$!; sleep 12; kill -TERM $(cat '" + (dir / "p1") +
-                                 "'); wait $p0; echo exit0=$?; wait; echo exit1=$(cat '" + (dir / "e1") + "')");
+    auto r =
+        kg::test::run_shell("(" + rank_env(1, 2, port) + bin + many + ">/dev/null 2>&1 & echo $! > '" + (dir / "p1") +
+                            "'; wait $!; echo $? > '" + (dir / "e1") + "') & " + rank_env(0, 2, port) + bin + many +
+                            "--run-dir '" + run + "' & p0=$!; sleep 12; kill -TERM $(cat '" + (dir / "p1") +
+                            "'); wait $p0; echo exit0=$?; wait; echo exit1=$(cat '" + (dir / "e1") + "')");
     INFO(r.output);
     CHECK(r.output.find("exit0=143") != std::string::npos);
     CHECK(r.output.find("exit1=143") != std::string::npos);
@@ -305,12 +319,14 @@ TEST_CASE("a rank that fails or never comes ends the job with exit 4, not a hang
   }
 }
 
-TEST_CASE("an epoch-end checkpoint of 2 processes resumes on 1 with the schedule where it stood", "[integration][dist]") {
+TEST_CASE("an epoch-end checkpoint of 2 processes resumes on 1 with the schedule where it stood",
+          "[integration][dist]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 48, 4);  // 36 training rows
   auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
-  const std::vector<std::string> common{"train.epochs=3",  "optim.name=sgd",     "train.batch_size=6",
-                                        "train.checkpoint_every_steps=1", "checkpoint.keep_last=20", "--quiet"};
+  const std::vector<std::string> common{"train.epochs=3",          "optim.name=sgd",
+                                        "train.batch_size=6",      "train.checkpoint_every_steps=1",
+                                        "checkpoint.keep_last=20", "--quiet"};
   // 2 processes x 6 images: 3 updates per epoch; checkpoints/step-000000003 is the end of epoch 1.
   auto two = kg::test::run_kgtrain(
       kg::test::cat({"fit", recipe, "device.dist_timeout_s=60", "--nproc", "2", "--run-dir", dir / "two"}, common));
@@ -349,8 +365,8 @@ TEST_CASE("a mid-epoch checkpoint of 2 processes resumes to the same weights and
   auto ds = kg::test::make_tiny_dataset(dir, 48, 4);  // 36 training rows: 3 global batches of 12 per epoch
   auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
   auto two = kg::test::run_kgtrain({"fit", recipe, "train.epochs=2", "optim.name=sgd", "train.batch_size=6",
-                                    "train.checkpoint_every_steps=1", "checkpoint.keep_last=20", "device.dist_timeout_s=60",
-                                    "--nproc", "2", "--run-dir", dir / "two", "--quiet"});
+                                    "train.checkpoint_every_steps=1", "checkpoint.keep_last=20",
+                                    "device.dist_timeout_s=60", "--nproc", "2", "--run-dir", dir / "two", "--quiet"});
   INFO(two.output);
   REQUIRE(two.exit_code == 0);
   auto lines = [&] {
@@ -374,7 +390,8 @@ TEST_CASE("a mid-epoch checkpoint of 2 processes resumes to the same weights and
   CHECK(kg::read_file(dir / "two/checkpoints/last/model.safetensors") == weights);
 }
 
-TEST_CASE("OOM back-off on 2 processes retries the update the same with buckets overlapped or not", "[integration][dist][oom]") {
+TEST_CASE("OOM back-off on 2 processes retries the update the same with buckets overlapped or not",
+          "[integration][dist][oom]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 48, 4);  // 36 training rows: 2 global batches of 2 x 8 an epoch
   auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
@@ -392,5 +409,6 @@ TEST_CASE("OOM back-off on 2 processes retries the update the same with buckets 
   };
   run("on", "true");
   run("off", "false");
-  CHECK(kg::read_file(dir / "on/checkpoints/last/model.safetensors") == kg::read_file(dir / "off/checkpoints/last/model.safetensors"));
+  CHECK(kg::read_file(dir / "on/checkpoints/last/model.safetensors") ==
+        kg::read_file(dir / "off/checkpoints/last/model.safetensors"));
 }

@@ -55,7 +55,8 @@ TEST_CASE("emulated graph: capture leaves nothing readable and .grad untouched; 
   CHECK(graph->grads()[0].data_ptr() == gw.data_ptr());
 }
 
-TEST_CASE("emulated graph: work that changes what it computes between capture and replay is an error", "[device][graphs]") {
+TEST_CASE("emulated graph: work that changes what it computes between capture and replay is an error",
+          "[device][graphs]") {
   Linear m;
   bool use_b = false;
   kg::device::GraphWork work = [&] {

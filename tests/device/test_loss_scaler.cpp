@@ -33,7 +33,8 @@ struct StepCounter : kg::train::Callback {
 };
 }  // namespace
 
-TEST_CASE("LossScaler: back-off and skip on inf/NaN, growth after growth_interval clean updates", "[device][scaler][unit]") {
+TEST_CASE("LossScaler: back-off and skip on inf/NaN, growth after growth_interval clean updates",
+          "[device][scaler][unit]") {
   LossScaler s(opts(65536, 3));
   CHECK(s.enabled());
   CHECK(s.scale() == 65536);
@@ -130,8 +131,8 @@ TEST_CASE("Trainer with the loss scaler: overflowing updates are skipped and the
   std::vector<kg::train::CallbackPtr> extra;
   extra.push_back(std::make_unique<StepCounter>(&steps));
   // A scale beyond float32's range makes the first gradients overflow: what fp16 does at 2^16.
-  kg::test::Rig r(ds.root, dir / "r", {"train.epochs=3", "train.batch_size=8", "optim.lr=0.05"}, 40, std::move(extra), {},
-                  LossScaler(opts(std::ldexp(1.0, 140), 100000)));
+  kg::test::Rig r(ds.root, dir / "r", {"train.epochs=3", "train.batch_size=8", "optim.lr=0.05"}, 40, std::move(extra),
+                  {}, LossScaler(opts(std::ldexp(1.0, 140), 100000)));
   auto before = r.params();
   r.trainer->fit();
   const auto& sc = r.trainer->scaler();
@@ -139,9 +140,9 @@ TEST_CASE("Trainer with the loss scaler: overflowing updates are skipped and the
   CHECK(skips >= 1);
   CHECK(skips < 15);  // x0.5 per skip: a few dozen bits at most
   CHECK(sc.scale() == std::ldexp(1.0, 140 - static_cast<int>(skips)));
-  CHECK(r.trainer->state().step == 15);               // 5 updates x 3 epochs: the schedule counts skipped ones
-  CHECK(steps == 15 - skips);                         // ... the optimizer made only the clean ones
-  CHECK(r.trainer->state().skipped_updates == 0);     // overflow skips are not divergence
+  CHECK(r.trainer->state().step == 15);            // 5 updates x 3 epochs: the schedule counts skipped ones
+  CHECK(steps == 15 - skips);                      // ... the optimizer made only the clean ones
+  CHECK(r.trainer->state().skipped_updates == 0);  // overflow skips are not divergence
   auto after = r.params();
   for (auto& [k, v] : after) CHECK(torch::isfinite(v).all().item<bool>());
   CHECK(kg::test::max_diff(before, after) > 0);

@@ -28,7 +28,8 @@ TEST_CASE("this process's math libraries are found and the reference BLAS is war
   CHECK(m.blas.name != "none found");  // Debian's LibTorch loads libblas.so.3; PyPI's carries MKL
   CHECK(m.reference_blas == (m.blas.name.rfind("reference", 0) == 0));
   CHECK(kg::device::reference_blas_warning().empty() == !m.reference_blas);
-  if (m.reference_blas) CHECK_THAT(kg::device::reference_blas_warning(), Catch::Contains("apt-get install libopenblas0-openmp"));
+  if (m.reference_blas)
+    CHECK_THAT(kg::device::reference_blas_warning(), Catch::Contains("apt-get install libopenblas0-openmp"));
   if (!m.blas.path.empty()) CHECK(m.blas.path.front() == '/');  // resolved through the alternatives' links
   CHECK_THAT(kg::device::math_libs_brief(), Catch::StartsWith("BLAS " + m.blas.name));
 }

@@ -39,8 +39,8 @@ TEST_CASE("gpu_monitor callback: per-epoch utilization in the epoch report", "[d
   auto ds = kg::test::make_tiny_dataset(dir, 32, 4);
   std::filesystem::create_directories(dir / "r");
   kg::test::Rig r(ds.root, dir / "r",
-                  {"train.epochs=2", "train.batch_size=8", std::string("gpu_monitor.library=\"") + KGTRAIN_FAKE_NVML + "\"",
-                   "gpu_monitor.interval_s=0.01"},
+                  {"train.epochs=2", "train.batch_size=8",
+                   std::string("gpu_monitor.library=\"") + KGTRAIN_FAKE_NVML + "\"", "gpu_monitor.interval_s=0.01"},
                   24);
   r.trainer->fit();
   const auto& h = r.trainer->state().history;
@@ -53,7 +53,8 @@ TEST_CASE("gpu_monitor callback: per-epoch utilization in the epoch report", "[d
   kg::test::TempDir d2;
   auto ds2 = kg::test::make_tiny_dataset(d2, 32, 4);
   std::filesystem::create_directories(d2 / "r");
-  kg::test::Rig off(ds2.root, d2 / "r", {"train.epochs=1", "train.batch_size=8", "gpu_monitor.library=\"nope.so\""}, 24);
+  kg::test::Rig off(ds2.root, d2 / "r", {"train.epochs=1", "train.batch_size=8", "gpu_monitor.library=\"nope.so\""},
+                    24);
   off.trainer->fit();
   CHECK_FALSE(off.trainer->state().history[0].contains("gpu_util_pct"));
 }

@@ -61,7 +61,8 @@ TEST_CASE("bf16 training: float32 weights, a different but equally good run", "[
   auto ds = kg::test::make_tiny_dataset(dir, 64, 4);
   auto run = [&](const std::string& precision, const std::string& sub) {
     std::filesystem::create_directories(dir / sub);
-    kg::test::Rig r(ds.root, dir / sub, {"train.epochs=3", "train.batch_size=8", "optim.lr=0.05", "device.precision=" + precision}, 48);
+    kg::test::Rig r(ds.root, dir / sub,
+                    {"train.epochs=3", "train.batch_size=8", "optim.lr=0.05", "device.precision=" + precision}, 48);
     r.trainer->fit();
     auto ev = r.trainer->evaluate();
     return std::make_pair(r.params(), ev.values.at("accuracy"));
@@ -70,7 +71,7 @@ TEST_CASE("bf16 training: float32 weights, a different but equally good run", "[
   auto [p16, acc16] = run("bf16", "b");
   for (auto& [k, v] : p16) CHECK(v.scalar_type() == at::kFloat);
   double diff = kg::test::max_diff(p32, p16);
-  CHECK(diff > 0);     // the forward really ran in bf16
-  CHECK(diff < 0.5);   // ... and trained the same model
+  CHECK(diff > 0);    // the forward really ran in bf16
+  CHECK(diff < 0.5);  // ... and trained the same model
   CHECK(acc16 >= acc32 - 0.2);
 }

@@ -60,9 +60,9 @@ TEST_CASE("bench times every phase, ablates the toggles and suggests a fit comma
   CHECK(r.output.find("bottleneck: ") != std::string::npos);
   CHECK(r.output.find("configuration | time per epoch | speedup | peak memory | notes") != std::string::npos);
   const json j = kg::test::read_json(out);
-  CHECK(keys_of(j) == std::set<std::string>{"schema_version", "command", "device", "recipe", "settings", "data", "phases",
-                                             "memory", "tflops", "epoch", "bottleneck", "notes", "ablations", "drift",
-                                             "suggestion"});
+  CHECK(keys_of(j) == std::set<std::string>{"schema_version", "command", "device", "recipe", "settings", "data",
+                                            "phases", "memory", "tflops", "epoch", "bottleneck", "notes", "ablations",
+                                            "drift", "suggestion"});
   CHECK(j["schema_version"] == 1);
   CHECK(j["command"] == "bench");
   CHECK(j["recipe"]["files"].back() == recipe);
@@ -77,19 +77,21 @@ TEST_CASE("bench times every phase, ablates the toggles and suggests a fit comma
   for (auto& p : j["phases"]) {
     INFO(p.dump());
     names.push_back(p["name"]);
-    CHECK(keys_of(p) == std::set<std::string>{"name", "batch", "threads", "ms_per_step", "images_per_s", "repeats", "steps", "note"});
+    CHECK(keys_of(p) ==
+          std::set<std::string>{"name", "batch", "threads", "ms_per_step", "images_per_s", "repeats", "steps", "note"});
     CHECK(p["images_per_s"].get<double>() > 0);
     CHECK(p["repeats"].get<int64_t>() >= 1);
   }
-  CHECK(names == std::vector<std::string>{"decode_augment_1_thread", "decode_augment_workers", "loader", "host_to_device",
-                                          "forward", "backward", "optimizer_step", "train_step", "eval_step"});
+  CHECK(names == std::vector<std::string>{"decode_augment_1_thread", "decode_augment_workers", "loader",
+                                          "host_to_device", "forward", "backward", "optimizer_step", "train_step",
+                                          "eval_step"});
   CHECK(j["phases"][3]["note"] == "cpu: no copy");
   CHECK(j["phases"][7]["batch"] == 8);  // one update: 8 images, no accumulation
   CHECK(j["phases"][7]["ms_per_step"].get<double>() > 0);
   // 12 validation rows are one batch of 16: the set is gone through again for the 2 timed steps, its
   // first pass (one-off costs such as cuDNN autotuning of each batch shape) left out as warm-up.
   CHECK(j["phases"][8]["steps"] == 2);
-  CHECK(j["epoch"]["updates"] == 4);    // 36 rows / 8, the last partial batch dropped
+  CHECK(j["epoch"]["updates"] == 4);  // 36 rows / 8, the last partial batch dropped
   CHECK(j["epoch"]["seconds"].get<double>() > j["epoch"]["train_seconds"].get<double>());
   CHECK(j["memory"]["peak_rss_bytes"].get<int64_t>() > 0);
   CHECK(j["memory"]["cuda_peak_allocated_bytes"].is_null());
@@ -101,8 +103,8 @@ TEST_CASE("bench times every phase, ablates the toggles and suggests a fit comma
   std::map<std::string, json> rows;
   for (auto& a : j["ablations"]) {
     CHECK(keys_of(a) == std::set<std::string>{"name", "configuration", "status", "reason", "epoch_seconds", "speedup",
-                                               "train_images_per_s", "peak_rss_bytes", "cuda_peak_allocated_bytes",
-                                               "cuda_peak_reserved_bytes"});
+                                              "train_images_per_s", "peak_rss_bytes", "cuda_peak_allocated_bytes",
+                                              "cuda_peak_reserved_bytes"});
     rows[a["name"]] = a;
   }
   REQUIRE(rows.size() == 10);
@@ -124,8 +126,10 @@ TEST_CASE("bench times every phase, ablates the toggles and suggests a fit comma
     CHECK(rows[name]["epoch_seconds"].is_null());
   }
   // fp32 -> bf16 where the CPU has native bf16, else skipped with the reason.
-  if (rows["precision"]["status"] == "timed") CHECK(rows["precision"]["configuration"] == json({"device.precision=bf16"}));
-  else CHECK(rows["precision"]["reason"].get<std::string>().find("bf16") != std::string::npos);
+  if (rows["precision"]["status"] == "timed")
+    CHECK(rows["precision"]["configuration"] == json({"device.precision=bf16"}));
+  else
+    CHECK(rows["precision"]["reason"].get<std::string>().find("bf16") != std::string::npos);
 
   // The baseline timed again after the toggles: the machine's drift, the least gain a suggestion needs.
   CHECK(j["drift"]["baseline_again_epoch_seconds"].get<double>() > 0);
@@ -168,7 +172,8 @@ TEST_CASE("bench options: unknown toggles, dry run, the run folder", "[integrati
     CHECK(kg::test::run_kgtrain({"bench", recipe, "--steps", "0"}).exit_code == 2);
   }
   SECTION("--dry-run plans the toggles and times nothing") {
-    auto d = kg::test::run_kgtrain({"bench", recipe, "--dry-run", "--ablate", "workers,tf32", "--run-dir", dir / "run"});
+    auto d =
+        kg::test::run_kgtrain({"bench", recipe, "--dry-run", "--ablate", "workers,tf32", "--run-dir", dir / "run"});
     INFO(d.output);
     CHECK(d.exit_code == 0);
     CHECK(d.output.find("workers: data.num_workers=0") != std::string::npos);
@@ -177,8 +182,8 @@ TEST_CASE("bench options: unknown toggles, dry run, the run folder", "[integrati
     CHECK_FALSE(std::filesystem::exists(dir / "run/bench.json"));
   }
   SECTION("without --json the report goes to the bench run's folder") {
-    auto b = kg::test::run_kgtrain({"bench", recipe, "--steps", "1", "--warmup", "0", "--repeats", "1", "--run-dir",
-                                    dir / "run", "--quiet"});
+    auto b = kg::test::run_kgtrain(
+        {"bench", recipe, "--steps", "1", "--warmup", "0", "--repeats", "1", "--run-dir", dir / "run", "--quiet"});
     INFO(b.output);
     REQUIRE(b.exit_code == 0);
     const json j = kg::test::read_json(dir / "run/bench.json");

@@ -64,8 +64,8 @@ TEST_CASE("bench-data times decode, augmentation and the loader on the recipe", 
     CHECK(k["verdict"]["bottleneck"] == true);
   }
   SECTION("data.uint8_transfer: the loader's uint8 batches are timed") {
-    auto u = kg::test::run_kgtrain({"bench-data", recipe, "data.uint8_transfer=true", "--batches", "1", "--repeats", "1",
-                                    "--json", out, "--quiet"});
+    auto u = kg::test::run_kgtrain({"bench-data", recipe, "data.uint8_transfer=true", "--batches", "1", "--repeats",
+                                    "1", "--json", out, "--quiet"});
     INFO(u.output);
     REQUIRE(u.exit_code == 0);
     auto k = json::parse(kg::read_file(out));

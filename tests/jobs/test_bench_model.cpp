@@ -80,8 +80,9 @@ TEST_CASE("bench-model times training steps of the recipe's model in both layout
   }
   SECTION("the forward pass runs under device.precision's autocast, as in fit") {
     auto held = [&](const std::string& precision) {
-      auto m = kg::test::run_kgtrain({"bench-model", recipe, "device.precision=" + precision, "--layouts", "nchw", "--steps",
-                                      "1", "--warmup", "0", "--size", "32", "--batch", "16", "--json", out, "--quiet"});
+      auto m =
+          kg::test::run_kgtrain({"bench-model", recipe, "device.precision=" + precision, "--layouts", "nchw", "--steps",
+                                 "1", "--warmup", "0", "--size", "32", "--batch", "16", "--json", out, "--quiet"});
       INFO(m.output);
       REQUIRE(m.exit_code == 0);
       auto k = json::parse(kg::read_file(out));

@@ -81,7 +81,8 @@ TEST_CASE("fit cv.fold=all trains every fold and writes oof.csv and cv.json", "[
   for (int k = 0; k < 3; ++k) {
     const std::string f = R + "/fold_" + std::to_string(k);
     INFO(f);
-    for (auto name : {"checkpoints/best/model.safetensors", "checkpoints/best/state.json", "oof_fold.csv", "fold.json", "metrics.jsonl"})
+    for (auto name : {"checkpoints/best/model.safetensors", "checkpoints/best/state.json", "oof_fold.csv", "fold.json",
+                      "metrics.jsonl"})
       CHECK(fs::exists(f + "/" + name));
     CHECK(read_json(f + "/fold.json")["fold"] == k);
   }
@@ -148,7 +149,8 @@ TEST_CASE("fit cv.fold=all trains every fold and writes oof.csv and cv.json", "[
   CHECK(summary["folds"].size() == 3);
 
   SECTION("merge-oof of the run's own fold dirs (or the run dir) gives the same files") {
-    for (auto dirs : {std::vector<std::string>{R + "/fold_0", R + "/fold_1", R + "/fold_2"}, std::vector<std::string>{R}}) {
+    for (auto dirs :
+         {std::vector<std::string>{R + "/fold_0", R + "/fold_1", R + "/fold_2"}, std::vector<std::string>{R}}) {
       const std::string out = S.dir / ("remerged" + std::to_string(dirs.size()));
       auto m = kg::test::run_kgtrain(cat(cat({"merge-oof"}, dirs), {"--out", out}));
       INFO(m.output);
@@ -189,7 +191,10 @@ TEST_CASE("folds trained in separate processes merge into the same oof.csv and c
   {
     INFO("a fold dir without fold.json: exit 3 naming it");
     const std::string broken = S.dir / "R1_unfinished";
-    { std::error_code ec; kg::remove_tree(broken, ec); }
+    {
+      std::error_code ec;
+      kg::remove_tree(broken, ec);
+    }
     fs::copy(runs[1], broken, fs::copy_options::recursive);
     fs::remove(broken + "/fold.json");
     auto r = kg::test::run_kgtrain({"merge-oof", runs[0], broken, runs[2], "--out", S.dir / "M_broken"});

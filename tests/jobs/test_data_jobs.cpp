@@ -22,7 +22,9 @@ namespace {
 // "left"/"right" images (bright half), in sub-folders, named by a path column.
 void make_unseen_layout(const std::string& root, int n) {
   kg::Rng rng(5);
-  std::string csv = "\xEF\xBB\xBF" "file_name,Species Name,notes\r\n";
+  std::string csv =
+      "\xEF\xBB\xBF"
+      "file_name,Species Name,notes\r\n";
   for (int i = 0; i < n; ++i) {
     bool right = i % 2;
     cv::Mat m(12, 12, CV_8UC3);
@@ -44,11 +46,12 @@ TEST_CASE("an unseen layout trains from a recipe that only names its columns", "
   kg::test::TempDir dir;
   const std::string root = dir / "comp";
   make_unseen_layout(root, 64);
-  auto recipe = dir.write("unseen.toml",
-                          "[data]\nroot = \"" + root + "\"\ntrain_csv = \"meta/labels.csv\"\nimage_dir = \"photos\"\n"
-                          "id_col = \"file_name\"\npath_col = \"file_name\"\nlabel_cols = [\"Species Name\"]\n"
-                          "image_size = 12\n[model]\nwidth = 4\n[train]\nepochs = 3\nbatch_size = 8\n"
-                          "[optim]\nlr = 0.02\n[cv]\nfolds = 4\n[device]\nthreads = 1\n");
+  auto recipe =
+      dir.write("unseen.toml", "[data]\nroot = \"" + root +
+                                   "\"\ntrain_csv = \"meta/labels.csv\"\nimage_dir = \"photos\"\n"
+                                   "id_col = \"file_name\"\npath_col = \"file_name\"\nlabel_cols = [\"Species Name\"]\n"
+                                   "image_size = 12\n[model]\nwidth = 4\n[train]\nepochs = 3\nbatch_size = 8\n"
+                                   "[optim]\nlr = 0.02\n[cv]\nfolds = 4\n[device]\nthreads = 1\n");
   auto r = kg::test::run_kgtrain({"fit", recipe, "--run-dir", dir / "run", "--quiet"});
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
@@ -76,7 +79,8 @@ TEST_CASE("kgtrain pack, then fit from the pack trains exactly as from loose fil
   REQUIRE(loose.exit_code == 0);
   // Move the images away: the packed run must not open them.
   fs::rename(ds.root + "/train", ds.root + "/train_moved");
-  auto packed = kg::test::run_kgtrain({"fit", recipe, "data.format=pack", "--run-dir", dir / "packed", "--quiet", "train.epochs=2"});
+  auto packed = kg::test::run_kgtrain(
+      {"fit", recipe, "data.format=pack", "--run-dir", dir / "packed", "--quiet", "train.epochs=2"});
   INFO(packed.output);
   REQUIRE(packed.exit_code == 0);
   // Same bytes, same stream (seed, epoch, row): the same losses, bit for bit, apart from timings.
@@ -95,11 +99,12 @@ TEST_CASE("kgtrain pack, then fit from the pack trains exactly as from loose fil
   CHECK(strip(metrics_of(dir / "loose")) == strip(metrics_of(dir / "packed")));
 
   SECTION("raw packs hold pre-resized pixels") {
-    auto raw = kg::test::run_kgtrain({"pack", recipe, "data.format=folder", "--split", "train", "--raw", "--size", "8", "8",
-                                      "--out", dir / "raw.kgpack"});
+    auto raw = kg::test::run_kgtrain({"pack", recipe, "data.format=folder", "--split", "train", "--raw", "--size", "8",
+                                      "8", "--out", dir / "raw.kgpack"});
     CHECK(raw.exit_code == 3);  // the tiny layout has no class folders: a clear data error
     fs::rename(ds.root + "/train_moved", ds.root + "/train");
-    raw = kg::test::run_kgtrain({"pack", recipe, "--split", "train", "--raw", "--size", "8", "8", "--out", dir / "raw.kgpack"});
+    raw = kg::test::run_kgtrain(
+        {"pack", recipe, "--split", "train", "--raw", "--size", "8", "8", "--out", dir / "raw.kgpack"});
     INFO(raw.output);
     REQUIRE(raw.exit_code == 0);
     CHECK(raw.output.find("raw 8x8x1") != std::string::npos);
@@ -130,7 +135,8 @@ TEST_CASE("bad rows in fit: error lists them all, skip trains and writes bad_row
   CHECK(check.exit_code == 0);
   CHECK(check.output.find("38 rows usable, 3 bad rows skipped") != std::string::npos);
 
-  auto skip = kg::test::run_kgtrain({"fit", recipe, "data.on_bad_row=skip", "--run-dir", dir / "run", "--quiet", "train.epochs=1"});
+  auto skip = kg::test::run_kgtrain(
+      {"fit", recipe, "data.on_bad_row=skip", "--run-dir", dir / "run", "--quiet", "train.epochs=1"});
   INFO(skip.output);
   REQUIRE(skip.exit_code == 0);
   auto bad = kg::data::read_csv(dir / "run/bad_rows.csv");
@@ -165,7 +171,8 @@ TEST_CASE("a binary task trains with its own loss and metrics, and checks", "[in
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 40, 2);
   auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
-  auto r = kg::test::run_kgtrain({"fit", recipe, "data.task=binary", "--run-dir", dir / "run", "--quiet", "train.epochs=1"});
+  auto r =
+      kg::test::run_kgtrain({"fit", recipe, "data.task=binary", "--run-dir", dir / "run", "--quiet", "train.epochs=1"});
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   auto line = json::parse(kg::split(metrics_of(dir / "run"), '\n')[0]);

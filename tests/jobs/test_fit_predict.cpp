@@ -58,8 +58,8 @@ TEST_CASE("fit then tta-predict on a tiny dataset", "[integration][jobs]") {
   SECTION("tta-predict writes the submission in the sample's order and scores labeled rows") {
     std::string sub = dir / "submission.csv", probs = dir / "probs.csv";
     auto pred = kg::test::run_kgtrain({"tta-predict", recipe, "data.test_csv=test_labels.csv", "--checkpoint",
-                                       run + "/checkpoints/best", "--checkpoint", run + "/checkpoints/last", "--out", sub,
-                                       "--probs", probs, "--run-dir", dir / "pred", "--quiet"});
+                                       run + "/checkpoints/best", "--checkpoint", run + "/checkpoints/last", "--out",
+                                       sub, "--probs", probs, "--run-dir", dir / "pred", "--quiet"});
     INFO(pred.output);
     REQUIRE(pred.exit_code == 0);
     auto s = kg::data::read_csv(sub);
@@ -152,7 +152,8 @@ TEST_CASE("fit --smoke runs the whole recipe on a few batches", "[integration][j
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 96, 40);
   auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
-  auto r = kg::test::run_kgtrain({"fit", recipe, "--smoke", "--run-dir", dir / "s", "--quiet", "train.eval_batch_size=4"});
+  auto r =
+      kg::test::run_kgtrain({"fit", recipe, "--smoke", "--run-dir", dir / "s", "--quiet", "train.eval_batch_size=4"});
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   auto s = json::parse(kg::read_file(dir / "s/summary.json"));
@@ -160,9 +161,10 @@ TEST_CASE("fit --smoke runs the whole recipe on a few batches", "[integration][j
   CHECK(s["epochs_completed"] == 1);
   CHECK(s["smoke_predictions"] == 8);
   auto m = json::parse(kg::read_file(dir / "s/metrics.jsonl"));
-  CHECK(m["step"] == 2);  SECTION("a warm-up in epochs is cut to fit the 2 smoke updates; one longer than the real run still fails") {
-    auto w = kg::test::run_kgtrain({"fit", recipe, "--smoke", "--run-dir", dir / "w", "--quiet", "train.eval_batch_size=4",
-                                    "schedule.name=cosine", "schedule.warmup_epochs=1"});
+  CHECK(m["step"] == 2);
+  SECTION("a warm-up in epochs is cut to fit the 2 smoke updates; one longer than the real run still fails") {
+    auto w = kg::test::run_kgtrain({"fit", recipe, "--smoke", "--run-dir", dir / "w", "--quiet",
+                                    "train.eval_batch_size=4", "schedule.name=cosine", "schedule.warmup_epochs=1"});
     INFO(w.output);
     CHECK(w.exit_code == 0);
     auto bad = kg::test::run_kgtrain({"fit", recipe, "--smoke", "--run-dir", dir / "b", "--quiet", "train.epochs=2",

@@ -60,8 +60,8 @@ TEST_CASE("fit trains on images plus numeric features; --weights seeds fit and s
   SECTION("feature columns reach the head through a BatchNorm (and an MLP)") {
     add_feature_column(ds.root);
     std::string b = dir / "features";
-    auto r = kg::test::run_kgtrain({"fit", recipe, "train.epochs=1", "data.feature_cols=[\"f\"]", "model.feature_hidden=[4]",
-                                    "--run-dir", b});
+    auto r = kg::test::run_kgtrain(
+        {"fit", recipe, "train.epochs=1", "data.feature_cols=[\"f\"]", "model.feature_hidden=[4]", "--run-dir", b});
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     CHECK(r.output.find("1 numeric features into the head") != std::string::npos);
@@ -76,8 +76,8 @@ TEST_CASE("fit trains on images plus numeric features; --weights seeds fit and s
   }
 
   SECTION("fit --weights loads the backbone and re-initialises a head of another shape") {
-    auto r = kg::test::run_kgtrain({"fit", recipe, "train.epochs=1", "model.head_hidden=[8]", "--weights", weights,
-                                    "--run-dir", dir / "b"});
+    auto r = kg::test::run_kgtrain(
+        {"fit", recipe, "train.epochs=1", "model.head_hidden=[8]", "--weights", weights, "--run-dir", dir / "b"});
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     CHECK(r.output.find("--weights " + weights) != std::string::npos);
@@ -87,8 +87,8 @@ TEST_CASE("fit trains on images plus numeric features; --weights seeds fit and s
 
   SECTION("tta-predict --weights predicts with the recipe's model and classes") {
     std::string sub = dir / "sub.csv";
-    auto r = kg::test::run_kgtrain({"tta-predict", recipe, "data.test_csv=test_labels.csv", "--weights", weights, "--out", sub,
-                                    "--run-dir", dir / "pred", "--quiet"});
+    auto r = kg::test::run_kgtrain({"tta-predict", recipe, "data.test_csv=test_labels.csv", "--weights", weights,
+                                    "--out", sub, "--run-dir", dir / "pred", "--quiet"});
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     CHECK(r.output.find("accuracy on") != std::string::npos);

@@ -58,7 +58,8 @@ TEST_CASE("lr-find writes its curve, suggestions, plot and summary", "[integrati
     CHECK_FALSE(fs::exists(dir / "dry"));
   }
   SECTION("bad [lr_find] values and too short a sweep: exit 2 with the key named") {
-    auto b = kg::test::run_kgtrain({"lr-find", recipe, "lr_find.start_lr=1", "lr_find.end_lr=0.1", "--run-dir", dir / "b1"});
+    auto b =
+        kg::test::run_kgtrain({"lr-find", recipe, "lr_find.start_lr=1", "lr_find.end_lr=0.1", "--run-dir", dir / "b1"});
     CHECK(b.exit_code == 2);
     CHECK(b.output.find("lr_find.start_lr") != std::string::npos);
     auto c = kg::test::run_kgtrain({"lr-find", recipe, "lr_find.suggestion=middle", "--run-dir", dir / "b2"});
@@ -75,8 +76,8 @@ TEST_CASE("fit optim.lr=find trains bit-identically to fit with the lr it found"
   auto ds = kg::test::make_tiny_dataset(dir, 96, 8);
   auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
   const std::string found = dir / "found", given = dir / "given";
-  auto a = kg::test::run_kgtrain({"fit", recipe, "optim.lr=\"find\"", "lr_find.num_steps=40", "train.epochs=1", "--run-dir",
-                                  found, "--quiet"});
+  auto a = kg::test::run_kgtrain(
+      {"fit", recipe, "optim.lr=\"find\"", "lr_find.num_steps=40", "train.epochs=1", "--run-dir", found, "--quiet"});
   INFO(a.output);
   REQUIRE(a.exit_code == 0);
   for (auto f : {"lr_find.csv", "lr_find.json", "lr_find.png"}) CHECK(fs::exists(fs::path(found) / f));
@@ -89,11 +90,12 @@ TEST_CASE("fit optim.lr=find trains bit-identically to fit with the lr it found"
   // The checkpoint's recipe holds the number, so tta-predict and resume see the lr that trained.
   CHECK(kg::read_file(found + "/checkpoints/last/recipe.toml").find("\"find\"") == std::string::npos);
 
-  auto b = kg::test::run_kgtrain({"fit", recipe, "optim.lr=" + json(lr).dump(), "lr_find.num_steps=40", "train.epochs=1",
-                                  "--run-dir", given, "--quiet"});
+  auto b = kg::test::run_kgtrain({"fit", recipe, "optim.lr=" + json(lr).dump(), "lr_find.num_steps=40",
+                                  "train.epochs=1", "--run-dir", given, "--quiet"});
   INFO(b.output);
   REQUIRE(b.exit_code == 0);
   CHECK_FALSE(fs::exists(fs::path(given) / "lr_find.json"));
-  CHECK(kg::read_file(found + "/checkpoints/last/model.safetensors") == kg::read_file(given + "/checkpoints/last/model.safetensors"));
+  CHECK(kg::read_file(found + "/checkpoints/last/model.safetensors") ==
+        kg::read_file(given + "/checkpoints/last/model.safetensors"));
   CHECK(read_json(found + "/summary.json")["best"] == read_json(given + "/summary.json")["best"]);
 }

@@ -38,11 +38,12 @@ struct Shared {
     ds = kg::test::make_tiny_dataset(dir, 64, 16);
     recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
     run = dir / "R";
-    fit = kg::test::run_kgtrain({"fit", recipe, "cv.folds=3", "cv.fold=all", "train.epochs=2", "--run-dir", run, "--quiet"});
+    fit = kg::test::run_kgtrain(
+        {"fit", recipe, "cv.folds=3", "cv.fold=all", "train.epochs=2", "--run-dir", run, "--quiet"});
     if (fit.exit_code != 0) return;
     // The same ensemble's probabilities on test.csv, as tta-predict writes them.
-    pred = kg::test::run_kgtrain({"tta-predict", recipe, "cv.folds=3", "--from-run", run, "--out", dir / "sub.csv", "--probs",
-                                  dir / "probs.csv", "--run-dir", dir / "P", "--quiet"});
+    pred = kg::test::run_kgtrain({"tta-predict", recipe, "cv.folds=3", "--from-run", run, "--out", dir / "sub.csv",
+                                  "--probs", dir / "probs.csv", "--run-dir", dir / "P", "--quiet"});
     if (pred.exit_code != 0) return;
     auto p = kg::data::read_csv(dir / "probs.csv");
     for (auto& r : p.rows) p_right[r[0]] = std::stod(r[2]);
@@ -132,8 +133,8 @@ TEST_CASE("pseudo-label keeps the test rows above the threshold; fit trains on t
 
   // Retrain on train + pseudo rows, one fold.
   const std::string F = S.dir / "F";
-  auto f = kg::test::run_kgtrain({"fit", S.recipe, out + "/pseudo.toml", "cv.folds=3", "cv.fold=0", "train.epochs=1", "--run-dir", F,
-                                  "--quiet"});
+  auto f = kg::test::run_kgtrain(
+      {"fit", S.recipe, out + "/pseudo.toml", "cv.folds=3", "cv.fold=0", "train.epochs=1", "--run-dir", F, "--quiet"});
   INFO(f.output);
   REQUIRE(f.exit_code == 0);
   auto split = kg::data::read_csv(F + "/folds.csv");
@@ -165,7 +166,8 @@ TEST_CASE("pseudo-label keeps the test rows above the threshold; fit trains on t
   CHECK(valid == fold0);
 }
 
-TEST_CASE("pseudo-label with pseudo.soft: prob_ columns summing to 1 that fit trains on", "[integration][jobs][pseudo]") {
+TEST_CASE("pseudo-label with pseudo.soft: prob_ columns summing to 1 that fit trains on",
+          "[integration][jobs][pseudo]") {
   auto& S = shared();
   const std::string out = S.dir / "SOFT";
   auto r = S.pseudo({"pseudo.threshold=0", "pseudo.soft=true", "--from-run", S.run, "--out", out});
@@ -183,18 +185,20 @@ TEST_CASE("pseudo-label with pseudo.soft: prob_ columns summing to 1 that fit tr
     CHECK(row[1] == (p > l ? "right" : "left"));
   }
   check_layer(out, S.ds.root);
-  auto f = kg::test::run_kgtrain({"fit", S.recipe, out + "/pseudo.toml", "cv.folds=3", "cv.fold=1", "train.epochs=1", "--run-dir",
-                                  S.dir / "FS", "--quiet"});
+  auto f = kg::test::run_kgtrain({"fit", S.recipe, out + "/pseudo.toml", "cv.folds=3", "cv.fold=1", "train.epochs=1",
+                                  "--run-dir", S.dir / "FS", "--quiet"});
   INFO(f.output);
   REQUIRE(f.exit_code == 0);
-  auto first = json::parse(kg::read_file(S.dir / "FS/metrics.jsonl").substr(0, kg::read_file(S.dir / "FS/metrics.jsonl").find('\n')));
+  auto first = json::parse(
+      kg::read_file(S.dir / "FS/metrics.jsonl").substr(0, kg::read_file(S.dir / "FS/metrics.jsonl").find('\n')));
   CHECK(std::isfinite(first["train_loss"].get<double>()));
   auto split = column_by_id(kg::data::read_csv(S.dir / "FS/folds.csv"), "fold");
   for (auto& id : S.test_ids) CHECK(split.at(id) == "-1");
   for (auto& row : kg::data::read_csv(S.dir / "FS/oof_fold.csv").rows) CHECK(S.test_ids.count(row[0]) == 0);
 }
 
-TEST_CASE("pseudo-label with pseudo.top_fraction keeps the most confident share of each predicted class", "[integration][jobs][pseudo]") {
+TEST_CASE("pseudo-label with pseudo.top_fraction keeps the most confident share of each predicted class",
+          "[integration][jobs][pseudo]") {
   auto& S = shared();
   const std::string out = S.dir / "TOP";
   auto r = S.pseudo({"pseudo.threshold=0", "pseudo.top_fraction=0.5", "--from-run", S.run, "--out", out});
@@ -223,11 +227,12 @@ TEST_CASE("pseudo-label with pseudo.top_fraction keeps the most confident share 
 TEST_CASE("pseudo-label --rounds 1: predict, select and retrain, with the round's CV", "[integration][jobs][pseudo]") {
   auto& S = shared();
   const std::string out = S.dir / "ROUNDS";
-  auto r = S.pseudo({"pseudo.threshold=" + std::to_string(S.middle_threshold()), "cv.fold=0", "train.epochs=1", "--from-run", S.run, "--out", out, "--rounds", "1"});
+  auto r = S.pseudo({"pseudo.threshold=" + std::to_string(S.middle_threshold()), "cv.fold=0", "train.epochs=1",
+                     "--from-run", S.run, "--out", out, "--rounds", "1"});
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  for (auto f : {"round_1/pseudo.csv", "round_1/pseudo.toml", "round_1/fit/summary.json", "round_1/fit/folds.csv", "pseudo.csv",
-                 "pseudo.toml", "summary.json"})
+  for (auto f : {"round_1/pseudo.csv", "round_1/pseudo.toml", "round_1/fit/summary.json", "round_1/fit/folds.csv",
+                 "pseudo.csv", "pseudo.toml", "summary.json"})
     CHECK(fs::exists(out + "/" + f));
   CHECK(kg::read_file(out + "/pseudo.csv") == kg::read_file(out + "/round_1/pseudo.csv"));
   auto summary = read_json(out + "/summary.json");
@@ -238,8 +243,10 @@ TEST_CASE("pseudo-label --rounds 1: predict, select and retrain, with the round'
   auto fit_summary = read_json(out + "/round_1/fit/summary.json");
   CHECK(fit_summary["status"] == "completed");
   // The round's score is the retrained run's.
-  if (fit_summary.contains("cv")) CHECK(round["cv"]["oof"] == fit_summary["cv"]["oof"]);
-  else CHECK(round["cv"]["best"] == fit_summary["best"]["value"]);
+  if (fit_summary.contains("cv"))
+    CHECK(round["cv"]["oof"] == fit_summary["cv"]["oof"]);
+  else
+    CHECK(round["cv"]["best"] == fit_summary["best"]["value"]);
   // The retrain saw the pseudo rows as training-only rows.
   auto pseudo_ids = column_by_id(kg::data::read_csv(out + "/round_1/pseudo.csv"), "label");
   auto split = column_by_id(kg::data::read_csv(out + "/round_1/fit/folds.csv"), "fold");
@@ -285,7 +292,8 @@ TEST_CASE("pseudo-label with data.path_col: the retrain finds the pseudo rows' i
                                       {"pseudo.threshold=0", "--from-run", dir / "R", "--out", dir / "PL", "--quiet"}));
   INFO(pl.output);
   REQUIRE(pl.exit_code == 0);
-  auto again = kg::test::run_kgtrain(cat(cat({"fit", recipe, dir / "PL/pseudo.toml"}, common), {"--run-dir", dir / "F", "--quiet"}));
+  auto again = kg::test::run_kgtrain(
+      cat(cat({"fit", recipe, dir / "PL/pseudo.toml"}, common), {"--run-dir", dir / "F", "--quiet"}));
   INFO(again.output);
   CHECK(again.exit_code == 0);
 }

@@ -128,8 +128,8 @@ std::string tensor_diff(const std::string& ref, const std::string& got) {
         ++n;
       } else if (!torch::equal(t, it->second)) {
         auto d = (t.to(torch::kDouble) - it->second.to(torch::kDouble)).abs();
-        os << "\n  " << name << ": max |diff| " << d.max().item<double>() << " (" << d.ne(0).sum().item<int64_t>() << " of "
-           << t.numel() << " values)";
+        os << "\n  " << name << ": max |diff| " << d.max().item<double>() << " (" << d.ne(0).sum().item<int64_t>()
+           << " of " << t.numel() << " values)";
         ++n;
       }
     }
@@ -215,7 +215,9 @@ Shared& shared() {
   return *s;
 }
 
-std::string log_text(const std::string& path) { return fs::exists(path) ? kg::read_file(path) : std::string("(no log)"); }
+std::string log_text(const std::string& path) {
+  return fs::exists(path) ? kg::read_file(path) : std::string("(no log)");
+}
 
 }  // namespace
 
@@ -231,7 +233,8 @@ TEST_CASE("fits killed at any point resume to the uninterrupted run's exact byte
   std::mt19937 rng(20240605);
   std::set<int64_t> resumed_at;
   for (int point = 0; point < 5; ++point) {
-    const int64_t lo = point == 0 ? 0 : 1 + (point - 1) * (total - 2) / 4, hi = point == 0 ? 0 : point * (total - 2) / 4;
+    const int64_t lo = point == 0 ? 0 : 1 + (point - 1) * (total - 2) / 4,
+                  hi = point == 0 ? 0 : point * (total - 2) / 4;
     const int64_t target = std::uniform_int_distribution<int64_t>(lo, std::max(lo, hi))(rng);
     const int delay_us = std::uniform_int_distribution<int>(0, 20000)(rng);
     const std::string run = S.fresh("killed"), log = run + ".log";
@@ -240,7 +243,8 @@ TEST_CASE("fits killed at any point resume to the uninterrupted run's exact byte
     pid_t pid = spawn(cat(cat({"fit", S.recipe}, kOverrides), {"--run-dir", run, "--quiet"}), log);
     REQUIRE(pid > 0);
     bool killed = signal_when(
-        pid, [&] { return target == 0 ? fs::exists(run + "/folds.csv") : last_step(run) >= target; }, SIGKILL, delay_us, status);
+        pid, [&] { return target == 0 ? fs::exists(run + "/folds.csv") : last_step(run) >= target; }, SIGKILL, delay_us,
+        status);
     INFO("killed process log:\n" << log_text(log));
     REQUIRE(killed);
     CHECK(WIFSIGNALED(status));
@@ -252,7 +256,8 @@ TEST_CASE("fits killed at any point resume to the uninterrupted run's exact byte
       const int64_t from = std::max<int64_t>(0, last_step(run));
       int st2 = 0;
       pid_t p2 = spawn(cat(cat({"fit", S.recipe}, kOverrides), {"--run-dir", run, "--resume", run}), log);
-      CHECK(signal_when(p2, [&] { return last_step(run) >= from + 3; }, SIGKILL, delay_us / 2, st2));
+      CHECK(signal_when(
+          p2, [&] { return last_step(run) >= from + 3; }, SIGKILL, delay_us / 2, st2));
     }
     auto r = S.resume(kOverrides, run, extra);
     INFO("resume output:\n" << r.output);
@@ -282,10 +287,11 @@ TEST_CASE("a kill just after an epoch-end checkpoints/last keeps checkpoints/bes
   int status = 0;
   pid_t pid = spawn(cat(cat({"fit", S.recipe}, kOverrides), {"--run-dir", run, "--quiet"}), log);
   REQUIRE(pid > 0);
-  REQUIRE(signal_when(pid, [&] { return fs::exists(run + "/checkpoints/" + rotated); }, SIGKILL, 0, status));
+  REQUIRE(signal_when(
+      pid, [&] { return fs::exists(run + "/checkpoints/" + rotated); }, SIGKILL, 0, status));
   const bool best_there = fs::exists(run + "/checkpoints/best");
   INFO("killed with checkpoints/last at update " << last_step(run) << "; checkpoints/best "
-                                                  << (best_there ? "present" : "absent"));
+                                                 << (best_there ? "present" : "absent"));
   auto r = S.resume(kOverrides, run);
   INFO("resume output:\n" << r.output);
   REQUIRE(r.exit_code == 0);
@@ -303,7 +309,8 @@ TEST_CASE("SIGTERM saves a checkpoint that resumes exactly; a damaged last is sk
   int status = 0;
   pid_t pid = spawn(cat(cat({"fit", S.recipe}, kOverrides), {"--run-dir", run, "--quiet"}), log);
   REQUIRE(pid > 0);
-  REQUIRE(signal_when(pid, [&] { return last_step(run) >= 8; }, SIGTERM, 0, status));
+  REQUIRE(signal_when(
+      pid, [&] { return last_step(run) >= 8; }, SIGTERM, 0, status));
   INFO("first process log:\n" << log_text(log));
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 143);
@@ -375,8 +382,12 @@ TEST_CASE("resume auto: a run dir that has no checkpoint starts fresh and says s
     int status = 0;
     pid_t pid = spawn(cat(cat({"fit", S.recipe}, kOverrides), {"--run-dir", run, "--quiet"}), log);
     REQUIRE(pid > 0);
-    REQUIRE(signal_when(pid, [&] { return fs::exists(run + "/folds.csv"); }, SIGKILL, 0, status));
-    { std::error_code ec; kg::remove_tree(run + "/checkpoints", ec); }
+    REQUIRE(signal_when(
+        pid, [&] { return fs::exists(run + "/folds.csv"); }, SIGKILL, 0, status));
+    {
+      std::error_code ec;
+      kg::remove_tree(run + "/checkpoints", ec);
+    }
     // Without --resume the killed run's folder is refused, not overwritten.
     auto again = kg::test::run_kgtrain(cat(cat({"fit", S.recipe}, kOverrides), {"--run-dir", run}));
     CHECK(again.exit_code == 2);
@@ -410,7 +421,8 @@ TEST_CASE("EMA and Lookahead runs resume exactly", "[integration][resume]") {
       int status = 0;
       pid_t pid = spawn(cat(cat({"fit", S.recipe}, overrides), {"--run-dir", run, "--quiet"}), log);
       REQUIRE(pid > 0);
-      REQUIRE(signal_when(pid, [&] { return last_step(run) >= target; }, SIGKILL, 3000, status));
+      REQUIRE(signal_when(
+          pid, [&] { return last_step(run) >= target; }, SIGKILL, 3000, status));
       auto r = S.resume(overrides, run);
       INFO("resume output:\n" << r.output);
       REQUIRE(r.exit_code == 0);
@@ -438,8 +450,9 @@ TEST_CASE("Lookahead: mid-epoch checkpoints do not change training", "[integrati
     int status = 0;
     pid_t pid = spawn(cat(cat({"fit", S.recipe}, plain), {"--run-dir", run}), log);
     REQUIRE(pid > 0);
-    REQUIRE(signal_when(pid, [&] { return fs::exists(log) && kg::read_file(log).find("epoch 2/3 step 1/") != std::string::npos; },
-                        SIGTERM, 0, status));
+    REQUIRE(signal_when(
+        pid, [&] { return fs::exists(log) && kg::read_file(log).find("epoch 2/3 step 1/") != std::string::npos; },
+        SIGTERM, 0, status));
     INFO("log:\n" << log_text(log));
     REQUIRE(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 143);

@@ -49,7 +49,8 @@ TEST_CASE("show --model prints the recipe's model summary and layer groups", "[i
   CHECK(names == std::vector<std::string>{"stem", "layer1", "layer2", "layer3", "head"});
   CHECK(sum == s["parameters"]["total"].get<int64_t>());
   // resnet9 width 4 on gray images, 2 classes: convs + BatchNorm affine + fc 32 -> 2.
-  CHECK(s["parameters"]["total"] == 36 + 288 + 2 * 576 + 1152 + 4608 + 2 * 9216 + 2 * (4 + 8 + 16 + 16 + 32 + 64) + 32 * 2 + 2);
+  CHECK(s["parameters"]["total"] ==
+        36 + 288 + 2 * 576 + 1152 + 4608 + 2 * 9216 + 2 * (4 + 8 + 16 + 16 + 32 + 64) + 32 * 2 + 2);
 
   SECTION("the table carries the same numbers") {
     auto r = kg::test::run_kgtrain({"show", recipe, "--model"});
@@ -72,7 +73,8 @@ TEST_CASE("show --model prints the recipe's model summary and layer groups", "[i
   }
 }
 
-TEST_CASE("show --model without the data uses the recipe's data.num_classes, or says it is needed", "[integration][jobs]") {
+TEST_CASE("show --model without the data uses the recipe's data.num_classes, or says it is needed",
+          "[integration][jobs]") {
   kg::test::TempDir dir;
   auto recipe = dir.write("nodata.toml", kg::test::tiny_recipe(dir / "absent"));
 

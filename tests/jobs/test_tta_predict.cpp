@@ -38,7 +38,8 @@ std::map<std::string, std::pair<double, double>> probs_by_id(const std::string& 
 
 std::string argmax(const std::pair<double, double>& p) { return p.second > p.first ? "right" : "left"; }
 
-double accuracy(const std::map<std::string, std::pair<double, double>>& probs, const std::map<std::string, std::string>& label) {
+double accuracy(const std::map<std::string, std::pair<double, double>>& probs,
+                const std::map<std::string, std::string>& label) {
   int correct = 0;
   for (auto& [id, p] : probs) correct += argmax(p) == label.at(id);
   return static_cast<double>(correct) / static_cast<double>(probs.size());
@@ -56,7 +57,8 @@ struct Shared {
     ds = kg::test::make_tiny_dataset(dir, 64, 16);
     recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
     run = dir / "R";
-    fit = kg::test::run_kgtrain({"fit", recipe, "cv.folds=3", "cv.fold=all", "train.epochs=2", "--run-dir", run, "--quiet"});
+    fit = kg::test::run_kgtrain(
+        {"fit", recipe, "cv.folds=3", "cv.fold=all", "train.epochs=2", "--run-dir", run, "--quiet"});
     test_label = column_by_id(kg::data::read_csv(ds.root + "/test_labels.csv"), "label");
     train_label = column_by_id(kg::data::read_csv(ds.root + "/train.csv"), "label");
   }
@@ -80,7 +82,8 @@ TEST_CASE("tta-predict --from-run: every fold x identity + hflip, scored and wri
   auto& S = shared();
   const std::string P = S.dir / "P", sub = S.dir / "sub.csv", probs = S.dir / "probs.csv";
   // The README's form: an override after --from-run RUN is the command's, not a second run directory.
-  auto r = S.predict({"data.test_csv=test_labels.csv", "--from-run", S.run, kViews, "--out", sub, "--probs", probs, "--run-dir", P});
+  auto r = S.predict(
+      {"data.test_csv=test_labels.csv", "--from-run", S.run, kViews, "--out", sub, "--probs", probs, "--run-dir", P});
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
 
@@ -133,13 +136,14 @@ TEST_CASE("tta-predict --from-run: every fold x identity + hflip, scored and wri
     for (int k = 0; k < 3; ++k) {
       const std::string ck = S.run + "/fold_" + std::to_string(k) + "/checkpoints/best";
       const std::string kb = S.dir / ("m" + std::to_string(k) + "_both.csv");
-      auto rb = S.predict({"data.test_csv=test_labels.csv", kViews, "--checkpoint", ck, "--out", S.dir / "x.csv", "--probs", kb,
-                           "--run-dir", S.dir / ("Pm" + std::to_string(k))});
+      auto rb = S.predict({"data.test_csv=test_labels.csv", kViews, "--checkpoint", ck, "--out", S.dir / "x.csv",
+                           "--probs", kb, "--run-dir", S.dir / ("Pm" + std::to_string(k))});
       INFO(rb.output);
       REQUIRE(rb.exit_code == 0);
       both.push_back(probs_by_id(kb));
       // The member's merged score, as the ensemble run reported it.
-      CHECK(summary["models"][k]["merged"]["accuracy"].get<double>() == Approx(accuracy(both.back(), S.test_label)).margin(1e-9));
+      CHECK(summary["models"][k]["merged"]["accuracy"].get<double>() ==
+            Approx(accuracy(both.back(), S.test_label)).margin(1e-9));
     }
     for (auto& [id, q] : p) {
       INFO(id);
@@ -155,7 +159,8 @@ TEST_CASE("tta-predict --from-run: every fold x identity + hflip, scored and wri
       INFO(rv.output);
       REQUIRE(rv.exit_code == 0);
       single[v] = probs_by_id(f);
-      CHECK(summary["models"][0]["views"][v]["accuracy"].get<double>() == Approx(accuracy(single[v], S.test_label)).margin(1e-9));
+      CHECK(summary["models"][0]["views"][v]["accuracy"].get<double>() ==
+            Approx(accuracy(single[v], S.test_label)).margin(1e-9));
     }
     int differ = 0;
     for (auto& [id, q] : both[0]) {
@@ -167,7 +172,8 @@ TEST_CASE("tta-predict --from-run: every fold x identity + hflip, scored and wri
   }
 }
 
-TEST_CASE("tta-predict --oof: each fold's model on its own validation rows, CV recomputed", "[integration][jobs][tta]") {
+TEST_CASE("tta-predict --oof: each fold's model on its own validation rows, CV recomputed",
+          "[integration][jobs][tta]") {
   auto& S = shared();
   static int pass = 0;  // Catch runs the case once per section: a fresh run dir each time
   const std::string O = S.dir / ("O" + std::to_string(++pass));
@@ -262,10 +268,12 @@ TEST_CASE("tta-predict refuses an ensemble of different classes or tasks (exit 2
   kg::test::TempDir d3;
   auto ds3 = kg::test::make_tiny_dataset(d3, 36, 4);
   std::string csv = "id,label\n";
-  for (int i = 0; i < 36; ++i) csv += "tr" + std::to_string(i) + "," + (i % 3 == 0 ? "left" : i % 3 == 1 ? "right" : "up") + "\n";
+  for (int i = 0; i < 36; ++i)
+    csv += "tr" + std::to_string(i) + "," + (i % 3 == 0 ? "left" : i % 3 == 1 ? "right" : "up") + "\n";
   kg::write_file_atomic(ds3.root + "/train.csv", csv);
   auto recipe3 = d3.write("tiny3.toml", kg::test::tiny_recipe(ds3.root));
-  auto fit3 = kg::test::run_kgtrain({"fit", recipe3, "cv.folds=2", "cv.fold=0", "train.epochs=2", "--run-dir", d3 / "R3", "--quiet"});
+  auto fit3 = kg::test::run_kgtrain(
+      {"fit", recipe3, "cv.folds=2", "cv.fold=0", "train.epochs=2", "--run-dir", d3 / "R3", "--quiet"});
   INFO(fit3.output);
   REQUIRE(fit3.exit_code == 0);
 
@@ -289,8 +297,8 @@ TEST_CASE("tta-predict refuses an ensemble of different classes or tasks (exit 2
   }
   {
     INFO("a binary checkpoint beside multiclass ones");
-    auto fb = kg::test::run_kgtrain({"fit", S.recipe, "data.task=binary", "cv.folds=2", "cv.fold=0", "train.epochs=2", "--run-dir",
-                                     d3 / "RB", "--quiet"});
+    auto fb = kg::test::run_kgtrain({"fit", S.recipe, "data.task=binary", "cv.folds=2", "cv.fold=0", "train.epochs=2",
+                                     "--run-dir", d3 / "RB", "--quiet"});
     INFO(fb.output);
     REQUIRE(fb.exit_code == 0);
     auto r = S.predict({"--from-run", S.run, "--checkpoint", d3 / "RB/checkpoints/best", "--run-dir", S.dir / "X3"});

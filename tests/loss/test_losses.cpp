@@ -66,7 +66,8 @@ void check_gradient(const kg::loss::Loss& loss, torch::Tensor x, const torch::Te
     auto plus = flat.clone(), minus = flat.clone();
     plus[i] += h;
     minus[i] -= h;
-    const double num = (loss.forward(plus.view_as(x), t).item<double>() - loss.forward(minus.view_as(x), t).item<double>()) / (2 * h);
+    const double num =
+        (loss.forward(plus.view_as(x), t).item<double>() - loss.forward(minus.view_as(x), t).item<double>()) / (2 * h);
     INFO("element " << i);
     CHECK(g.view({-1})[i].item<double>() == Approx(num).margin(1e-6).epsilon(1e-5));
   }
@@ -147,7 +148,8 @@ TEST_CASE("smape loss is in percent and finite at 0/0", "[unit][loss]") {
 TEST_CASE("focal with gamma 0 is cross-entropy; alpha does not change the multiclass form", "[unit][loss]") {
   auto x = torch::randn({6, 5}, torch::kDouble);
   auto t = torch::tensor({0, 4, 2, 2, 1, 3});
-  auto ce = kg::loss::build(recipe("[loss]\nname = \"cross_entropy\"\n"), {5, "multiclass"})->forward(x, t).item<double>();
+  auto ce =
+      kg::loss::build(recipe("[loss]\nname = \"cross_entropy\"\n"), {5, "multiclass"})->forward(x, t).item<double>();
   auto f0 = kg::loss::build(recipe("[loss]\nname = \"focal\"\ngamma = 0.0\nalpha = 0.9\n"), {5, "multiclass"});
   CHECK(f0->forward(x, t).item<double>() == Approx(ce).epsilon(1e-12));
 }
@@ -157,12 +159,14 @@ TEST_CASE("default loss per task, used when loss.name is not set", "[unit][loss]
   CHECK(kg::loss::default_loss("binary") == "bce_with_logits");
   CHECK(kg::loss::default_loss("multilabel") == "bce_with_logits");
   CHECK(kg::loss::default_loss("regression") == "mse");
-  CHECK(contains(config_error([] { kg::loss::default_loss("ranking"); }), "multiclass, multilabel, binary, regression"));
+  CHECK(
+      contains(config_error([] { kg::loss::default_loss("ranking"); }), "multiclass, multilabel, binary, regression"));
 
   auto r = recipe("[run]\nseed = 1\n");  // no [loss] table at all
   auto x = torch::tensor({0.5, -0.25, 2.0, 1.0}, torch::kDouble).view({2, 2});
   auto y = torch::tensor({1.0, 0.0, 0.0, 3.0}, torch::kDouble).view({2, 2});
-  CHECK(kg::loss::build(r, {2, "regression"})->forward(x, y).item<double>() == Approx(torch::mse_loss(x, y).item<double>()));
+  CHECK(kg::loss::build(r, {2, "regression"})->forward(x, y).item<double>() ==
+        Approx(torch::mse_loss(x, y).item<double>()));
   CHECK(kg::loss::build(r, {2, "multilabel"})->forward(x, y.clamp(0, 1)).item<double>() ==
         Approx(torch::binary_cross_entropy_with_logits(x, y.clamp(0, 1)).item<double>()));
   CHECK(kg::loss::build(r, {2, "multiclass"})->forward(x, torch::tensor({1, 0})).item<double>() ==
@@ -205,12 +209,16 @@ TEST_CASE("loss options that do not fit K are ConfigErrors; bad values fail vali
   CHECK(contains(e, "K = 4"));
   CHECK(contains(e, "while building loss cross_entropy"));
 
-  e = config_error([] { kg::loss::build(recipe("[loss]\nname = \"bce_with_logits\"\npos_weight = [1.0, 2.0]\n"), {3, "multilabel"}); });
+  e = config_error([] {
+    kg::loss::build(recipe("[loss]\nname = \"bce_with_logits\"\npos_weight = [1.0, 2.0]\n"), {3, "multilabel"});
+  });
   CHECK(contains(e, "loss.pos_weight"));
   CHECK(contains(e, "K = 3"));
 
-  CHECK(contains(config_error([] { recipe("[loss]\nname = \"bce_with_logits\"\npos_weight = -1.0\n"); }), "loss.pos_weight"));
-  CHECK(contains(config_error([] { recipe("[loss]\nname = \"bce_with_logits\"\npos_weight = []\n"); }), "loss.pos_weight"));
+  CHECK(contains(config_error([] { recipe("[loss]\nname = \"bce_with_logits\"\npos_weight = -1.0\n"); }),
+                 "loss.pos_weight"));
+  CHECK(contains(config_error([] { recipe("[loss]\nname = \"bce_with_logits\"\npos_weight = []\n"); }),
+                 "loss.pos_weight"));
   CHECK(contains(config_error([] { recipe("[loss]\nname = \"focal\"\nalpha = 1.5\n"); }), "or -1"));
   CHECK(contains(config_error([] { recipe("[loss]\nname = \"huber\"\ndelta = 0.0\n"); }), "loss.delta"));
   CHECK(contains(config_error([] { recipe("[loss]\nname = \"cross_entropy\"\nclass_weights = [1.0, -2.0]\n"); }),
@@ -224,7 +232,7 @@ TEST_CASE("every loss builds from its documented example for each task it suppor
     for (auto& task : kg::loss::supported_tasks(c->name)) {
       INFO(c->name << " on " << task << ", example:\n" << c->example);
       const int64_t k = task == "binary" ? 1 : 3;
-      auto targets = task == "multiclass" ? torch::tensor({0, 2, 1, 1})
+      auto targets = task == "multiclass"   ? torch::tensor({0, 2, 1, 1})
                      : task == "regression" ? torch::randn({4, k})
                                             : (torch::rand({4, k}) > 0.5).to(torch::kFloat);
       auto x = torch::randn({4, k}).requires_grad_(true);

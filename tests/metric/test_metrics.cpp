@@ -131,7 +131,8 @@ TEST_CASE("QWK: perfect agreement is 1, reversed ratings are negative, one value
                         torch::full({3}, 2, torch::kLong))));
   auto y = torch::tensor({1., 2., 3., 5.}).view({4, 1});
   CHECK(eval("qwk", "regression", y + 0.3, y) == Approx(1.0));
-  CHECK(eval("qwk", "regression", torch::tensor({-4., 2., 3., 9.}).view({4, 1}), y) == Approx(1.0));  // clipped to [1, 5]
+  CHECK(eval("qwk", "regression", torch::tensor({-4., 2., 3., 9.}).view({4, 1}), y) ==
+        Approx(1.0));  // clipped to [1, 5]
   CHECK(contains(config_error([] { kg::metric::create("qwk", {2, "regression"}); }), "one target column"));
 }
 
@@ -139,7 +140,8 @@ TEST_CASE("SMAPE counts 0/0 as 0, is in percent; R2 of a constant column follows
   CHECK(eval("smape", "regression", torch::zeros({3, 1}), torch::zeros({3, 1})) == 0.0);
   CHECK(eval("smape", "regression", torch::tensor({1., 0.}).view({2, 1}), torch::tensor({-1., 0.}).view({2, 1})) ==
         Approx(100.0));
-  CHECK(eval("smape", "regression", torch::tensor({2.}).view({1, 1}), torch::tensor({0.}).view({1, 1})) == Approx(200.0));
+  CHECK(eval("smape", "regression", torch::tensor({2.}).view({1, 1}), torch::tensor({0.}).view({1, 1})) ==
+        Approx(200.0));
   auto c = torch::full({4, 1}, 3.0);
   CHECK(eval("r2", "regression", c, c) == 1.0);
   CHECK(eval("r2", "regression", c + 1, c) == 0.0);
@@ -259,10 +261,12 @@ TEST_CASE("every metric builds from its documented example for each task it supp
       kg::metric::MetricSet set(recipe(c->example), task, k);
       const auto names = set.names();
       CHECK(std::find(names.begin(), names.end(), c->name) != names.end());
-      auto targets = task == "multiclass" ? torch::tensor({0, 2, 1, 1, 0, 2})
+      auto targets = task == "multiclass"   ? torch::tensor({0, 2, 1, 1, 0, 2})
                      : task == "regression" ? torch::tensor({1., 3., 2., 0., 2., 1.}).view({6, 1})
                                             : torch::tensor({1.f, 0.f, 1.f, 0.f, 1.f, 0.f, 0.f, 1.f, 1.f, 1.f, 0.f, 0.f,
-                                                             1.f, 1.f, 0.f, 0.f, 0.f, 1.f}).slice(0, 0, 6 * k).view({6, k});
+                                                             1.f, 1.f, 0.f, 0.f, 0.f, 1.f})
+                                                  .slice(0, 0, 6 * k)
+                                                  .view({6, k});
       auto values = set.compute(kg::metric::activate(torch::randn({6, k}), task), targets);
       for (auto& [name, v] : values) {
         INFO(name);

@@ -23,10 +23,11 @@ using nlohmann::json;
 
 namespace {
 
-kg::model::NetworkPtr convnext(const std::string& name, int64_t in_chans, int64_t outputs, const std::string& extra = "") {
-  auto recipe = kg::config::validate(kg::config::parse_toml_string(
-                                         "[model]\nname = \"" + name + "\"\n" + extra, "convnext.toml"))
-                    .tree;
+kg::model::NetworkPtr convnext(const std::string& name, int64_t in_chans, int64_t outputs,
+                               const std::string& extra = "") {
+  auto recipe =
+      kg::config::validate(kg::config::parse_toml_string("[model]\nname = \"" + name + "\"\n" + extra, "convnext.toml"))
+          .tree;
   return kg::model::build(recipe, {in_chans, outputs});
 }
 
@@ -38,17 +39,21 @@ void det_fill_scrambled(torch::nn::Module& m) {
     auto v = kg::test::det_tensor(p.key(), p.value().sizes().vec()).flatten();
     const int64_t n = v.numel();
     if (n % 7919 == 0) FAIL(p.key() << ": numel " << n << " is a multiple of 7919, so the scramble is no permutation");
-    p.value().copy_(v.index_select(0, torch::arange(n, torch::kLong).mul_(7919).remainder_(n)).reshape(p.value().sizes()));
+    p.value().copy_(
+        v.index_select(0, torch::arange(n, torch::kLong).mul_(7919).remainder_(n)).reshape(p.value().sizes()));
   }
 }
 
 const std::string kGolden = KGTRAIN_SOURCE_DIR "/tests/golden/convnext_tiny_forward.json";
 
 at::Tensor golden_tensor(const json& g, const std::string& key) {
-  return torch::tensor(g.at(key).get<std::vector<double>>(), torch::kDouble).reshape(g.at(key + "_shape").get<std::vector<int64_t>>());
+  return torch::tensor(g.at(key).get<std::vector<double>>(), torch::kDouble)
+      .reshape(g.at(key + "_shape").get<std::vector<int64_t>>());
 }
 
-double max_diff(const at::Tensor& a, const at::Tensor& b) { return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>(); }
+double max_diff(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
+}
 
 // fp32 against the float64 reference differs by ~2e-6; a 1% change of the stem weights, tanh GELU or
 // LayerNorm eps 1e-5 moves the logits by 3e-5 to 4e-4 (measured with the Python reference).
@@ -74,7 +79,8 @@ TEST_CASE("convnext initialises like timm", "[unit][model]") {
     std::string b = std::string(w).replace(std::string(w).size() - 6, 6, "bias");
     CHECK(torch::equal(p[b], torch::zeros_like(p[b])));
   }
-  for (const char* n : {"stem.1.weight", "stages.3.downsample.0.weight", "stages.1.blocks.0.norm.weight", "head.norm.weight"})
+  for (const char* n :
+       {"stem.1.weight", "stages.3.downsample.0.weight", "stages.1.blocks.0.norm.weight", "head.norm.weight"})
     CHECK(torch::equal(p[n], torch::ones_like(p[n])));
   CHECK(torch::allclose(p["stages.2.blocks.8.gamma"], torch::full({384}, 1e-6)));
 }
@@ -89,8 +95,9 @@ TEST_CASE("convnext_tiny has timm's state_dict names and reproduces the referenc
   for (auto& [k, v] : kg::model::state_dict(*net)) have[k] = v.sizes().vec();
   for (auto& [k, v] : g.at("shapes").items()) want[k] = v.get<std::vector<int64_t>>();
   CHECK(have == want);
-  for (const char* n : {"stem.0.weight", "stem.1.bias", "stages.0.blocks.2.gamma", "stages.1.downsample.0.weight",
-                        "stages.3.downsample.1.bias", "stages.2.blocks.8.mlp.fc2.weight", "head.norm.weight", "head.fc.bias"})
+  for (const char* n :
+       {"stem.0.weight", "stem.1.bias", "stages.0.blocks.2.gamma", "stages.1.downsample.0.weight",
+        "stages.3.downsample.1.bias", "stages.2.blocks.8.mlp.fc2.weight", "head.norm.weight", "head.fc.bias"})
     CHECK(have.count(n) == 1);
   CHECK(have.count("stages.0.downsample.0.weight") == 0);  // stage 0 keeps the stem's width: no downsample
   CHECK(net->first_conv() == "stem.0.weight");
@@ -215,7 +222,8 @@ TEST_CASE("convnext grad checkpointing gives the same gradients", "[unit][model]
   }
   auto a = plain->named_parameters();
   auto b = ckpt->named_parameters();
-  for (const char* n : {"stem.0.weight", "stages.0.blocks.0.conv_dw.weight", "stages.2.blocks.4.gamma", "stages.3.downsample.1.weight", "head.norm.bias"}) {
+  for (const char* n : {"stem.0.weight", "stages.0.blocks.0.conv_dw.weight", "stages.2.blocks.4.gamma",
+                        "stages.3.downsample.1.weight", "head.norm.bias"}) {
     INFO(n);
     REQUIRE(a[n].grad().defined());
     REQUIRE(b[n].grad().defined());
@@ -225,7 +233,8 @@ TEST_CASE("convnext grad checkpointing gives the same gradients", "[unit][model]
 }
 
 TEST_CASE("convnext refuses images smaller than 32 px with a config error", "[unit][model]") {
-  auto recipe = kg::config::validate(kg::config::parse_toml_string("[model]\nname = \"convnext_tiny\"\n", "convnext.toml")).tree;
+  auto recipe =
+      kg::config::validate(kg::config::parse_toml_string("[model]\nname = \"convnext_tiny\"\n", "convnext.toml")).tree;
   kg::model::ModelContext ctx{1, 10};
   ctx.height = ctx.width = 28;
   CHECK_THROWS_AS(kg::model::build(recipe, ctx), kg::ConfigError);

@@ -21,9 +21,10 @@ using nlohmann::json;
 
 namespace {
 
-kg::model::NetworkPtr efficientnet(const std::string& name, kg::model::ModelContext ctx, const std::string& extra = "") {
-  auto recipe = kg::config::validate(kg::config::parse_toml_string("[model]\nname = \"" + name + "\"\n" + extra,
-                                                                   "efficientnet.toml"))
+kg::model::NetworkPtr efficientnet(const std::string& name, kg::model::ModelContext ctx,
+                                   const std::string& extra = "") {
+  auto recipe = kg::config::validate(
+                    kg::config::parse_toml_string("[model]\nname = \"" + name + "\"\n" + extra, "efficientnet.toml"))
                     .tree;
   return kg::model::build(recipe, ctx);
 }
@@ -105,7 +106,6 @@ TEST_CASE("efficientnet_b0 and b2 have timm's names and torchvision's logits for
     auto calibrated_want = golden_tensor(g, "calibrated_eval_logits");
     check_logits(net->forward(x), calibrated_want, "calibrated eval");
     CHECK((calibrated_want[0] - calibrated_want[1]).abs().max().item<double>() > 0.1);
-
   }
 }
 
@@ -151,8 +151,8 @@ TEST_CASE("efficientnet layer groups are stem, blocks.0..6, head_conv, head and 
   auto groups = net->layer_groups();
   std::vector<std::string> names;
   for (auto& g : groups) names.push_back(g.name);
-  CHECK(names == std::vector<std::string>{"stem", "blocks.0", "blocks.1", "blocks.2", "blocks.3", "blocks.4", "blocks.5",
-                                          "blocks.6", "head_conv", "head"});
+  CHECK(names == std::vector<std::string>{"stem", "blocks.0", "blocks.1", "blocks.2", "blocks.3", "blocks.4",
+                                          "blocks.5", "blocks.6", "head_conv", "head"});
   CHECK(net->group_names() == names);
 
   std::set<std::string> seen;

@@ -55,9 +55,9 @@ int count_checkpoint_nodes(const at::Tensor& loss) {
 struct Step {
   at::Tensor loss;
   int checkpoints = 0;
-  std::map<std::string, at::Tensor> grads;    // undefined when the parameter got none
-  kg::model::TensorMap buffers;               // after the step
-  at::Tensor rng_after;                       // draws from the CPU and the input device generators after backward
+  std::map<std::string, at::Tensor> grads;  // undefined when the parameter got none
+  kg::model::TensorMap buffers;             // after the step
+  at::Tensor rng_after;                     // draws from the CPU and the input device generators after backward
 };
 
 // One train-mode forward/backward from a fixed seed.
@@ -71,7 +71,8 @@ Step step(kg::model::Network& net, const at::Tensor& x, const at::Tensor& w, uin
   s.checkpoints = count_checkpoint_nodes(s.loss);
   s.loss.backward();
   s.rng_after = torch::cat({torch::rand({4}), torch::rand({4}, x.options()).cpu()});  // CPU and x's device
-  for (auto& p : net.named_parameters(true)) s.grads[p.key()] = p.value().grad().defined() ? p.value().grad().clone() : at::Tensor();
+  for (auto& p : net.named_parameters(true))
+    s.grads[p.key()] = p.value().grad().defined() ? p.value().grad().clone() : at::Tensor();
   for (auto& b : net.named_buffers(true)) s.buffers[b.key()] = b.value().clone();
   return s;
 }
@@ -143,7 +144,8 @@ TEST_CASE("checkpointed resnet9 and resnet18 give the plain network's loss, grad
   torch::manual_seed(2);
   auto x = torch::randn({4, 3, 32, 32});
   auto w = torch::randn({4, 5});
-  for (std::string toml : {"[model]\nname = \"resnet9\"\nwidth = 4", "[model]\nname = \"resnet18\"\nsmall_input = true"}) {
+  for (std::string toml :
+       {"[model]\nname = \"resnet9\"\nwidth = 4", "[model]\nname = \"resnet18\"\nsmall_input = true"}) {
     INFO(toml);
     auto [plain, ckpt] = twins(toml, 32);
     auto a = step(*plain, x, w, 5);
@@ -239,7 +241,8 @@ TEST_CASE("stages behind a frozen stem still get gradients", "[unit][model]") {
     const bool frozen = name.rfind("conv1.", 0) == 0 || name.rfind("bn1.", 0) == 0;
     CHECK(g.defined() == !frozen);
     if (!g.defined()) continue;
-    CHECK((g - a.grads.at(name)).abs().max().item<double>() <= 1e-5 * a.grads.at(name).abs().max().item<double>() + 1e-9);
+    CHECK((g - a.grads.at(name)).abs().max().item<double>() <=
+          1e-5 * a.grads.at(name).abs().max().item<double>() + 1e-9);
     if (name.rfind("layer1.0.conv1", 0) == 0) CHECK(g.abs().sum().item<double>() > 0);
   }
 }
@@ -339,8 +342,8 @@ TEST_CASE("checkpointing keeps far less activation memory (resnet18, 64 px, batc
     return static_cast<double>(after) - static_cast<double>(before);
   };
   const double plain = held(false), ckpt = held(true);
-  WARN("activation memory held after forward, resnet18 64 px batch 16: plain " << plain / (1 << 20) << " MiB, checkpointed "
-                                                                            << ckpt / (1 << 20) << " MiB");
+  WARN("activation memory held after forward, resnet18 64 px batch 16: plain "
+       << plain / (1 << 20) << " MiB, checkpointed " << ckpt / (1 << 20) << " MiB");
   CHECK(plain > 50.0 * (1 << 20));
   CHECK(ckpt < 0.7 * plain);
 }

@@ -66,9 +66,9 @@ TensorMap every_dtype() {
   m["i8"] = torch::tensor({-128, 0, 127}, torch::kChar);
   m["u8"] = torch::tensor({0, 200, 255}, torch::kByte);
   m["bool"] = torch::tensor({true, false, true});
-  m["scalar"] = torch::tensor(2.5);           // shape []
-  m["empty"] = torch::zeros({0, 4});          // no bytes
-  m["nbt"] = torch::tensor(int64_t{7});       // like BatchNorm's num_batches_tracked
+  m["scalar"] = torch::tensor(2.5);      // shape []
+  m["empty"] = torch::zeros({0, 4});     // no bytes
+  m["nbt"] = torch::tensor(int64_t{7});  // like BatchNorm's num_batches_tracked
   return m;
 }
 
@@ -139,7 +139,8 @@ TEST_CASE("safetensors layout: LE header length, JSON header, 8-byte aligned pac
   uint32_t u;
   std::memcpy(&u, &f, 4);
   size_t at = 8 + len + h["f32"]["data_offsets"][0].get<size_t>();
-  for (int i = 0; i < 4; ++i) CHECK(static_cast<uint8_t>(bytes[at + static_cast<size_t>(i)]) == ((u >> (8 * i)) & 0xff));
+  for (int i = 0; i < 4; ++i)
+    CHECK(static_cast<uint8_t>(bytes[at + static_cast<size_t>(i)]) == ((u >> (8 * i)) & 0xff));
 }
 
 TEST_CASE("safetensors bytes depend only on names and values", "[unit][safetensors]") {
@@ -177,8 +178,8 @@ TEST_CASE("safetensors reads a file written by Python", "[unit][safetensors]") {
   json want = json::parse(kg::read_file(dir + "tiny_safetensors.json")).at("tensors");
   TensorMap got = kg::model::read_safetensors(dir + "tiny.safetensors");
   REQUIRE(got.size() == want.size());  // __metadata__ is not a tensor
-  const std::map<std::string, at::ScalarType> types{{"F32", at::kFloat}, {"F16", at::kHalf}, {"BF16", at::kBFloat16},
-                                                    {"I64", at::kLong},  {"F64", at::kDouble}};
+  const std::map<std::string, at::ScalarType> types{
+      {"F32", at::kFloat}, {"F16", at::kHalf}, {"BF16", at::kBFloat16}, {"I64", at::kLong}, {"F64", at::kDouble}};
   std::set<std::string> dtypes_seen;
   for (const auto& [name, w] : want.items()) {
     INFO("tensor " << name);
@@ -273,12 +274,14 @@ TEST_CASE("damaged safetensors files give CheckpointError with the reason", "[un
                Catch::Contains("shape"));
   }
   SECTION("tensors must tile the data: no gap, overlap or trailing bytes (as the reference reader)") {
-    auto gap = decode_error(file_of(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
-                                    eight + "abcd"));
+    auto gap = decode_error(file_of(
+        R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+        eight + "abcd"));
     CHECK_THAT(gap, Catch::Contains("tensor \"b\" starts at byte 8"));
     CHECK_THAT(gap, Catch::Contains("a gap"));
-    auto overlap = decode_error(file_of(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-                                        eight));
+    auto overlap = decode_error(file_of(
+        R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+        eight));
     CHECK_THAT(overlap, Catch::Contains("overlapping"));
     CHECK_THAT(decode_error(file_of(good_header, eight + "xy")), Catch::Contains("trailing bytes"));
   }
@@ -293,8 +296,9 @@ TEST_CASE("malformed safetensors shapes give CheckpointError, never an allocatio
   // A shape must be an array (the reference implementation rejects anything else).
   CHECK_THAT(decode_error(file_of(R"({"w":{"dtype":"F32","shape":2,"data_offsets":[0,8]}})", std::string(8, '\0'))),
              Catch::Contains("shape"));
-  CHECK_THAT(decode_error(file_of(R"({"w":{"dtype":"F32","shape":{"n":2},"data_offsets":[0,8]}})", std::string(8, '\0'))),
-             Catch::Contains("shape"));
+  CHECK_THAT(
+      decode_error(file_of(R"({"w":{"dtype":"F32","shape":{"n":2},"data_offsets":[0,8]}})", std::string(8, '\0'))),
+      Catch::Contains("shape"));
   // 2^32 * 2^32 F32 elements wrap to 0 bytes in 64 bits: the offsets [0, 0] must not pass for their size.
   CHECK_THAT(decode_error(file_of(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", "")),
              Catch::Contains("tensor \"w\""));
@@ -302,8 +306,9 @@ TEST_CASE("malformed safetensors shapes give CheckpointError, never an allocatio
   CHECK_THAT(decode_error(file_of(R"({"w":{"dtype":"F16","shape":[9223372036854775808],"data_offsets":[0,0]}})", "")),
              Catch::Contains("tensor \"w\""));
   // 2^62 x 4 wraps to 0 before the final 0 dimension.
-  CHECK_THAT(decode_error(file_of(R"({"w":{"dtype":"U8","shape":[4611686018427387904,4,0],"data_offsets":[0,0]}})", "")),
-             Catch::Contains("tensor \"w\""));
+  CHECK_THAT(
+      decode_error(file_of(R"({"w":{"dtype":"U8","shape":[4611686018427387904,4,0],"data_offsets":[0,0]}})", "")),
+      Catch::Contains("tensor \"w\""));
 }
 
 TEST_CASE("state_dict names parameters and buffers like PyTorch", "[unit][safetensors]") {

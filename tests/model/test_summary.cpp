@@ -39,7 +39,8 @@ TEST_CASE("count_macs counts convolutions and matrix products once each", "[unit
     auto x = torch::zeros({2, 6, 17, 15});
     auto w = torch::zeros({4, 3, 3, 3});
     at::Tensor y;
-    int64_t macs = count_macs([&] { y = torch::conv2d(x, w, {}, /*stride=*/2, /*padding=*/1, /*dilation=*/2, /*groups=*/2); });
+    int64_t macs =
+        count_macs([&] { y = torch::conv2d(x, w, {}, /*stride=*/2, /*padding=*/1, /*dilation=*/2, /*groups=*/2); });
     REQUIRE(y.sizes() == c10::IntArrayRef{2, 4, 8, 7});  // (17 + 2 - 4 - 1) / 2 + 1, (15 + 2 - 4 - 1) / 2 + 1
     CHECK(macs == y.numel() * 3 * 3 * 3);
     CHECK(macs == 2 * 4 * 8 * 7 * 27);
@@ -186,7 +187,8 @@ TEST_CASE("summarize leaves buffers, train/eval modes and the generator as they 
   }
   // The check above can fail: a training-mode forward pass does move the BatchNorm counters.
   net->forward(torch::zeros({2, 1, 28, 28}));
-  CHECK_FALSE(torch::equal(net->named_buffers()["layer1.bn.num_batches_tracked"], before.at("layer1.bn.num_batches_tracked")));
+  CHECK_FALSE(
+      torch::equal(net->named_buffers()["layer1.bn.num_batches_tracked"], before.at("layer1.bn.num_batches_tracked")));
 }
 
 TEST_CASE("every registered model family can be summarized", "[unit][model]") {

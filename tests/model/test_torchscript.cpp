@@ -54,7 +54,8 @@ std::string error_of(const std::string& toml) {
 
 TEST_CASE("torchscript is refused without model.trust_torchscript", "[unit][model]") {
   auto m = error_of<kg::ConfigError>(recipe_for(kTraced, /*trust=*/false));
-  CHECK_THAT(m, Catch::Contains("trust_torchscript") && Catch::Contains("executable code") && Catch::Contains("exit 2"));
+  CHECK_THAT(m,
+             Catch::Contains("trust_torchscript") && Catch::Contains("executable code") && Catch::Contains("exit 2"));
   // The file is not even opened: a missing one gives the same refusal.
   CHECK_THAT(error_of<kg::ConfigError>(recipe_for("/nonexistent/x.pt", false)), Catch::Contains("trust_torchscript"));
   CHECK_THAT(error_of<kg::ConfigError>(recipe_for(kTraced, true, "grad_checkpointing = true\n")),
@@ -79,7 +80,8 @@ TEST_CASE("missing, truncated and foreign torchscript files are CheckpointErrors
   CHECK_THAT(error_of<kg::CheckpointError>(recipe_for(missing)), Catch::Contains(missing) && Catch::Contains("exit 3"));
   auto bytes = kg::read_file(kTraced);
   const std::string truncated = dir.write("truncated.pt", bytes.substr(0, bytes.size() / 2));
-  CHECK_THAT(error_of<kg::CheckpointError>(recipe_for(truncated)), Catch::Contains(truncated) && Catch::Contains("exit 3"));
+  CHECK_THAT(error_of<kg::CheckpointError>(recipe_for(truncated)),
+             Catch::Contains(truncated) && Catch::Contains("exit 3"));
   const std::string foreign = kGolden + "tiny.safetensors";
   CHECK_THAT(error_of<kg::CheckpointError>(recipe_for(foreign)), Catch::Contains(foreign) && Catch::Contains("exit 3"));
 }
@@ -107,7 +109,8 @@ TEST_CASE("torchscript mirrors the script module's parameters and buffers under 
   CHECK(net->num_features() == 16);  // conv2's channels, average-pooled
 }
 
-TEST_CASE("a timm-like model traced with trace_module runs its forward_features; its own fc stays apart", "[unit][model]") {
+TEST_CASE("a timm-like model traced with trace_module runs its forward_features; its own fc stays apart",
+          "[unit][model]") {
   auto net = build(recipe_for(kGolden + "tiny_trace_module.pt"));
   CHECK(net->classifier() == "classifier");  // "fc" is the script module's own (unused) classifier
   CHECK(net->group_names() == std::vector<std::string>{"stem", "conv2", "fc", "head"});
@@ -120,7 +123,8 @@ TEST_CASE("a timm-like model traced with trace_module runs its forward_features;
   CHECK_FALSE(net->named_parameters()["fc.weight"].grad().defined());
 }
 
-TEST_CASE("torchscript reproduces Python's output; traced BatchNorm keeps batch statistics under eval()", "[unit][model]") {
+TEST_CASE("torchscript reproduces Python's output; traced BatchNorm keeps batch statistics under eval()",
+          "[unit][model]") {
   json g = json::parse(kg::read_file(kGolden + "tiny_traced.json"));
   auto net = build(recipe_for(kTraced));
   auto x = kg::test::det_input(g.at("input_shape").get<std::vector<int64_t>>());
@@ -133,7 +137,8 @@ TEST_CASE("torchscript reproduces Python's output; traced BatchNorm keeps batch 
   CHECK((got - want).abs().max().item<double>() < 1e-5);
   auto rm = torch::tensor(g.at("running_mean_after").get<std::vector<double>>(), torch::kDouble);
   CHECK((net->named_buffers()["stem.1.running_mean"].to(torch::kDouble) - rm).abs().max().item<double>() < 1e-6);
-  CHECK(net->named_buffers()["stem.1.num_batches_tracked"].item<int64_t>() == g.at("num_batches_tracked_after").get<int64_t>());
+  CHECK(net->named_buffers()["stem.1.num_batches_tracked"].item<int64_t>() ==
+        g.at("num_batches_tracked_after").get<int64_t>());
   // Batch statistics in eval mode: one image's features depend on the other images of the batch.
   auto other = x.clone();
   other[1].mul_(3).add_(1);
@@ -173,7 +178,8 @@ TEST_CASE("the network's tensors are the script module's: to(), in-place edits",
   CHECK(net->named_parameters()["stem.0.weight"].grad().defined());
 }
 
-TEST_CASE("a torchscript network's state_dict saved and loaded into a fresh build reproduces its outputs", "[unit][model]") {
+TEST_CASE("a torchscript network's state_dict saved and loaded into a fresh build reproduces its outputs",
+          "[unit][model]") {
   torch::manual_seed(8);
   auto net = build(recipe_for(kTraced));
   auto x = torch::randn({8, 3, 12, 12});
@@ -212,16 +218,20 @@ TEST_CASE("a torchscript network's state_dict saved and loaded into a fresh buil
 TEST_CASE("kgtrain fit trains a traced backbone end to end", "[integration][model]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 64, 16);
-  auto recipe = dir.write(
-      "ts.toml", "[run]\nname = \"ts\"\nseed = 3\n"
-                 "[data]\nroot = \"" + ds.root + "\"\nsample_submission = \"sample_submission.csv\"\n"
-                 "channels = 3\nimage_size = 12\nnum_workers = 1\n"
-                 "augment = [{ name = \"normalize\", mean = [0.4, 0.4, 0.4], std = [0.3, 0.3, 0.3] }]\n"
-                 "[cv]\nfolds = 4\nfold = 1\n"
-                 "[model]\nname = \"torchscript\"\npath = \"" + kGolden + "tiny_traced_pooled.pt\"\ntrust_torchscript = true\n"
-                 "[optim]\nlr = 0.02\nweight_decay = 0.0\n"
-                 "[train]\nepochs = 4\nbatch_size = 8\n"
-                 "[device]\nthreads = 1\n");
+  auto recipe = dir.write("ts.toml",
+                          "[run]\nname = \"ts\"\nseed = 3\n"
+                          "[data]\nroot = \"" +
+                              ds.root +
+                              "\"\nsample_submission = \"sample_submission.csv\"\n"
+                              "channels = 3\nimage_size = 12\nnum_workers = 1\n"
+                              "augment = [{ name = \"normalize\", mean = [0.4, 0.4, 0.4], std = [0.3, 0.3, 0.3] }]\n"
+                              "[cv]\nfolds = 4\nfold = 1\n"
+                              "[model]\nname = \"torchscript\"\npath = \"" +
+                              kGolden +
+                              "tiny_traced_pooled.pt\"\ntrust_torchscript = true\n"
+                              "[optim]\nlr = 0.02\nweight_decay = 0.0\n"
+                              "[train]\nepochs = 4\nbatch_size = 8\n"
+                              "[device]\nthreads = 1\n");
   std::string run = dir / "run";
   auto fit = kg::test::run_kgtrain({"fit", recipe, "--run-dir", run, "--quiet"});
   INFO(fit.output);
@@ -243,7 +253,8 @@ TEST_CASE("kgtrain fit trains a traced backbone end to end", "[integration][mode
   }
 
   SECTION("without trust the same recipe exits 2") {
-    auto refused = kg::test::run_kgtrain({"fit", recipe, "model.trust_torchscript=false", "--run-dir", dir / "run2", "--quiet"});
+    auto refused =
+        kg::test::run_kgtrain({"fit", recipe, "model.trust_torchscript=false", "--run-dir", dir / "run2", "--quiet"});
     INFO(refused.output);
     CHECK(refused.exit_code == 2);
     CHECK_THAT(refused.output, Catch::Contains("trust_torchscript"));

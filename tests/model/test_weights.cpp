@@ -56,7 +56,8 @@ TEST_CASE("adapt_input_conv follows timm: 1 channel sums RGB, more channels repe
   // 6-channel weights convert to 1 channel by summing groups of 3, but not to 4 channels.
   auto w6 = torch::randn({4, 6, 1, 1});
   CHECK(torch::allclose(kg::model::adapt_input_conv(w6, 1, "w"), w6.reshape({4, 2, 3, 1, 1}).sum(2)));
-  CHECK(error_of<kg::CheckpointError>([&] { kg::model::adapt_input_conv(w6, 4, "w6"); }).find("only 3-channel") != std::string::npos);
+  CHECK(error_of<kg::CheckpointError>([&] { kg::model::adapt_input_conv(w6, 4, "w6"); }).find("only 3-channel") !=
+        std::string::npos);
 }
 
 TEST_CASE("model.pretrained: backbone loaded, differing head re-initialised, first conv adapted", "[unit][model]") {
@@ -82,7 +83,8 @@ TEST_CASE("model.pretrained: backbone loaded, differing head re-initialised, fir
   CHECK(torch::allclose(params["conv1.weight"], src->named_parameters()["conv1.weight"].sum(1, true)));
   CHECK(torch::allclose(params["layer1.0.conv1.weight"], src->named_parameters()["layer1.0.conv1.weight"], 1e-3, 1e-3));
   CHECK(torch::equal(params["layer4.1.bn2.bias"], src->named_parameters()["layer4.1.bn2.bias"]));
-  CHECK(torch::equal(net->named_buffers()["layer3.0.bn1.running_var"], src->named_buffers()["layer3.0.bn1.running_var"]));
+  CHECK(
+      torch::equal(net->named_buffers()["layer3.0.bn1.running_var"], src->named_buffers()["layer3.0.bn1.running_var"]));
   CHECK(params["fc.weight"].sizes() == c10::IntArrayRef{10, 512});
 
   SECTION("strict: an unexpected tensor is an error, but the re-initialised head is not") {
@@ -107,7 +109,8 @@ TEST_CASE("model.pretrained: backbone loaded, differing head re-initialised, fir
     CHECK(e.find("[128, 128, 1, 1]") != std::string::npos);
   }
   SECTION("weights of another architecture share no names: an error, not a silent random init") {
-    kg::model::write_safetensors(file, kg::model::state_dict(*build("[model]\nname = \"resnet9\"\nwidth = 2\n", 3, 10)));
+    kg::model::write_safetensors(file,
+                                 kg::model::state_dict(*build("[model]\nname = \"resnet9\"\nwidth = 2\n", 3, 10)));
     auto e = error_of<kg::CheckpointError>([&] { build(pretrained(file), 3, 10); });
     CHECK(e.find("is model.name right?") != std::string::npos);
   }
@@ -150,7 +153,8 @@ TEST_CASE("saved weights load back into a fresh model with identical outputs", "
   CHECK(torch::equal(a->forward(x), b->forward(x)));
   // A checkpoint for another class count is refused when the head must match (tta-predict --weights).
   auto c = build(kResnet18, 3, 5);
-  auto e = error_of<kg::CheckpointError>(
-      [&] { kg::model::load_weights(*c, kg::model::read_safetensors(file), {true, false}, file); });
+  auto e = error_of<kg::CheckpointError>([&] {
+    kg::model::load_weights(*c, kg::model::read_safetensors(file), {true, false}, file);
+  });
   CHECK(e.find("fc.weight") != std::string::npos);
 }

@@ -38,10 +38,10 @@ std::string recipe_for(const json& c) {
   const auto& m = c.at("moms");
   return "[optim]\nname = \"adamw\"\nlr = " + toml_number(c.at("max_lr").get<double>()) +
          "\n\n[schedule]\nname = \"one_cycle\"\npct_start = " + toml_number(c.at("pct_start").get<double>()) +
-         "\ndiv = " + toml_number(c.at("div").get<double>()) + "\ndiv_final = " +
-         toml_number(c.at("div_final").get<double>()) + "\nmoms = [" + toml_number(m[0].get<double>()) + ", " +
-         toml_number(m[1].get<double>()) + ", " + toml_number(m[2].get<double>()) + "]\nanneal = \"" +
-         c.at("anneal").get<std::string>() + "\"\n";
+         "\ndiv = " + toml_number(c.at("div").get<double>()) +
+         "\ndiv_final = " + toml_number(c.at("div_final").get<double>()) + "\nmoms = [" +
+         toml_number(m[0].get<double>()) + ", " + toml_number(m[1].get<double>()) + ", " +
+         toml_number(m[2].get<double>()) + "]\nanneal = \"" + c.at("anneal").get<std::string>() + "\"\n";
 }
 
 struct Built {
@@ -93,9 +93,8 @@ TEST_CASE("one_cycle defaults are fastai's fit_one_cycle (div 25, div_final 1e5,
   for (const auto& c : golden_cases())
     if (c.at("total_steps") == 100 && c.at("anneal") == "cos" && c.at("pct_start") == 0.25) golden = c;
   REQUIRE(golden.is_object());
-  auto b = build("[optim]\nlr = " + toml_number(golden.at("max_lr").get<double>()) +
-                     "\n[schedule]\nname = \"one_cycle\"\n",
-                 100);
+  auto b = build(
+      "[optim]\nlr = " + toml_number(golden.at("max_lr").get<double>()) + "\n[schedule]\nname = \"one_cycle\"\n", 100);
   for (int64_t s = 0; s < 100; ++s) {
     INFO("step " << s);
     CHECK(close_rel(b.schedule->lr_at(s), golden.at("lr")[static_cast<size_t>(s)].get<double>(), 1e-9));

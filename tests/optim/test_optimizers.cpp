@@ -18,8 +18,8 @@
 #include "optim/optimizer.h"
 #include "test_paths.h"
 
-using nlohmann::json;
 using kg::optim::ParamGroup;
+using nlohmann::json;
 
 namespace {
 
@@ -91,7 +91,8 @@ at::Tensor grad_at(int64_t step, at::IntArrayRef shape) {
 
 }  // namespace
 
-TEST_CASE("optimizers match torch 1.13 (SGD, Adam, AdamW, RAdam, RMSprop) and references (LAMB, Lookahead)", "[optim]") {
+TEST_CASE("optimizers match torch 1.13 (SGD, Adam, AdamW, RAdam, RMSprop) and references (LAMB, Lookahead)",
+          "[optim]") {
   const auto& cases = golden()["cases"];
   REQUIRE(cases.size() >= 20);
   std::set<std::string> covered;
@@ -112,7 +113,8 @@ TEST_CASE("float32 parameters follow the float64 reference closely", "[optim]") 
 
 TEST_CASE("ranger is lookahead over radam with the same settings", "[optim]") {
   Params a = golden_params(torch::kFloat), b = golden_params(torch::kFloat);
-  auto ranger = kg::optim::build(recipe("name = \"ranger\"\nk = 3\nalpha = 0.6\nbetas = [0.9, 0.99]\neps = 1e-7"), a.groups(0.05));
+  auto ranger = kg::optim::build(recipe("name = \"ranger\"\nk = 3\nalpha = 0.6\nbetas = [0.9, 0.99]\neps = 1e-7"),
+                                 a.groups(0.05));
   auto la = kg::optim::build(recipe("name = \"lookahead\"\nk = 3\nalpha = 0.6\n[optim.inner]\nname = \"radam\"\n"
                                     "betas = [0.9, 0.99]\neps = 1e-7"),
                              b.groups(0.05));
@@ -134,8 +136,8 @@ TEST_CASE("ranger is lookahead over radam with the same settings", "[optim]") {
 
 TEST_CASE("lookahead's sync pulls the slow weights and is idempotent", "[optim]") {
   Params p = golden_params();
-  auto opt = kg::optim::build(recipe("name = \"lookahead\"\nk = 5\nalpha = 0.5\n[optim.inner]\nname = \"sgd\"\nmomentum = 0.0"),
-                              p.groups(0.0));
+  auto opt = kg::optim::build(
+      recipe("name = \"lookahead\"\nk = 5\nalpha = 0.5\n[optim.inner]\nname = \"sgd\"\nmomentum = 0.0"), p.groups(0.0));
   auto w0 = p.w.detach().clone();
   p.w.mutable_grad() = torch::ones_like(p.w);
   p.b.mutable_grad() = torch::ones_like(p.b);
@@ -149,11 +151,12 @@ TEST_CASE("lookahead's sync pulls the slow weights and is idempotent", "[optim]"
 }
 
 TEST_CASE("each group steps with the schedule's lr times its multiplier", "[optim]") {
-  auto a = torch::zeros({2}, torch::kDouble).requires_grad_(true), b = torch::zeros({2}, torch::kDouble).requires_grad_(true);
+  auto a = torch::zeros({2}, torch::kDouble).requires_grad_(true),
+       b = torch::zeros({2}, torch::kDouble).requires_grad_(true);
   std::vector<ParamGroup> groups{{"stem", {a}, {"a"}, 0.25, 0.0}, {"head", {b}, {"b"}, 1.0, 0.0}};
   auto opt = kg::optim::build(recipe("name = \"sgd\"\nmomentum = 0.0\nlr = 0.4"), groups);
   CHECK(opt->lr() == Approx(0.4));  // the peak until the schedule sets it
-  CHECK_FALSE(opt->momentum());    // momentum 0: nothing for one_cycle to cycle
+  CHECK_FALSE(opt->momentum());     // momentum 0: nothing for one_cycle to cycle
   opt->set_momentum(0.9);
   CHECK_FALSE(opt->momentum());
   opt->set_lr(2.0);
@@ -167,8 +170,9 @@ TEST_CASE("each group steps with the schedule's lr times its multiplier", "[opti
 }
 
 TEST_CASE("biases and norm weights get no weight decay, conv weights do", "[optim]") {
-  auto net = kg::model::build(kg::config::validate(kg::config::parse_toml_string("[model]\nname = \"resnet9\"\nwidth = 2\n", "m")).tree,
-                              {1, 3});
+  auto net = kg::model::build(
+      kg::config::validate(kg::config::parse_toml_string("[model]\nname = \"resnet9\"\nwidth = 2\n", "m")).tree,
+      {1, 3});
   auto r = recipe("name = \"adamw\"\nweight_decay = 0.1");
   auto opt = kg::optim::build(r, *net);
   at::Tensor conv, bias;
@@ -181,7 +185,8 @@ TEST_CASE("biases and norm weights get no weight decay, conv weights do", "[opti
   REQUIRE(bias.defined());
   INFO(conv_name << ", " << bias_name);
   auto conv0 = conv.detach().clone(), bias0 = bias.detach().clone();
-  for (auto& p : net->parameters()) p.mutable_grad() = torch::zeros_like(p);  // zero gradients: only decay moves weights
+  for (auto& p : net->parameters())
+    p.mutable_grad() = torch::zeros_like(p);  // zero gradients: only decay moves weights
   opt->set_lr(0.1);
   opt->step();
   CHECK(torch::equal(bias, bias0));
@@ -198,7 +203,8 @@ TEST_CASE("a frozen parameter stays bit-identical and keeps no state under every
     auto unused = torch::randn({3});  // trainable, but no gradient reaches it
     unused.requires_grad_(true);
     auto frozen0 = frozen.clone(), unused0 = unused.detach().clone();
-    std::vector<ParamGroup> groups{{"body", {frozen, w}, {"frozen", "w"}, 1.0, 0.1}, {"head", {unused}, {"unused"}, 1.0, 0.1}};
+    std::vector<ParamGroup> groups{{"body", {frozen, w}, {"frozen", "w"}, 1.0, 0.1},
+                                   {"head", {unused}, {"unused"}, 1.0, 0.1}};
     auto opt = kg::optim::build(recipe(recipe_for(name)), groups);
     for (int64_t t = 0; t < 7; ++t) {
       opt->set_lr(0.05);
@@ -230,7 +236,8 @@ TEST_CASE("save_state then load_state resumes bit-identically for every optimize
     auto w = torch::randn({5, 4}).requires_grad_(true), b = torch::randn({5}).requires_grad_(true);
     auto late = torch::randn({2, 2}).requires_grad_(true);  // gets gradients only after the resume
     auto make_groups = [](at::Tensor w_, at::Tensor b_, at::Tensor late_) {
-      return std::vector<ParamGroup>{{"body", {w_}, {"w"}, 0.5, 0.01}, {"body/no_decay", {b_}, {"b"}, 0.5, 0.0},
+      return std::vector<ParamGroup>{{"body", {w_}, {"w"}, 0.5, 0.01},
+                                     {"body/no_decay", {b_}, {"b"}, 0.5, 0.0},
                                      {"head", {late_}, {"late"}, 1.0, 0.01}};
     };
     auto r = recipe(recipe_for(name));
@@ -303,7 +310,8 @@ TEST_CASE("lookahead cannot wrap a lookahead", "[optim]") {
   auto w = torch::randn({2}).requires_grad_(true);
   kg::config::Tree r = recipe("name = \"lookahead\"");
   r.set("optim.inner.name", {json("ranger"), {}});
-  CHECK_THROWS_WITH(kg::optim::build(r, {{"g", {w}, {"w"}, 1.0, 0.0}}), Catch::Contains("cannot wrap another lookahead"));
+  CHECK_THROWS_WITH(kg::optim::build(r, {{"g", {w}, {"w"}, 1.0, 0.0}}),
+                    Catch::Contains("cannot wrap another lookahead"));
 }
 
 TEST_CASE("every optimizer builds from its registry example and trains a model", "[optim]") {
@@ -312,7 +320,8 @@ TEST_CASE("every optimizer builds from its registry example and trains a model",
     auto r = kg::config::validate(kg::config::parse_toml_string(c->example, c->name + " example")).tree;
     CHECK(r.at("optim.name").value == c->name);
     torch::manual_seed(0);
-    auto net = kg::model::build(kg::config::validate(kg::config::parse_toml_string("[model]\nwidth = 2\n", "m")).tree, {1, 2});
+    auto net =
+        kg::model::build(kg::config::validate(kg::config::parse_toml_string("[model]\nwidth = 2\n", "m")).tree, {1, 2});
     auto opt = kg::optim::build(r, *net);
     CHECK(opt->name() == c->name);
     CHECK_FALSE(opt->describe().empty());
@@ -334,9 +343,10 @@ TEST_CASE("set_lr_mult changes a group's multiplier, also through lookahead", "[
   for (std::string name : {"sgd", "lookahead"}) {
     INFO(name);
     auto a = torch::zeros({2}, torch::kDouble).requires_grad_(true);
-    auto opt = kg::optim::build(recipe(name == "sgd" ? "name = \"sgd\"\nmomentum = 0.0"
-                                                     : "name = \"lookahead\"\nk = 100\n[optim.inner]\nname = \"sgd\"\nmomentum = 0.0"),
-                                {{"stem", {a}, {"a"}, 1.0, 0.0}});
+    auto opt = kg::optim::build(
+        recipe(name == "sgd" ? "name = \"sgd\"\nmomentum = 0.0"
+                             : "name = \"lookahead\"\nk = 100\n[optim.inner]\nname = \"sgd\"\nmomentum = 0.0"),
+        {{"stem", {a}, {"a"}, 1.0, 0.0}});
     opt->set_lr(1.0);
     opt->set_lr_mult(0, 0.5);
     CHECK(opt->groups()[0].lr_mult == 0.5);
@@ -346,11 +356,19 @@ TEST_CASE("set_lr_mult changes a group's multiplier, also through lookahead", "[
   }
 }
 
-TEST_CASE("adam/adamw/sgd/radam/rmsprop's multi-tensor group update is bit-identical to the per-parameter one", "[optim]") {
-  const std::vector<std::pair<std::string, std::string>> cases{
-      {"adam", ""},  {"adamw", ""}, {"sgd", ""}, {"sgd", "nesterov = true\nmomentum = 0.8\n"}, {"sgd", "momentum = 0.0\n"},
-      {"radam", ""}, {"radam", "decoupled_weight_decay = false\n"}, {"rmsprop", ""}, {"rmsprop", "momentum = 0.9\n"},
-      {"rmsprop", "centered = true\nmomentum = 0.5\n"}, {"rmsprop", "centered = true\n"}};
+TEST_CASE("adam/adamw/sgd/radam/rmsprop's multi-tensor group update is bit-identical to the per-parameter one",
+          "[optim]") {
+  const std::vector<std::pair<std::string, std::string>> cases{{"adam", ""},
+                                                               {"adamw", ""},
+                                                               {"sgd", ""},
+                                                               {"sgd", "nesterov = true\nmomentum = 0.8\n"},
+                                                               {"sgd", "momentum = 0.0\n"},
+                                                               {"radam", ""},
+                                                               {"radam", "decoupled_weight_decay = false\n"},
+                                                               {"rmsprop", ""},
+                                                               {"rmsprop", "momentum = 0.9\n"},
+                                                               {"rmsprop", "centered = true\nmomentum = 0.5\n"},
+                                                               {"rmsprop", "centered = true\n"}};
   for (const auto& [name, extra] : cases) {
     INFO(name << " " << extra);
     torch::manual_seed(3);
@@ -361,7 +379,8 @@ TEST_CASE("adam/adamw/sgd/radam/rmsprop's multi-tensor group update is bit-ident
     }
     // a: one group of five (multi-tensor kernels); b: a group per parameter (update() one by one).
     std::vector<ParamGroup> one{{"all", a, {"p0", "p1", "p2", "p3", "p4"}, 1.0, 0.01}}, each;
-    for (size_t i = 0; i < b.size(); ++i) each.push_back({"g" + std::to_string(i), {b[i]}, {"p" + std::to_string(i)}, 1.0, 0.01});
+    for (size_t i = 0; i < b.size(); ++i)
+      each.push_back({"g" + std::to_string(i), {b[i]}, {"p" + std::to_string(i)}, 1.0, 0.01});
     auto r = recipe("name = \"" + name + "\"\nlr = 0.01\n" + extra);
     auto oa = kg::optim::build(r, one), ob = kg::optim::build(r, each);
     for (int64_t t = 0; t < 6; ++t) {
@@ -445,6 +464,7 @@ TEST_CASE("optim.fused on CUDA: PyTorch's fused kernel gives the multi-tensor up
       CHECK((a[i] - init[i]).abs().max().item<double>() > 1e-3);  // trained, not left alone
     }
     CHECK(fused->state_of("p3")->step == 5);
-    CHECK(torch::allclose(fused->state_of("p2")->slots.at("exp_avg_sq"), plain->state_of("p2")->slots.at("exp_avg_sq"), 1e-5, 1e-9));
+    CHECK(torch::allclose(fused->state_of("p2")->slots.at("exp_avg_sq"), plain->state_of("p2")->slots.at("exp_avg_sq"),
+                          1e-5, 1e-9));
   }
 }

@@ -17,8 +17,8 @@
 namespace {
 
 kg::config::Tree recipe(const std::string& optim_keys) {
-  return kg::config::validate(kg::config::parse_toml_string("[model]\nname = \"resnet9\"\nwidth = 4\n[optim]\n" + optim_keys + "\n",
-                                                            "pg.toml"))
+  return kg::config::validate(kg::config::parse_toml_string(
+                                  "[model]\nname = \"resnet9\"\nwidth = 4\n[optim]\n" + optim_keys + "\n", "pg.toml"))
       .tree;
 }
 
@@ -70,7 +70,8 @@ TEST_CASE("lr = [lo, hi] spreads the lr over the layer groups like fastai's even
 
 TEST_CASE("group_lr_mult gives one multiplier per layer group", "[optim]") {
   auto net = resnet9();
-  auto m = mults_by_layer_group(kg::optim::build_param_groups(*net, kg::optim::load_options(recipe("group_lr_mult = [0.1, 0.2, 0.3, 0.4, 1.0]"))));
+  auto m = mults_by_layer_group(kg::optim::build_param_groups(
+      *net, kg::optim::load_options(recipe("group_lr_mult = [0.1, 0.2, 0.3, 0.4, 1.0]"))));
   CHECK(m.at("stem") == Approx(0.1));
   CHECK(m.at("layer3") == Approx(0.4));
   CHECK(m.at("head") == Approx(1.0));
@@ -81,7 +82,8 @@ TEST_CASE("group_lr_mult gives one multiplier per layer group", "[optim]") {
 
 TEST_CASE("layer_decay scales each group by decay^(depth from the head)", "[optim]") {
   auto net = resnet9();
-  auto m = mults_by_layer_group(kg::optim::build_param_groups(*net, kg::optim::load_options(recipe("layer_decay = 0.5"))));
+  auto m =
+      mults_by_layer_group(kg::optim::build_param_groups(*net, kg::optim::load_options(recipe("layer_decay = 0.5"))));
   CHECK(m.at("head") == 1.0);
   CHECK(m.at("layer3") == Approx(0.5));
   CHECK(m.at("layer2") == Approx(0.25));
@@ -93,7 +95,8 @@ TEST_CASE("only one way of setting per-group lrs at a time", "[optim]") {
   auto net = resnet9();
   auto msg = config_error([&] { kg::optim::build(recipe("lr = [1e-4, 1e-2]\nlayer_decay = 0.7"), *net); });
   CHECK(msg.find("use one of them") != std::string::npos);
-  msg = config_error([&] { kg::optim::build(recipe("group_lr_mult = [1.0, 1.0, 1.0, 1.0, 1.0]\nlayer_decay = 0.7"), *net); });
+  msg = config_error(
+      [&] { kg::optim::build(recipe("group_lr_mult = [1.0, 1.0, 1.0, 1.0, 1.0]\nlayer_decay = 0.7"), *net); });
   CHECK(msg.find("use one of them") != std::string::npos);
 }
 
@@ -124,7 +127,8 @@ TEST_CASE("every parameter is in exactly one group; biases and norm weights get 
   CHECK(groups.front().name == "stem");
   CHECK(groups.back().name == "head/no_decay");
 
-  auto decay_all = kg::optim::build_param_groups(*net, kg::optim::load_options(recipe("weight_decay = 0.05\ndecay_norm_bias = true")));
+  auto decay_all = kg::optim::build_param_groups(
+      *net, kg::optim::load_options(recipe("weight_decay = 0.05\ndecay_norm_bias = true")));
   for (auto& g : decay_all) {
     CHECK(g.name.find("/no_decay") == std::string::npos);
     CHECK(g.weight_decay == 0.05);
@@ -132,9 +136,7 @@ TEST_CASE("every parameter is in exactly one group; biases and norm weights get 
 }
 
 TEST_CASE("optim.lr is a positive number, [lo, hi] or \"find\"", "[optim]") {
-  auto problems = [](const std::string& lr) {
-    return config_error([&] { recipe("lr = " + lr); });
-  };
+  auto problems = [](const std::string& lr) { return config_error([&] { recipe("lr = " + lr); }); };
   CHECK(problems("3e-3").empty());
   CHECK(problems("[1e-5, 1e-3]").empty());
   CHECK(problems("\"find\"").empty());

@@ -77,8 +77,8 @@ TEST_CASE("every schedule matches its PyTorch reference at every update", "[unit
   for (const auto& c : cases) {
     const int64_t n = c.at("total_steps").get<int64_t>(), spe = c.at("steps_per_epoch").get<int64_t>();
     const std::string toml = recipe_for(c);
-    INFO("case: " << c.at("name").get<std::string>() << "\nrecipe:\n" << toml << "total_steps = " << n
-                  << ", steps_per_epoch = " << spe);
+    INFO("case: " << c.at("name").get<std::string>() << "\nrecipe:\n"
+                  << toml << "total_steps = " << n << ", steps_per_epoch = " << spe);
     covered.insert(c.at("schedule").at("name").get<std::string>());
     auto s = build(toml, c.at("lr").get<double>(), n, spe);
     const auto& want = c.at("lr_trace");
@@ -105,7 +105,8 @@ TEST_CASE("every schedule matches its PyTorch reference at every update", "[unit
     // Afterwards the whole trace is still a function of the update index (plots, lr traces).
     auto trace = kg::optim::sample(*s, n);
     REQUIRE(trace.lr.size() == static_cast<size_t>(n));
-    for (int64_t t = 0; t < n; ++t) CHECK(close_rel(trace.lr[static_cast<size_t>(t)], want[static_cast<size_t>(t)].get<double>(), 1e-9));
+    for (int64_t t = 0; t < n; ++t)
+      CHECK(close_rel(trace.lr[static_cast<size_t>(t)], want[static_cast<size_t>(t)].get<double>(), 1e-9));
   }
   // Every registered schedule has a golden case (one_cycle's live in one_cycle.json).
   for (const auto& name : kg::optim::schedule_registry().names())
@@ -114,7 +115,8 @@ TEST_CASE("every schedule matches its PyTorch reference at every update", "[unit
 
 TEST_CASE("the schedule registry holds every schedule the docs promise", "[unit][schedule]") {
   auto names = kg::optim::schedule_registry().names();
-  for (const char* n : {"constant", "step", "multistep", "exponential", "cosine", "flat_cos", "one_cycle", "cyclic", "poly", "plateau"})
+  for (const char* n :
+       {"constant", "step", "multistep", "exponential", "cosine", "flat_cos", "one_cycle", "cyclic", "poly", "plateau"})
     CHECK(std::find(names.begin(), names.end(), n) != names.end());
 }
 
@@ -178,7 +180,9 @@ TEST_CASE("plateau mode auto maximises accuracy-like metrics and minimises losse
 
 TEST_CASE("warm-up ramps to the schedule's first lr and shifts the schedule", "[unit][schedule]") {
   // cyclic starts at base_lr, not optim.lr: the ramp ends there; momentum holds the schedule's first value.
-  auto s = build("name = \"cyclic\"\nbase_lr = 0.02\nstep_size_up = 4\ncycle_momentum = true\nwarmup_steps = 10\nwarmup_lr = 0.001\n");
+  auto s = build(
+      "name = \"cyclic\"\nbase_lr = 0.02\nstep_size_up = 4\ncycle_momentum = true\nwarmup_steps = 10\nwarmup_lr = "
+      "0.001\n");
   auto main = build("name = \"cyclic\"\nbase_lr = 0.02\nstep_size_up = 4\ncycle_momentum = true\n", 90);
   for (int64_t t = 0; t < 10; ++t) {
     CHECK(s->lr_at(t) == Approx(0.001 + (0.02 - 0.001) * t / 10.0).epsilon(1e-12));
@@ -199,18 +203,21 @@ TEST_CASE("warm-up ramps to the schedule's first lr and shifts the schedule", "[
 TEST_CASE("warm-up keys are checked", "[unit][schedule]") {
   CHECK_THAT(problems("name = \"cosine\"\nwarmup_steps = 5\nwarmup_epochs = 1.0\n"),
              Catch::Contains("schedule.warmup_steps") && Catch::Contains("schedule.warmup_epochs"));
-  CHECK_THAT(problems("name = \"cosine\"\nwarmup_steps = 100\n"), Catch::Contains("schedule.warmup_steps") &&
-                                                                     Catch::Contains("shorter than the run"));
+  CHECK_THAT(problems("name = \"cosine\"\nwarmup_steps = 100\n"),
+             Catch::Contains("schedule.warmup_steps") && Catch::Contains("shorter than the run"));
   CHECK_THAT(problems("name = \"cosine\"\nwarmup_epochs = 10.0\n"), Catch::Contains("schedule.warmup_epochs"));
   CHECK_THAT(problems("name = \"cosine\"\nwarmup_steps = -1\n"), Catch::Contains("schedule.warmup_steps"));
   CHECK(problems("name = \"cosine\"\nwarmup_steps = 99\n").empty());
 }
 
 TEST_CASE("bad schedule keys name the key and what is allowed", "[unit][schedule]") {
-  CHECK_THAT(problems("name = \"step\"\nstep_size = 0\n"), Catch::Contains("schedule.step_size") && Catch::Contains(">= 1"));
-  CHECK_THAT(problems("name = \"step\"\n"), Catch::Contains("schedule.step_size") && Catch::Contains("schedule.step_epochs"));
+  CHECK_THAT(problems("name = \"step\"\nstep_size = 0\n"),
+             Catch::Contains("schedule.step_size") && Catch::Contains(">= 1"));
+  CHECK_THAT(problems("name = \"step\"\n"),
+             Catch::Contains("schedule.step_size") && Catch::Contains("schedule.step_epochs"));
   CHECK_THAT(problems("name = \"step\"\nstep_size = 5\nstep_epochs = 1.0\n"), Catch::Contains("both set"));
-  CHECK_THAT(problems("name = \"step\"\nstep_epochs = 0.01\n"), Catch::Contains("schedule.step_epochs") && Catch::Contains("0 updates"));
+  CHECK_THAT(problems("name = \"step\"\nstep_epochs = 0.01\n"),
+             Catch::Contains("schedule.step_epochs") && Catch::Contains("0 updates"));
   CHECK_THAT(problems("name = \"step\"\nstep_size = 5\ngamma = 0.0\n"), Catch::Contains("schedule.gamma"));
   CHECK_THAT(problems("name = \"multistep\"\nmilestones = [10, 5]\n"),
              Catch::Contains("schedule.milestones") && Catch::Contains("strictly increasing"));
@@ -235,7 +242,8 @@ TEST_CASE("bad schedule keys name the key and what is allowed", "[unit][schedule
 }
 
 TEST_CASE("schedules are defined for short runs and out-of-range updates", "[unit][schedule]") {
-  for (const char* keys : {"name = \"cosine\"\n", "name = \"poly\"\n", "name = \"flat_cos\"\n", "name = \"constant\"\n"}) {
+  for (const char* keys :
+       {"name = \"cosine\"\n", "name = \"poly\"\n", "name = \"flat_cos\"\n", "name = \"constant\"\n"}) {
     INFO(keys);
     auto s = build(keys, 1);
     CHECK(s->lr_at(0) == Approx(0.1));

@@ -109,7 +109,8 @@ TEST_CASE("every shipped recipe resolves and dry-runs", "[integration][recipes]"
 }
 
 TEST_CASE("show annotates each key with the layer that set it", "[integration][recipes]") {
-  auto r = kg::test::run_kgtrain({"show", KGTRAIN_SOURCE_DIR "/recipes/fashion_mnist.toml", "optim.lr=1e-3", "env=kaggle"});
+  auto r =
+      kg::test::run_kgtrain({"show", KGTRAIN_SOURCE_DIR "/recipes/fashion_mnist.toml", "optim.lr=1e-3", "env=kaggle"});
   REQUIRE(r.exit_code == 0);
   CHECK(r.output.find("optim.lr = 0.001  # command line") != std::string::npos);
   CHECK(r.output.find("paths.runs = \"/kaggle/working/runs\"  # env layer kaggle") != std::string::npos);
@@ -132,7 +133,8 @@ TEST_CASE("config groups select a layer from the recipes folder", "[integration]
 TEST_CASE("show --list --markdown documents every component", "[integration][recipes]") {
   auto r = kg::test::run_kgtrain({"show", "--list", "--markdown"});
   REQUIRE(r.exit_code == 0);
-  for (auto s : {"`optim.lr`", "model `resnet9`", "transform `pad_crop`", "schedule `one_cycle`", "loss `cross_entropy`"})
+  for (auto s :
+       {"`optim.lr`", "model `resnet9`", "transform `pad_crop`", "schedule `one_cycle`", "loss `cross_entropy`"})
     CHECK(r.output.find(s) != std::string::npos);
 }
 

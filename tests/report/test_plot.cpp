@@ -67,7 +67,8 @@ TEST_CASE("a line chart decodes at the requested size with lines where the data 
   o.width = 640;
   o.height = 400;
   // Unlabelled: no legend to paint over the lines.
-  kg::report::line_plot(d / "out/chart.png", {line("", [](double x) { return x; }), line("", [](double x) { return 1 - x; })}, o);
+  kg::report::line_plot(d / "out/chart.png",
+                        {line("", [](double x) { return x; }), line("", [](double x) { return 1 - x; })}, o);
   cv::Mat img = read(d / "out/chart.png");
   CHECK(img.cols == 640);
   CHECK(img.rows == 400);
@@ -107,8 +108,10 @@ TEST_CASE("log axes skip non-positive values and still draw the rest", "[unit][p
   o.log_y = true;
   o.log_x = true;
   // An lr that anneals to exactly 0 at its end (x up to 1), and one with negative values on its left half.
-  auto lr = line("", [](double x) { return 1e-3 * (1 - x); }, 200, 1e-3, 1.0);
-  auto half = line("", [](double x) { return x < 0.1 ? -1.0 : 1e-4; }, 200, 1e-3, 1.0);
+  auto lr = line(
+      "", [](double x) { return 1e-3 * (1 - x); }, 200, 1e-3, 1.0);
+  auto half = line(
+      "", [](double x) { return x < 0.1 ? -1.0 : 1e-4; }, 200, 1e-3, 1.0);
   half.x[0] = 0.0;  // non-positive x is skipped too
   kg::report::line_plot(d / "log.png", {lr, half}, o);
   cv::Mat img = read(d / "log.png");
@@ -139,7 +142,8 @@ TEST_CASE("markers and legends are drawn, stacked charts add up", "[unit][plot]"
   kg::test::TempDir d;
   PlotOptions o;
   o.log_x = true;
-  auto loss = line("loss", [](double x) { return 2.0 - std::log10(x); }, 100, 1e-6, 10.0);
+  auto loss = line(
+      "loss", [](double x) { return 2.0 - std::log10(x); }, 100, 1e-6, 10.0);
   kg::report::line_plot(d / "finder.png", {loss}, o, {Marker{1e-3, 5.0, "valley 1e-3"}});
   cv::Mat img = read(d / "finder.png");
   auto m = mask_of(img, kg::report::marker_color(), 10);
@@ -171,13 +175,17 @@ TEST_CASE("tick labels are short and use 1e-4 style on log axes", "[unit][plot]"
     return out;
   };
   using V = std::vector<std::string>;
-  CHECK(labels(kg::report::axis_ticks(1e-7, 10, true)) == V{"1e-7", "1e-6", "1e-5", "1e-4", "1e-3", "0.01", "0.1", "1", "10"});
+  CHECK(labels(kg::report::axis_ticks(1e-7, 10, true)) ==
+        V{"1e-7", "1e-6", "1e-5", "1e-4", "1e-3", "0.01", "0.1", "1", "10"});
   CHECK(labels(kg::report::axis_ticks(1e-5, 1e-3, true)) == V{"1e-5", "2e-5", "5e-5", "1e-4", "2e-4", "5e-4", "1e-3"});
-  CHECK(labels(kg::report::axis_ticks(0, 1, false)) == V{"0", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1.0"});
+  CHECK(labels(kg::report::axis_ticks(0, 1, false)) ==
+        V{"0", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1.0"});
   CHECK(labels(kg::report::axis_ticks(0, 10, false, 5)) == V{"0", "2", "4", "6", "8", "10"});
-  CHECK(labels(kg::report::axis_ticks(0, 3e-4, false, 6)) == V{"0", "5e-5", "1e-4", "1.5e-4", "2e-4", "2.5e-4", "3e-4"});
+  CHECK(labels(kg::report::axis_ticks(0, 3e-4, false, 6)) ==
+        V{"0", "5e-5", "1e-4", "1.5e-4", "2e-4", "2.5e-4", "3e-4"});
   // Many decades: every other decade keeps the labels apart.
-  CHECK(labels(kg::report::axis_ticks(1e-12, 1e4, true, 8)) == V{"1e-12", "1e-10", "1e-8", "1e-6", "1e-4", "0.01", "1", "100", "1e4"});
+  CHECK(labels(kg::report::axis_ticks(1e-12, 1e4, true, 8)) ==
+        V{"1e-12", "1e-10", "1e-8", "1e-6", "1e-4", "0.01", "1", "100", "1e4"});
 }
 
 TEST_CASE("plot errors: too small is a ConfigError, an unwritable path a DataError", "[unit][plot]") {

@@ -22,10 +22,14 @@ at::Tensor det_tensor(const std::string& name, const std::vector<int64_t>& shape
   for (auto d : shape) n *= d;
   auto s = torch::sin(torch::arange(n, torch::kDouble) * 0.7 + phase(name));
   at::Tensor v;
-  if (shape.size() >= 2) v = s / std::sqrt(static_cast<double>(n) / static_cast<double>(shape[0]));
-  else if (ends_with(name, "running_var")) v = 1 + 0.5 * s.abs();
-  else if (ends_with(name, "weight") || ends_with(name, "gamma")) v = 1 + 0.1 * s;
-  else v = 0.1 * s;
+  if (shape.size() >= 2)
+    v = s / std::sqrt(static_cast<double>(n) / static_cast<double>(shape[0]));
+  else if (ends_with(name, "running_var"))
+    v = 1 + 0.5 * s.abs();
+  else if (ends_with(name, "weight") || ends_with(name, "gamma"))
+    v = 1 + 0.1 * s;
+  else
+    v = 0.1 * s;
   return v.reshape(shape).to(torch::kFloat);
 }
 

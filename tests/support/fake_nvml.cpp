@@ -1,8 +1,12 @@
 // A stand-in for libnvidia-ml.so.1 with the five functions kgtrain's NVML monitor loads: utilization
 // alternates 40 % / 60 %, 2 GiB of 16 GiB in use. Built as a shared library for tests/device/test_nvml.cpp.
 extern "C" {
-struct FakeUtil { unsigned int gpu, memory; };
-struct FakeMem { unsigned long long total, free, used; };
+struct FakeUtil {
+  unsigned int gpu, memory;
+};
+struct FakeMem {
+  unsigned long long total, free, used;
+};
 static int calls = 0;
 int nvmlInit_v2() { return 0; }
 int nvmlShutdown() { return 0; }

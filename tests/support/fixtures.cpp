@@ -60,8 +60,9 @@ TinyDataset write_tiny_dataset(const TempDir& dir, int train, int test, int size
       return;
     }
     std::filesystem::create_directories(d.root);
-    data::PackWriter w(d.root + "/" + split + ".kgpack", {{"kind", "raw"}, {"height", size}, {"width", size},
-                                                           {"channels", 1}, {"table_csv", table}, {"id_col", "id"}});
+    data::PackWriter w(
+        d.root + "/" + split + ".kgpack",
+        {{"kind", "raw"}, {"height", size}, {"width", size}, {"channels", 1}, {"table_csv", table}, {"id_col", "id"}});
     for (auto& [id, m] : images)
       w.add(std::string_view(reinterpret_cast<const char*>(m.data), static_cast<size_t>(m.total())));
     w.finish();
@@ -132,7 +133,9 @@ RunResult run_kgtrain(const std::vector<std::string>& args) {
 
 std::string tiny_recipe(const std::string& data_root) {
   return "[run]\nname = \"tiny\"\nseed = 3\n"
-         "[data]\nroot = \"" + data_root + "\"\nsample_submission = \"sample_submission.csv\"\n"
+         "[data]\nroot = \"" +
+         data_root +
+         "\"\nsample_submission = \"sample_submission.csv\"\n"
          "channels = 1\nimage_size = 12\nnum_workers = 2\n"
          "augment = [{ name = \"hflip\", p = 0.0 }, { name = \"normalize\", mean = [0.4], std = [0.3] }]\n"
          "[cv]\nfolds = 4\nfold = 1\n"

@@ -11,7 +11,7 @@
 namespace kg::test {
 
 struct TinyDataset {
-  std::string root;     // DATA folder
+  std::string root;  // DATA folder
   int train = 0, test = 0;
 };
 

@@ -69,8 +69,10 @@ void two_ranks(F f) {
   auto body = [&](int r) {
     try {
       auto g = kg::device::ProcessGroup::connect(env_of(r, 2, port), c10::Device(c10::kCPU), std::chrono::seconds(30));
-      if constexpr (std::is_invocable_v<F&, kg::device::ProcessGroupPtr>) f(g);
-      else f(*g);
+      if constexpr (std::is_invocable_v<F&, kg::device::ProcessGroupPtr>)
+        f(g);
+      else
+        f(*g);
     } catch (...) {
       err[r] = std::current_exception();
     }

@@ -18,7 +18,6 @@ namespace kg::test::bn {
 
 using nlohmann::json;
 
-
 // BatchNorm2d straight on the input (its statistics are the images'), then the fastai head with one
 // hidden layer: BatchNorm1d on the pooled features, Linear, ReLU, BatchNorm1d, Linear.
 class BnNet final : public kg::model::Network {
@@ -46,14 +45,18 @@ inline std::shared_ptr<BnNet> make_net() {
   return net;
 }
 
-inline std::vector<torch::nn::BatchNormOptions*> all_bn_options(kg::model::Network& net, std::vector<std::string>* names = nullptr) {
+inline std::vector<torch::nn::BatchNormOptions*> all_bn_options(kg::model::Network& net,
+                                                                std::vector<std::string>* names = nullptr) {
   std::vector<torch::nn::BatchNormOptions*> out;
   for (auto& item : net.named_modules("", false)) {
     const auto& name = item.key();
     const auto& m = item.value();
-    if (auto* b1 = dynamic_cast<torch::nn::BatchNorm1dImpl*>(m.get())) out.push_back(&b1->options);
-    else if (auto* b2 = dynamic_cast<torch::nn::BatchNorm2dImpl*>(m.get())) out.push_back(&b2->options);
-    else continue;
+    if (auto* b1 = dynamic_cast<torch::nn::BatchNorm1dImpl*>(m.get()))
+      out.push_back(&b1->options);
+    else if (auto* b2 = dynamic_cast<torch::nn::BatchNorm2dImpl*>(m.get()))
+      out.push_back(&b2->options);
+    else
+      continue;
     if (names) names->push_back(name);
   }
   return out;
@@ -95,7 +98,7 @@ struct Data : kg::test::TinyTable {
 // What one pass with cumulative averaging must give, computed from the batches: BatchNorm2d on the
 // images, then BatchNorm1d on the average-pooled output of BatchNorm2d in train mode (batch statistics).
 struct Expected {
-  double bn2d_mean = 0, bn2d_var = 0;        // mean over batches of batch mean / unbiased batch variance
+  double bn2d_mean = 0, bn2d_var = 0;  // mean over batches of batch mean / unbiased batch variance
   double head_mean = 0, head_var = 0;
   double bn2d_mean_m01 = 0, bn2d_var_m01 = 1;  // the same with momentum 0.1 from (0, 1)
 };

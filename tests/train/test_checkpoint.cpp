@@ -18,8 +18,8 @@
 #include "support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 using kg::train::CheckpointFiles;
+using nlohmann::json;
 
 namespace {
 
@@ -54,7 +54,9 @@ std::string contents(const std::string& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
-void overwrite(const std::string& p, const std::string& bytes) { std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes; }
+void overwrite(const std::string& p, const std::string& bytes) {
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
+}
 
 std::string load_error(const std::string& dir) {
   try {
@@ -73,8 +75,9 @@ TEST_CASE("checkpoint: every file round-trips, the manifest lists them with size
   const std::string dir = d / "checkpoints/last";
   kg::train::save_checkpoint(dir, f);
   CHECK(entries(d / "checkpoints") == std::set<std::string>{"last"});  // no temp folder left
-  CHECK(entries(dir) == std::set<std::string>{"MANIFEST.json", "model.safetensors", "state.safetensors", "ema.safetensors",
-                                              "swa.safetensors", "state.json", "recipe.toml", "provenance.json"});
+  CHECK(entries(dir) == std::set<std::string>{"MANIFEST.json", "model.safetensors", "state.safetensors",
+                                              "ema.safetensors", "swa.safetensors", "state.json", "recipe.toml",
+                                              "provenance.json"});
   auto m = json::parse(contents(dir + "/MANIFEST.json"));
   CHECK(m["schema_version"] == 2);
   CHECK(m["created_utc"].get<std::string>().size() == 20);  // 2024-05-01T12:00:00Z
@@ -144,7 +147,8 @@ TEST_CASE("checkpoint: a schema-1 checkpoint (no manifest) still loads", "[unit]
   CHECK_THROWS_AS(kg::train::load_checkpoint(d / "nowhere"), kg::CheckpointError);
 }
 
-TEST_CASE("checkpoint: each damaged file is named, and find_latest falls back to the newest complete one", "[unit][checkpoint]") {
+TEST_CASE("checkpoint: each damaged file is named, and find_latest falls back to the newest complete one",
+          "[unit][checkpoint]") {
   const std::vector<std::string> names = {"model.safetensors", "state.safetensors", "ema.safetensors", "state.json",
                                           "recipe.toml",       "provenance.json",   "MANIFEST.json"};
   for (const auto& name : names)
@@ -221,7 +225,10 @@ TEST_CASE("checkpoint: ties between equal steps prefer last", "[unit][checkpoint
   kg::train::save_checkpoint(ckpts + "/last", files(40));
   kg::train::save_checkpoint(ckpts + "/step-000000030", files(30));
   CHECK(kg::train::find_latest(ckpts) == ckpts + "/last");
-  { std::error_code ec; kg::remove_tree(ckpts + "/last", ec); }
+  {
+    std::error_code ec;
+    kg::remove_tree(ckpts + "/last", ec);
+  }
   CHECK(kg::train::find_latest(ckpts) == ckpts + "/best");
   CHECK_FALSE(kg::train::find_latest(d / "absent").has_value());
 }
@@ -266,7 +273,8 @@ TEST_CASE("checkpoint store: rotation keeps exactly keep_last folders", "[unit][
   CHECK_THROWS_AS(kg::train::CheckpointStore(ckpts, 1, -1, true), kg::ConfigError);
 }
 
-TEST_CASE("checkpoint store: top-k keeps the k best, either direction, and its state survives resume", "[unit][checkpoint]") {
+TEST_CASE("checkpoint store: top-k keeps the k best, either direction, and its state survives resume",
+          "[unit][checkpoint]") {
   const std::vector<double> values = {0.5, 0.7, 0.6, NAN, 0.9, 0.7};
   auto top_dirs = [](const std::string& dir) {
     std::set<std::string> s;
@@ -278,7 +286,8 @@ TEST_CASE("checkpoint store: top-k keeps the k best, either direction, and its s
     kg::test::TempDir d;
     kg::train::CheckpointStore store(d.str(), 1, 2, true);
     std::vector<bool> kept;
-    for (size_t i = 0; i < values.size(); ++i) kept.push_back(store.offer_top_k(files(10 * (int64_t(i) + 1)), values[i], int64_t(i) + 1));
+    for (size_t i = 0; i < values.size(); ++i)
+      kept.push_back(store.offer_top_k(files(10 * (int64_t(i) + 1)), values[i], int64_t(i) + 1));
     // 0.5 in; 0.7 in; 0.6 evicts 0.5; NaN never; 0.9 evicts 0.6; a later 0.7 ties with the kept 0.7: the earlier stays.
     CHECK(kept == std::vector<bool>{true, true, true, false, true, false});
     CHECK(top_dirs(d.str()) == std::set<std::string>{"top-epoch002", "top-epoch005"});
@@ -303,14 +312,19 @@ TEST_CASE("checkpoint store: top-k keeps the k best, either direction, and its s
     smaller.load_state(resumed.state());
     CHECK(smaller.state().size() == 1);
     CHECK(top_dirs(d.str()) == std::set<std::string>{"top-epoch007"});
-    { std::error_code ec; kg::remove_tree(d / "top-epoch007", ec); }
+    {
+      std::error_code ec;
+      kg::remove_tree(d / "top-epoch007", ec);
+    }
     smaller.load_state(resumed.state());
     CHECK(smaller.state().empty());
     smaller.load_state(json::object());  // a checkpoint saved without top-k bookkeeping
     CHECK(smaller.state().empty());
     CHECK_THROWS_AS(smaller.load_state(json{{"epoch", 1}}), kg::CheckpointError);
-    CHECK_THROWS_AS(smaller.load_state(json::parse(R"([{"epoch": 1, "value": "x", "dir": "top-epoch001"}])")), kg::CheckpointError);
-    CHECK_THROWS_AS(smaller.load_state(json::parse(R"([{"epoch": 1, "value": 1, "dir": "../x"}])")), kg::CheckpointError);
+    CHECK_THROWS_AS(smaller.load_state(json::parse(R"([{"epoch": 1, "value": "x", "dir": "top-epoch001"}])")),
+                    kg::CheckpointError);
+    CHECK_THROWS_AS(smaller.load_state(json::parse(R"([{"epoch": 1, "value": 1, "dir": "../x"}])")),
+                    kg::CheckpointError);
   }
   SECTION("lower is better") {
     kg::test::TempDir d;

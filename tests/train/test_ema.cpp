@@ -14,9 +14,9 @@
 #include "train/callbacks/ema.h"
 #include "test_paths.h"
 
-using nlohmann::json;
 using kg::train::EmaCallback;
 using kg::train::EmaOptions;
+using nlohmann::json;
 
 namespace {
 
@@ -51,8 +51,10 @@ void set_weights(torch::nn::Module& m, int64_t k) {
   torch::NoGradGuard ng;
   for (auto& p : m.named_parameters(true)) p.value().copy_(weight_at(p.key(), p.value().sizes().vec(), k));
   for (auto& b : m.named_buffers(true)) {
-    if (b.value().is_floating_point()) b.value().copy_(weight_at(b.key(), b.value().sizes().vec(), k));
-    else b.value().fill_(k);  // num_batches_tracked
+    if (b.value().is_floating_point())
+      b.value().copy_(weight_at(b.key(), b.value().sizes().vec(), k));
+    else
+      b.value().fill_(k);  // num_batches_tracked
   }
 }
 

@@ -17,8 +17,10 @@ namespace {
 struct Mlp {
   std::vector<at::Tensor> p;
   Mlp() {
-    auto w = [](int64_t o, int64_t i, double k) { return (torch::arange(o * i).reshape({o, i}) * k).sin().requires_grad_(true); };
-    p = {torch::ones({5}).requires_grad_(true), w(8, 4, 0.37), torch::zeros({8}).requires_grad_(true), w(8, 8, 0.53),
+    auto w = [](int64_t o, int64_t i, double k) {
+      return (torch::arange(o * i).reshape({o, i}) * k).sin().requires_grad_(true);
+    };
+    p = {torch::ones({5}).requires_grad_(true),  w(8, 4, 0.37), torch::zeros({8}).requires_grad_(true), w(8, 8, 0.53),
          torch::zeros({8}).requires_grad_(true), w(3, 8, 0.71), torch::zeros({3}).requires_grad_(true)};
   }
   at::Tensor loss(const at::Tensor& x) const {
@@ -36,7 +38,9 @@ struct Mlp {
   }
 };
 
-at::Tensor input(int rank, int micro) { return (torch::arange(24).reshape({6, 4}) * (0.1 + 0.05 * rank + 0.3 * micro)).cos(); }
+at::Tensor input(int rank, int micro) {
+  return (torch::arange(24).reshape({6, 4}) * (0.1 + 0.05 * rank + 0.3 * micro)).cos();
+}
 
 // The gradients the blocking path averages: each rank's finished .grad, summed and halved.
 std::vector<at::Tensor> blocking_average(kg::device::ProcessGroup& g, std::vector<at::Tensor> local) {
@@ -60,7 +64,8 @@ std::vector<size_t> differing(const std::vector<at::Tensor>& got, const std::vec
 struct Seen {
   size_t buckets = 0, started_during_backward = 0;
   std::vector<size_t> single, accumulated;
-  bool unused_has_grad = true, leftover_equal = false, leftover_close = false, abandon_after = true, abandon_before = false;
+  bool unused_has_grad = true, leftover_equal = false, leftover_close = false, abandon_after = true,
+       abandon_before = false;
 };
 
 }  // namespace

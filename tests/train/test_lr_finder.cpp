@@ -27,8 +27,8 @@
 #include "train/options.h"
 #include "train/rng_state.h"
 
-using nlohmann::json;
 using kg::train::LrFindOptions;
+using nlohmann::json;
 
 namespace {
 
@@ -50,7 +50,8 @@ void check_suggestion(const json& expected, const std::optional<double>& got, co
   }
 }
 
-kg::config::Tree recipe_from(const kg::test::TempDir& dir, const std::string& toml, const std::vector<std::string>& args = {}) {
+kg::config::Tree recipe_from(const kg::test::TempDir& dir, const std::string& toml,
+                             const std::vector<std::string>& args = {}) {
   return kg::test::resolve_recipe({dir.write("r.toml", toml)}, args);
 }
 
@@ -81,11 +82,14 @@ TEST_CASE("lr finder: sweeps reproduce fastai's smoothing, stopping and suggesti
     const auto smoothed = doubles(c["smoothed"]);
     REQUIRE(r.smoothed.size() == smoothed.size());
     for (size_t i = 0; i < smoothed.size(); ++i) {
-      if (std::isnan(smoothed[i])) CHECK(std::isnan(r.smoothed[i]));
-      else CHECK(r.smoothed[i] == Approx(smoothed[i]).epsilon(1e-12));
+      if (std::isnan(smoothed[i]))
+        CHECK(std::isnan(r.smoothed[i]));
+      else
+        CHECK(r.smoothed[i] == Approx(smoothed[i]).epsilon(1e-12));
     }
     CHECK(kg::train::suggestion_curve(r.lrs, r.smoothed, o.num_steps).lrs.size() == c["trimmed"].get<size_t>());
-    for (auto& name : kg::train::suggestion_names()) check_suggestion(c["suggestions"][name], r.suggestions.at(name), name);
+    for (auto& name : kg::train::suggestion_names())
+      check_suggestion(c["suggestions"][name], r.suggestions.at(name), name);
     CHECK(r.chosen == "valley");
     CHECK(r.lr == *r.suggestions.at("valley"));
   }
@@ -357,15 +361,17 @@ double mean_loss(kg::model::Network& net, const kg::loss::Loss& loss, const Poin
 
 }  // namespace
 
-TEST_CASE("lr finder: a linear model on separable data gets a valley inside the known good range", "[lr_find][integration]") {
+TEST_CASE("lr finder: a linear model on separable data gets a valley inside the known good range",
+          "[lr_find][integration]") {
   // Plain SGD, batch 16, 2-class softmax regression on points in [-1, 1]^2. Good lrs are those where one
   // epoch at a fixed lr cuts the loss by more than a third (numpy/torch check on this distribution: 0.05
   // does, 0.03 does not) and that keep the classical descent guarantee lr < 2 / L, where the loss's
   // smoothness L <= 1/2 * E[|(x, 1)|^2] ~= 0.83: the range is [0.05, 2.4]. The test also trains one epoch
   // at the suggestion to confirm it is good.
   kg::test::TempDir dir;
-  auto recipe = recipe_from(dir, "[model]\nname = \"resnet9\"\n[optim]\nname = \"sgd\"\nmomentum = 0.0\nweight_decay = 0.0\n"
-                                 "lr = \"find\"\n[train]\nbatch_size = 16\n");
+  auto recipe = recipe_from(dir,
+                            "[model]\nname = \"resnet9\"\n[optim]\nname = \"sgd\"\nmomentum = 0.0\nweight_decay = 0.0\n"
+                            "lr = \"find\"\n[train]\nbatch_size = 16\n");
   kg::model::ModelContext ctx;
   ctx.in_chans = 2;
   ctx.height = ctx.width = 1;
@@ -381,8 +387,9 @@ TEST_CASE("lr finder: a linear model on separable data gets a valley inside the 
   parts.batches = [&](int64_t epoch) { return std::make_unique<PointBatches>(pts, 16, epoch); };
   const double initial = mean_loss(net, *loss, pts);
   auto r = kg::train::find_lr(kg::train::load_lr_find_options(recipe), parts);
-  INFO("valley " << r.lr << ", slide " << r.suggestions.at("slide").value_or(-1) << ", minimum " << *r.suggestions.at("minimum")
-                 << ", steep " << *r.suggestions.at("steep") << ", steps " << r.steps());
+  INFO("valley " << r.lr << ", slide " << r.suggestions.at("slide").value_or(-1) << ", minimum "
+                 << *r.suggestions.at("minimum") << ", steep " << *r.suggestions.at("steep") << ", steps "
+                 << r.steps());
   CHECK(r.lr >= 0.05);
   CHECK(r.lr <= 2.4);
   CHECK(mean_loss(net, *loss, pts) == initial);  // untouched

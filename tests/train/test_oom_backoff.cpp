@@ -22,7 +22,8 @@ TEST_CASE("OOM back-off: 16 -> 8 -> 4 images per micro-batch, same weights as ba
   fs::create_directories(dir / "a");
   fs::create_directories(dir / "b");
   const std::vector<std::string> common{"train.epochs=2", "optim.lr=0.05", "optim.momentum=0.9"};
-  kg::test::Rig big(ds.root, dir / "a", kg::test::cat(common, {"train.batch_size=16"}), 48, {}, {}, {}, /*fake_oom_above=*/4);
+  kg::test::Rig big(ds.root, dir / "a", kg::test::cat(common, {"train.batch_size=16"}), 48, {}, {}, {},
+                    /*fake_oom_above=*/4);
   big.trainer->fit();
   kg::test::Rig small(ds.root, dir / "b", kg::test::cat(common, {"train.batch_size=4", "train.accum_steps=4"}), 48);
   small.trainer->fit();
@@ -49,7 +50,8 @@ TEST_CASE("OOM back-off with accumulation already on: 2 x 16 becomes 8 x 4 (effe
   fs::create_directories(dir / "a");
   fs::create_directories(dir / "b");
   const std::vector<std::string> common{"train.epochs=1", "optim.lr=0.05"};
-  kg::test::Rig big(ds.root, dir / "a", kg::test::cat(common, {"train.batch_size=16", "train.accum_steps=2"}), 64, {}, {}, {}, 8);
+  kg::test::Rig big(ds.root, dir / "a", kg::test::cat(common, {"train.batch_size=16", "train.accum_steps=2"}), 64, {},
+                    {}, {}, 8);
   big.trainer->fit();
   kg::test::Rig small(ds.root, dir / "b", kg::test::cat(common, {"train.batch_size=8", "train.accum_steps=4"}), 64);
   small.trainer->fit();
@@ -73,11 +75,13 @@ TEST_CASE("fit: OOM back-off through the binary with BatchNorm, recorded in summ
   REQUIRE(a.exit_code == 0);
   CHECK_THAT(a.output, Catch::Contains("out of memory at update 1 (micro-batch 16): now 8 x 2 accumulated") &&
                            Catch::Contains("(micro-batch 8): now 4 x 4"));
-  auto b = kg::test::run_kgtrain(kg::test::cat(base, {"train.batch_size=4", "train.accum_steps=4", "--run-dir", dir / "b"}));
+  auto b =
+      kg::test::run_kgtrain(kg::test::cat(base, {"train.batch_size=4", "train.accum_steps=4", "--run-dir", dir / "b"}));
   INFO(b.output);
   REQUIRE(b.exit_code == 0);
   // resnet9 has BatchNorm: the failed attempts' statistics were rolled back.
-  CHECK(kg::read_file(dir / "a/checkpoints/last/model.safetensors") == kg::read_file(dir / "b/checkpoints/last/model.safetensors"));
+  CHECK(kg::read_file(dir / "a/checkpoints/last/model.safetensors") ==
+        kg::read_file(dir / "b/checkpoints/last/model.safetensors"));
   auto summary = kg::test::read_json(dir / "a/summary.json");
   REQUIRE(summary["folds"][0].contains("oom_backoff"));
   CHECK(summary["folds"][0]["oom_backoff"]["halvings"] == 2);
@@ -98,17 +102,20 @@ TEST_CASE("fit: OOM back-off through the binary with BatchNorm, recorded in summ
   kg::test::RunResult off;
   {
     EnvVar fake("KGTRAIN_FAKE_OOM_ABOVE", "4");
-    off = kg::test::run_kgtrain(kg::test::cat(base, {"train.batch_size=16", "train.oom_backoff=false", "--run-dir", dir / "d"}));
+    off = kg::test::run_kgtrain(
+        kg::test::cat(base, {"train.batch_size=16", "train.oom_backoff=false", "--run-dir", dir / "d"}));
   }
   CHECK(off.exit_code == 4);  // without the back-off the OOM ends the run as before
   CHECK_THAT(off.output, Catch::Contains("out of memory"));
 }
 
-TEST_CASE("train.batch_size = auto: the largest power of two that ran, never an untested size", "[train][oom][integration]") {
+TEST_CASE("train.batch_size = auto: the largest power of two that ran, never an untested size",
+          "[train][oom][integration]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 64, 8);
   const std::string recipe = dir.write("r.toml", kg::test::tiny_recipe(ds.root));
-  const std::vector<std::string> base{"fit", recipe, "train.epochs=1", "plots.enabled=false", "train.batch_size=\"auto\""};
+  const std::vector<std::string> base{"fit", recipe, "train.epochs=1", "plots.enabled=false",
+                                      "train.batch_size=\"auto\""};
   kg::test::RunResult a;
   {
     EnvVar fake("KGTRAIN_FAKE_OOM_ABOVE", "16");

@@ -34,7 +34,8 @@ TEST_CASE("train.mode = fine_tune reproduces fastai's fine_tune lr, momentum and
                                     "train.freeze_epochs=" + std::to_string(c["freeze_epochs"].get<int>()),
                                     "train.fine_tune_lr_mult=" + std::to_string(c["lr_mult"].get<double>()),
                                     "optim.lr=" + std::to_string(c["base_lr"].get<double>())});
-    kg::train::Plan plan(recipe, c["epochs"].get<int64_t>(), [spe](int64_t, int64_t) { return spe; }, groups(n));
+    kg::train::Plan plan(
+        recipe, c["epochs"].get<int64_t>(), [spe](int64_t, int64_t) { return spe; }, groups(n));
     const auto& trace = c["trace"];
     REQUIRE(plan.total_steps() == static_cast<int64_t>(trace.size()));
     for (size_t s = 0; s < trace.size(); ++s) {
@@ -48,7 +49,8 @@ TEST_CASE("train.mode = fine_tune reproduces fastai's fine_tune lr, momentum and
       }
       CHECK(plan.momentum_at(static_cast<int64_t>(s)).value() == Approx(trace[s]["mom"].get<double>()).epsilon(1e-6));
     }
-    for (size_t e = 0; e < c["frozen"].size(); ++e) CHECK(plan.frozen_groups(static_cast<int64_t>(e)) == c["frozen"][e].get<int64_t>());
+    for (size_t e = 0; e < c["frozen"].size(); ++e)
+      CHECK(plan.frozen_groups(static_cast<int64_t>(e)) == c["frozen"][e].get<int64_t>());
   }
 }
 
@@ -62,7 +64,8 @@ TEST_CASE("freezing needs groups to freeze and leaves one frozen at least", "[pl
   CHECK_THROWS_WITH(kg::train::Plan(recipe_with(dir, {"train.freeze=3"}), 3, steps, groups(3)),
                     Catch::Contains("would freeze nothing") && Catch::Contains("1..2"));
   CHECK_THROWS_AS(kg::train::Plan(recipe_with(dir, {"train.unfreeze_every=1"}), 3, steps, groups(3)), kg::ConfigError);
-  kg::train::Plan p(recipe_with(dir, {"train.freeze=1", "train.unfreeze_every=2", "train.epochs=6"}), 6, steps, groups(4));
+  kg::train::Plan p(recipe_with(dir, {"train.freeze=1", "train.unfreeze_every=2", "train.epochs=6"}), 6, steps,
+                    groups(4));
   std::vector<int64_t> frozen;
   for (int64_t e = 0; e < 6; ++e) frozen.push_back(p.frozen_groups(e));
   CHECK(frozen == std::vector<int64_t>{3, 3, 2, 2, 1, 1});
@@ -71,14 +74,16 @@ TEST_CASE("freezing needs groups to freeze and leaves one frozen at least", "[pl
 TEST_CASE("a rescaled plan (time budget) still completes its schedule", "[plan]") {
   kg::test::TempDir dir;
   auto steps = [](int64_t, int64_t) { return int64_t{10}; };
-  kg::train::Plan p(recipe_with(dir, {"schedule.name=one_cycle", "optim.lr=0.1", "train.epochs=10"}), 10, steps, groups(3));
+  kg::train::Plan p(recipe_with(dir, {"schedule.name=one_cycle", "optim.lr=0.1", "train.epochs=10"}), 10, steps,
+                    groups(3));
   CHECK(p.total_steps() == 100);
   p.rescale(4);
   CHECK(p.epochs() == 4);
   CHECK(p.total_steps() == 40);
   CHECK(p.lr_at(39) == Approx(0.1 / 1e5).epsilon(1e-6));  // still anneals to lr / div_final at its new end
   auto st = p.state();
-  kg::train::Plan q(recipe_with(dir, {"schedule.name=one_cycle", "optim.lr=0.1", "train.epochs=10"}), 10, steps, groups(3));
+  kg::train::Plan q(recipe_with(dir, {"schedule.name=one_cycle", "optim.lr=0.1", "train.epochs=10"}), 10, steps,
+                    groups(3));
   q.load_state(st);
   CHECK(q.epochs() == 4);
 }

@@ -25,8 +25,9 @@ namespace {
 
 // The Rig's weights after fit(); `captures`: graphs captured (-1 = graphs were off).
 // `skips`: updates the loss scaler skipped.
-std::map<std::string, at::Tensor> train(const kg::test::TinyDataset& ds, const fs::path& dir, std::vector<std::string> overrides,
-                                        int64_t n_train, int64_t fake_oom_above = -1, int64_t* captures = nullptr,
+std::map<std::string, at::Tensor> train(const kg::test::TinyDataset& ds, const fs::path& dir,
+                                        std::vector<std::string> overrides, int64_t n_train,
+                                        int64_t fake_oom_above = -1, int64_t* captures = nullptr,
                                         kg::device::LossScaler scaler = {}, int64_t* skips = nullptr) {
   fs::create_directories(dir);
   kg::test::Rig rig(ds.root, dir, overrides, n_train, {}, {}, scaler, fake_oom_above);
@@ -67,7 +68,8 @@ bool same_weights(const std::string& dir) {
 
 }  // namespace
 
-TEST_CASE("cuda graphs (emulated): same weights as eager, with accumulation and a short last update", "[train][graphs]") {
+TEST_CASE("cuda graphs (emulated): same weights as eager, with accumulation and a short last update",
+          "[train][graphs]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 64, 4);
   // 45 training rows in batches of 8 (the last 5 dropped, as fit does): updates of 2, 2 and 1 micro-batches —
@@ -91,14 +93,16 @@ namespace {
 // A capturer that fails as a real capture does when the step synchronizes with the host (or runs out of memory).
 struct FailingCapturer : kg::device::GraphCapturer {
   bool oom = false;
-  std::unique_ptr<kg::device::StepGraph> capture(const kg::device::GraphWork&, const std::vector<at::Tensor>&, int) override {
+  std::unique_ptr<kg::device::StepGraph> capture(const kg::device::GraphWork&, const std::vector<at::Tensor>&,
+                                                 int) override {
     if (oom) kg::device::throw_fake_oom(4, 2);
     throw std::runtime_error("CUDA error: operation not permitted when stream is capturing");
   }
 };
 }  // namespace
 
-TEST_CASE("a capture that fails turns graphs off and the step runs eagerly; out of memory propagates", "[train][graphs]") {
+TEST_CASE("a capture that fails turns graphs off and the step runs eagerly; out of memory propagates",
+          "[train][graphs]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 24, 4);
   kg::test::Rig rig(ds.root, dir.str(), {}, 20);
@@ -130,14 +134,16 @@ TEST_CASE("a capture that fails turns graphs off and the step runs eagerly; out 
   for (size_t i = 0; i < params.size(); ++i) CHECK(torch::equal(got[i], params[i].grad()));
 }
 
-TEST_CASE("cuda graphs (emulated) with the fp16 loss scaler: the scale reaches the graph every step, overflows skip alike",
-          "[train][graphs][scaler]") {
+TEST_CASE(
+    "cuda graphs (emulated) with the fp16 loss scaler: the scale reaches the graph every step, overflows skip alike",
+    "[train][graphs][scaler]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 48, 4);
   const std::vector<std::string> common{"train.epochs=3", "train.batch_size=8", "optim.lr=0.05"};
   // 1024 doubling every 3 updates: each replay must multiply by the scale of its own step.
   auto eager = train(ds, dir / "a", common, 40, -1, nullptr, scaler(1024));
-  auto graphed = train(ds, dir / "b", kg::test::cat(common, {"device.cuda_graphs=true"}), 40, -1, nullptr, scaler(1024));
+  auto graphed =
+      train(ds, dir / "b", kg::test::cat(common, {"device.cuda_graphs=true"}), 40, -1, nullptr, scaler(1024));
   CHECK(kg::test::max_diff(eager, graphed) == 0.0);
   // A scale beyond float32: infinite losses, skipped updates and back-offs until it fits, the same with graphs.
   int64_t skips_eager = 0, skips_graphed = 0;
@@ -154,7 +160,8 @@ TEST_CASE("cuda graphs (emulated) with OOM back-off: the smaller micro-batch is 
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 64, 4);
   const std::vector<std::string> common{"train.epochs=2", "optim.lr=0.05", "optim.momentum=0.9"};
-  auto backed_off = train(ds, dir / "a", kg::test::cat(common, {"train.batch_size=16", "device.cuda_graphs=true"}), 48, 4);
+  auto backed_off =
+      train(ds, dir / "a", kg::test::cat(common, {"train.batch_size=16", "device.cuda_graphs=true"}), 48, 4);
   auto small = train(ds, dir / "b", kg::test::cat(common, {"train.batch_size=4", "train.accum_steps=4"}), 48);
   CHECK(kg::test::max_diff(backed_off, small) == 0.0);
 }
@@ -165,8 +172,14 @@ TEST_CASE("fit with cuda graphs (emulated): resnet9 with BatchNorm, mixup and fi
   auto ds = kg::test::make_tiny_dataset(dir, 60, 8);
   const std::string recipe = dir.write("r.toml", kg::test::tiny_recipe(ds.root));
   // fine_tune: 1 frozen epoch, then 1 with every group trainable (the graph is captured again).
-  const std::vector<std::string> base{"fit", recipe, "train.mode=\"fine_tune\"", "train.freeze_epochs=1", "train.epochs=1",
-                                      "plots.enabled=false", "train.batch_size=8", "mixup.mixup_alpha=0.4"};
+  const std::vector<std::string> base{"fit",
+                                      recipe,
+                                      "train.mode=\"fine_tune\"",
+                                      "train.freeze_epochs=1",
+                                      "train.epochs=1",
+                                      "plots.enabled=false",
+                                      "train.batch_size=8",
+                                      "mixup.mixup_alpha=0.4"};
   const std::string out = fit_eager_and_graphed(base, dir.str());
   CHECK_THAT(out, Catch::Contains("cuda graphs: training step captured for input [8, 1, 12, 12]") &&
                       Catch::Contains("trainable parameters or layer modes changed; the step is captured again"));
@@ -177,11 +190,14 @@ TEST_CASE("fit with cuda graphs where they cannot run: logged, the step runs eag
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 24, 8);
   const std::string recipe = dir.write("r.toml", kg::test::tiny_recipe(ds.root));
-  const std::vector<std::string> base{"fit", recipe, "train.epochs=1", "plots.enabled=false", "device.cuda_graphs=true"};
+  const std::vector<std::string> base{"fit", recipe, "train.epochs=1", "plots.enabled=false",
+                                      "device.cuda_graphs=true"};
   auto cpu = kg::test::run_kgtrain(kg::test::cat(base, {"--run-dir", dir / "a"}));
   INFO(cpu.output);
   CHECK(cpu.exit_code == 0);
-  CHECK_THAT(cpu.output, Catch::Contains("cuda graphs: off (CUDA graphs need a CUDA device (this run is on cpu)); the step runs eagerly"));
+  CHECK_THAT(
+      cpu.output,
+      Catch::Contains("cuda graphs: off (CUDA graphs need a CUDA device (this run is on cpu)); the step runs eagerly"));
   auto ckpt = kg::test::run_kgtrain(kg::test::cat(base, {"model.grad_checkpointing=true", "--run-dir", dir / "b"}));
   INFO(ckpt.output);
   CHECK(ckpt.exit_code == 0);
@@ -204,8 +220,15 @@ TEST_CASE("fit on CUDA with device.cuda_graphs: captured, and the weights of the
   auto ds = kg::test::make_tiny_pack_dataset(dir, 60, 8);  // raw packs: runs in a GPU build without image codecs
   const std::string recipe = dir.write("r.toml", kg::test::tiny_recipe(ds.root));
   // Deterministic algorithms: the two runs then differ only in how the kernels are launched.
-  const std::vector<std::string> base{"fit", recipe, "data.format=pack", "train.epochs=2", "plots.enabled=false", "device.name=cuda",
-                                      "device.deterministic=true", "device.tf32=false", "train.accum_steps=2"};
+  const std::vector<std::string> base{"fit",
+                                      recipe,
+                                      "data.format=pack",
+                                      "train.epochs=2",
+                                      "plots.enabled=false",
+                                      "device.name=cuda",
+                                      "device.deterministic=true",
+                                      "device.tf32=false",
+                                      "train.accum_steps=2"};
   auto eager = kg::test::run_kgtrain(kg::test::cat(base, {"--run-dir", dir / "eager"}));
   INFO(eager.output);
   REQUIRE(eager.exit_code == 0);
@@ -218,7 +241,8 @@ TEST_CASE("fit on CUDA with device.cuda_graphs: captured, and the weights of the
   auto b = kg::model::read_safetensors(dir / "graphs/checkpoints/last/model.safetensors");
   REQUIRE(a.size() == b.size());
   double worst = 0;
-  for (auto& [k, v] : a) worst = std::max(worst, (v.to(torch::kDouble) - b.at(k).to(torch::kDouble)).abs().max().item<double>());
+  for (auto& [k, v] : a)
+    worst = std::max(worst, (v.to(torch::kDouble) - b.at(k).to(torch::kDouble)).abs().max().item<double>());
   WARN("largest weight difference, graphs vs eager: " << worst);
   CHECK(worst < 1e-5);
 }
@@ -228,8 +252,16 @@ TEST_CASE("fit --nproc 2 with cuda graphs (emulated): gradients summed after bac
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 48, 4);
   const std::string recipe = dir.write("r.toml", kg::test::tiny_recipe(ds.root));
-  const std::vector<std::string> base{"fit", recipe, "train.epochs=2", "plots.enabled=false", "train.batch_size=6",
-                                      "optim.name=sgd", "optim.momentum=0.9", "device.dist_timeout_s=60", "--nproc", "2"};
+  const std::vector<std::string> base{"fit",
+                                      recipe,
+                                      "train.epochs=2",
+                                      "plots.enabled=false",
+                                      "train.batch_size=6",
+                                      "optim.name=sgd",
+                                      "optim.momentum=0.9",
+                                      "device.dist_timeout_s=60",
+                                      "--nproc",
+                                      "2"};
   const std::string out = fit_eager_and_graphed(base, dir.str(), {"device.dist_overlap=false"});
   CHECK_THAT(out, Catch::Contains("cuda graphs: training step captured for input [6, 1, 12, 12]"));
   CHECK(same_weights(dir.str()));

@@ -28,9 +28,9 @@
 #include "train/bn_net_fixture.h"
 #include "test_paths.h"
 
-using nlohmann::json;
 using kg::train::SwaCallback;
 using kg::train::SwaOptions;
+using nlohmann::json;
 using namespace kg::test::bn;
 
 namespace {
@@ -228,7 +228,8 @@ class Probe final : public kg::train::Callback {
 
 }  // namespace
 
-TEST_CASE("ema and swa in the training loop: lr annealing, averaged final weights, ema variant", "[integration][callbacks]") {
+TEST_CASE("ema and swa in the training loop: lr annealing, averaged final weights, ema variant",
+          "[integration][callbacks]") {
   torch::manual_seed(0);
   Data data;
   auto net = make_net();
@@ -240,7 +241,8 @@ TEST_CASE("ema and swa in the training loop: lr annealing, averaged final weight
       "[train]\nepochs = 5\nbatch_size = 8\n"
       "[ema]\nenabled = true\ndecay = 0.9\n"
       "[swa]\nenabled = true\nswa_epoch_start = 2\nswa_lr = 0.01\nannealing_strategy = \"linear\"\n");
-  kg::train::Plan plan(rec, 5, [](int64_t, int64_t) { return int64_t{5}; }, net->group_names());
+  kg::train::Plan plan(
+      rec, 5, [](int64_t, int64_t) { return int64_t{5}; }, net->group_names());
   auto opt = kg::optim::build(rec, *net);
   auto loss = kg::loss::build(rec, {2, "multiclass"});
   kg::metric::MetricSet metrics(rec, "multiclass", 2);
@@ -276,8 +278,8 @@ TEST_CASE("ema and swa in the training loop: lr annealing, averaged final weight
   io.progress.quiet = true;
   std::vector<std::string> log;
   io.log = [&](const std::string& l) { log.push_back(l); };
-  kg::train::Trainer trainer(parts, plan, kg::train::load_train_options(rec), kg::train::load_checkpoint_options(rec), train_fn,
-                             valid_fn, {}, std::move(cbs), io);
+  kg::train::Trainer trainer(parts, plan, kg::train::load_train_options(rec), kg::train::load_checkpoint_options(rec),
+                             train_fn, valid_fn, {}, std::move(cbs), io);
   auto out = trainer.fit();
   CHECK(out.status == "completed");
 

@@ -129,7 +129,8 @@ TEST_CASE("freezing trains only the last groups; gradual unfreezing thaws one pe
     auto* wp = w.get();
     std::vector<kg::train::CallbackPtr> extra;
     extra.push_back(std::move(w));
-    Rig r(ds.root, dir.path().string(), {"train.epochs=2", "train.freeze=1", "train.unfreeze_every=1"}, 32, std::move(extra));
+    Rig r(ds.root, dir.path().string(), {"train.epochs=2", "train.freeze=1", "train.unfreeze_every=1"}, 32,
+          std::move(extra));
     r.trainer->fit();
     CHECK(wp->stem_trainable == std::vector<bool>{false, true});
   }

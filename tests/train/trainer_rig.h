@@ -50,9 +50,9 @@ struct Rig {
   std::vector<int64_t> train_rows, valid_rows;
 
   // `n_train` rows train (from the front), the rest validate.
-  Rig(const std::string& dataset_root, const std::string& dir, const std::vector<std::string>& overrides, int64_t n_train,
-      std::vector<train::CallbackPtr> extra = {}, train::MixFn mix = {}, device::LossScaler scaler = {},
-      int64_t fake_oom_above = -1) {
+  Rig(const std::string& dataset_root, const std::string& dir, const std::vector<std::string>& overrides,
+      int64_t n_train, std::vector<train::CallbackPtr> extra = {}, train::MixFn mix = {},
+      device::LossScaler scaler = {}, int64_t fake_oom_above = -1) {
     std::string file = dir + "/rig.toml";
     write_file(file, tiny_recipe(dataset_root));
     std::vector<std::string> args{"schedule.name=constant", "optim.name=sgd", "plots.enabled=false"};
@@ -97,14 +97,21 @@ struct Rig {
     train::TrainerIO io;
     io.dir = dir;
     io.progress = {true, false, 10};
-    train::TrainerParts parts{net.get(), opt.get(), loss.get(), metrics.get(), c10::Device(c10::kCPU), "multiclass",
-                              device::parse_precision(device::load_options(recipe).precision), scaler, fake_oom_above,
-                              nullptr, int64_t{25} << 20};
+    train::TrainerParts parts{net.get(),
+                              opt.get(),
+                              loss.get(),
+                              metrics.get(),
+                              c10::Device(c10::kCPU),
+                              "multiclass",
+                              device::parse_precision(device::load_options(recipe).precision),
+                              scaler,
+                              fake_oom_above,
+                              nullptr,
+                              int64_t{25} << 20};
     // device.cuda_graphs = true: emulated (a CPU has no CUDA graphs).
     parts.cuda_graphs = parts.emulate_graphs = device::load_options(recipe).cuda_graphs;
-    trainer = std::make_unique<train::Trainer>(
-        parts, *plan,
-        topt, train::load_checkpoint_options(recipe), train_loader, valid_loader, std::move(mix), std::move(cbs), io);
+    trainer = std::make_unique<train::Trainer>(parts, *plan, topt, train::load_checkpoint_options(recipe), train_loader,
+                                               valid_loader, std::move(mix), std::move(cbs), io);
   }
 
   static void write_file(const std::string& path, const std::string& text);

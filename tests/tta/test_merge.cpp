@@ -130,7 +130,8 @@ TEST_CASE("tta merge: errors", "[unit][tta]") {
   CHECK(has(msg, "[4, 3]"));
   CHECK_THROWS_AS(merge({torch::zeros({4, 3}), torch::zeros({5, 3})}, "mean", "multiclass"), kg::UsageError);
   CHECK_THROWS_AS(merge({}, "mean", "multiclass"), kg::UsageError);
-  CHECK(has(error_of<kg::ConfigError>([&] { merge(two, "median", "multiclass"); }), "allowed: mean, geometric, logits"));
+  CHECK(
+      has(error_of<kg::ConfigError>([&] { merge(two, "median", "multiclass"); }), "allowed: mean, geometric, logits"));
   CHECK(has(error_of<kg::ConfigError>([&] { merge(two, "geometrc", "multiclass"); }), "did you mean geometric"));
   CHECK_THROWS_AS(merge(two, "mean", "ranking"), kg::ConfigError);
   CHECK(has(error_of<kg::ConfigError>([&] { merge(two, "mean", "multiclass", {1.0}); }), "1 weights for 2"));
@@ -144,16 +145,20 @@ TEST_CASE("tta apply_threshold: one threshold or one per class", "[unit][tta]") 
   auto d = apply_threshold(p, 0.5);
   CHECK(d.scalar_type() == torch::kBool);
   CHECK(torch::equal(d, torch::tensor({{false, true, true}, {true, false, true}})));
-  CHECK(torch::equal(apply_threshold(p, json::array({0.1, 0.6, 0.7})), torch::tensor({{true, false, true}, {true, false, false}})));
+  CHECK(torch::equal(apply_threshold(p, json::array({0.1, 0.6, 0.7})),
+                     torch::tensor({{true, false, true}, {true, false, false}})));
   CHECK(torch::equal(apply_threshold(p, 1), torch::zeros({2, 3}, torch::kBool)));
   // Binary as [N, 1] and as [N].
-  CHECK(torch::equal(apply_threshold(torch::tensor({{0.3f}, {0.8f}}), json::array({0.5})), torch::tensor({{false}, {true}})));
+  CHECK(torch::equal(apply_threshold(torch::tensor({{0.3f}, {0.8f}}), json::array({0.5})),
+                     torch::tensor({{false}, {true}})));
   CHECK(torch::equal(apply_threshold(torch::tensor({0.3f, 0.8f}), 0.3), torch::tensor({true, true})));
   auto msg = error_of<kg::ConfigError>([&] { apply_threshold(p, json::array({0.5, 0.5})); });
   CHECK(has(msg, "tta.threshold"));
   CHECK(has(msg, "2 thresholds"));
   CHECK(has(msg, "3 classes"));
-  CHECK(has(error_of<kg::ConfigError>([&] { apply_threshold(p, json::array({0.5, 0.5}), "pseudo.threshold"); }),
+  CHECK(has(error_of<kg::ConfigError>([&] {
+              apply_threshold(p, json::array({0.5, 0.5}), "pseudo.threshold");
+            }),
             "pseudo.threshold"));
   CHECK_THROWS_AS(apply_threshold(p, 1.5), kg::ConfigError);
   CHECK_THROWS_AS(apply_threshold(p, "high"), kg::ConfigError);

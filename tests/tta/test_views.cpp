@@ -115,7 +115,8 @@ TEST_CASE("tta: without [tta] the views are the identity alone; options default 
   CHECK(o.merge == "mean");
   CHECK(o.weights == "best");
   CHECK(o.threshold.get<double>() == 0.5);
-  auto o2 = kg::tta::load_tta_options(recipe("[tta]\nmerge = \"geometric\"\nweights = \"ema\"\nthreshold = [0.3, 0.7]\n"));
+  auto o2 =
+      kg::tta::load_tta_options(recipe("[tta]\nmerge = \"geometric\"\nweights = \"ema\"\nthreshold = [0.3, 0.7]\n"));
   CHECK(o2.merge == "geometric");
   CHECK(o2.weights == "ema");
   CHECK(o2.threshold == json::array({0.3, 0.7}));
@@ -321,7 +322,8 @@ TEST_CASE("tta: recipe validation checks the [tta] section", "[unit][tta]") {
   CHECK(has(config_error([] { recipe("[tta]\nthreshold = 1.5\n"); }), "tta.threshold"));
   CHECK(has(config_error([] { recipe("[tta]\nthreshold = [0.5, \"x\"]\n"); }), "tta.threshold"));
   CHECK(has(config_error([] { recipe("[tta]\nthreshold = []\n"); }), "tta.threshold"));
-  CHECK_NOTHROW(recipe("[tta]\nthreshold = [0, 0.25, 1]\nviews = [\"d4\", { name = \"multi_scale\", sizes = [[8, 12]] }]\n"));
+  CHECK_NOTHROW(
+      recipe("[tta]\nthreshold = [0, 0.25, 1]\nviews = [\"d4\", { name = \"multi_scale\", sizes = [[8, 12]] }]\n"));
   // [[tta.views]] tables work too.
   auto r = recipe("[[tta.views]]\nname = \"identity\"\n[[tta.views]]\nname = \"five_crop\"\nsize = 6\n");
   auto v = kg::tta::build_views(r, {8, 8, 3});

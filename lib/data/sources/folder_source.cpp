@@ -28,7 +28,8 @@ std::vector<std::string> images_under(const fs::path& dir) {
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::follow_directory_symlink, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_regular_file(ec) && is_image(it->path())) out.push_back(it->path().lexically_relative(dir).generic_string());
+    if (it->is_regular_file(ec) && is_image(it->path()))
+      out.push_back(it->path().lexically_relative(dir).generic_string());
   }
   KG_CHECK(!ec, DataError, "cannot list ", dir.string(), ": ", ec.message());
   std::sort(out.begin(), out.end());
@@ -51,8 +52,8 @@ class FolderSource : public Source {
         return;
       }
       const fs::path dir = data_path(o, o.test_image_dir);
-      KG_CHECK(fs::is_directory(dir, ec), DataError, "data.format = \"folder\": no test table ", data_path(o, o.test_csv),
-               " and no test image folder ", dir.string());
+      KG_CHECK(fs::is_directory(dir, ec), DataError, "data.format = \"folder\": no test table ",
+               data_path(o, o.test_csv), " and no test image folder ", dir.string());
       out.csv.path = dir.string();
       out.csv.header = {"id", "path"};
       for (auto& rel : images_under(dir)) {
@@ -81,7 +82,8 @@ class FolderSource : public Source {
   }
 };
 
-KG_REGISTER(source_registry(), "folder", "one sub-folder of images per class: image_dir/<class>/*.jpg (id = relative path)",
+KG_REGISTER(source_registry(), "folder",
+            "one sub-folder of images per class: image_dir/<class>/*.jpg (id = relative path)",
             "[data]\nformat = \"folder\"\nimage_dir = \"train\"", config::Fields<NoOptions>(),
             [](const NoOptions&) -> SourcePtr { return std::make_unique<FolderSource>(); });
 

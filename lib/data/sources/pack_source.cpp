@@ -49,7 +49,8 @@ class PackSource : public Source {
   }
 };
 
-KG_REGISTER(source_registry(), "pack", "a kgtrain pack file (train_pack / test_pack): table and images in one memory-mapped file",
+KG_REGISTER(source_registry(), "pack",
+            "a kgtrain pack file (train_pack / test_pack): table and images in one memory-mapped file",
             "[data]\nformat = \"pack\"\ntrain_pack = \"train.kgpack\"", config::Fields<NoOptions>(),
             [](const NoOptions&) -> SourcePtr { return std::make_unique<PackSource>(); });
 

@@ -14,20 +14,20 @@ namespace kg::data {
 namespace {
 
 struct AffineOptions {
-  config::json degrees = 0.0;              ///< rotation in degrees, positive clockwise: x means [-x, x], or [lo, hi]
-  std::vector<double> translate{0.0, 0.0}; ///< [fx, fy]: maximum shift as a fraction of width and height
-  std::vector<double> scale{1.0, 1.0};     ///< [lo, hi] zoom factor, drawn uniformly
-  config::json shear = 0.0;                ///< x-shear in degrees: x means [-x, x], [lo, hi], or [x_lo, x_hi, y_lo, y_hi]
-  double fill = 0;                         ///< value of uncovered pixels: 0..255 on 8-bit images, as given on float ones
-  std::string interpolation = "linear";    ///< linear | nearest | cubic
-  double p = 1.0;                          ///< probability of applying
+  config::json degrees = 0.0;               ///< rotation in degrees, positive clockwise: x means [-x, x], or [lo, hi]
+  std::vector<double> translate{0.0, 0.0};  ///< [fx, fy]: maximum shift as a fraction of width and height
+  std::vector<double> scale{1.0, 1.0};      ///< [lo, hi] zoom factor, drawn uniformly
+  config::json shear = 0.0;              ///< x-shear in degrees: x means [-x, x], [lo, hi], or [x_lo, x_hi, y_lo, y_hi]
+  double fill = 0;                       ///< value of uncovered pixels: 0..255 on 8-bit images, as given on float ones
+  std::string interpolation = "linear";  ///< linear | nearest | cubic
+  double p = 1.0;                        ///< probability of applying
 };
 
 struct RotateOptions {
-  config::json degrees = 10.0;             ///< rotation in degrees, positive counter-clockwise: x means [-x, x], or [lo, hi]
-  double fill = 0;                         ///< value of uncovered pixels: 0..255 on 8-bit images, as given on float ones
-  std::string interpolation = "linear";    ///< linear | nearest | cubic
-  double p = 1.0;                          ///< probability of applying
+  config::json degrees = 10.0;  ///< rotation in degrees, positive counter-clockwise: x means [-x, x], or [lo, hi]
+  double fill = 0;              ///< value of uncovered pixels: 0..255 on 8-bit images, as given on float ones
+  std::string interpolation = "linear";  ///< linear | nearest | cubic
+  double p = 1.0;                        ///< probability of applying
 };
 
 class Affine : public Transform {
@@ -80,29 +80,42 @@ config::Fields<AffineOptions> affine_fields() {
   config::Fields<AffineOptions> f;
   f.field("degrees", &AffineOptions::degrees, "rotation in degrees, positive clockwise: x means [-x, x], or [lo, hi]")
       .check(check_degrees);
-  f.field("translate", &AffineOptions::translate, "[fx, fy] maximum shift as a fraction of width and height").size(2).range(0, 1);
-  f.field("scale", &AffineOptions::scale, "[lo, hi] zoom factor, drawn uniformly").size(2).positive().check(transforms::check_lo_hi);
-  f.field("shear", &AffineOptions::shear, "shear in degrees: x means x-shear in [-x, x], [lo, hi], or [x_lo, x_hi, y_lo, y_hi]")
+  f.field("translate", &AffineOptions::translate, "[fx, fy] maximum shift as a fraction of width and height")
+      .size(2)
+      .range(0, 1);
+  f.field("scale", &AffineOptions::scale, "[lo, hi] zoom factor, drawn uniformly")
+      .size(2)
+      .positive()
+      .check(transforms::check_lo_hi);
+  f.field("shear", &AffineOptions::shear,
+          "shear in degrees: x means x-shear in [-x, x], [lo, hi], or [x_lo, x_hi, y_lo, y_hi]")
       .check(check_shear);
   f.field("fill", &AffineOptions::fill, "value of uncovered pixels (0..255 on 8-bit images, as given on float ones)");
-  f.field("interpolation", &AffineOptions::interpolation, "pixel interpolation").choices(transforms::warp_interpolations());
+  f.field("interpolation", &AffineOptions::interpolation, "pixel interpolation")
+      .choices(transforms::warp_interpolations());
   f.field("p", &AffineOptions::p, "probability of applying").range(0, 1);
   return f;
 }
-KG_REGISTER(transform_registry(), "affine", "random rotation, translation, scale and shear about the centre (torchvision RandomAffine)",
-            "[[data.augment]]\nname = \"affine\"\ndegrees = 10\ntranslate = [0.1, 0.1]\nscale = [0.9, 1.1]\nshear = 5", affine_fields(),
-            [](const AffineOptions& o, const ImageGeometry&) -> TransformPtr { return std::make_unique<Affine>(o, 1.0); });
+KG_REGISTER(transform_registry(), "affine",
+            "random rotation, translation, scale and shear about the centre (torchvision RandomAffine)",
+            "[[data.augment]]\nname = \"affine\"\ndegrees = 10\ntranslate = [0.1, 0.1]\nscale = [0.9, 1.1]\nshear = 5",
+            affine_fields(), [](const AffineOptions& o, const ImageGeometry&) -> TransformPtr {
+              return std::make_unique<Affine>(o, 1.0);
+            });
 
 config::Fields<RotateOptions> rotate_fields() {
   config::Fields<RotateOptions> f;
-  f.field("degrees", &RotateOptions::degrees, "rotation in degrees, positive counter-clockwise: x means [-x, x], or [lo, hi]")
+  f.field("degrees", &RotateOptions::degrees,
+          "rotation in degrees, positive counter-clockwise: x means [-x, x], or [lo, hi]")
       .check(check_degrees);
   f.field("fill", &RotateOptions::fill, "value of uncovered pixels (0..255 on 8-bit images, as given on float ones)");
-  f.field("interpolation", &RotateOptions::interpolation, "pixel interpolation").choices(transforms::warp_interpolations());
+  f.field("interpolation", &RotateOptions::interpolation, "pixel interpolation")
+      .choices(transforms::warp_interpolations());
   f.field("p", &RotateOptions::p, "probability of applying").range(0, 1);
   return f;
 }
-KG_REGISTER(transform_registry(), "rotate", "random rotation about the centre (torchvision RandomRotation; affine with degrees only)",
+KG_REGISTER(transform_registry(), "rotate",
+            "random rotation about the centre (torchvision RandomRotation; affine with degrees only)",
             "[[data.augment]]\nname = \"rotate\"\ndegrees = 15", rotate_fields(),
             [](const RotateOptions& o, const ImageGeometry&) -> TransformPtr {
               AffineOptions a;

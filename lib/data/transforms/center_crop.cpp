@@ -13,9 +13,9 @@ namespace kg::data {
 namespace {
 
 struct CenterCropOptions {
-  double crop_pct = 1.0;               ///< fraction of the scaled image kept; 1 = crop image_size from the image as it is
+  double crop_pct = 1.0;  ///< fraction of the scaled image kept; 1 = crop image_size from the image as it is
   std::string interpolation = "auto";  ///< scaling for crop_pct < 1: auto | linear | area | nearest | cubic
-  double fill = 0;                     ///< border value where the image is smaller: 0..255 on 8-bit images, as given on float
+  double fill = 0;  ///< border value where the image is smaller: 0..255 on 8-bit images, as given on float
 };
 
 class CenterCrop : public Transform {
@@ -41,16 +41,23 @@ class CenterCrop : public Transform {
 
 config::Fields<CenterCropOptions> center_crop_fields() {
   config::Fields<CenterCropOptions> f;
-  f.field("crop_pct", &CenterCropOptions::crop_pct, "below 1: first scale the image to cover image_size / crop_pct (timm eval)")
-      .min(0, true).max(1);
-  f.field("interpolation", &CenterCropOptions::interpolation, "scaling for crop_pct < 1; auto = area when shrinking, linear when growing")
+  f.field("crop_pct", &CenterCropOptions::crop_pct,
+          "below 1: first scale the image to cover image_size / crop_pct (timm eval)")
+      .min(0, true)
+      .max(1);
+  f.field("interpolation", &CenterCropOptions::interpolation,
+          "scaling for crop_pct < 1; auto = area when shrinking, linear when growing")
       .choices(transforms::resize_interpolations());
-  f.field("fill", &CenterCropOptions::fill, "border value where the image is smaller (0..255 on 8-bit images, as given on float ones)");
+  f.field("fill", &CenterCropOptions::fill,
+          "border value where the image is smaller (0..255 on 8-bit images, as given on float ones)");
   return f;
 }
-KG_REGISTER(transform_registry(), "center_crop", "crop the central data.image_size window (after scaling to image_size / crop_pct)",
+KG_REGISTER(transform_registry(), "center_crop",
+            "crop the central data.image_size window (after scaling to image_size / crop_pct)",
             "[[data.augment]]\nname = \"center_crop\"\ncrop_pct = 0.875", center_crop_fields(),
-            [](const CenterCropOptions& o, const ImageGeometry& g) -> TransformPtr { return std::make_unique<CenterCrop>(o, g); });
+            [](const CenterCropOptions& o, const ImageGeometry& g) -> TransformPtr {
+              return std::make_unique<CenterCrop>(o, g);
+            });
 
 }  // namespace
 }  // namespace kg::data

@@ -45,7 +45,8 @@ class ColorJitter : public Transform {
   void apply(cv::Mat& img, Rng& rng) const override {
     double u = rng.uniform();
     std::array<int, 4> order{0, 1, 2, 3};
-    for (int i = 3; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[rng.below(static_cast<uint64_t>(i + 1))]);
+    for (int i = 3; i > 0; --i)
+      std::swap(order[static_cast<size_t>(i)], order[rng.below(static_cast<uint64_t>(i + 1))]);
     auto factor = [&](double x) { return rng.uniform(std::max(0.0, 1.0 - x), 1.0 + x); };
     const double fb = factor(o_.brightness), fc = factor(o_.contrast), fs = factor(o_.saturation);
     const double fh = rng.uniform(-o_.hue, o_.hue);
@@ -85,7 +86,7 @@ class ColorJitter : public Transform {
         clamp();
       }
     }
-    cv::Mat out;  // a new buffer: the caller's image may be shared (TTA views)
+    cv::Mat out;                   // a new buffer: the caller's image may be shared (TTA views)
     f.convertTo(out, img.type());  // rounds and saturates for 8-bit
     img = out;
   }
@@ -98,16 +99,20 @@ config::Fields<ColorJitterOptions> color_jitter_fields() {
   config::Fields<ColorJitterOptions> f;
   f.field("brightness", &ColorJitterOptions::brightness, "brightness factor drawn from [max(0, 1 - b), 1 + b]").min(0);
   f.field("contrast", &ColorJitterOptions::contrast, "contrast factor drawn from [max(0, 1 - c), 1 + c]").min(0);
-  f.field("saturation", &ColorJitterOptions::saturation, "saturation factor drawn from [max(0, 1 - s), 1 + s] (RGB only)").min(0);
-  f.field("hue", &ColorJitterOptions::hue, "hue shift drawn from [-h, h] turns of the colour wheel (RGB only)").range(0, 0.5);
+  f.field("saturation", &ColorJitterOptions::saturation,
+          "saturation factor drawn from [max(0, 1 - s), 1 + s] (RGB only)")
+      .min(0);
+  f.field("hue", &ColorJitterOptions::hue, "hue shift drawn from [-h, h] turns of the colour wheel (RGB only)")
+      .range(0, 0.5);
   f.field("p", &ColorJitterOptions::p, "probability of applying").range(0, 1);
   return f;
 }
 KG_REGISTER(transform_registry(), "color_jitter",
             "random brightness, contrast, saturation and hue in a random order (torchvision ColorJitter)",
             "[[data.augment]]\nname = \"color_jitter\"\nbrightness = 0.4\ncontrast = 0.4\nsaturation = 0.4\nhue = 0.1",
-            color_jitter_fields(),
-            [](const ColorJitterOptions& o, const ImageGeometry&) -> TransformPtr { return std::make_unique<ColorJitter>(o); });
+            color_jitter_fields(), [](const ColorJitterOptions& o, const ImageGeometry&) -> TransformPtr {
+              return std::make_unique<ColorJitter>(o);
+            });
 
 }  // namespace
 }  // namespace kg::data

@@ -49,7 +49,8 @@ inline void center_crop(cv::Mat& img, int h, int w, double fill) {
   if (img.rows < h || img.cols < w) {
     int dh = std::max(0, h - img.rows), dw = std::max(0, w - img.cols);
     cv::Mat padded;
-    cv::copyMakeBorder(img, padded, dh / 2, (dh + 1) / 2, dw / 2, (dw + 1) / 2, cv::BORDER_CONSTANT, fill_scalar(img, fill));
+    cv::copyMakeBorder(img, padded, dh / 2, (dh + 1) / 2, dw / 2, (dw + 1) / 2, cv::BORDER_CONSTANT,
+                       fill_scalar(img, fill));
     img = padded;
   }
   int top = round_even((img.rows - h) / 2.0), left = round_even((img.cols - w) / 2.0);

@@ -11,9 +11,9 @@ namespace kg::data {
 namespace {
 
 struct GaussianBlurOptions {
-  int64_t kernel_size = 3;                ///< kernel width and height in pixels (odd)
-  std::vector<double> sigma{0.1, 2.0};    ///< [lo, hi]: sigma in pixels, drawn uniformly
-  double p = 0.5;                         ///< probability of blurring
+  int64_t kernel_size = 3;              ///< kernel width and height in pixels (odd)
+  std::vector<double> sigma{0.1, 2.0};  ///< [lo, hi]: sigma in pixels, drawn uniformly
+  double p = 0.5;                       ///< probability of blurring
 };
 
 class GaussianBlur : public Transform {
@@ -36,18 +36,24 @@ class GaussianBlur : public Transform {
 
 config::Fields<GaussianBlurOptions> gaussian_blur_fields() {
   config::Fields<GaussianBlurOptions> f;
-  f.field("kernel_size", &GaussianBlurOptions::kernel_size, "kernel size in pixels, odd").min(1)
+  f.field("kernel_size", &GaussianBlurOptions::kernel_size, "kernel size in pixels, odd")
+      .min(1)
       .check([](const config::json& v) -> std::string {
         return v.get<int64_t>() % 2 == 1 ? "" : "expected an odd kernel size, got " + v.dump();
       });
   f.field("sigma", &GaussianBlurOptions::sigma, "[lo, hi] range of the Gaussian's sigma in pixels, drawn uniformly")
-      .size(2).positive().check(transforms::check_lo_hi);
+      .size(2)
+      .positive()
+      .check(transforms::check_lo_hi);
   f.field("p", &GaussianBlurOptions::p, "probability of blurring").range(0, 1);
   return f;
 }
-KG_REGISTER(transform_registry(), "gaussian_blur", "Gaussian blur with sigma drawn uniformly from [lo, hi], with probability p",
+KG_REGISTER(transform_registry(), "gaussian_blur",
+            "Gaussian blur with sigma drawn uniformly from [lo, hi], with probability p",
             "[[data.augment]]\nname = \"gaussian_blur\"\nkernel_size = 5\nsigma = [0.1, 2.0]", gaussian_blur_fields(),
-            [](const GaussianBlurOptions& o, const ImageGeometry&) -> TransformPtr { return std::make_unique<GaussianBlur>(o); });
+            [](const GaussianBlurOptions& o, const ImageGeometry&) -> TransformPtr {
+              return std::make_unique<GaussianBlur>(o);
+            });
 
 }  // namespace
 }  // namespace kg::data

@@ -21,7 +21,7 @@ class Grayscale : public Transform {
     if (rng.uniform() >= p_ || img.channels() != 3) return;
     cv::Mat gray;
     cv::cvtColor(img, gray, cv::COLOR_RGB2GRAY);  // 0.299 R + 0.587 G + 0.114 B
-    cv::Mat out;  // a new buffer: the caller's image may be shared
+    cv::Mat out;                                  // a new buffer: the caller's image may be shared
     cv::cvtColor(gray, out, cv::COLOR_GRAY2RGB);
     img = out;
   }
@@ -35,9 +35,12 @@ config::Fields<GrayscaleOptions> grayscale_fields() {
   f.field("p", &GrayscaleOptions::p, "probability of converting").range(0, 1);
   return f;
 }
-KG_REGISTER(transform_registry(), "grayscale", "replace RGB by its luma (0.299 R + 0.587 G + 0.114 B) with probability p, keeping 3 channels",
+KG_REGISTER(transform_registry(), "grayscale",
+            "replace RGB by its luma (0.299 R + 0.587 G + 0.114 B) with probability p, keeping 3 channels",
             "[[data.augment]]\nname = \"grayscale\"\np = 0.2", grayscale_fields(),
-            [](const GrayscaleOptions& o, const ImageGeometry&) -> TransformPtr { return std::make_unique<Grayscale>(o); });
+            [](const GrayscaleOptions& o, const ImageGeometry&) -> TransformPtr {
+              return std::make_unique<Grayscale>(o);
+            });
 
 }  // namespace
 }  // namespace kg::data

@@ -46,8 +46,8 @@ config::Fields<FlipOptions> flip_fields() {
   f.field("p", &FlipOptions::p, "probability of flipping").range(0, 1);
   return f;
 }
-KG_REGISTER(transform_registry(), "hflip", "mirror left-right with probability p",
-            "[[data.augment]]\nname = \"hflip\"", flip_fields(),
+KG_REGISTER(transform_registry(), "hflip", "mirror left-right with probability p", "[[data.augment]]\nname = \"hflip\"",
+            flip_fields(),
             [](const FlipOptions& o, const ImageGeometry&) -> TransformPtr { return std::make_unique<HFlip>(o); });
 
 }  // namespace

@@ -21,9 +21,10 @@ class Normalize : public Transform {
     auto pick = [&](const std::vector<double>& v, const char* key) {
       KG_CHECK(v.size() == 1 || static_cast<int64_t>(v.size()) == g.channels, ConfigError, "normalize.", key, " has ",
                v.size(), " values but data.channels = ", g.channels, " (give one value or one per channel",
-               g.channels == 1 && v.size() == 3 ? "; unset, mean and std are ImageNet's RGB values: give your images' own, "
-                                                  "or preset = \"imagenet\" for its gray 0.449 / 0.226"
-                                                : "",
+               g.channels == 1 && v.size() == 3
+                   ? "; unset, mean and std are ImageNet's RGB values: give your images' own, "
+                     "or preset = \"imagenet\" for its gray 0.449 / 0.226"
+                   : "",
                ")");
       std::vector<double> out(static_cast<size_t>(g.channels));
       for (size_t c = 0; c < out.size(); ++c) out[c] = v.size() == 1 ? v[0] : v[c];
@@ -77,16 +78,18 @@ class Normalize : public Transform {
 config::Fields<NormalizeOptions> normalize_fields() {
   config::Fields<NormalizeOptions> f;
   f.field("mean", &NormalizeOptions::mean, "mean in [0, 1] pixel units, one value or one per channel");
-  f.field("std", &NormalizeOptions::std, "std in [0, 1] pixel units, one value or one per channel")
-      .min(0, true);
-  f.field("preset", &NormalizeOptions::preset, "\"\" = use mean and std; imagenet = ImageNet statistics (overrides mean and std)")
+  f.field("std", &NormalizeOptions::std, "std in [0, 1] pixel units, one value or one per channel").min(0, true);
+  f.field("preset", &NormalizeOptions::preset,
+          "\"\" = use mean and std; imagenet = ImageNet statistics (overrides mean and std)")
       .choices({"", "imagenet"});
   return f;
 }
 
 KG_REGISTER(transform_registry(), "normalize", "(x - mean) / std in [0, 1] pixel units (ImageNet defaults)",
             "[[data.augment]]\nname = \"normalize\"\nmean = [0.286]\nstd = [0.353]", normalize_fields(),
-            [](const NormalizeOptions& o, const ImageGeometry& g) -> TransformPtr { return std::make_unique<Normalize>(o, g); });
+            [](const NormalizeOptions& o, const ImageGeometry& g) -> TransformPtr {
+              return std::make_unique<Normalize>(o, g);
+            });
 
 }  // namespace
 }  // namespace kg::data

@@ -13,9 +13,9 @@ namespace kg::data {
 namespace {
 
 struct PadCropOptions {
-  int64_t pad = 4;                 ///< pixels of padding on each side before the random crop
-  std::string mode = "reflect";    ///< padding: reflect | constant | edge
-  double p = 1.0;                  ///< probability of applying
+  int64_t pad = 4;               ///< pixels of padding on each side before the random crop
+  std::string mode = "reflect";  ///< padding: reflect | constant | edge
+  double p = 1.0;                ///< probability of applying
 };
 
 class PadCrop : public Transform {
@@ -34,7 +34,9 @@ class PadCrop : public Transform {
     int dy = static_cast<int>(rng.below(static_cast<uint64_t>(img.rows + 2 * pad - g_.height + 1)));
     int dx = static_cast<int>(rng.below(static_cast<uint64_t>(img.cols + 2 * pad - g_.width + 1)));
     if (u >= o_.p) return;
-    int border = o_.mode == "reflect" ? cv::BORDER_REFLECT_101 : o_.mode == "edge" ? cv::BORDER_REPLICATE : cv::BORDER_CONSTANT;
+    int border = o_.mode == "reflect" ? cv::BORDER_REFLECT_101
+                 : o_.mode == "edge"  ? cv::BORDER_REPLICATE
+                                      : cv::BORDER_CONSTANT;
     cv::Mat padded;
     cv::copyMakeBorder(img, padded, pad, pad, pad, pad, border, cv::Scalar::all(0));
     img = padded(cv::Rect(dx, dy, static_cast<int>(g_.width), static_cast<int>(g_.height))).clone();
@@ -47,8 +49,10 @@ class PadCrop : public Transform {
     const auto dy = static_cast<int64_t>(rng.below(static_cast<uint64_t>(h + 2 * pad - g_.height + 1)));
     const auto dx = static_cast<int64_t>(rng.below(static_cast<uint64_t>(w + 2 * pad - g_.width + 1)));
     const bool on = u < o_.p;
-    for (size_t y = 0; y < ys.size(); ++y) ys[y] = on ? border(static_cast<int64_t>(y) + dy - pad, h) : static_cast<int64_t>(y);
-    for (size_t x = 0; x < xs.size(); ++x) xs[x] = on ? border(static_cast<int64_t>(x) + dx - pad, w) : static_cast<int64_t>(x);
+    for (size_t y = 0; y < ys.size(); ++y)
+      ys[y] = on ? border(static_cast<int64_t>(y) + dy - pad, h) : static_cast<int64_t>(y);
+    for (size_t x = 0; x < xs.size(); ++x)
+      xs[x] = on ? border(static_cast<int64_t>(x) + dx - pad, w) : static_cast<int64_t>(x);
   }
 
  private:
@@ -74,7 +78,9 @@ config::Fields<PadCropOptions> pad_crop_fields() {
 }
 KG_REGISTER(transform_registry(), "pad_crop", "pad each side, then crop a random window of data.image_size",
             "[[data.augment]]\nname = \"pad_crop\"\npad = 2", pad_crop_fields(),
-            [](const PadCropOptions& o, const ImageGeometry& g) -> TransformPtr { return std::make_unique<PadCrop>(o, g); });
+            [](const PadCropOptions& o, const ImageGeometry& g) -> TransformPtr {
+              return std::make_unique<PadCrop>(o, g);
+            });
 
 }  // namespace
 }  // namespace kg::data

@@ -13,12 +13,12 @@ namespace kg::data {
 namespace {
 
 struct RandomErasingOptions {
-  double p = 0.25;                       ///< probability of erasing (timm's reprob)
+  double p = 0.25;                             ///< probability of erasing (timm's reprob)
   std::vector<double> scale{0.02, 1.0 / 3.0};  ///< [lo, hi] erased fraction of the image area (split over the boxes)
-  std::vector<double> ratio{0.3, 3.3};   ///< [lo, hi] aspect ratio of a box, log-uniform
-  std::string mode = "const";            ///< const (value) | rand (one random colour per box) | pixel (random per pixel)
-  int64_t count = 1;                     ///< maximum number of boxes; the number is drawn from 1..count
-  double value = 0;                      ///< const mode's value: 0..255 on 8-bit images, as given on float ones
+  std::vector<double> ratio{0.3, 3.3};         ///< [lo, hi] aspect ratio of a box, log-uniform
+  std::string mode = "const";  ///< const (value) | rand (one random colour per box) | pixel (random per pixel)
+  int64_t count = 1;           ///< maximum number of boxes; the number is drawn from 1..count
+  double value = 0;            ///< const mode's value: 0..255 on 8-bit images, as given on float ones
 };
 
 class RandomErasing : public Transform {
@@ -63,8 +63,10 @@ class RandomErasing : public Transform {
         for (int y = 0; y < roi.rows; ++y)
           for (int x = 0; x < roi.cols; ++x)
             for (int k = 0; k < c; ++k) {
-              if (u8) roi.ptr<uint8_t>(y)[x * c + k] = static_cast<uint8_t>(draw());
-              else roi.ptr<float>(y)[x * c + k] = static_cast<float>(draw());
+              if (u8)
+                roi.ptr<uint8_t>(y)[x * c + k] = static_cast<uint8_t>(draw());
+              else
+                roi.ptr<float>(y)[x * c + k] = static_cast<float>(draw());
             }
       } else {
         cv::Scalar v = transforms::fill_scalar(out, o_.value);
@@ -84,19 +86,29 @@ config::Fields<RandomErasingOptions> random_erasing_fields() {
   config::Fields<RandomErasingOptions> f;
   f.field("p", &RandomErasingOptions::p, "probability of erasing").range(0, 1);
   f.field("scale", &RandomErasingOptions::scale, "[lo, hi] range of the erased fraction of the image area")
-      .size(2).min(0, true).max(1).check(transforms::check_lo_hi);
+      .size(2)
+      .min(0, true)
+      .max(1)
+      .check(transforms::check_lo_hi);
   f.field("ratio", &RandomErasingOptions::ratio, "[lo, hi] range of a box's aspect ratio (log-uniform)")
-      .size(2).positive().check(transforms::check_lo_hi);
+      .size(2)
+      .positive()
+      .check(transforms::check_lo_hi);
   f.field("mode", &RandomErasingOptions::mode,
-          "const: value | rand: one random colour per box | pixel: random per pixel (normal on float images, uniform 0..255 on 8-bit)")
+          "const: value | rand: one random colour per box | pixel: random per pixel (normal on float images, uniform "
+          "0..255 on 8-bit)")
       .choices({"const", "rand", "pixel"});
-  f.field("count", &RandomErasingOptions::count, "maximum number of boxes (the number is drawn from 1..count)").range(1, 100);
+  f.field("count", &RandomErasingOptions::count, "maximum number of boxes (the number is drawn from 1..count)")
+      .range(1, 100);
   f.field("value", &RandomErasingOptions::value, "const mode's value (0..255 on 8-bit images, as given on float ones)");
   return f;
 }
-KG_REGISTER(transform_registry(), "random_erasing", "overwrite random boxes with a constant or random values (timm RandomErasing)",
+KG_REGISTER(transform_registry(), "random_erasing",
+            "overwrite random boxes with a constant or random values (timm RandomErasing)",
             "[[data.augment]]\nname = \"random_erasing\"\np = 0.25\nmode = \"pixel\"", random_erasing_fields(),
-            [](const RandomErasingOptions& o, const ImageGeometry&) -> TransformPtr { return std::make_unique<RandomErasing>(o); });
+            [](const RandomErasingOptions& o, const ImageGeometry&) -> TransformPtr {
+              return std::make_unique<RandomErasing>(o);
+            });
 
 }  // namespace
 }  // namespace kg::data

@@ -13,10 +13,10 @@ namespace kg::data {
 namespace {
 
 struct RandomResizedCropOptions {
-  std::vector<double> scale{0.08, 1.0};            ///< [lo, hi] fraction of the image area cropped
-  std::vector<double> ratio{3.0 / 4.0, 4.0 / 3.0}; ///< [lo, hi] aspect ratio (width / height) of the crop, log-uniform
-  std::string interpolation = "auto";              ///< auto (area shrinking, linear growing) | linear | area | nearest | cubic
-  double p = 1.0;                                  ///< probability of cropping; otherwise the whole image is resized
+  std::vector<double> scale{0.08, 1.0};             ///< [lo, hi] fraction of the image area cropped
+  std::vector<double> ratio{3.0 / 4.0, 4.0 / 3.0};  ///< [lo, hi] aspect ratio (width / height) of the crop, log-uniform
+  std::string interpolation = "auto";  ///< auto (area shrinking, linear growing) | linear | area | nearest | cubic
+  double p = 1.0;                      ///< probability of cropping; otherwise the whole image is resized
 };
 
 class RandomResizedCrop : public Transform {
@@ -70,20 +70,28 @@ class RandomResizedCrop : public Transform {
 config::Fields<RandomResizedCropOptions> random_resized_crop_fields() {
   config::Fields<RandomResizedCropOptions> f;
   f.field("scale", &RandomResizedCropOptions::scale, "[lo, hi] range of the cropped fraction of the image area")
-      .size(2).min(0, true).max(1).check(transforms::check_lo_hi);
-  f.field("ratio", &RandomResizedCropOptions::ratio, "[lo, hi] range of the crop's aspect ratio width / height (log-uniform)")
-      .size(2).positive().check(transforms::check_lo_hi);
+      .size(2)
+      .min(0, true)
+      .max(1)
+      .check(transforms::check_lo_hi);
+  f.field("ratio", &RandomResizedCropOptions::ratio,
+          "[lo, hi] range of the crop's aspect ratio width / height (log-uniform)")
+      .size(2)
+      .positive()
+      .check(transforms::check_lo_hi);
   f.field("interpolation", &RandomResizedCropOptions::interpolation, "auto = area when shrinking, linear when growing")
       .choices(transforms::resize_interpolations());
-  f.field("p", &RandomResizedCropOptions::p, "probability of cropping (otherwise the whole image is resized)").range(0, 1);
+  f.field("p", &RandomResizedCropOptions::p, "probability of cropping (otherwise the whole image is resized)")
+      .range(0, 1);
   return f;
 }
-KG_REGISTER(transform_registry(), "random_resized_crop",
-            "crop a random area fraction and aspect ratio, resize it to data.image_size (torchvision RandomResizedCrop)",
-            "[[data.augment]]\nname = \"random_resized_crop\"\nscale = [0.35, 1.0]", random_resized_crop_fields(),
-            [](const RandomResizedCropOptions& o, const ImageGeometry& g) -> TransformPtr {
-              return std::make_unique<RandomResizedCrop>(o, g);
-            });
+KG_REGISTER(
+    transform_registry(), "random_resized_crop",
+    "crop a random area fraction and aspect ratio, resize it to data.image_size (torchvision RandomResizedCrop)",
+    "[[data.augment]]\nname = \"random_resized_crop\"\nscale = [0.35, 1.0]", random_resized_crop_fields(),
+    [](const RandomResizedCropOptions& o, const ImageGeometry& g) -> TransformPtr {
+      return std::make_unique<RandomResizedCrop>(o, g);
+    });
 
 }  // namespace
 }  // namespace kg::data

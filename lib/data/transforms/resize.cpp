@@ -13,15 +13,16 @@ namespace kg::data {
 namespace {
 
 struct ResizeOptions {
-  std::optional<config::json> size;     ///< output size: N or [height, width] (default: data.image_size)
-  std::string mode = "stretch";         ///< stretch | shorter (cover, then centre crop) | pad (fit, then pad)
-  std::string interpolation = "auto";   ///< auto (area shrinking, linear growing) | linear | area | nearest | cubic
-  double fill = 0;                      ///< pad mode's border value: 0..255 on 8-bit images, as given on float ones
+  std::optional<config::json> size;    ///< output size: N or [height, width] (default: data.image_size)
+  std::string mode = "stretch";        ///< stretch | shorter (cover, then centre crop) | pad (fit, then pad)
+  std::string interpolation = "auto";  ///< auto (area shrinking, linear growing) | linear | area | nearest | cubic
+  double fill = 0;                     ///< pad mode's border value: 0..255 on 8-bit images, as given on float ones
 };
 
 class Resize : public Transform {
  public:
-  Resize(const ResizeOptions& o, const ImageGeometry& g) : o_(o), h_(static_cast<int>(g.height)), w_(static_cast<int>(g.width)) {
+  Resize(const ResizeOptions& o, const ImageGeometry& g)
+      : o_(o), h_(static_cast<int>(g.height)), w_(static_cast<int>(g.width)) {
     if (o.size && o.size->is_array()) {
       h_ = (*o.size)[0].get<int>();
       w_ = (*o.size)[1].get<int>();
@@ -58,17 +59,22 @@ std::string check_size(const config::json& v) {
 
 config::Fields<ResizeOptions> resize_fields() {
   config::Fields<ResizeOptions> f;
-  f.field("size", &ResizeOptions::size, "output size N or [height, width] (default: data.image_size)").check(check_size);
-  f.field("mode", &ResizeOptions::mode, "stretch to size | shorter: scale to cover, crop the centre | pad: fit inside, pad with fill")
+  f.field("size", &ResizeOptions::size, "output size N or [height, width] (default: data.image_size)")
+      .check(check_size);
+  f.field("mode", &ResizeOptions::mode,
+          "stretch to size | shorter: scale to cover, crop the centre | pad: fit inside, pad with fill")
       .choices({"stretch", "shorter", "pad"});
   f.field("interpolation", &ResizeOptions::interpolation, "auto = area when shrinking, linear when growing")
       .choices(transforms::resize_interpolations());
   f.field("fill", &ResizeOptions::fill, "pad mode's border value (0..255 on 8-bit images, as given on float ones)");
   return f;
 }
-KG_REGISTER(transform_registry(), "resize", "resize the decoded image to data.image_size (stretch, shorter side + centre crop, or letterbox)",
+KG_REGISTER(transform_registry(), "resize",
+            "resize the decoded image to data.image_size (stretch, shorter side + centre crop, or letterbox)",
             "[[data.augment]]\nname = \"resize\"\nmode = \"shorter\"", resize_fields(),
-            [](const ResizeOptions& o, const ImageGeometry& g) -> TransformPtr { return std::make_unique<Resize>(o, g); });
+            [](const ResizeOptions& o, const ImageGeometry& g) -> TransformPtr {
+              return std::make_unique<Resize>(o, g);
+            });
 
 }  // namespace
 }  // namespace kg::data

@@ -44,8 +44,8 @@ config::Fields<VFlipOptions> vflip_fields() {
   f.field("p", &VFlipOptions::p, "probability of flipping").range(0, 1);
   return f;
 }
-KG_REGISTER(transform_registry(), "vflip", "mirror top-bottom with probability p",
-            "[[data.augment]]\nname = \"vflip\"", vflip_fields(),
+KG_REGISTER(transform_registry(), "vflip", "mirror top-bottom with probability p", "[[data.augment]]\nname = \"vflip\"",
+            vflip_fields(),
             [](const VFlipOptions& o, const ImageGeometry&) -> TransformPtr { return std::make_unique<VFlip>(o); });
 
 }  // namespace

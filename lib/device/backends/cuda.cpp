@@ -57,10 +57,12 @@ class CudaStepGraph : public StepGraph {
 class CudaCapturer : public GraphCapturer {
  public:
   explicit CudaCapturer(int index)
-      : index_(static_cast<c10::DeviceIndex>(index)), pool_(at::cuda::graph_pool_handle()),
+      : index_(static_cast<c10::DeviceIndex>(index)),
+        pool_(at::cuda::graph_pool_handle()),
         side_(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, index_)) {}
 
-  std::unique_ptr<StepGraph> capture(const GraphWork& work, const std::vector<at::Tensor>& params, int warmup) override {
+  std::unique_ptr<StepGraph> capture(const GraphWork& work, const std::vector<at::Tensor>& params,
+                                     int warmup) override {
     c10::cuda::CUDAGuard guard(index_);
     const auto main = c10::cuda::getCurrentCUDAStream(index_);
     auto g = std::make_unique<CudaStepGraph>(index_);
@@ -166,8 +168,9 @@ class CudaBackend : public Backend {
   }
 #else
   [[noreturn]] static void not_built() {
-    throw DeviceError("this kgtrain was built against a CPU-only LibTorch: CUDA devices cannot be used (build with "
-                      "scripts/build_cuda.sh against a CUDA PyTorch)");
+    throw DeviceError(
+        "this kgtrain was built against a CPU-only LibTorch: CUDA devices cannot be used (build with "
+        "scripts/build_cuda.sh against a CUDA PyTorch)");
   }
   DeviceDescription describe(int) const override { not_built(); }
   void synchronize(int) const override {}

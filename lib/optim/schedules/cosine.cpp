@@ -24,14 +24,15 @@ class CosineSchedule : public Schedule {
   CosineSchedule(const CosineOptions& o, const ScheduleContext& c)
       : o_(o), lr_(c.lr), last_(static_cast<double>(c.total_steps - 1)) {
     KG_CHECK(o.cycle_steps == 0 || o.cycle_epochs == 0.0, ConfigError,
-             "schedule.cycle_steps and schedule.cycle_epochs are both set: give the cycle in updates or in epochs, not both");
+             "schedule.cycle_steps and schedule.cycle_epochs are both set: give the cycle in updates or in epochs, not "
+             "both");
     KG_CHECK(o.min_lr <= c.lr, ConfigError, "schedule.min_lr = ", o.min_lr, " is above optim.lr = ", c.lr,
              ": expected min_lr <= lr");
     cycle_ = o.cycle_steps;
     if (o.cycle_epochs > 0) {
       cycle_ = epochs_to_steps(o.cycle_epochs, c.steps_per_epoch);
-      KG_CHECK(cycle_ >= 1, ConfigError, "schedule.cycle_epochs = ", o.cycle_epochs, " is 0 updates at ", c.steps_per_epoch,
-               " updates per epoch: expected at least 1 update");
+      KG_CHECK(cycle_ >= 1, ConfigError, "schedule.cycle_epochs = ", o.cycle_epochs, " is 0 updates at ",
+               c.steps_per_epoch, " updates per epoch: expected at least 1 update");
     }
   }
 
@@ -59,7 +60,9 @@ class CosineSchedule : public Schedule {
   }
 
  private:
-  double anneal(double peak, double pct) const { return o_.min_lr + (peak - o_.min_lr) * (1.0 + std::cos(M_PI * pct)) / 2.0; }
+  double anneal(double peak, double pct) const {
+    return o_.min_lr + (peak - o_.min_lr) * (1.0 + std::cos(M_PI * pct)) / 2.0;
+  }
 
   CosineOptions o_;
   double lr_, last_;
@@ -68,17 +71,29 @@ class CosineSchedule : public Schedule {
 
 config::Fields<CosineOptions> fields() {
   config::Fields<CosineOptions> f;
-  f.field("min_lr", &CosineOptions::min_lr, "lr at the bottom of the cosine (reached at the last update without restarts)").min(0);
-  f.field("cycle_steps", &CosineOptions::cycle_steps, "updates in the first cycle; restarts after it (0 = one cycle over the run)").min(0);
-  f.field("cycle_epochs", &CosineOptions::cycle_epochs, "epochs in the first cycle, rounded to whole updates (0 = one cycle over the run)").min(0);
-  f.field("cycle_mult", &CosineOptions::cycle_mult, "each cycle is cycle_mult times longer than the one before (SGDR T_mult; may be fractional)").min(1);
-  f.field("cycle_decay", &CosineOptions::cycle_decay, "each restart's peak lr is cycle_decay times the one before (timm)").positive();
+  f.field("min_lr", &CosineOptions::min_lr,
+          "lr at the bottom of the cosine (reached at the last update without restarts)")
+      .min(0);
+  f.field("cycle_steps", &CosineOptions::cycle_steps,
+          "updates in the first cycle; restarts after it (0 = one cycle over the run)")
+      .min(0);
+  f.field("cycle_epochs", &CosineOptions::cycle_epochs,
+          "epochs in the first cycle, rounded to whole updates (0 = one cycle over the run)")
+      .min(0);
+  f.field("cycle_mult", &CosineOptions::cycle_mult,
+          "each cycle is cycle_mult times longer than the one before (SGDR T_mult; may be fractional)")
+      .min(1);
+  f.field("cycle_decay", &CosineOptions::cycle_decay,
+          "each restart's peak lr is cycle_decay times the one before (timm)")
+      .positive();
   return f;
 }
 
 KG_REGISTER(schedule_registry(), "cosine", "cosine annealing to min_lr, optionally with warm restarts (SGDR)",
             "[schedule]\nname = \"cosine\"\nmin_lr = 1e-6\nwarmup_epochs = 1", fields(),
-            [](const CosineOptions& o, const ScheduleContext& c) -> SchedulePtr { return std::make_unique<CosineSchedule>(o, c); });
+            [](const CosineOptions& o, const ScheduleContext& c) -> SchedulePtr {
+              return std::make_unique<CosineSchedule>(o, c);
+            });
 
 }  // namespace
 }  // namespace kg::optim

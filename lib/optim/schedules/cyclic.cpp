@@ -10,16 +10,16 @@ namespace kg::optim {
 namespace {
 
 struct CyclicOptions {
-  double base_lr = 0.0;                   ///< lr at the bottom of each cycle (0 = optim.lr / 10); the top is optim.lr
-  std::optional<int64_t> step_size_up;    ///< updates from base_lr up to optim.lr (or step_epochs_up)
-  std::optional<double> step_epochs_up;   ///< the same in epochs (or step_size_up)
-  int64_t step_size_down = 0;             ///< updates back down (0 = as up)
-  double step_epochs_down = 0.0;          ///< the same in epochs (0 = as up)
-  std::string mode = "triangular";        ///< triangular | triangular2 | exp_range
-  double gamma = 1.0;                     ///< exp_range: amplitude factor per update
-  bool cycle_momentum = false;            ///< cycle momentum / beta1 inversely to the lr
-  double base_momentum = 0.8;             ///< momentum at the lr peak
-  double max_momentum = 0.9;              ///< momentum at base_lr
+  double base_lr = 0.0;                  ///< lr at the bottom of each cycle (0 = optim.lr / 10); the top is optim.lr
+  std::optional<int64_t> step_size_up;   ///< updates from base_lr up to optim.lr (or step_epochs_up)
+  std::optional<double> step_epochs_up;  ///< the same in epochs (or step_size_up)
+  int64_t step_size_down = 0;            ///< updates back down (0 = as up)
+  double step_epochs_down = 0.0;         ///< the same in epochs (0 = as up)
+  std::string mode = "triangular";       ///< triangular | triangular2 | exp_range
+  double gamma = 1.0;                    ///< exp_range: amplitude factor per update
+  bool cycle_momentum = false;           ///< cycle momentum / beta1 inversely to the lr
+  double base_momentum = 0.8;            ///< momentum at the lr peak
+  double max_momentum = 0.9;             ///< momentum at base_lr
 };
 
 class CyclicSchedule : public Schedule {
@@ -30,7 +30,8 @@ class CyclicSchedule : public Schedule {
              " (the top of the cycle): expected base_lr <= lr");
     KG_CHECK(o.step_size_down == 0 || o.step_epochs_down == 0.0, ConfigError,
              "schedule.step_size_down and schedule.step_epochs_down are both set: give one");
-    const int64_t up = steps_or_epochs(o.step_size_up, o.step_epochs_up, c.steps_per_epoch, "cyclic", "step_size_up", "step_epochs_up");
+    const int64_t up = steps_or_epochs(o.step_size_up, o.step_epochs_up, c.steps_per_epoch, "cyclic", "step_size_up",
+                                       "step_epochs_up");
     int64_t down = o.step_size_down > 0 ? o.step_size_down : up;
     if (o.step_epochs_down > 0) {
       down = epochs_to_steps(o.step_epochs_down, c.steps_per_epoch);
@@ -60,9 +61,12 @@ class CyclicSchedule : public Schedule {
     const double cycle = std::floor(1.0 + t / total_);
     const double x = 1.0 + t / total_ - cycle;
     scale = x <= ratio_ ? x / ratio_ : (x - 1.0) / (ratio_ - 1.0);
-    if (o_.mode == "triangular2") amp = 1.0 / std::pow(2.0, cycle - 1.0);
-    else if (o_.mode == "exp_range") amp = std::pow(o_.gamma, t);
-    else amp = 1.0;
+    if (o_.mode == "triangular2")
+      amp = 1.0 / std::pow(2.0, cycle - 1.0);
+    else if (o_.mode == "exp_range")
+      amp = std::pow(o_.gamma, t);
+    else
+      amp = 1.0;
   }
 
   CyclicOptions o_;
@@ -71,10 +75,16 @@ class CyclicSchedule : public Schedule {
 
 config::Fields<CyclicOptions> fields() {
   config::Fields<CyclicOptions> f;
-  f.field("base_lr", &CyclicOptions::base_lr, "lr at the bottom of each cycle; the top is optim.lr (0 = optim.lr / 10)").min(0);
-  f.field("step_size_up", &CyclicOptions::step_size_up, "optimizer updates from base_lr up to optim.lr (or step_epochs_up)").min(1);
-  f.field("step_epochs_up", &CyclicOptions::step_epochs_up, "epochs from base_lr up to optim.lr, rounded to whole updates (or step_size_up)").positive();
-  f.field("step_size_down", &CyclicOptions::step_size_down, "optimizer updates back down to base_lr (0 = as up)").min(0);
+  f.field("base_lr", &CyclicOptions::base_lr, "lr at the bottom of each cycle; the top is optim.lr (0 = optim.lr / 10)")
+      .min(0);
+  f.field("step_size_up", &CyclicOptions::step_size_up,
+          "optimizer updates from base_lr up to optim.lr (or step_epochs_up)")
+      .min(1);
+  f.field("step_epochs_up", &CyclicOptions::step_epochs_up,
+          "epochs from base_lr up to optim.lr, rounded to whole updates (or step_size_up)")
+      .positive();
+  f.field("step_size_down", &CyclicOptions::step_size_down, "optimizer updates back down to base_lr (0 = as up)")
+      .min(0);
   f.field("step_epochs_down", &CyclicOptions::step_epochs_down, "epochs back down to base_lr (0 = as up)").min(0);
   f.field("mode", &CyclicOptions::mode, "amplitude policy: constant, halved every cycle, or times gamma^update")
       .choices({"triangular", "triangular2", "exp_range"});
@@ -87,7 +97,9 @@ config::Fields<CyclicOptions> fields() {
 
 KG_REGISTER(schedule_registry(), "cyclic", "cyclical lr between base_lr and optim.lr (PyTorch CyclicLR)",
             "[schedule]\nname = \"cyclic\"\nstep_epochs_up = 2\nmode = \"triangular2\"", fields(),
-            [](const CyclicOptions& o, const ScheduleContext& c) -> SchedulePtr { return std::make_unique<CyclicSchedule>(o, c); });
+            [](const CyclicOptions& o, const ScheduleContext& c) -> SchedulePtr {
+              return std::make_unique<CyclicSchedule>(o, c);
+            });
 
 }  // namespace
 }  // namespace kg::optim

@@ -18,8 +18,9 @@ class ExponentialSchedule : public Schedule {
   ExponentialSchedule(const ExponentialOptions& o, const ScheduleContext& c) : lr_(c.lr) {
     KG_CHECK(o.gamma || o.gamma_per_epoch, ConfigError,
              "schedule exponential needs schedule.gamma (per optimizer update) or schedule.gamma_per_epoch");
-    KG_CHECK(!(o.gamma && o.gamma_per_epoch), ConfigError,
-             "schedule.gamma and schedule.gamma_per_epoch are both set: give the decay per update or per epoch, not both");
+    KG_CHECK(
+        !(o.gamma && o.gamma_per_epoch), ConfigError,
+        "schedule.gamma and schedule.gamma_per_epoch are both set: give the decay per update or per epoch, not both");
     if (o.gamma) {
       gamma_ = *o.gamma;
     } else {
@@ -46,7 +47,9 @@ config::Fields<ExponentialOptions> fields() {
 
 KG_REGISTER(schedule_registry(), "exponential", "multiply the lr by gamma every update (PyTorch ExponentialLR)",
             "[schedule]\nname = \"exponential\"\ngamma_per_epoch = 0.8", fields(),
-            [](const ExponentialOptions& o, const ScheduleContext& c) -> SchedulePtr { return std::make_unique<ExponentialSchedule>(o, c); });
+            [](const ExponentialOptions& o, const ScheduleContext& c) -> SchedulePtr {
+              return std::make_unique<ExponentialSchedule>(o, c);
+            });
 
 }  // namespace
 }  // namespace kg::optim

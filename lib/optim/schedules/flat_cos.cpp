@@ -33,16 +33,20 @@ class FlatCosSchedule : public Schedule {
 
 config::Fields<FlatCosOptions> fields() {
   config::Fields<FlatCosOptions> f;
-  f.field("pct_start", &FlatCosOptions::pct_start, "fraction of the run at the flat lr, in [0, 1)").min(0).check([](const config::json& v) {
-    return v.get<double>() < 1.0 ? std::string() : "expected a number in [0, 1), got " + v.dump();
-  });
+  f.field("pct_start", &FlatCosOptions::pct_start, "fraction of the run at the flat lr, in [0, 1)")
+      .min(0)
+      .check([](const config::json& v) {
+        return v.get<double>() < 1.0 ? std::string() : "expected a number in [0, 1), got " + v.dump();
+      });
   f.field("div_final", &FlatCosOptions::div_final, "final lr = optim.lr / div_final").min(1);
   return f;
 }
 
 KG_REGISTER(schedule_registry(), "flat_cos", "fastai fit_flat_cos: flat optim.lr, then a cosine to lr/div_final",
             "[schedule]\nname = \"flat_cos\"\npct_start = 0.75", fields(),
-            [](const FlatCosOptions& o, const ScheduleContext& c) -> SchedulePtr { return std::make_unique<FlatCosSchedule>(o, c); });
+            [](const FlatCosOptions& o, const ScheduleContext& c) -> SchedulePtr {
+              return std::make_unique<FlatCosSchedule>(o, c);
+            });
 
 }  // namespace
 }  // namespace kg::optim

@@ -9,7 +9,7 @@ namespace kg::optim {
 namespace {
 
 struct MultiStepOptions {
-  std::optional<std::vector<int64_t>> milestones;      ///< updates at which the lr is multiplied by gamma
+  std::optional<std::vector<int64_t>> milestones;       ///< updates at which the lr is multiplied by gamma
   std::optional<std::vector<double>> milestone_epochs;  ///< the same in epochs
   double gamma = 0.1;                                   ///< lr factor at each milestone
 };
@@ -28,18 +28,21 @@ std::string check_increasing(const config::json& v) {
 class MultiStepSchedule : public Schedule {
  public:
   MultiStepSchedule(const MultiStepOptions& o, const ScheduleContext& c) : lr_(c.lr), gamma_(o.gamma) {
-    KG_CHECK(o.milestones || o.milestone_epochs, ConfigError,
-             "schedule multistep needs schedule.milestones (in optimizer updates) or schedule.milestone_epochs (in epochs)");
+    KG_CHECK(
+        o.milestones || o.milestone_epochs, ConfigError,
+        "schedule multistep needs schedule.milestones (in optimizer updates) or schedule.milestone_epochs (in epochs)");
     KG_CHECK(!(o.milestones && o.milestone_epochs), ConfigError,
-             "schedule.milestones and schedule.milestone_epochs are both set: give the milestones in updates or in epochs, not both");
+             "schedule.milestones and schedule.milestone_epochs are both set: give the milestones in updates or in "
+             "epochs, not both");
     if (o.milestones) {
       at_ = *o.milestones;
       return;
     }
     for (double e : *o.milestone_epochs) {
       const int64_t s = epochs_to_steps(e, c.steps_per_epoch);
-      KG_CHECK(at_.empty() || s > at_.back(), ConfigError, "schedule.milestone_epochs: ", e, " and the milestone before it are both update ",
-               s, " at ", c.steps_per_epoch, " updates per epoch: expected strictly increasing updates");
+      KG_CHECK(at_.empty() || s > at_.back(), ConfigError, "schedule.milestone_epochs: ", e,
+               " and the milestone before it are both update ", s, " at ", c.steps_per_epoch,
+               " updates per epoch: expected strictly increasing updates");
       KG_CHECK(s >= 1, ConfigError, "schedule.milestone_epochs: ", e, " is update 0 at ", c.steps_per_epoch,
                " updates per epoch: expected milestones after the first update");
       at_.push_back(s);
@@ -57,9 +60,11 @@ class MultiStepSchedule : public Schedule {
 
 config::Fields<MultiStepOptions> fields() {
   config::Fields<MultiStepOptions> f;
-  f.field("milestones", &MultiStepOptions::milestones, "optimizer updates at which the lr is multiplied by gamma (or milestone_epochs)")
+  f.field("milestones", &MultiStepOptions::milestones,
+          "optimizer updates at which the lr is multiplied by gamma (or milestone_epochs)")
       .check(check_increasing);
-  f.field("milestone_epochs", &MultiStepOptions::milestone_epochs, "epochs at which the lr is multiplied by gamma (or milestones)")
+  f.field("milestone_epochs", &MultiStepOptions::milestone_epochs,
+          "epochs at which the lr is multiplied by gamma (or milestones)")
       .check(check_increasing);
   f.field("gamma", &MultiStepOptions::gamma, "lr factor at each milestone").positive();
   return f;
@@ -67,7 +72,9 @@ config::Fields<MultiStepOptions> fields() {
 
 KG_REGISTER(schedule_registry(), "multistep", "multiply the lr by gamma at each milestone (PyTorch MultiStepLR)",
             "[schedule]\nname = \"multistep\"\nmilestone_epochs = [3, 6, 8]\ngamma = 0.1", fields(),
-            [](const MultiStepOptions& o, const ScheduleContext& c) -> SchedulePtr { return std::make_unique<MultiStepSchedule>(o, c); });
+            [](const MultiStepOptions& o, const ScheduleContext& c) -> SchedulePtr {
+              return std::make_unique<MultiStepSchedule>(o, c);
+            });
 
 }  // namespace
 }  // namespace kg::optim

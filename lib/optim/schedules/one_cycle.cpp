@@ -10,12 +10,12 @@ namespace kg::optim {
 namespace {
 
 struct OneCycleOptions {
-  double pct_start = 0.25;                      ///< fraction of updates spent warming up
-  double div = 25.0;                            ///< start lr = optim.lr / div
-  double div_final = 1e5;                       ///< final lr = optim.lr / div_final
-  std::vector<double> moms{0.95, 0.85, 0.95};   ///< momentum (beta1) at start, peak lr, end
-  std::string anneal = "cos";                   ///< cos | linear
-  bool cycle_momentum = true;                   ///< cycle momentum / beta1 inversely to the lr
+  double pct_start = 0.25;                     ///< fraction of updates spent warming up
+  double div = 25.0;                           ///< start lr = optim.lr / div
+  double div_final = 1e5;                      ///< final lr = optim.lr / div_final
+  std::vector<double> moms{0.95, 0.85, 0.95};  ///< momentum (beta1) at start, peak lr, end
+  std::string anneal = "cos";                  ///< cos | linear
+  bool cycle_momentum = true;                  ///< cycle momentum / beta1 inversely to the lr
 };
 
 class OneCycle : public Schedule {
@@ -66,7 +66,9 @@ config::Fields<OneCycleOptions> fields() {
 
 KG_REGISTER(schedule_registry(), "one_cycle", "fastai fit_one_cycle: warm up to optim.lr, anneal to lr/div_final",
             "[schedule]\nname = \"one_cycle\"\npct_start = 0.25", fields(),
-            [](const OneCycleOptions& o, const ScheduleContext& c) -> SchedulePtr { return std::make_unique<OneCycle>(o, c); });
+            [](const OneCycleOptions& o, const ScheduleContext& c) -> SchedulePtr {
+              return std::make_unique<OneCycle>(o, c);
+            });
 
 }  // namespace
 }  // namespace kg::optim

@@ -97,12 +97,15 @@ class PlateauSchedule : public Schedule {
       history_.clear();
       for (auto& h : s.at("history")) history_.emplace_back(h.at(0).get<int64_t>(), h.at(1).get<double>());
     } catch (const nlohmann::json::exception& e) {
-      throw CheckpointError(std::string("plateau schedule state is damaged: ") + e.what() + " (state: " + s.dump() + ")");
+      throw CheckpointError(std::string("plateau schedule state is damaged: ") + e.what() + " (state: " + s.dump() +
+                            ")");
     }
   }
 
  private:
-  double worst() const { return maximize_ ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity(); }
+  double worst() const {
+    return maximize_ ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+  }
   bool better(double a) const {  // ReduceLROnPlateau.is_better (NaN is never better)
     const bool rel = o_.threshold_mode == "rel";
     if (maximize_) return rel ? a > best_ * (1.0 + o_.threshold) : a > best_ + o_.threshold;
@@ -119,14 +122,18 @@ class PlateauSchedule : public Schedule {
 config::Fields<PlateauOptions> fields() {
   config::Fields<PlateauOptions> f;
   f.field("monitor", &PlateauOptions::monitor, "the epoch value watched: valid_loss, train_loss or a metric name");
-  f.field("mode", &PlateauOptions::mode, "min or max the monitor; auto = max for accuracy/auc/f1/qwk/r2/top_k, else min")
+  f.field("mode", &PlateauOptions::mode,
+          "min or max the monitor; auto = max for accuracy/auc/f1/qwk/r2/top_k, else min")
       .choices({"auto", "min", "max"});
   f.field("patience", &PlateauOptions::patience, "epochs without improvement tolerated before reducing the lr").min(0);
-  f.field("factor", &PlateauOptions::factor, "lr factor at each reduction, in (0, 1)").positive().check([](const config::json& v) {
-    return v.get<double>() < 1.0 ? std::string() : "expected a number in (0, 1), got " + v.dump();
-  });
+  f.field("factor", &PlateauOptions::factor, "lr factor at each reduction, in (0, 1)")
+      .positive()
+      .check([](const config::json& v) {
+        return v.get<double>() < 1.0 ? std::string() : "expected a number in (0, 1), got " + v.dump();
+      });
   f.field("threshold", &PlateauOptions::threshold, "smallest change that counts as an improvement").min(0);
-  f.field("threshold_mode", &PlateauOptions::threshold_mode, "threshold relative to the best value or absolute").choices({"rel", "abs"});
+  f.field("threshold_mode", &PlateauOptions::threshold_mode, "threshold relative to the best value or absolute")
+      .choices({"rel", "abs"});
   f.field("cooldown", &PlateauOptions::cooldown, "epochs after a reduction before bad epochs count again").min(0);
   f.field("min_lr", &PlateauOptions::min_lr, "the lr never goes below this").min(0);
   return f;
@@ -134,7 +141,9 @@ config::Fields<PlateauOptions> fields() {
 
 KG_REGISTER(schedule_registry(), "plateau", "reduce the lr when a monitored value stops improving (ReduceLROnPlateau)",
             "[schedule]\nname = \"plateau\"\nmonitor = \"valid_loss\"\npatience = 2\nfactor = 0.1", fields(),
-            [](const PlateauOptions& o, const ScheduleContext& c) -> SchedulePtr { return std::make_unique<PlateauSchedule>(o, c); });
+            [](const PlateauOptions& o, const ScheduleContext& c) -> SchedulePtr {
+              return std::make_unique<PlateauSchedule>(o, c);
+            });
 
 }  // namespace
 }  // namespace kg::optim

@@ -40,7 +40,9 @@ config::Fields<PolyOptions> fields() {
 
 KG_REGISTER(schedule_registry(), "poly", "polynomial decay from optim.lr to min_lr over the run (PyTorch PolynomialLR)",
             "[schedule]\nname = \"poly\"\npower = 0.9", fields(),
-            [](const PolyOptions& o, const ScheduleContext& c) -> SchedulePtr { return std::make_unique<PolySchedule>(o, c); });
+            [](const PolyOptions& o, const ScheduleContext& c) -> SchedulePtr {
+              return std::make_unique<PolySchedule>(o, c);
+            });
 
 }  // namespace
 }  // namespace kg::optim

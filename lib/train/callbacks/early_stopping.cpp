@@ -21,10 +21,12 @@ struct EarlyStoppingOptions {
 config::Fields<EarlyStoppingOptions> fields() {
   config::Fields<EarlyStoppingOptions> f;
   f.field("enabled", &EarlyStoppingOptions::enabled, "stop when the monitored value stops improving");
-  f.field("monitor", &EarlyStoppingOptions::monitor, "value to watch (\"\" = metric.monitor; e.g. valid_loss, ema_accuracy)");
+  f.field("monitor", &EarlyStoppingOptions::monitor,
+          "value to watch (\"\" = metric.monitor; e.g. valid_loss, ema_accuracy)");
   f.field("patience", &EarlyStoppingOptions::patience, "epochs without improvement before stopping").min(1);
   f.field("min_delta", &EarlyStoppingOptions::min_delta, "smallest change counted as an improvement").min(0);
-  f.field("mode", &EarlyStoppingOptions::mode, "auto (the monitor's direction), max or min").choices({"auto", "max", "min"});
+  f.field("mode", &EarlyStoppingOptions::mode, "auto (the monitor's direction), max or min")
+      .choices({"auto", "max", "min"});
   f.field("check_finite", &EarlyStoppingOptions::check_finite, "stop at once when the monitored value is not finite");
   return f;
 }
@@ -59,7 +61,8 @@ class EarlyStopping : public Callback {
     }
     double v = it->second;
     if (!std::isfinite(v)) {
-      if (o_.check_finite) t.request_stop("early_stopping: " + o_.monitor + " is not finite at epoch " + std::to_string(r.epoch));
+      if (o_.check_finite)
+        t.request_stop("early_stopping: " + o_.monitor + " is not finite at epoch " + std::to_string(r.epoch));
       return;
     }
     bool improved = !has_best_ || (higher_ ? v > best_ + o_.min_delta : v < best_ - o_.min_delta);
@@ -92,7 +95,8 @@ class EarlyStopping : public Callback {
 };
 
 struct NoOptions {};
-KG_REGISTER(callback_registry(), "early_stopping", "stop when the monitored value stops improving (keys in [early_stopping])",
+KG_REGISTER(callback_registry(), "early_stopping",
+            "stop when the monitored value stops improving (keys in [early_stopping])",
             "[early_stopping]\nenabled = true\npatience = 3", config::Fields<NoOptions>(),
             [](const NoOptions&, const config::Tree& recipe) -> CallbackPtr {
               auto o = fields().load(config::Options(&recipe, "early_stopping"));

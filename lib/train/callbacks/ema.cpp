@@ -19,21 +19,28 @@ constexpr const char* kPrefix = "cb.ema.";
 
 config::Fields<EmaOptions> fields() {
   config::Fields<EmaOptions> f;
-  f.field("enabled", &EmaOptions::enabled, "keep an exponential moving average of the weights, evaluated each epoch as ema_* metrics");
-  f.field("decay", &EmaOptions::decay, "weight kept by the old average at each update (timm 0.9998; ~1/(1-decay) updates of memory)")
+  f.field("enabled", &EmaOptions::enabled,
+          "keep an exponential moving average of the weights, evaluated each epoch as ema_* metrics");
+  f.field("decay", &EmaOptions::decay,
+          "weight kept by the old average at each update (timm 0.9998; ~1/(1-decay) updates of memory)")
       .range(0, 1);
-  f.field("warmup", &EmaOptions::warmup, "timm decay warm-up: decay = min(decay, 1 - (1 + step/warmup_gamma)^-warmup_power)");
+  f.field("warmup", &EmaOptions::warmup,
+          "timm decay warm-up: decay = min(decay, 1 - (1 + step/warmup_gamma)^-warmup_power)");
   f.field("warmup_power", &EmaOptions::warmup_power, "warm-up exponent (timm 2/3; 3/4 suits shorter runs)").positive();
   f.field("warmup_gamma", &EmaOptions::warmup_gamma, "warm-up step divisor (timm's inv_gamma)").positive();
-  f.field("every", &EmaOptions::every, "update the average every N optimizer updates (the decay applies per EMA update)").min(1);
-  f.field("use_for_best", &EmaOptions::use_for_best, "the EMA weights may become checkpoints/best when their monitored metric wins");
+  f.field("every", &EmaOptions::every,
+          "update the average every N optimizer updates (the decay applies per EMA update)")
+      .min(1);
+  f.field("use_for_best", &EmaOptions::use_for_best,
+          "the EMA weights may become checkpoints/best when their monitored metric wins");
   return f;
 }
 
 KG_REGISTER_SECTION("ema", "exponential moving average of the weights (timm ModelEmaV3)", fields().schema(), "");
 
 struct NoOptions {};
-KG_REGISTER(callback_registry(), "ema", "exponential moving average of the weights, evaluated and checkpointed beside them (keys in [ema])",
+KG_REGISTER(callback_registry(), "ema",
+            "exponential moving average of the weights, evaluated and checkpointed beside them (keys in [ema])",
             "[ema]\nenabled = true\ndecay = 0.999", config::Fields<NoOptions>(),
             [](const NoOptions&, const config::Tree& recipe) -> CallbackPtr {
               auto o = load_ema_options(recipe);
@@ -76,7 +83,8 @@ void EmaCallback::attach(const torch::nn::Module& m) {
     for (auto& [n, t] : live) {
       names.insert(n);
       auto it = shadow_.find(n);
-      if (it == shadow_.end()) missing.push_back(n);
+      if (it == shadow_.end())
+        missing.push_back(n);
       else if (it->second.sizes() != t.sizes())
         mismatched.push_back(n + " " + c10::str(it->second.sizes()) + " vs model " + c10::str(t.sizes()));
     }
@@ -87,7 +95,8 @@ void EmaCallback::attach(const torch::nn::Module& m) {
     if (!unexpected.empty()) problems += " unexpected: " + first_names(unexpected) + ";";
     if (!mismatched.empty()) problems += " shape mismatch: " + first_names(mismatched) + ";";
     KG_CHECK(problems.empty(), CheckpointError, "the checkpoint's EMA weights (state tensors ", kPrefix,
-             "*) do not match the model:", problems, " resume with the recipe that wrote the checkpoint, or set ema.enabled = false");
+             "*) do not match the model:", problems,
+             " resume with the recipe that wrote the checkpoint, or set ema.enabled = false");
     // On the model's device, dtype and memory format.
     for (auto& [n, t] : live) {
       auto on_device = at::empty_like(t.detach(), at::MemoryFormat::Preserve);
@@ -111,7 +120,8 @@ void EmaCallback::update(int64_t step) {
   // tensor on CUDA, the same lerp per element. LibTorch 1.13 has no _foreach_lerp_.
   std::vector<at::Tensor> avg, live;
   for (auto& [s, m] : pairs_) {
-    if (w == 1.0 || !s.is_floating_point()) s.copy_(m);  // first update (decay 0) and integer buffers
+    if (w == 1.0 || !s.is_floating_point())
+      s.copy_(m);  // first update (decay 0) and integer buffers
     else if (m.scalar_type() == s.scalar_type() && m.device() == s.device()) {
       avg.push_back(s);
       live.push_back(m);
@@ -122,8 +132,10 @@ void EmaCallback::update(int64_t step) {
   if (!avg.empty()) at::_foreach_lerp_(avg, live, w);
 #else
   for (auto& [s, m] : pairs_) {
-    if (w == 1.0 || !s.is_floating_point()) s.copy_(m);  // first update (decay 0) and integer buffers
-    else s.lerp_(m.to(s.scalar_type()), w);
+    if (w == 1.0 || !s.is_floating_point())
+      s.copy_(m);  // first update (decay 0) and integer buffers
+    else
+      s.lerp_(m.to(s.scalar_type()), w);
   }
 #endif
   ++updates_;
@@ -133,9 +145,12 @@ void EmaCallback::on_fit_start(Trainer& t) {
   const bool resumed = t.state().step > 0;
   attach(t.net());
   if (resumed && !restored_)
-    t.log("  ema: the checkpoint holds no EMA state (ema was off when it was written): the average starts from the resumed weights");
+    t.log(
+        "  ema: the checkpoint holds no EMA state (ema was off when it was written): the average starts from the "
+        "resumed weights");
   t.log("  ema: decay " + format_double(o_.decay) + (o_.warmup ? " with warm-up" : "") +
-        (o_.every > 1 ? ", every " + std::to_string(o_.every) + " updates" : "") + ", " + std::to_string(shadow_.size()) + " tensors");
+        (o_.every > 1 ? ", every " + std::to_string(o_.every) + " updates" : "") + ", " +
+        std::to_string(shadow_.size()) + " tensors");
 }
 
 void EmaCallback::on_step_end(Trainer& t) {
@@ -163,12 +178,13 @@ void EmaCallback::save_state(model::TensorMap& tensors, nlohmann::json& state) c
 void EmaCallback::load_state(const model::TensorMap& tensors, const nlohmann::json& state) {
   const std::string prefix = kPrefix;
   model::TensorMap saved;
-  for (auto it = tensors.lower_bound(prefix); it != tensors.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
+  for (auto it = tensors.lower_bound(prefix); it != tensors.end() && it->first.compare(0, prefix.size(), prefix) == 0;
+       ++it)
     saved[it->first.substr(prefix.size())] = it->second;
   const bool has_meta = state.is_object() && state.contains("updates");
   if (saved.empty()) {
-    KG_CHECK(!has_meta, CheckpointError, "the checkpoint's state.json has EMA state but state.safetensors holds no ", prefix,
-             "* tensors: the checkpoint is damaged");
+    KG_CHECK(!has_meta, CheckpointError, "the checkpoint's state.json has EMA state but state.safetensors holds no ",
+             prefix, "* tensors: the checkpoint is damaged");
     restored_ = false;
     return;
   }

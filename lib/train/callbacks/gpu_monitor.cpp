@@ -13,9 +13,9 @@ namespace kg::train {
 namespace {
 
 struct GpuMonitorOptions {
-  bool enabled = true;                       ///< sample GPU utilization and memory during training (NVML)
-  double interval_s = 0.5;                   ///< seconds between samples
-  std::string library = "libnvidia-ml.so.1"; ///< the NVML library to load
+  bool enabled = true;                        ///< sample GPU utilization and memory during training (NVML)
+  double interval_s = 0.5;                    ///< seconds between samples
+  std::string library = "libnvidia-ml.so.1";  ///< the NVML library to load
 };
 
 class GpuMonitor : public Callback {
@@ -39,9 +39,11 @@ class GpuMonitor : public Callback {
     r.values["gpu_util_pct"] = s.util_mean;
     r.values["gpu_util_max_pct"] = s.util_max;
     r.values["gpu_mem_used_gib"] = static_cast<double>(s.memory_used_max) / gib;
-    t.log("  gpu     utilization " + format_significant(s.util_mean, 3) + "% (max " + format_significant(s.util_max, 3) +
-          "%), memory " + format_significant(static_cast<double>(s.memory_used_max) / gib, 3) + " / " +
-          format_significant(static_cast<double>(s.memory_total) / gib, 3) + " GiB (" + std::to_string(s.samples) + " samples)");
+    t.log("  gpu     utilization " + format_significant(s.util_mean, 3) + "% (max " +
+          format_significant(s.util_max, 3) + "%), memory " +
+          format_significant(static_cast<double>(s.memory_used_max) / gib, 3) + " / " +
+          format_significant(static_cast<double>(s.memory_total) / gib, 3) + " GiB (" + std::to_string(s.samples) +
+          " samples)");
   }
   void on_fit_end(Trainer&) override { mon_.reset(); }
 
@@ -52,18 +54,21 @@ class GpuMonitor : public Callback {
 
 config::Fields<GpuMonitorOptions> fields() {
   config::Fields<GpuMonitorOptions> f;
-  f.field("enabled", &GpuMonitorOptions::enabled, "sample GPU utilization and memory during training epochs (NVML; "
-                                                  "nothing happens without an NVIDIA driver)");
+  f.field("enabled", &GpuMonitorOptions::enabled,
+          "sample GPU utilization and memory during training epochs (NVML; "
+          "nothing happens without an NVIDIA driver)");
   f.field("interval_s", &GpuMonitorOptions::interval_s, "seconds between samples").min(0.01);
   f.field("library", &GpuMonitorOptions::library, "the NVML library dlopen loads");
   return f;
 }
 
-KG_REGISTER_SECTION("gpu_monitor", "GPU utilization and memory per epoch from NVML (nvidia-smi's library)", fields().schema(), "");
+KG_REGISTER_SECTION("gpu_monitor", "GPU utilization and memory per epoch from NVML (nvidia-smi's library)",
+                    fields().schema(), "");
 
 struct NoOptions {};
 KG_REGISTER(callback_registry(), "gpu_monitor",
-            "GPU utilization and memory per epoch from NVML (metrics.jsonl gpu_util_pct, gpu_mem_used_gib; keys in [gpu_monitor])",
+            "GPU utilization and memory per epoch from NVML (metrics.jsonl gpu_util_pct, gpu_mem_used_gib; keys in "
+            "[gpu_monitor])",
             "[gpu_monitor]\nenabled = true\ninterval_s = 0.5", config::Fields<NoOptions>(),
             [](const NoOptions&, const config::Tree& recipe) -> CallbackPtr {
               auto o = fields().load(config::Options(&recipe, "gpu_monitor"));

@@ -23,8 +23,8 @@ class MetricsLog : public Callback {
     for (auto& line : t.state().history) text += line.dump() + "\n";
     write_file_atomic((std::filesystem::path(t.io().dir) / "metrics.jsonl").string(), text);
     std::string l = (t.io().label.empty() ? "" : t.io().label + " ") + "epoch " + std::to_string(r.epoch) + "/" +
-                    std::to_string(t.plan().epochs()) + "  train_loss " + fmt(r.values["train_loss"]) + "  valid_loss " +
-                    fmt(r.values["valid_loss"]);
+                    std::to_string(t.plan().epochs()) + "  train_loss " + fmt(r.values["train_loss"]) +
+                    "  valid_loss " + fmt(r.values["valid_loss"]);
     for (auto& n : t.metrics().names()) l += "  " + n + " " + fmt(r.values[n]);
     for (auto& v : r.variants) {
       auto it = v.values.find(t.metrics().monitor());
@@ -37,8 +37,9 @@ class MetricsLog : public Callback {
 };
 
 struct NoOptions {};
-KG_REGISTER(callback_registry(), "metrics_log", "metrics.jsonl (one line per epoch) and an epoch line in the log; always on",
-            "[train]\nepochs = 5", config::Fields<NoOptions>(),
+KG_REGISTER(callback_registry(), "metrics_log",
+            "metrics.jsonl (one line per epoch) and an epoch line in the log; always on", "[train]\nepochs = 5",
+            config::Fields<NoOptions>(),
             [](const NoOptions&, const config::Tree&) -> CallbackPtr { return std::make_unique<MetricsLog>(); });
 
 }  // namespace

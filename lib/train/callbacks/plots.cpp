@@ -15,7 +15,8 @@ struct PlotsOptions {
 };
 config::Fields<PlotsOptions> fields() {
   config::Fields<PlotsOptions> f;
-  f.field("enabled", &PlotsOptions::enabled, "draw loss.png, metrics.png and lr.png in the run directory after every epoch");
+  f.field("enabled", &PlotsOptions::enabled,
+          "draw loss.png, metrics.png and lr.png in the run directory after every epoch");
   return f;
 }
 KG_REGISTER_SECTION("plots", "training curves as PNG files in the run directory", fields().schema(), "");
@@ -26,8 +27,9 @@ class Plots : public Callback {
   int order() const override { return 85; }
   void on_fit_start(Trainer& t) override {
     if (!report::can_plot())
-      t.log("  plots: no loss.png / metrics.png / lr.png: this kgtrain was built without OpenCV, which draws them "
-            "(metrics.jsonl has every number; set plots.enabled = false to silence this)");
+      t.log(
+          "  plots: no loss.png / metrics.png / lr.png: this kgtrain was built without OpenCV, which draws them "
+          "(metrics.jsonl has every number; set plots.enabled = false to silence this)");
   }
   void on_epoch_end(Trainer& t, EpochReport&) override {
     if (!report::can_plot()) return;
@@ -65,7 +67,8 @@ class Plots : public Callback {
 };
 
 struct NoOptions {};
-KG_REGISTER(callback_registry(), "plots", "loss, metric and learning-rate curves as PNG in the run directory (keys in [plots])",
+KG_REGISTER(callback_registry(), "plots",
+            "loss, metric and learning-rate curves as PNG in the run directory (keys in [plots])",
             "[plots]\nenabled = true", config::Fields<NoOptions>(),
             [](const NoOptions&, const config::Tree& recipe) -> CallbackPtr {
               return fields().load(config::Options(&recipe, "plots")).enabled ? std::make_unique<Plots>() : nullptr;

@@ -21,33 +21,43 @@ constexpr const char* kPrefix = "cb.swa.";
 
 config::Fields<SwaOptions> fields() {
   config::Fields<SwaOptions> f;
-  f.field("enabled", &SwaOptions::enabled, "average the weights of the last epochs (SWA); the average becomes the final model");
+  f.field("enabled", &SwaOptions::enabled,
+          "average the weights of the last epochs (SWA); the average becomes the final model");
   f.field("swa_epoch_start", &SwaOptions::swa_epoch_start,
           "when averaging starts: below 1, the fraction of the epochs trained first (floor(0.8 x 10) = 8); "
           "1 or more, that many epochs (Lightning's 0-based epoch index)")
       .min(0)
       .check([](const config::json& v) -> std::string {
         double x = v.get<double>();
-        if (x >= 1 && x != std::floor(x)) return "expected a fraction below 1 or a whole number of epochs, got " + format_double(x);
+        if (x >= 1 && x != std::floor(x))
+          return "expected a fraction below 1 or a whole number of epochs, got " + format_double(x);
         return "";
       });
-  f.field("swa_lr", &SwaOptions::swa_lr, "learning rate during SWA, reached by annealing (times each layer group's multiplier); 0 = keep the schedule's lr")
+  f.field("swa_lr", &SwaOptions::swa_lr,
+          "learning rate during SWA, reached by annealing (times each layer group's multiplier); 0 = keep the "
+          "schedule's lr")
       .min(0);
   f.field("annealing_epochs", &SwaOptions::annealing_epochs,
-          "epochs of annealing from the lr at SWA start to swa_lr (Lightning 10), capped at the SWA epochs - 1 so the last ones run at swa_lr")
+          "epochs of annealing from the lr at SWA start to swa_lr (Lightning 10), capped at the SWA epochs - 1 so the "
+          "last ones run at swa_lr")
       .min(0);
-  f.field("annealing_strategy", &SwaOptions::annealing_strategy, "annealing shape (SWALR's anneal_strategy)").choices({"cos", "linear"});
+  f.field("annealing_strategy", &SwaOptions::annealing_strategy, "annealing shape (SWALR's anneal_strategy)")
+      .choices({"cos", "linear"});
   f.field("use_for_best", &SwaOptions::use_for_best,
           "the recalibrated SWA weights may also become checkpoints/best (they always become the final model)");
-  f.field("bn_batches", &SwaOptions::bn_batches, "training batches for the BatchNorm statistics of the SWA weights (0 = a full pass)").min(0);
+  f.field("bn_batches", &SwaOptions::bn_batches,
+          "training batches for the BatchNorm statistics of the SWA weights (0 = a full pass)")
+      .min(0);
   return f;
 }
 
-KG_REGISTER_SECTION("swa", "stochastic weight averaging of the last epochs (Lightning StochasticWeightAveraging)", fields().schema(), "");
+KG_REGISTER_SECTION("swa", "stochastic weight averaging of the last epochs (Lightning StochasticWeightAveraging)",
+                    fields().schema(), "");
 
 struct NoOptions {};
 KG_REGISTER(callback_registry(), "swa",
-            "stochastic weight averaging: lr annealed to swa_lr, weights averaged per epoch, BatchNorm recomputed (keys in [swa])",
+            "stochastic weight averaging: lr annealed to swa_lr, weights averaged per epoch, BatchNorm recomputed "
+            "(keys in [swa])",
             "[swa]\nenabled = true\nswa_lr = 0.01", config::Fields<NoOptions>(),
             [](const NoOptions&, const config::Tree& recipe) -> CallbackPtr {
               auto o = load_swa_options(recipe);
@@ -61,7 +71,8 @@ void check_match(const model::TensorMap& avg, const torch::nn::Module& m) {
   for (const auto& p : m.named_parameters(true)) {
     names.insert(p.key());
     auto it = avg.find(p.key());
-    if (it == avg.end()) problems.push_back("missing " + p.key());
+    if (it == avg.end())
+      problems.push_back("missing " + p.key());
     else if (it->second.sizes() != p.value().sizes())
       problems.push_back(p.key() + " " + c10::str(it->second.sizes()) + " vs model " + c10::str(p.value().sizes()));
   }
@@ -71,8 +82,9 @@ void check_match(const model::TensorMap& avg, const torch::nn::Module& m) {
     problems.resize(5);
     problems.push_back("...");
   }
-  KG_CHECK(problems.empty(), CheckpointError, "the SWA average (state tensors ", kPrefix, "*) does not match the model: ",
-           join(problems, ", "), "; resume with the recipe that wrote the checkpoint, or set swa.enabled = false");
+  KG_CHECK(problems.empty(), CheckpointError, "the SWA average (state tensors ", kPrefix,
+           "*) does not match the model: ", join(problems, ", "),
+           "; resume with the recipe that wrote the checkpoint, or set swa.enabled = false");
 }
 
 std::string format_values(const std::map<std::string, double>& values) {
@@ -111,8 +123,8 @@ bool SwaCallback::active(Trainer& t, int64_t epoch) {
   anneal_ = std::min(o_.annealing_epochs, std::max<int64_t>(0, epochs - s - 1));
   std::string line = "  swa: averaging the weights of epochs " + std::to_string(s + 1) + ".." + std::to_string(epochs);
   if (o_.swa_lr > 0)
-    line += "; lr anneals to " + format_double(o_.swa_lr) + " over " + std::to_string(anneal_) + " epoch" + (anneal_ == 1 ? "" : "s") +
-            " (" + o_.annealing_strategy + ")";
+    line += "; lr anneals to " + format_double(o_.swa_lr) + " over " + std::to_string(anneal_) + " epoch" +
+            (anneal_ == 1 ? "" : "s") + " (" + o_.annealing_strategy + ")";
   t.log(line);
   return true;
 }
@@ -137,9 +149,10 @@ void SwaCallback::on_epoch_end(Trainer& t, EpochReport& r) {
 
 void SwaCallback::on_fit_end(Trainer& t) {
   if (n_ == 0) {
-    t.log("  swa: no epoch was averaged (swa.swa_epoch_start = " + format_double(o_.swa_epoch_start) + " starts after epoch " +
-          std::to_string(swa_start_epoch(o_, t.plan().epochs())) + " of " + std::to_string(t.plan().epochs()) +
-          " and the run ended after " + std::to_string(t.state().epoch) + "); the model keeps its trained weights");
+    t.log("  swa: no epoch was averaged (swa.swa_epoch_start = " + format_double(o_.swa_epoch_start) +
+          " starts after epoch " + std::to_string(swa_start_epoch(o_, t.plan().epochs())) + " of " +
+          std::to_string(t.plan().epochs()) + " and the run ended after " + std::to_string(t.state().epoch) +
+          "); the model keeps its trained weights");
     return;
   }
   apply_to(t.net());
@@ -157,7 +170,8 @@ void SwaCallback::on_fit_end(Trainer& t) {
   const auto& mon = t.metrics().monitor();
   auto it = ev.values.find(mon);
   auto& s = t.state();
-  if (it == ev.values.end() || !std::isfinite(it->second) || (s.best && !t.metrics().better(it->second, *s.best))) return;
+  if (it == ev.values.end() || !std::isfinite(it->second) || (s.best && !t.metrics().better(it->second, *s.best)))
+    return;
   s.best = it->second;
   s.best_epoch = s.epoch;
   s.best_from = "swa";
@@ -202,7 +216,8 @@ const model::TensorMap* SwaCallback::extra_weights() const {
 void SwaCallback::save_state(model::TensorMap& tensors, nlohmann::json& state) const {
   for (auto& [n, a] : avg_)
     tensors[kPrefix + n] = a.detach().to(at::TensorOptions().device(at::kCPU), /*non_blocking=*/false, /*copy=*/true);
-  state = {{"n", n_}, {"started", started_}, {"start", start_}, {"anneal", anneal_}, {"lr0", lr0_}, {"lr", lr_}, {"last_epoch", last_epoch_}};
+  state = {{"n", n_},     {"started", started_}, {"start", start_},          {"anneal", anneal_},
+           {"lr0", lr0_}, {"lr", lr_},           {"last_epoch", last_epoch_}};
 }
 
 void SwaCallback::load_state(const model::TensorMap& tensors, const nlohmann::json& state) {
@@ -220,10 +235,12 @@ void SwaCallback::load_state(const model::TensorMap& tensors, const nlohmann::js
   }
   const std::string prefix = kPrefix;
   avg_.clear();
-  for (auto it = tensors.lower_bound(prefix); it != tensors.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
+  for (auto it = tensors.lower_bound(prefix); it != tensors.end() && it->first.compare(0, prefix.size(), prefix) == 0;
+       ++it)
     avg_[it->first.substr(prefix.size())] = it->second;
   KG_CHECK(n_ == 0 || !avg_.empty(), CheckpointError, "the checkpoint's state.json says ", n_,
-           " epochs were averaged by SWA but state.safetensors holds no ", prefix, "* tensors: the checkpoint is damaged");
+           " epochs were averaged by SWA but state.safetensors holds no ", prefix,
+           "* tensors: the checkpoint is damaged");
   final_.clear();
 }
 

@@ -20,13 +20,15 @@ class Module;
 namespace kg::train {
 
 struct SwaOptions {
-  bool enabled = false;                     ///< average the weights of the last epochs (SWA)
-  double swa_epoch_start = 0.8;             ///< < 1: fraction of the epochs trained before averaging starts (floor); >= 1: that many epochs (Lightning)
-  double swa_lr = 0.0;                      ///< lr during SWA (times each group's multiplier); 0 = keep the schedule's lr
-  int64_t annealing_epochs = 10;            ///< epochs of annealing from the lr at SWA start to swa_lr, capped so the last SWA epoch runs at swa_lr
-  std::string annealing_strategy = "cos";   ///< cos | linear (SWALR's anneal_strategy)
-  bool use_for_best = false;                ///< the recalibrated SWA weights may also become checkpoints/best
-  int64_t bn_batches = 0;                   ///< training batches for the BatchNorm recalibration (0 = a full pass)
+  bool enabled = false;  ///< average the weights of the last epochs (SWA)
+  double swa_epoch_start =
+      0.8;  ///< < 1: fraction of the epochs trained before averaging starts (floor); >= 1: that many epochs (Lightning)
+  double swa_lr = 0.0;  ///< lr during SWA (times each group's multiplier); 0 = keep the schedule's lr
+  int64_t annealing_epochs =
+      10;  ///< epochs of annealing from the lr at SWA start to swa_lr, capped so the last SWA epoch runs at swa_lr
+  std::string annealing_strategy = "cos";  ///< cos | linear (SWALR's anneal_strategy)
+  bool use_for_best = false;               ///< the recalibrated SWA weights may also become checkpoints/best
+  int64_t bn_batches = 0;                  ///< training batches for the BatchNorm recalibration (0 = a full pass)
 };
 SwaOptions load_swa_options(const config::Tree& recipe);
 
@@ -70,11 +72,11 @@ class SwaCallback : public Callback {
   model::TensorMap final_;  // after on_fit_end: the SWA model's full state (CPU)
   int64_t n_ = 0;           // epochs averaged
   bool started_ = false;
-  int64_t start_ = 0;       // first SWA epoch (0-based)
-  int64_t anneal_ = 0;      // annealing epochs in force (the cap applied)
-  double lr0_ = -1;         // schedule's lr at SWA start (< 0: not seen yet)
-  double lr_ = -1;          // lr set for the current SWA epoch (< 0: none)
-  int64_t last_epoch_ = -1; // last averaged epoch (0-based)
+  int64_t start_ = 0;        // first SWA epoch (0-based)
+  int64_t anneal_ = 0;       // annealing epochs in force (the cap applied)
+  double lr0_ = -1;          // schedule's lr at SWA start (< 0: not seen yet)
+  double lr_ = -1;           // lr set for the current SWA epoch (< 0: none)
+  int64_t last_epoch_ = -1;  // last averaged epoch (0-based)
 };
 
 }  // namespace kg::train

@@ -46,8 +46,9 @@ class TimeBudget : public Callback {
     if (done + fit >= planned) return;
     int64_t epochs = std::max<int64_t>(done + std::max<int64_t>(fit, 0), done + 1);
     if (fit <= 0) {
-      t.request_stop("time budget: no time for another epoch (" + std::to_string(static_cast<int64_t>(left)) + " s left)", false,
-                     "time_budget");
+      t.request_stop(
+          "time budget: no time for another epoch (" + std::to_string(static_cast<int64_t>(left)) + " s left)", false,
+          "time_budget");
       return;
     }
     t.log("  time budget: " + std::to_string(static_cast<int64_t>(epoch_s)) + " s per epoch, " +

@@ -23,21 +23,26 @@ class CropView : public View {
       : name_(std::move(name)), h_(h), w_(w), resize_(resize), ten_(ten) {}
   std::string name() const override { return name_; }
   int64_t count() const override { return ten_ ? 10 : 5; }
-  std::string label(int64_t i) const override {
-    return name_ + "/" + (i >= 5 ? "hflip_" : "") + kCorners[i % 5];
-  }
+  std::string label(int64_t i) const override { return name_ + "/" + (i >= 5 ? "hflip_" : "") + kCorners[i % 5]; }
   at::Tensor apply(const at::Tensor& x, int64_t i) const override {
     KG_ASSERT(i >= 0 && i < count(), name_, " view index ", i);
     const int64_t H = x.size(-2), W = x.size(-1);
-    KG_CHECK(h_ <= H && w_ <= W, ConfigError, "tta_view ", name_, ": crop ", h_, " x ", w_, " is larger than the batch's ",
-             H, " x ", W, " images");
+    KG_CHECK(h_ <= H && w_ <= W, ConfigError, "tta_view ", name_, ": crop ", h_, " x ", w_,
+             " is larger than the batch's ", H, " x ", W, " images");
     const at::Tensor src = i >= 5 ? x.flip({-1}) : x;
     int64_t top = 0, left = 0;
     switch (i % 5) {
-      case 0: break;
-      case 1: left = W - w_; break;
-      case 2: top = H - h_; break;
-      case 3: top = H - h_, left = W - w_; break;
+      case 0:
+        break;
+      case 1:
+        left = W - w_;
+        break;
+      case 2:
+        top = H - h_;
+        break;
+      case 3:
+        top = H - h_, left = W - w_;
+        break;
       default:  // torchvision center_crop: int(round((H - h) / 2.0)), Python's round half to even
         top = static_cast<int64_t>(std::nearbyint((H - h_) / 2.0));
         left = static_cast<int64_t>(std::nearbyint((W - w_) / 2.0));
@@ -56,15 +61,18 @@ std::string check_size(const config::json& v) {
   auto pos = [](const config::json& x) { return x.is_number_integer() && x.get<int64_t>() > 0; };
   if (v.is_number_integer() && v.get<int64_t>() >= 0) return "";
   if (v.is_array() && v.size() == 2 && pos(v[0]) && pos(v[1])) return "";
-  return "expected a crop side >= 0 (0 = 0.875 x the shorter image side) or [height, width] of positive integers, got " +
+  return "expected a crop side >= 0 (0 = 0.875 x the shorter image side) or [height, width] of positive integers, "
+         "got " +
          v.dump();
 }
 
 config::Fields<CropOptions> fields() {
   config::Fields<CropOptions> f;
-  f.field("size", &CropOptions::size, "crop side N or [height, width] in pixels; 0 = round(0.875 x the shorter image side)")
+  f.field("size", &CropOptions::size,
+          "crop side N or [height, width] in pixels; 0 = round(0.875 x the shorter image side)")
       .check(check_size);
-  f.field("resize", &CropOptions::resize, "resize each crop back to the input size (bilinear); false keeps the crop size");
+  f.field("resize", &CropOptions::resize,
+          "resize each crop back to the input size (bilinear); false keeps the crop size");
   return f;
 }
 

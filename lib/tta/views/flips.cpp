@@ -59,14 +59,15 @@ KG_REGISTER(view_registry(), "vflip", "mirror top-bottom", "[tta]\nviews = [\"id
             config::Fields<FlipOptions>(),
             [](const FlipOptions&, const data::ImageGeometry&) -> ViewPtr { return std::make_unique<VFlipView>(); });
 
-KG_REGISTER(view_registry(), "d4",
-            "the 8 dihedral views: rotations by 0, 90, 180, 270 degrees, each also after a horizontal flip (square images)",
-            "[tta]\nviews = [\"d4\"]", config::Fields<FlipOptions>(),
-            [](const FlipOptions&, const data::ImageGeometry& g) -> ViewPtr {
-              KG_CHECK(g.height == g.width, ConfigError, "tta_view d4 rotates by 90 degrees, which needs square images; ",
-                       "data.image_size is ", g.height, " x ", g.width, " (use hflip and vflip, or a square image_size)");
-              return std::make_unique<D4View>();
-            });
+KG_REGISTER(
+    view_registry(), "d4",
+    "the 8 dihedral views: rotations by 0, 90, 180, 270 degrees, each also after a horizontal flip (square images)",
+    "[tta]\nviews = [\"d4\"]", config::Fields<FlipOptions>(),
+    [](const FlipOptions&, const data::ImageGeometry& g) -> ViewPtr {
+      KG_CHECK(g.height == g.width, ConfigError, "tta_view d4 rotates by 90 degrees, which needs square images; ",
+               "data.image_size is ", g.height, " x ", g.width, " (use hflip and vflip, or a square image_size)");
+      return std::make_unique<D4View>();
+    });
 
 }  // namespace
 }  // namespace kg::tta

@@ -15,8 +15,9 @@ class IdentityView : public View {
 };
 
 KG_REGISTER(view_registry(), "identity", "the input unchanged", "[tta]\nviews = [\"identity\"]",
-            config::Fields<IdentityOptions>(),
-            [](const IdentityOptions&, const data::ImageGeometry&) -> ViewPtr { return std::make_unique<IdentityView>(); });
+            config::Fields<IdentityOptions>(), [](const IdentityOptions&, const data::ImageGeometry&) -> ViewPtr {
+              return std::make_unique<IdentityView>();
+            });
 
 }  // namespace
 }  // namespace kg::tta

@@ -39,7 +39,8 @@ std::string check_sizes(const config::json& v) {
 
 config::Fields<MultiScaleOptions> fields() {
   config::Fields<MultiScaleOptions> f;
-  f.field("sizes", &MultiScaleOptions::sizes, "required: sizes to predict at, each N (square) or [height, width], e.g. [224, 256, 288]")
+  f.field("sizes", &MultiScaleOptions::sizes,
+          "required: sizes to predict at, each N (square) or [height, width], e.g. [224, 256, 288]")
       .check(check_sizes);
   return f;
 }
@@ -50,8 +51,10 @@ KG_REGISTER(view_registry(), "multi_scale", "the batch resized (bilinear) to eac
               KG_CHECK(!o.sizes.is_null(), ConfigError, "sizes: required, e.g. sizes = [224, 256, 288]");
               std::vector<std::pair<int64_t, int64_t>> sizes;
               for (auto& s : o.sizes)
-                if (s.is_array()) sizes.emplace_back(s[0].get<int64_t>(), s[1].get<int64_t>());
-                else sizes.emplace_back(s.get<int64_t>(), s.get<int64_t>());
+                if (s.is_array())
+                  sizes.emplace_back(s[0].get<int64_t>(), s[1].get<int64_t>());
+                else
+                  sizes.emplace_back(s.get<int64_t>(), s.get<int64_t>());
               return std::make_unique<MultiScaleView>(std::move(sizes));
             });
 

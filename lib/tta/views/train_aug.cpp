@@ -35,10 +35,11 @@ config::Fields<TrainAugOptions> fields() {
   return f;
 }
 
-KG_REGISTER(view_registry(), "train_aug",
-            "fastai TTA: n passes with the training augmentation, averaged, then lerp toward the plain prediction by beta",
-            "[tta]\nviews = [{ name = \"train_aug\", n = 4, beta = 0.25 }]", fields(),
-            [](const TrainAugOptions& o, const data::ImageGeometry&) -> ViewPtr { return std::make_unique<TrainAugView>(o); });
+KG_REGISTER(
+    view_registry(), "train_aug",
+    "fastai TTA: n passes with the training augmentation, averaged, then lerp toward the plain prediction by beta",
+    "[tta]\nviews = [{ name = \"train_aug\", n = 4, beta = 0.25 }]", fields(),
+    [](const TrainAugOptions& o, const data::ImageGeometry&) -> ViewPtr { return std::make_unique<TrainAugView>(o); });
 
 }  // namespace
 }  // namespace kg::tta
