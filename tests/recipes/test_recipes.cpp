@@ -138,15 +138,15 @@ TEST_CASE("show --list --markdown documents every component", "[integration][rec
     CHECK(r.output.find(s) != std::string::npos);
 }
 
-TEST_CASE("README's recipe reference is the registry's", "[integration][recipes]") {
+TEST_CASE("docs/reference.md is the registry's", "[integration][recipes]") {
   auto r = kg::test::run_kgtrain({"show", "--list", "--markdown"});
   REQUIRE(r.exit_code == 0);
-  std::string readme = kg::read_file(KGTRAIN_SOURCE_DIR "/README.md");
+  std::string readme = kg::read_file(KGTRAIN_SOURCE_DIR "/docs/reference.md");
   const std::string begin = "<!-- reference:begin -->\n", end = "<!-- reference:end -->";
   auto i = readme.find(begin), j = readme.find(end);
   REQUIRE(i != std::string::npos);
   REQUIRE(j != std::string::npos);
-  INFO("run scripts/gen_reference.sh to regenerate README.md's reference");
+  INFO("run scripts/gen_reference.sh to regenerate docs/reference.md");
   auto rstrip = [](std::string s) {
     while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
     return s;
