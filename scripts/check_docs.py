@@ -132,6 +132,7 @@ def main():
                         problems.append(f"{rel(p)}:{n}: link {t!r}: no heading #{anchor} in {rel(dest)}")
     for q in problems:
         print(q)
+    sys.stdout.flush()
     if problems:
         print(f"check_docs: {len(problems)} problem(s)", file=sys.stderr)
         return 1
