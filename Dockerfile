@@ -12,7 +12,7 @@
 # runs --version, import-idx and fit --smoke there (CI runs it).
 #
 # CUDA variant: start from an image that already has PyTorch with CUDA (for example NVIDIA's NGC
-# PyTorch container, nvcr.io/nvidia/pytorch:<tag>-py3) and use scripts/build_cuda.sh (README: Building with CUDA).
+# PyTorch container, nvcr.io/nvidia/pytorch:<tag>-py3) and use scripts/build_cuda.sh (docs/devices.md: Building with CUDA).
 FROM debian:bookworm-slim AS build
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build libtorch-dev libgloo-dev libopencv-dev libtomlplusplus-dev libcli11-dev \

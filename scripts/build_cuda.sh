@@ -3,7 +3,7 @@
 # workstation or cluster node. Needs python3 with torch, cmake >= 3.18, a C++17 compiler, zlib, and the
 # header-only dependencies (toml++, CLI11, nlohmann/json; Catch2 for the tests) either installed or
 # unpacked into a folder. OpenCV's C++ files are optional: without them kgtrain trains from IDX files
-# and raw packs only (README: Building with CUDA), and the tests are not built.
+# and raw packs only (docs/devices.md: Building with CUDA), and the tests are not built.
 #
 #   bash scripts/build_cuda.sh                           # -> build-cuda/kgtrain
 #   bash scripts/build_cuda.sh --fetch-deps .deps/hdr    # download the header-only packages (pinned, checksummed)

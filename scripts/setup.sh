@@ -4,7 +4,7 @@
 # what is missing, rebuilds only what changed.
 #   bash scripts/setup.sh                   # LibTorch from PyPI's torch wheel in .venv-torch -> build/kgtrain
 #   bash scripts/setup.sh --torch debian    # Debian's libtorch-dev 1.13 + OpenBLAS              -> build/kgtrain
-# Options: --torch pip|debian (default pip: the faster on the CPU, README Performance), --packages-only (install,
+# Options: --torch pip|debian (default pip: the faster on the CPU, docs/performance.md), --packages-only (install,
 # do not build), --no-header-packages (leave toml++/CLI11/nlohmann-json/Catch2 to build_cuda.sh --fetch-deps),
 # --print-python (the venv's python), anything else goes to cmake. BUILD_DIR=out to build elsewhere;
 # TORCH_VERSION (2.11.0) and VENV (.venv-torch) for the pip LibTorch.
@@ -32,11 +32,11 @@ case "$FLAVOR" in pip|debian) ;; *) echo "setup: --torch takes pip or debian, go
 if [ -r /etc/os-release ]; then
   . /etc/os-release
   [ "${ID:-}" = debian ] && [ "${VERSION_ID:-}" = 12 ] ||
-    echo "setup: warning: tested on Debian 12 only; this is ${PRETTY_NAME:-unknown} (README: Building with CUDA covers PyTorch-only machines)" >&2
+    echo "setup: warning: tested on Debian 12 only; this is ${PRETTY_NAME:-unknown} (docs/devices.md: Building with CUDA covers PyTorch-only machines)" >&2
 fi
 
 # An optimised BLAS always: without one, Debian's LibTorch calls the reference BLAS (convnext_tiny 0.4 img/s).
-# libopenblas0-openmp shares LibTorch's OpenMP thread pool (README Performance: openmp vs pthread).
+# libopenblas0-openmp shares LibTorch's OpenMP thread pool (docs/performance.md: openmp vs pthread).
 PACKAGES=(build-essential cmake ninja-build ccache pkg-config libopencv-dev zlib1g-dev libopenblas0-openmp
           dataset-fashion-mnist)
 [ "$HEADERS" = 1 ] && PACKAGES+=(libtomlplusplus-dev libcli11-dev nlohmann-json3-dev catch2)

@@ -51,7 +51,7 @@ void interpolate(Tree& tree, const std::map<std::string, std::string>& environ);
 void interpolate(Tree& tree, const std::map<std::string, std::string>& environ,
                  const std::function<const json*(const Tree& tree, const std::string& key)>& default_of);
 
-// The whole resolution described in README "Recipes". Throws ConfigError listing all problems.
+// The whole resolution described in docs/recipes.md. Throws ConfigError listing all problems.
 Resolved resolve(const ResolveInput& in);
 
 // The tree as TOML text, grouped by table, each key followed by "# <origin>" when annotate is set.

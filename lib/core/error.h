@@ -1,5 +1,5 @@
 // Error hierarchy: every user-facing failure is an exception carrying its exit code.
-// main() alone maps them to process exit codes (README "Exit codes").
+// main() alone maps them to process exit codes (docs/commands.md "Exit codes").
 #pragma once
 #include <sstream>
 #include <stdexcept>

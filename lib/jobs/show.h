@@ -9,7 +9,7 @@ namespace kg::jobs {
 // The resolved recipe as TOML, each key annotated with the layer that set it.
 std::string show_recipe(const JobOptions& o);
 // Every section, its keys and every registered component with its keys, defaults and docs.
-// `markdown` gives the README's recipe reference.
+// `markdown` gives docs/reference.md's recipe reference.
 std::string reference(bool markdown);
 // `show --model`: the recipe's network built for its data (or data.num_classes when the data is
 // absent): the model summary and its layer groups as a table, or as JSON (schema_version 1).

@@ -39,7 +39,7 @@ TEST_CASE("fit then tta-predict on a tiny dataset", "[integration][jobs]") {
   CHECK(summary["schema_version"] == 1);
   CHECK(summary["train_images_per_s"].get<double>() > 0);
   CHECK(summary["best"]["value"].get<double>() >= 0.9);  // a trivially separable task
-  // The model summary the log prints (README: summary.json's model block).
+  // The model summary the log prints (docs/commands.md: summary.json's model block).
   CHECK(summary["model"]["name"] == "resnet9");
   CHECK(summary["model"]["parameters"]["total"].get<int64_t>() > 1000);
   CHECK(summary["model"]["gflops_per_image"].get<double>() > 0);

@@ -81,7 +81,7 @@ TEST_CASE("tta-predict --from-run: every fold x identity + hflip, scored and wri
           "[integration][jobs][tta]") {
   auto& S = shared();
   const std::string P = S.dir / "P", sub = S.dir / "sub.csv", probs = S.dir / "probs.csv";
-  // The README's form: an override after --from-run RUN is the command's, not a second run directory.
+  // docs/commands.md's form: an override after --from-run RUN is the command's, not a second run directory.
   auto r = S.predict(
       {"data.test_csv=test_labels.csv", "--from-run", S.run, kViews, "--out", sub, "--probs", probs, "--run-dir", P});
   INFO(r.output);
