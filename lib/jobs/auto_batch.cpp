@@ -12,6 +12,7 @@
 #include "model/summary.h"
 #include "optim/optimizer.h"
 #include "train/options.h"
+#include "train/step.h"
 
 using nlohmann::json;
 
@@ -25,22 +26,18 @@ void trial_step(model::Network& net, optim::Optimizer& opt, const model::ModelCo
   auto x = torch::zeros({batch, ctx.in_chans, ctx.height, ctx.width}, fo);
   if (dev.channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
   at::Tensor f = ctx.num_features > 0 ? torch::zeros({batch, ctx.num_features}, fo) : at::Tensor();
-  at::Tensor out;
-  {
-    device::AutocastScope autocast(dev.precision, dev.device.type());
-    out = net.forward(x, f);
-  }
+  const at::Tensor out = train::forward_float32(net, x, f, dev.precision, dev.device.type());
   if (fake_oom_above >= 0 && batch > fake_oom_above) device::throw_fake_oom(batch, fake_oom_above);
   // Any scalar of the outputs: the loss's own memory is negligible next to the activations it frees.
-  out.to(torch::kFloat).square().mean().backward();
+  out.square().mean().backward();
   opt.step();  // allocates the optimizer's state (Adam's moments) like the first real update
   opt.zero_grad();
 }
 
 }  // namespace
 
-JobOptions resolve_auto_batch(const JobOptions& o) {
-  if (!train::batch_size_is_auto(o.recipe)) return o;
+void resolve_auto_batch(JobOptions& o) {
+  if (!train::batch_size_is_auto(o.recipe)) return;
   const auto topt = train::load_train_options(o.recipe);
   const auto dev = device::setup(device::load_options(o.recipe));
   const auto in = recipe_model_input(o.recipe);
@@ -99,17 +96,15 @@ JobOptions resolve_auto_batch(const JobOptions& o) {
            dev.description, " (", stopped,
            "); lower data.image_size, set model.grad_checkpointing = true, or pick a smaller model");
   log(o, "batch size auto: " + std::to_string(chosen) + " (" + stopped + ")");
-  JobOptions r = o;
   config::Entry e;
   if (const config::Entry* old = o.recipe.find("train.batch_size")) e = *old;
   e.value = chosen;
-  r.recipe.set("train.batch_size", e);
-  r.auto_batch = {{"batch_size", chosen},
+  o.recipe.set("train.batch_size", e);
+  o.auto_batch = {{"batch_size", chosen},
                   {"stopped", stopped},
                   {"margin", topt.auto_batch_margin},
                   {"trials", trials},
                   {"device", dev.description}};
-  return r;
 }
 
 }  // namespace kg::jobs

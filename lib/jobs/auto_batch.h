@@ -9,9 +9,9 @@
 
 namespace kg::jobs {
 
-// `o` unchanged when train.batch_size is a number; otherwise `o` with train.batch_size set to the
-// found size, the trials logged and kept in `o.auto_batch` (for summary.json). DeviceError when not
+// Nothing when train.batch_size is a number; otherwise sets train.batch_size in `o.recipe` to the found
+// size, logs the trials and keeps them in `o.auto_batch` (for summary.json). DeviceError when not
 // even two images fit.
-JobOptions resolve_auto_batch(const JobOptions& o);
+void resolve_auto_batch(JobOptions& o);
 
 }  // namespace kg::jobs

@@ -4,6 +4,8 @@
 // Trainer and loader, the evaluation step — with peak memory, achieved TFLOP/s and a bottleneck
 // verdict. `--ablate` re-resolves the recipe with one toggle at a time (an override, validated like
 // the command line's) and times each; `--suggest` combines the toggles that helped.
+#include "jobs/bench.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <cmath>
@@ -122,9 +124,10 @@ std::string shell_word(const std::string& w) {
 
 }  // namespace
 
-int run_bench(const JobOptions& given) {
+int run_bench(const BenchRequest& given) {
   // train.batch_size = "auto" is found the way fit finds it; every row then times that size.
-  const JobOptions o = resolve_auto_batch(given);
+  BenchRequest o = given;
+  resolve_auto_batch(o);
   KG_CHECK(o.bench_steps > 0, UsageError, "--steps must be positive, got ", o.bench_steps);
   KG_CHECK(o.bench_warmup >= 0, UsageError, "--warmup must be >= 0, got ", o.bench_warmup);
   KG_CHECK(o.bench_repeats > 0, UsageError, "--repeats must be positive, got ", o.bench_repeats);
@@ -177,7 +180,7 @@ int run_bench(const JobOptions& given) {
   const std::string verdict_text = verdict(bt, runner.base().dev, runner.base().cache);
   const json tflops = tflops_json(bt);
   std::string out = head + phase_table(bt);
-  out += "memory: peak " + base.memory.str() + "\n" + tflops_text(tflops) + "\n";
+  out += "memory: peak " + bench::peak_memory_text(base.memory) + "\n" + tflops_text(tflops) + "\n";
   out += "epoch (extrapolated): " + std::to_string(bt.updates_per_epoch) + " updates x " +
          fixed(bt.update_seconds * 1000, 1) + " ms = " + seconds_text(bt.train_epoch_seconds) + " training (" +
          grouped(bt.train_images_per_s) + " img/s) + " + std::to_string(bt.valid_rows) + " validation images at " +

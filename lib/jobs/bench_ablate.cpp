@@ -157,7 +157,7 @@ Row Runner::time(const std::string& name, const std::vector<std::string>& overri
   JobOptions ro = o_;
   ro.recipe = with_overrides(o_.recipe, overrides);
   ro.quiet = o_.quiet || !phases;  // the data lines once, for the baseline
-  const bool host_reset = reset_host_peak();
+  const bool host_reset = device::reset_host_peak();
   FitSetup s(ro, "bench");
   KG_ASSERT(s.topt.batch_size > 0, "run_bench resolves train.batch_size = \"auto\" before timing");
   if (phases) {
@@ -175,9 +175,9 @@ Row Runner::time(const std::string& name, const std::vector<std::string>& overri
       return r;
     }
   }
-  reset_device_peak(s.dev);
+  device::reset_device_peak(s.dev);
   r.timing = time_config(s, st_, phases, dir_, log_);
-  r.memory = read_peaks(s.dev, host_reset);
+  r.memory = device::read_peaks(s.dev, host_reset);
   return r;
 }
 

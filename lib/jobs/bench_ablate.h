@@ -53,7 +53,7 @@ struct Row {
   std::string status = "timed";  // timed | skipped | failed
   std::string reason;
   ConfigTiming timing;
-  PeakMemory memory;
+  device::PeakMemory memory;
 };
 // bench.json's ablation entry; speedup = baseline_epoch / the row's epoch.
 nlohmann::json row_json(const Row& r, double baseline_epoch);

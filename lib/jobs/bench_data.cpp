@@ -1,6 +1,8 @@
 // `kgtrain bench-data`: the recipe's input pipeline timed without the model, so a competitor can tell
 // whether data loading starves training: decode alone, decode + the split's transforms, and the
 // threaded Loader end to end, with a verdict against the model's rate when it is given.
+#include "jobs/bench_data.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -79,9 +81,123 @@ std::string verdict_text(double loader_ips, int workers, double compute_ips) {
          "x the model's rate with " + std::to_string(workers) + " workers)";
 }
 
+// The decode and decode + transforms sections on `sample` shuffled rows, on one thread and on `threads`,
+// into `report`; their table lines.
+std::string decode_sections(const BenchDataRequest& o, const data::Table& table, const std::vector<int64_t>& shuffled,
+                            size_t sample, const data::ImageGeometry& geom, const data::Pipeline& pipe, uint64_t seed,
+                            int threads, bool train, json& report) {
+  auto has = [&](const char* s) {
+    return std::find(o.bench_sections.begin(), o.bench_sections.end(), s) != o.bench_sections.end();
+  };
+  std::string table_txt =
+      has("decode") || has("augment") ? "section          threads    images   seconds       img/s  img/s/thread\n" : "";
+  auto add_line = [&](const std::string& name, const json& r) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%-15s %8d %9lld %9.3f %11.1f %13.1f\n", name.c_str(), r["threads"].get<int>(),
+                  static_cast<long long>(r["images"].get<int64_t>()), r["seconds"].get<double>(),
+                  r["images_per_s"].get<double>(), r["images_per_s_per_thread"].get<double>());
+    table_txt += buf;
+  };
+  std::vector<int> decode_threads{1};
+  if (threads > 1) decode_threads.push_back(threads);
+  auto rate_key = [](int t) { return t == 1 ? "one_thread" : "all_workers"; };
+
+  if (has("decode")) {
+    json sec = {{"sample", sample}};
+    for (int t : decode_threads) {
+      log(o, "  decode, " + std::to_string(t) + " thread(s), " + std::to_string(sample) + " images...");
+      double secs = bench::time_decode(table, shuffled, sample, static_cast<int>(geom.channels), t);
+      sec[rate_key(t)] = rate_json(t, static_cast<int64_t>(sample), secs);
+      add_line("decode", sec[rate_key(t)]);
+    }
+    if (threads == 1) sec["all_workers"] = sec["one_thread"];
+    report["decode"] = sec;
+  }
+  if (has("augment")) {
+    json sec = {{"sample", sample}, {"pipeline", train ? "train" : "eval"}};
+    for (int t : decode_threads) {
+      log(o, "  decode + transforms, " + std::to_string(t) + " thread(s), " + std::to_string(sample) + " images...");
+      double secs = bench::time_decode_augment(table, shuffled, sample, pipe, seed, t);
+      sec[rate_key(t)] = rate_json(t, static_cast<int64_t>(sample), secs);
+      add_line("decode+augment", sec[rate_key(t)]);
+    }
+    if (threads == 1) sec["all_workers"] = sec["one_thread"];
+    report["decode_augment"] = sec;
+  }
+
+  return table_txt;
+}
+
+// The loader section: every worker count of `thread_list` timed o.bench_repeats times (the median kept),
+// into report["loader"] and `table_txt`; the verdict against --compute-rate.
+json loader_section(const BenchDataRequest& o, const data::Table& table, const std::vector<int64_t>& rows,
+                    const data::Pipeline& pipe, const data::DataOptions& dopt, const std::vector<int>& thread_list,
+                    int64_t batch, bool train, uint64_t seed, json& report, std::string& table_txt) {
+  const int workers = static_cast<int>(dopt.num_workers);
+  const bool decoded = report.contains("decode") || report.contains("decode_augment");
+  json verdict = {{"loader_images_per_s", nullptr},
+                  {"loader_workers", nullptr},
+                  {"compute_images_per_s", o.bench_compute_rate > 0 ? json(o.bench_compute_rate) : json(nullptr)},
+                  {"bottleneck", nullptr}};
+  {
+    std::string ltxt = "loader         workers   batches   seconds   batches/s       img/s   (median of " +
+                       std::to_string(o.bench_repeats) + ")\n";
+    json runs = json::array();
+    int64_t epoch = 0;
+    for (int w : thread_list) {
+      log(o, "  loader, " + std::to_string(w) + " workers, " +
+                 (o.bench_batches < 0 ? std::string("one epoch") : std::to_string(o.bench_batches) + " batches") +
+                 " x " + std::to_string(o.bench_repeats) + "...");
+      // data.cache = "ram" is honoured; each worker count starts from an empty cache.
+      std::unique_ptr<data::ImageCache> cache;
+      if (dopt.cache == "ram")
+        cache = std::make_unique<data::ImageCache>(static_cast<size_t>(dopt.cache_max_gb * (1ull << 30)));
+      data::LoaderOptions lo{batch, train, train, w, static_cast<int>(dopt.prefetch), seed, 0, -1, cache.get()};
+      std::vector<LoaderTiming> reps;
+      for (int k = 0; k < o.bench_repeats; ++k)
+        reps.push_back(time_loader(table, rows, pipe, lo, o.bench_batches, epoch));
+      std::vector<double> secs;
+      for (auto& r : reps) secs.push_back(r.seconds);
+      std::sort(reps.begin(), reps.end(), [](auto& a, auto& b) { return a.seconds < b.seconds; });
+      const LoaderTiming& med = reps[reps.size() / 2];
+      double bps = med.seconds > 0 ? med.batches / med.seconds : 0.0,
+             ips = med.seconds > 0 ? med.images / med.seconds : 0.0;
+      runs.push_back({{"workers", w},
+                      {"batches", med.batches},
+                      {"images", med.images},
+                      {"seconds", med.seconds},
+                      {"batches_per_s", bps},
+                      {"images_per_s", ips},
+                      {"repeat_seconds", secs}});
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%-15s %7d %9lld %9.3f %11.2f %11.1f\n", "loader", w,
+                    static_cast<long long>(med.batches), med.seconds, bps, ips);
+      ltxt += buf;
+    }
+    report["loader"] = {{"batches", o.bench_batches < 0 ? json("all") : json(o.bench_batches)},
+                        {"warmup_batches", o.bench_batches < 0 ? 0 : 1},
+                        {"repeats", o.bench_repeats},
+                        {"runs", runs}};
+    table_txt += (decoded ? "\n" : "") + ltxt;
+    // The rate fit will see: the recipe's worker count when measured, else the best one measured.
+    const json* pick = nullptr;
+    for (auto& r : runs)
+      if (r["workers"] == workers) pick = &r;
+    if (!pick)
+      for (auto& r : runs)
+        if (!pick || r["images_per_s"].get<double>() > (*pick)["images_per_s"].get<double>()) pick = &r;
+    double ips = (*pick)["images_per_s"].get<double>();
+    verdict["loader_images_per_s"] = ips;
+    verdict["loader_workers"] = (*pick)["workers"];
+    if (o.bench_compute_rate > 0) verdict["bottleneck"] = ips < o.bench_compute_rate;
+    verdict["text"] = verdict_text(ips, (*pick)["workers"].get<int>(), o.bench_compute_rate);
+  }
+  return verdict;
+}
+
 }  // namespace
 
-int run_bench_data(const JobOptions& o) {
+int run_bench_data(const BenchDataRequest& o) {
   const auto& recipe = o.recipe;
   auto run = train::load_run_options(recipe);
   auto topt = train::load_train_options(recipe);
@@ -170,101 +286,15 @@ int run_bench_data(const JobOptions& o) {
                  {"cache", dopt.cache},
                  {"uint8_transfer", dopt.uint8_transfer},
                  {"opencv_threads", data::opencv_threads()}};
-  std::string table_txt =
-      has("decode") || has("augment") ? "section          threads    images   seconds       img/s  img/s/thread\n" : "";
-  auto add_line = [&](const std::string& name, const json& r) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "%-15s %8d %9lld %9.3f %11.1f %13.1f\n", name.c_str(), r["threads"].get<int>(),
-                  static_cast<long long>(r["images"].get<int64_t>()), r["seconds"].get<double>(),
-                  r["images_per_s"].get<double>(), r["images_per_s_per_thread"].get<double>());
-    table_txt += buf;
-  };
-  std::vector<int> decode_threads{1};
-  if (threads > 1) decode_threads.push_back(threads);
-  auto rate_key = [](int t) { return t == 1 ? "one_thread" : "all_workers"; };
-
-  if (has("decode")) {
-    json sec = {{"sample", sample}};
-    for (int t : decode_threads) {
-      log(o, "  decode, " + std::to_string(t) + " thread(s), " + std::to_string(sample) + " images...");
-      double secs = bench::time_decode(table, shuffled, sample, static_cast<int>(geom.channels), t);
-      sec[rate_key(t)] = rate_json(t, static_cast<int64_t>(sample), secs);
-      add_line("decode", sec[rate_key(t)]);
-    }
-    if (threads == 1) sec["all_workers"] = sec["one_thread"];
-    report["decode"] = sec;
-  }
-  if (has("augment")) {
-    json sec = {{"sample", sample}, {"pipeline", train ? "train" : "eval"}};
-    for (int t : decode_threads) {
-      log(o, "  decode + transforms, " + std::to_string(t) + " thread(s), " + std::to_string(sample) + " images...");
-      double secs = bench::time_decode_augment(table, shuffled, sample, pipe, seed, t);
-      sec[rate_key(t)] = rate_json(t, static_cast<int64_t>(sample), secs);
-      add_line("decode+augment", sec[rate_key(t)]);
-    }
-    if (threads == 1) sec["all_workers"] = sec["one_thread"];
-    report["decode_augment"] = sec;
-  }
-
-  json verdict = {{"loader_images_per_s", nullptr},
-                  {"loader_workers", nullptr},
-                  {"compute_images_per_s", o.bench_compute_rate > 0 ? json(o.bench_compute_rate) : json(nullptr)},
-                  {"bottleneck", nullptr}};
-  if (has("loader")) {
-    std::string ltxt = "loader         workers   batches   seconds   batches/s       img/s   (median of " +
-                       std::to_string(o.bench_repeats) + ")\n";
-    json runs = json::array();
-    int64_t epoch = 0;
-    for (int w : thread_list) {
-      log(o, "  loader, " + std::to_string(w) + " workers, " +
-                 (o.bench_batches < 0 ? std::string("one epoch") : std::to_string(o.bench_batches) + " batches") +
-                 " x " + std::to_string(o.bench_repeats) + "...");
-      // data.cache = "ram" is honoured; each worker count starts from an empty cache.
-      std::unique_ptr<data::ImageCache> cache;
-      if (dopt.cache == "ram")
-        cache = std::make_unique<data::ImageCache>(static_cast<size_t>(dopt.cache_max_gb * (1ull << 30)));
-      data::LoaderOptions lo{batch, train, train, w, static_cast<int>(dopt.prefetch), seed, 0, -1, cache.get()};
-      std::vector<LoaderTiming> reps;
-      for (int k = 0; k < o.bench_repeats; ++k)
-        reps.push_back(time_loader(table, rows, pipe, lo, o.bench_batches, epoch));
-      std::vector<double> secs;
-      for (auto& r : reps) secs.push_back(r.seconds);
-      std::sort(reps.begin(), reps.end(), [](auto& a, auto& b) { return a.seconds < b.seconds; });
-      const LoaderTiming& med = reps[reps.size() / 2];
-      double bps = med.seconds > 0 ? med.batches / med.seconds : 0.0,
-             ips = med.seconds > 0 ? med.images / med.seconds : 0.0;
-      runs.push_back({{"workers", w},
-                      {"batches", med.batches},
-                      {"images", med.images},
-                      {"seconds", med.seconds},
-                      {"batches_per_s", bps},
-                      {"images_per_s", ips},
-                      {"repeat_seconds", secs}});
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "%-15s %7d %9lld %9.3f %11.2f %11.1f\n", "loader", w,
-                    static_cast<long long>(med.batches), med.seconds, bps, ips);
-      ltxt += buf;
-    }
-    report["loader"] = {{"batches", o.bench_batches < 0 ? json("all") : json(o.bench_batches)},
-                        {"warmup_batches", o.bench_batches < 0 ? 0 : 1},
-                        {"repeats", o.bench_repeats},
-                        {"runs", runs}};
-    table_txt += (has("decode") || has("augment") ? "\n" : "") + ltxt;
-    // The rate fit will see: the recipe's worker count when measured, else the best one measured.
-    const json* pick = nullptr;
-    for (auto& r : runs)
-      if (r["workers"] == workers) pick = &r;
-    if (!pick)
-      for (auto& r : runs)
-        if (!pick || r["images_per_s"].get<double>() > (*pick)["images_per_s"].get<double>()) pick = &r;
-    double ips = (*pick)["images_per_s"].get<double>();
-    verdict["loader_images_per_s"] = ips;
-    verdict["loader_workers"] = (*pick)["workers"];
-    if (o.bench_compute_rate > 0) verdict["bottleneck"] = ips < o.bench_compute_rate;
-    verdict["text"] = verdict_text(ips, (*pick)["workers"].get<int>(), o.bench_compute_rate);
-  } else {
-    verdict["text"] = "loader not measured (--sections without loader): no verdict";
-  }
+  std::string table_txt = decode_sections(o, table, shuffled, sample, geom, pipe, seed, threads, train, report);
+  json verdict =
+      has("loader")
+          ? loader_section(o, table, rows, pipe, dopt, thread_list, batch, train, seed, report, table_txt)
+          : json{{"loader_images_per_s", nullptr},
+                 {"loader_workers", nullptr},
+                 {"compute_images_per_s", o.bench_compute_rate > 0 ? json(o.bench_compute_rate) : json(nullptr)},
+                 {"bottleneck", nullptr},
+                 {"text", "loader not measured (--sections without loader): no verdict"}};
   report["verdict"] = verdict;
 
   std::cout << head << table_txt << "verdict: " << verdict["text"].get<std::string>() << "\n";

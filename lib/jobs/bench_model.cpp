@@ -2,7 +2,7 @@
 // recipe's optimizer step on synthetic images in memory (no decoding, no loader), for the recipe's model or a list of
 // families built for the recipe's data, in NCHW and channels_last layouts, optionally with gradient
 // checkpointing and the activation memory it saves (glibc heap held after the forward pass).
-#include <malloc.h>
+#include "jobs/bench_model.h"
 
 #include <algorithm>
 #include <chrono>
@@ -19,6 +19,7 @@
 #include "core/fs.h"
 #include "core/strings.h"
 #include "device/device.h"
+#include "device/memory_probe.h"
 #include "device/precision.h"
 #include "jobs/bench_util.h"
 #include "jobs/job.h"
@@ -27,6 +28,7 @@
 #include "model/summary.h"
 #include "optim/optimizer.h"
 #include "train/options.h"
+#include "train/step.h"
 
 using nlohmann::json;
 
@@ -37,17 +39,6 @@ constexpr int kBenchSchema = 1;
 using bench::Clock;
 using bench::fixed;
 using bench::median;
-
-// Bytes the process's malloc hands out (every arena, small blocks and mmap'ed ones); -1 where glibc
-// cannot say. LibTorch's CPU allocator is plain malloc, so a delta is tensor memory.
-int64_t heap_in_use() {
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
-  struct mallinfo2 m = mallinfo2();
-  return static_cast<int64_t>(m.uordblks + m.hblkhd);
-#else
-  return -1;
-#endif
-}
 
 // The recipe with model.name = `name`. Another family keeps only the keys every model shares
 // (resnet9's width means nothing to convnext); no model loads model.pretrained here.
@@ -81,15 +72,11 @@ Step train_step(model::Network& net, optim::Optimizer& opt, const at::Tensor& x,
   opt.zero_grad();
   Step s;
   const auto t0 = Clock::now();
-  const int64_t before = heap_in_use();
+  const int64_t before = device::heap_in_use();
   {
-    at::Tensor out;
-    {
-      device::AutocastScope autocast(precision, x.device().type());  // device.precision, as in fit
-      out = net.forward(x, feats);
-    }
-    at::Tensor loss = loss_fn(out.to(torch::kFloat));
-    const int64_t after = heap_in_use();
+    // device.precision, as in fit
+    at::Tensor loss = loss_fn(train::forward_float32(net, x, feats, precision, x.device().type()));
+    const int64_t after = device::heap_in_use();
     if (before >= 0 && after >= 0) s.held_bytes = after - before;
     loss.backward();
   }
@@ -99,9 +86,81 @@ Step train_step(model::Network& net, optim::Optimizer& opt, const at::Tensor& x,
   return s;
 }
 
+// Targets of the task's shape on `device` (seeded by the caller) and the loss on them.
+std::function<at::Tensor(const at::Tensor&)> synthetic_loss(data::Task task, int64_t outputs, int64_t batch,
+                                                            const c10::Device& device) {
+  namespace F = torch::nn::functional;
+  auto fopts = torch::TensorOptions().dtype(torch::kFloat).device(device);
+  switch (task) {
+    case data::Task::multiclass: {
+      at::Tensor y = torch::randint(0, outputs, {batch}, torch::TensorOptions().dtype(torch::kLong).device(device));
+      return [y](const at::Tensor& out) { return F::cross_entropy(out, y); };
+    }
+    case data::Task::regression: {
+      at::Tensor y = torch::randn({batch, outputs}, fopts);
+      return [y](const at::Tensor& out) { return F::mse_loss(out, y); };
+    }
+    default: {  // binary, multilabel: 0/1 targets per output
+      at::Tensor y = torch::randint(0, 2, {batch, outputs}, fopts);
+      return [y](const at::Tensor& out) { return F::binary_cross_entropy_with_logits(out, y); };
+    }
+  }
+}
+
+// One configuration (layout, checkpointing) of one model: warm-up, then the timed steps; the report row.
+json time_config(const BenchModelRequest& o, const config::Tree& tree, model::Network& net, const at::Tensor& x,
+                 const at::Tensor& feats, const std::function<at::Tensor(const at::Tensor&)>& loss_fn,
+                 const at::Tensor& sync_param, device::Precision precision, bool measure_heap, double gflops,
+                 const std::string& name, const std::string& layout, bool ckpt, int64_t batch) {
+  // A fresh optimizer per configuration: its moments take each layout's memory format.
+  auto opt = optim::build(tree, net);
+  for (int64_t i = 0; i < o.bench_model_warmup; ++i) train_step(net, *opt, x, feats, loss_fn, sync_param, precision);
+  std::vector<double> secs, held;
+  for (int64_t i = 0; i < o.bench_model_steps; ++i) {
+    Step s = train_step(net, *opt, x, feats, loss_fn, sync_param, precision);
+    secs.push_back(s.seconds);
+    held.push_back(static_cast<double>(s.held_bytes));
+  }
+  const double med = median(secs);
+  const double ips = med > 0 ? static_cast<double>(batch) / med : 0.0;
+  json held_json = measure_heap ? json(static_cast<int64_t>(median(held))) : json(nullptr);
+  return {{"model", name},
+          {"layout", layout},
+          {"grad_checkpointing", ckpt},
+          {"batch_size", batch},
+          {"warmup_steps", o.bench_model_warmup},
+          {"steps", o.bench_model_steps},
+          {"step_seconds", secs},
+          {"median_step_seconds", med},
+          {"images_per_s", ips},
+          // forward + backward ~ 3x the forward pass's 2 x MACs
+          {"train_tflops_per_s", 3.0 * gflops * ips / 1000.0},
+          {"held_after_forward_bytes", held_json}};
+}
+
+// Checkpointing's trade for one model, per layout: activation memory against speed.
+std::string checkpoint_notes(const BenchModelRequest& o, const std::string& name,
+                             std::map<std::pair<std::string, bool>, json>& by_config, bool measure_heap,
+                             const std::string& device) {
+  std::string notes;
+  for (const auto& layout : o.bench_model_layouts) {
+    const json& off = by_config[{layout, false}];
+    const json& on = by_config[{layout, true}];
+    const double speed = on["images_per_s"].get<double>() / std::max(1e-12, off["images_per_s"].get<double>());
+    std::string mem = "memory not measured on " + device;
+    if (measure_heap) {
+      const auto a = off["held_after_forward_bytes"].get<int64_t>(), b = on["held_after_forward_bytes"].get<int64_t>();
+      mem = "holds " + model::bytes_text(b) + " after the forward pass instead of " + model::bytes_text(a) +
+            (a > 0 ? " (" + fixed(100.0 * static_cast<double>(b - a) / static_cast<double>(a), 0) + "%)" : "");
+    }
+    notes += name + " " + layout + ": grad checkpointing " + mem + ", at " + fixed(speed, 2) + "x the speed\n";
+  }
+  return notes;
+}
+
 }  // namespace
 
-int run_bench_model(const JobOptions& o) {
+int run_bench_model(const BenchModelRequest& o) {
   const auto& recipe = o.recipe;
   KG_CHECK(o.bench_model_steps > 0, UsageError, "--steps must be positive, got ", o.bench_model_steps);
   KG_CHECK(o.bench_model_warmup >= 0, UsageError, "--warmup must be >= 0, got ", o.bench_model_warmup);
@@ -124,7 +183,7 @@ int run_bench_model(const JobOptions& o) {
   const int64_t batch = o.bench_model_batch > 0 ? o.bench_model_batch : train::load_train_options(recipe).batch_size;
   std::vector<bool> ckpt_modes{false};
   if (o.bench_model_grad_checkpointing) ckpt_modes.push_back(true);
-  const bool measure_heap = dev.device.is_cpu() && heap_in_use() >= 0;
+  const bool measure_heap = dev.device.is_cpu() && device::heap_in_use() >= 0;
 
   const std::string optim_name = recipe.at("optim.name").value.get<std::string>();
   const std::string shape =
@@ -147,25 +206,7 @@ int run_bench_model(const JobOptions& o) {
   auto fopts = torch::TensorOptions().dtype(torch::kFloat).device(dev.device);
   const at::Tensor x = torch::randn({batch, ctx.in_chans, ctx.height, ctx.width}, fopts);
   const at::Tensor feats = ctx.num_features > 0 ? torch::randn({batch, ctx.num_features}, fopts) : at::Tensor();
-  std::function<at::Tensor(const at::Tensor&)> loss_fn;
-  namespace F = torch::nn::functional;
-  switch (in.classes.task) {
-    case data::Task::multiclass: {
-      at::Tensor y =
-          torch::randint(0, ctx.num_outputs, {batch}, torch::TensorOptions().dtype(torch::kLong).device(dev.device));
-      loss_fn = [y](const at::Tensor& out) { return F::cross_entropy(out, y); };
-      break;
-    }
-    case data::Task::regression: {
-      at::Tensor y = torch::randn({batch, ctx.num_outputs}, fopts);
-      loss_fn = [y](const at::Tensor& out) { return F::mse_loss(out, y); };
-      break;
-    }
-    default: {  // binary, multilabel: 0/1 targets per output
-      at::Tensor y = torch::randint(0, 2, {batch, ctx.num_outputs}, fopts);
-      loss_fn = [y](const at::Tensor& out) { return F::binary_cross_entropy_with_logits(out, y); };
-    }
-  }
+  const auto loss_fn = synthetic_loss(in.classes.task, ctx.num_outputs, batch, dev.device);
 
   json models = json::array(), rows = json::array();
   char buf[256];
@@ -196,31 +237,10 @@ int run_bench_model(const JobOptions& o) {
         net->set_grad_checkpointing(ckpt);
         log(o, "  " + name + ", " + layout + (ckpt ? ", grad checkpointing" : "") + ": " +
                    std::to_string(o.bench_model_warmup) + " + " + std::to_string(o.bench_model_steps) + " steps...");
-        // A fresh optimizer per configuration: its moments take each layout's memory format.
-        auto opt = optim::build(tree, *net);
-        for (int64_t i = 0; i < o.bench_model_warmup; ++i)
-          train_step(*net, *opt, x, feats, loss_fn, sync_param, dev.precision);
-        std::vector<double> secs, held;
-        for (int64_t i = 0; i < o.bench_model_steps; ++i) {
-          Step s = train_step(*net, *opt, x, feats, loss_fn, sync_param, dev.precision);
-          secs.push_back(s.seconds);
-          held.push_back(static_cast<double>(s.held_bytes));
-        }
-        const double med = median(secs);
-        const double ips = med > 0 ? static_cast<double>(batch) / med : 0.0;
-        json held_json = measure_heap ? json(static_cast<int64_t>(median(held))) : json(nullptr);
-        json row = {{"model", name},
-                    {"layout", layout},
-                    {"grad_checkpointing", ckpt},
-                    {"batch_size", batch},
-                    {"warmup_steps", o.bench_model_warmup},
-                    {"steps", o.bench_model_steps},
-                    {"step_seconds", secs},
-                    {"median_step_seconds", med},
-                    {"images_per_s", ips},
-                    // forward + backward ~ 3x the forward pass's 2 x MACs
-                    {"train_tflops_per_s", 3.0 * summary.gflops * ips / 1000.0},
-                    {"held_after_forward_bytes", held_json}};
+        const json row = time_config(o, tree, *net, x, feats, loss_fn, sync_param, dev.precision, measure_heap,
+                                     summary.gflops, name, layout, ckpt, batch);
+        const double med = row["median_step_seconds"].get<double>(), ips = row["images_per_s"].get<double>();
+        const json& held_json = row["held_after_forward_bytes"];
         rows.push_back(row);
         by_config[{layout, ckpt}] = row;
         std::snprintf(buf, sizeof buf, "%-16s %-14s %-5s %9.3f %10.3f %10.1f %14s\n", name.c_str(), layout.c_str(),
@@ -231,21 +251,7 @@ int run_bench_model(const JobOptions& o) {
     }
     net->set_channels_last(false);
     net->set_grad_checkpointing(false);
-    // Checkpointing's trade, per layout: activation memory against speed.
-    if (o.bench_model_grad_checkpointing)
-      for (const auto& layout : o.bench_model_layouts) {
-        const json& off = by_config[{layout, false}];
-        const json& on = by_config[{layout, true}];
-        const double speed = on["images_per_s"].get<double>() / std::max(1e-12, off["images_per_s"].get<double>());
-        std::string mem = "memory not measured on " + dev.description;
-        if (measure_heap) {
-          const auto a = off["held_after_forward_bytes"].get<int64_t>(),
-                     b = on["held_after_forward_bytes"].get<int64_t>();
-          mem = "holds " + model::bytes_text(b) + " after the forward pass instead of " + model::bytes_text(a) +
-                (a > 0 ? " (" + fixed(100.0 * static_cast<double>(b - a) / static_cast<double>(a), 0) + "%)" : "");
-        }
-        notes += name + " " + layout + ": grad checkpointing " + mem + ", at " + fixed(speed, 2) + "x the speed\n";
-      }
+    if (o.bench_model_grad_checkpointing) notes += checkpoint_notes(o, name, by_config, measure_heap, dev.description);
   }
 
   std::cout << head << table << (notes.empty() ? "" : "\n" + notes);

@@ -1,7 +1,5 @@
 #include "jobs/bench_phases.h"
 
-#include <malloc.h>
-
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -20,6 +18,7 @@
 #include "optim/optimizer.h"
 #include "train/callback.h"
 #include "train/plan.h"
+#include "train/step.h"
 #include "train/trainer.h"
 
 using nlohmann::json;
@@ -149,6 +148,9 @@ void time_compute_phases(FitSetup& s, model::Network& net, const data::Batch& b,
   const auto& dev = s.dev;
   auto opt = optim::build(s.recipe, net);
   auto scaler = dev.make_scaler();
+  const train::MicroStep micro{&net, s.loss.get(), dev.precision, dev.device.type(), scaler.enabled()};
+  const train::GradientPolicy policy(train::load_train_options(s.recipe));
+  const auto params = net.parameters();
   const int64_t n = st.warmup + st.steps * st.repeats;
   std::vector<double> copy, fwd, bwd, step;
   net.train();
@@ -156,29 +158,17 @@ void time_compute_phases(FitSetup& s, model::Network& net, const data::Batch& b,
     opt->zero_grad();
     sync();
     const auto t0 = Clock::now();
-    auto x = data::to_model_input(b, dev.device);
-    auto y = b.targets.to(dev.device, /*non_blocking=*/true);
-    at::Tensor f = b.features.defined() ? b.features.to(dev.device, /*non_blocking=*/true) : at::Tensor();
+    const train::DeviceBatch in = train::to_device(b, dev.device);
     sync();
     const auto t1 = Clock::now();
-    at::Tensor out;
-    {
-      device::AutocastScope autocast(dev.precision, dev.device.type());
-      out = net.forward(x, f);
-    }
-    auto l = s.loss->forward(out.to(torch::kFloat), y);
+    auto l = micro.forward(in.x, in.f, in.y);
     sync();
     const auto t2 = Clock::now();
-    (scaler.enabled() ? l * scaler.scale() : l).backward();
+    micro.backward(l, micro.weight_tensor(train::MicroStep::weight_of(1, scaler), dev.device));
     sync();
     const auto t3 = Clock::now();
-    if (scaler.enabled()) {
-      std::vector<at::Tensor> grads;
-      for (auto& p : net.parameters())
-        if (p.grad().defined()) grads.push_back(p.grad());
-      scaler.unscale_and_check(grads);
-    }
-    opt->step();
+    // fit's update: fp16 unscaling, clipping, the non-finite check (one host sync), the optimizer step.
+    policy.finish(params, l.detach(), *opt, scaler);
     sync();
     const auto t4 = Clock::now();
     auto d = [](auto a, auto c) { return std::chrono::duration<double>(c - a).count(); };
@@ -274,12 +264,9 @@ void time_eval_step(FitSetup& s, model::Network& net, const std::vector<int64_t>
     auto last = Clock::now();
     while (loader->next(b)) {
       at::Tensor f = b.features.defined() ? b.features.to(s.dev.device, /*non_blocking=*/true) : at::Tensor();
-      at::Tensor out;
-      {
-        device::AutocastScope autocast(s.dev.precision, s.dev.device.type());
-        out = net.forward(data::to_model_input(b, s.dev.device), f);
-      }
-      (void)metric::activate(out.to(torch::kFloat), s.task).to(torch::kCPU);
+      const at::Tensor out =
+          train::forward_float32(net, data::to_model_input(b, s.dev.device), f, s.dev.precision, s.dev.device.type());
+      (void)metric::activate(out, s.task).to(torch::kCPU);
       sync();
       const auto now = Clock::now();
       secs.push_back(std::chrono::duration<double>(now - last).count());
@@ -310,55 +297,13 @@ json PhaseTiming::to_json() const {
           {"note", note}};
 }
 
-json PeakMemory::to_json() const {
-  return {{"peak_rss_bytes", host_rss_bytes >= 0 ? json(host_rss_bytes) : json()},
-          {"peak_rss_since", host_reset ? "configuration start" : "process start (the kernel refused to reset VmHWM)"},
-          {"cuda_peak_allocated_bytes", cuda ? json(cuda_allocated_bytes) : json()},
-          {"cuda_peak_reserved_bytes", cuda ? json(cuda_reserved_bytes) : json()}};
-}
-
-std::string PeakMemory::str() const {
-  std::string s = host_rss_bytes >= 0 ? "RSS " + model::bytes_text(host_rss_bytes) : "RSS n/a";
-  if (!host_reset) s += " (process peak)";
-  if (cuda)
-    s += ", CUDA " + model::bytes_text(cuda_allocated_bytes) + " allocated / " +
-         model::bytes_text(cuda_reserved_bytes) + " reserved";
+std::string peak_memory_text(const device::PeakMemory& m) {
+  std::string s = m.host_rss_bytes >= 0 ? "RSS " + model::bytes_text(m.host_rss_bytes) : "RSS n/a";
+  if (!m.host_reset) s += " (process peak)";
+  if (m.cuda)
+    s += ", CUDA " + model::bytes_text(m.cuda_allocated_bytes) + " allocated / " +
+         model::bytes_text(m.cuda_reserved_bytes) + " reserved";
   return s;
-}
-
-bool reset_host_peak() {
-#if defined(__GLIBC__)
-  // kgtrain keeps freed heap (core/host_memory.h): hand it back first, or the previous configuration's
-  // freed memory would count in this one's RSS.
-  malloc_trim(0);
-#endif
-  const auto& cpu = device::backend_for(c10::kCPU);
-  cpu.reset_peak_memory(0);
-  const auto m = cpu.memory(0);
-  // Whether the reset took or the process is at its peak anyway, what VmHWM says from here on is this
-  // configuration's peak exactly when it now equals the current RSS (a few pages of slack).
-  return m.available && m.peak_allocated - m.allocated <= (4 << 20);
-}
-
-void reset_device_peak(const device::DeviceInfo& dev) {
-  if (!dev.device.is_cuda()) return;
-  const auto& b = device::backend_for(dev.device.type());
-  b.empty_cache();  // the previous configuration's cached blocks would count as this one's reserve
-  b.reset_peak_memory(dev.device.index());
-}
-
-PeakMemory read_peaks(const device::DeviceInfo& dev, bool host_reset) {
-  PeakMemory p;
-  const auto host = device::backend_for(c10::kCPU).memory(0);
-  if (host.available) p.host_rss_bytes = host.peak_allocated;
-  p.host_reset = host_reset;
-  if (dev.device.is_cuda()) {
-    const auto m = device::backend_for(dev.device.type()).memory(dev.device.index());
-    p.cuda = m.available;
-    p.cuda_allocated_bytes = m.peak_allocated;
-    p.cuda_reserved_bytes = m.peak_reserved;
-  }
-  return p;
 }
 
 ConfigTiming config_shape(FitSetup& s) {

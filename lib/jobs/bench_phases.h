@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "device/device.h"
+#include "device/memory_probe.h"
 
 namespace kg::jobs {
 struct FitSetup;
@@ -39,21 +40,8 @@ struct PhaseTiming {
   nlohmann::json to_json() const;
 };
 
-struct PeakMemory {
-  int64_t host_rss_bytes = -1;  // VmHWM: since the configuration started (host_reset) or since the process did
-  bool host_reset = false;
-  bool cuda = false;  // the CUDA caching allocator's peaks below are known
-  int64_t cuda_allocated_bytes = 0, cuda_reserved_bytes = 0;
-  nlohmann::json to_json() const;
-  std::string str() const;  // "RSS 1.20 GiB, CUDA 3.1 GiB allocated / 3.5 GiB reserved"
-};
-
-// Resets the peaks before a configuration is built: the host's VmHWM (where the kernel allows a
-// write of "5" to /proc/self/clear_refs; returns whether the peak now starts from the current RSS),
-// the CUDA allocator's cache and peak statistics of `dev` when given.
-bool reset_host_peak();
-void reset_device_peak(const device::DeviceInfo& dev);
-PeakMemory read_peaks(const device::DeviceInfo& dev, bool host_reset);
+// "RSS 1.20 GiB, CUDA 3.1 GiB allocated / 3.5 GiB reserved"
+std::string peak_memory_text(const device::PeakMemory& m);
 
 struct ConfigTiming {
   std::vector<PhaseTiming> phases;  // with phases: every phase; else train_step and eval_step

@@ -86,26 +86,26 @@ std::vector<std::string> run_checkpoints(const std::string& run, const std::stri
 
 }  // namespace
 
-Ensemble collect_members(const JobOptions& o) {
-  KG_CHECK(!o.checkpoints.empty() || !o.weights.empty() || !o.from_runs.empty(), UsageError, o.command,
+Ensemble collect_members(const JobOptions& o, const ModelSources& m) {
+  KG_CHECK(!m.checkpoints.empty() || !m.weights.empty() || !m.from_runs.empty(), UsageError, o.command,
            " needs --from-run RUN_DIR, --checkpoint DIR (e.g. RUN/checkpoints/best) or --weights FILE.safetensors");
   const auto topt = tta::load_tta_options(o.recipe);
   Ensemble e;
   bool have = false;
-  for (auto& run : o.from_runs)
+  for (auto& run : m.from_runs)
     for (auto& dir : run_checkpoints(run, topt.weights)) {
-      auto m = member_of(dir, topt.weights, e.classes, have);
-      m.run_dir = run;
-      e.members.push_back(std::move(m));
+      auto member = member_of(dir, topt.weights, e.classes, have);
+      member.run_dir = run;
+      e.members.push_back(std::move(member));
     }
-  for (auto& dir : o.checkpoints) e.members.push_back(member_of(dir, topt.weights, e.classes, have));
-  if (!o.weights.empty()) {
+  for (auto& dir : m.checkpoints) e.members.push_back(member_of(dir, topt.weights, e.classes, have));
+  if (!m.weights.empty()) {
     auto cl = data::infer_classes(data::load_data_options(o.recipe));
     KG_CHECK(!have || (cl.names == e.classes.names && cl.task == e.classes.task), UsageError,
              "--weights use the recipe's classes (", cl.size(), ") but the checkpoints have ", e.classes.size(),
              "; an ensemble needs the same classes");
     e.classes = cl;
-    for (auto& f : o.weights) e.members.push_back({f, model::read_safetensors(f), -1, ""});
+    for (auto& f : m.weights) e.members.push_back({f, model::read_safetensors(f), -1, ""});
   }
   const auto dopt = data::load_data_options(o.recipe);
   KG_CHECK(data::parse_task(dopt.task) == e.classes.task, UsageError, "the checkpoints predict a ",

@@ -30,7 +30,7 @@ struct Ensemble {
 // --checkpoint dirs, --from-run dirs (each fold's checkpoints/<tta.weights>; ema/swa from checkpoints/last)
 // and --weights files. UsageError (exit 2) when none is given, when members disagree on the classes or the
 // task, or when the recipe's data.task differs from the checkpoints'.
-Ensemble collect_members(const JobOptions& o);
+Ensemble collect_members(const JobOptions& o, const ModelSources& models);
 
 struct MemberPrediction {
   std::vector<std::string> view_labels;  // "identity", "hflip", "d4/rot90", "train_aug" ...

@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace kg::jobs {
-ResumeTarget resume_target(const JobOptions& o) {
+ResumeTarget resume_target(const FitRequest& o) {
   ResumeTarget t;
   if (o.resume.empty()) return t;
   if (o.resume != "auto") {
@@ -108,7 +108,7 @@ void check_same_split(const std::string& run_dir, const std::vector<std::string>
 }
 
 void resume_fold(train::Trainer& trainer, const ResumeTarget& target, const std::string& fold_dir, int64_t k,
-                 const std::string& label, bool writer, const device::ProcessGroupPtr& group, const JobOptions& o) {
+                 const std::string& label, bool writer, const device::ProcessGroupPtr& group, const FitRequest& o) {
   // A checkpoint named by --resume (verified once here) serves its own fold; other folds take their
   // newest complete one (find_latest already hashed it: no second verification).
   std::optional<train::Checkpoint> given;

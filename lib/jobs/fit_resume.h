@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "device/distributed.h"
+#include "jobs/fit.h"
 #include "jobs/job.h"
 
 namespace kg::train {
@@ -22,7 +23,7 @@ struct ResumeTarget {
 };
 
 // UsageError when --resume names a path that does not exist.
-ResumeTarget resume_target(const JobOptions& o);
+ResumeTarget resume_target(const FitRequest& o);
 
 // Lines of recipe `b` (TOML) that `a` does not have, comments and blank lines aside: the resume warning.
 std::vector<std::string> changed_lines(const std::string& a, const std::string& b);
@@ -36,6 +37,6 @@ void check_same_split(const std::string& run_dir, const std::vector<std::string>
 // from the newest complete checkpoint under `fold_dir`/checkpoints (chosen by the writing rank and
 // broadcast over `group`, so every rank resumes from the same one); logs which, or that it starts fresh.
 void resume_fold(train::Trainer& trainer, const ResumeTarget& target, const std::string& fold_dir, int64_t k,
-                 const std::string& label, bool writer, const device::ProcessGroupPtr& group, const JobOptions& o);
+                 const std::string& label, bool writer, const device::ProcessGroupPtr& group, const FitRequest& o);
 
 }  // namespace kg::jobs

@@ -28,7 +28,8 @@ std::string fmt(double v, int prec = 4) { return format_significant(v, prec); }
 
 }  // namespace
 
-FitSetup::FitSetup(const JobOptions& opts, const std::string& command) : o(opts) {
+FitSetup::FitSetup(const JobOptions& opts, const std::string& command, std::vector<std::string> initial_weights)
+    : o(opts), initial_weights(std::move(initial_weights)) {
   run = train::load_run_options(o.recipe);
   topt = train::load_train_options(o.recipe);
   copt = train::load_checkpoint_options(o.recipe);
@@ -155,7 +156,7 @@ std::shared_ptr<model::Network> FitSetup::build_net() {
   weight_notes.clear();
   if (auto& r = net->pretrained_report())
     weight_notes.push_back("model.pretrained " + model::load_options(recipe).pretrained + ": " + r->str());
-  for (auto& f : o.weights)
+  for (auto& f : initial_weights)
     weight_notes.push_back("--weights " + f + ": " +
                            model::load_weights(*net, model::read_safetensors(f), {}, f).str());
   return net;

@@ -39,12 +39,14 @@ struct FitSetup {
   // Reads the recipe's sections, sets up the device, loads and checks the training table (logging the
   // "data" line), assigns the folds, builds the pipelines, the loss and the metrics. `command` names the
   // job in the first log line ("fit", "lr-find").
-  FitSetup(const JobOptions& o, const std::string& command);
+  // `initial_weights`: fit --weights files, loaded into every fold's new network.
+  FitSetup(const JobOptions& o, const std::string& command, std::vector<std::string> initial_weights = {});
   ~FitSetup();
   FitSetup(const FitSetup&) = delete;
   FitSetup& operator=(const FitSetup&) = delete;
 
   const JobOptions& o;
+  std::vector<std::string> initial_weights;
   train::RunOptions run;
   train::TrainOptions topt;
   train::CheckpointOptions copt;

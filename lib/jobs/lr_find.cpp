@@ -2,6 +2,8 @@
 // training rows, augmentation, mixup, accumulation, optimizer, freezing and precision as fit's first
 // epoch would have them). Writes lr_find.csv / .json / .png and summary.json; `fit` with
 // optim.lr = "find" runs the same finder through run_lr_finder.
+#include "jobs/lr_find.h"
+
 #include <torch/torch.h>
 
 #include <chrono>
@@ -159,7 +161,8 @@ json run_lr_finder(FitSetup& s, model::Network& net, int64_t fold, const std::st
 
 int run_lr_find(const JobOptions& given) {
   const auto t_start = Clock::now();
-  const JobOptions o = resolve_auto_batch(given);
+  JobOptions o = given;
+  resolve_auto_batch(o);
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t_start).count(); };
   FitSetup s(o, "lr-find");
   (void)train::load_lr_find_options(s.recipe);  // start_lr < end_lr before anything is built

@@ -1,6 +1,8 @@
 // `kgtrain pack`: turns the recipe's training or test table (csv or folder layout) into ONE file
 // the loader memory-maps (lib/data/pack.h): encoded image bytes as they are on disk (bit-exact),
 // or pre-resized raw pixels (--raw). Bad rows follow data.on_bad_row, exactly as in fit.
+#include "jobs/pack.h"
+
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -23,7 +25,8 @@ namespace kg::jobs {
 namespace {
 
 // One split into one pack file; returns the number of items.
-int64_t pack_split(const JobOptions& o, const data::DataOptions& dopt, data::Split split, const std::string& out_path) {
+int64_t pack_split(const PackRequest& o, const data::DataOptions& dopt, data::Split split,
+                   const std::string& out_path) {
   const std::string fmt = data::resolve_format(dopt);
   KG_CHECK(fmt != "pack", UsageError,
            "data.format = \"pack\": the recipe already reads a pack; pack a csv or folder layout");
@@ -105,7 +108,7 @@ int64_t pack_split(const JobOptions& o, const data::DataOptions& dopt, data::Spl
 
 }  // namespace
 
-int run_pack(const JobOptions& o) {
+int run_pack(const PackRequest& o) {
   auto dopt = data::load_data_options(o.recipe);
   KG_CHECK(o.pack_split == "train" || o.pack_split == "test" || o.pack_split == "both", UsageError,
            "--split must be train, test or both, got \"", o.pack_split, "\"");

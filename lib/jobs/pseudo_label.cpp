@@ -3,6 +3,8 @@
 // with a recipe layer pseudo.toml (data.extra_train_csv + data.extra_image_dir) so that
 // `kgtrain fit RECIPE.toml OUT/pseudo.toml` trains on train + pseudo rows. Pseudo rows only ever train
 // (fold -1): they never enter a validation fold. `--rounds N` runs predict -> select -> retrain N times.
+#include "jobs/pseudo_label.h"
+
 #include <torch/torch.h>
 
 #include <chrono>
@@ -20,6 +22,7 @@
 #include "data/submission.h"
 #include "data/table.h"
 #include "jobs/ensemble.h"
+#include "jobs/fit.h"
 #include "jobs/job.h"
 
 namespace fs = std::filesystem;
@@ -106,8 +109,8 @@ struct RoundResult {
 };
 
 // Predicts the unlabeled table with `members` and writes pseudo.csv + pseudo.toml into `dir`.
-RoundResult predict_and_select(const JobOptions& o, const JobOptions& members, const std::string& dir) {
-  Ensemble e = collect_members(members);
+RoundResult predict_and_select(const JobOptions& o, const ModelSources& members, const std::string& dir) {
+  Ensemble e = collect_members(o, members);
   const auto popt = data::load_pseudo_options(o.recipe);
   auto src = data::load_data_options(o.recipe);
   if (!popt.source_csv.empty()) src.test_csv = popt.source_csv;
@@ -115,7 +118,7 @@ RoundResult predict_and_select(const JobOptions& o, const JobOptions& members, c
   src.on_bad_row = "skip";  // an unreadable unlabeled image is simply not pseudo-labelled (listed in summary.json)
   data::Table t = data::load_split(src, data::Split::test, e.classes, /*scan=*/true,
                                    std::max<int>(1, static_cast<int>(src.num_workers)));
-  EnsemblePredictor predictor(members, e.classes, t.feature_dim);
+  EnsemblePredictor predictor(o, e.classes, t.feature_dim);
   std::vector<at::Tensor> member_probs;
   int64_t predicted = 0;
   for (auto& m : e.members) {
@@ -181,11 +184,11 @@ RoundResult predict_and_select(const JobOptions& o, const JobOptions& members, c
 
 }  // namespace
 
-int run_pseudo_label(const JobOptions& o) {
+int run_pseudo_label(const PseudoLabelRequest& o) {
   auto t0 = std::chrono::steady_clock::now();
   KG_CHECK(!o.out.empty(), UsageError, "pseudo-label needs --out DIR");
   if (o.dry_run) {
-    auto e = collect_members(o);
+    auto e = collect_members(o, o.models);
     log(o, "dry run: recipe valid, " + std::to_string(e.members.size()) + " model(s) found; nothing predicted");
     return kExitOk;
   }
@@ -197,7 +200,7 @@ int run_pseudo_label(const JobOptions& o) {
            "); choose another folder or remove them");
   make_directories(o.out);
   json rounds = json::array();
-  JobOptions members = o;
+  ModelSources members = o.models;
   json first;
   if (o.rounds == 0) {
     first = predict_and_select(o, members, o.out).info;
@@ -207,13 +210,9 @@ int run_pseudo_label(const JobOptions& o) {
       log(o, "round " + std::to_string(r) + "/" + std::to_string(o.rounds) + ": predict and select");
       auto res = predict_and_select(o, members, dir.string());
       // Retrain the recipe with this round's pseudo rows.
-      JobOptions fo = o;
+      FitRequest fo;
+      static_cast<JobOptions&>(fo) = o;
       fo.command = "fit";
-      fo.checkpoints.clear();
-      fo.weights.clear();
-      fo.from_runs.clear();
-      fo.out.clear();
-      fo.probs.clear();
       fo.run_dir = (dir / "fit").string();
       fo.recipe.set("data.extra_train_csv",
                     config::Entry{res.info["pseudo_csv"], config::Origin::command_line(), {}, false});
@@ -244,11 +243,13 @@ int run_pseudo_label(const JobOptions& o) {
     auto layer = read_file((last / "pseudo.toml").string());
     write_file_atomic((fs::path(o.out) / "pseudo.toml").string(), layer);
   }
-  json summary = {{"command", "pseudo-label"},
-                  {"out", o.out},
-                  {"status", "completed"},
-                  {"inputs", {{"checkpoints", o.checkpoints}, {"from_runs", o.from_runs}, {"weights", o.weights}}},
-                  {"wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
+  json summary = {
+      {"command", "pseudo-label"},
+      {"out", o.out},
+      {"status", "completed"},
+      {"inputs",
+       {{"checkpoints", o.models.checkpoints}, {"from_runs", o.models.from_runs}, {"weights", o.models.weights}}},
+      {"wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
   if (o.rounds == 0)
     summary["selection"] = first;
   else

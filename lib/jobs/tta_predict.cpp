@@ -2,6 +2,8 @@
 // weights files) and the tta.views; write the submission (and the probabilities); with labels, score
 // every view, every member and the ensemble. `--oof` instead predicts each fold's validation rows with
 // its own model and the views (oof_tta.csv, cv_tta.json): TTA measured on CV.
+#include "jobs/tta_predict.h"
+
 #include <torch/torch.h>
 
 #include <chrono>
@@ -51,7 +53,7 @@ json scores_json(const std::map<std::string, double>& values) {
 }
 
 // --oof: each fold's model on its own validation rows (folds.csv of its run).
-int run_oof(const JobOptions& o, const Ensemble& e, const std::string& run_dir,
+int run_oof(const TtaPredictRequest& o, const Ensemble& e, const std::string& run_dir,
             std::chrono::steady_clock::time_point t0) {
   KG_CHECK(!e.members.empty(), UsageError, "--oof needs --from-run RUN_DIR");
   for (auto& m : e.members)
@@ -121,7 +123,7 @@ int run_oof(const JobOptions& o, const Ensemble& e, const std::string& run_dir,
   json summary = {{"command", "tta-predict"},
                   {"mode", "oof"},
                   {"run_dir", run_dir},
-                  {"runs", o.from_runs},
+                  {"runs", o.models.from_runs},
                   {"inputs", {{"members", members}}},
                   {"views", predictor.view_labels()},
                   {"folds", folds},
@@ -135,16 +137,16 @@ int run_oof(const JobOptions& o, const Ensemble& e, const std::string& run_dir,
 
 }  // namespace
 
-int run_tta_predict(const JobOptions& o) {
+int run_tta_predict(const TtaPredictRequest& o) {
   auto t0 = std::chrono::steady_clock::now();
-  KG_CHECK(!o.oof || !o.from_runs.empty(), UsageError,
+  KG_CHECK(!o.oof || !o.models.from_runs.empty(), UsageError,
            "--oof needs --from-run RUN_DIR (the fold models and their split)");
   auto same_file = [](const std::string& a, const std::string& b) {
     return fs::absolute(a).lexically_normal() == fs::absolute(b).lexically_normal();
   };
   KG_CHECK(o.out.empty() || o.probs.empty() || !same_file(o.out, o.probs), UsageError,
            "--out and --probs name the same file (", o.out, "): the probabilities would replace the submission");
-  Ensemble e = collect_members(o);
+  Ensemble e = collect_members(o, o.models);
   auto dopt = data::load_data_options(o.recipe);
   const auto topt = tta::load_tta_options(o.recipe);
   if (o.oof) {

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "device/distributed.h"
 #include "metric/metric.h"
+#include "train/step.h"
 
 namespace kg::train {
 
@@ -21,12 +22,7 @@ Predictions predict(model::Network& net, data::Loader& loader, const c10::Device
   data::Batch b;
   while (loader.next(b)) {
     at::Tensor f = b.features.defined() ? b.features.to(device, /*non_blocking=*/true) : at::Tensor();
-    at::Tensor logits;
-    {
-      device::AutocastScope autocast(precision, device.type());
-      logits = net.forward(data::to_model_input(b, device), f);
-    }
-    logits = logits.to(torch::kFloat);
+    const at::Tensor logits = forward_float32(net, data::to_model_input(b, device), f, precision, device.type());
     if (loss && b.targets.defined())
       loss_sum += loss->forward(logits, b.targets.to(device, true)).item<double>() * logits.size(0);
     probs.push_back(metric::activate(logits, task).to(torch::kCPU));
@@ -43,7 +39,7 @@ Predictions predict(model::Network& net, data::Loader& loader, const c10::Device
 
 void gather_predictions(Predictions& p, device::ProcessGroup& group) {
   const int w = group.world_size(), r = group.rank();
-  KG_CHECK(p.images > 0 && p.probs.dim() == 2, InternalError, "rank ", r, " has no validation rows to gather");
+  KG_ASSERT(p.images > 0 && p.probs.dim() == 2, "rank ", r, " has no validation rows to gather");
   at::Tensor counts = torch::zeros({w}, torch::kLong);
   counts[r] = p.images;
   std::vector<at::Tensor> c{counts};
@@ -51,8 +47,7 @@ void gather_predictions(Predictions& p, device::ProcessGroup& group) {
   const int64_t n = counts.sum().item<int64_t>();
   // Rank r's j-th row sits at r + j * w (shard_rows); a sum of zero-padded copies puts every share in place.
   at::Tensor pos = torch::arange(r, n, w, torch::kLong);
-  KG_CHECK(pos.size(0) == p.images, InternalError, "rank ", r, " predicted ", p.images, " rows, its share is ",
-           pos.size(0));
+  KG_ASSERT(pos.size(0) == p.images, "rank ", r, " predicted ", p.images, " rows, its share is ", pos.size(0));
   auto placed = [&](const at::Tensor& t) {
     auto sizes = t.sizes().vec();
     sizes[0] = n;
@@ -82,12 +77,7 @@ ViewOutputs predict_views(model::Network& net, data::Loader& loader, const c10::
     at::Tensor f = b.features.defined() ? b.features.to(device, /*non_blocking=*/true) : at::Tensor();
     auto x = data::to_model_input(b, device);
     for (size_t v = 0; v < views.size(); ++v) {
-      at::Tensor out;
-      {
-        device::AutocastScope autocast(precision, device.type());
-        out = net.forward(views[v] ? views[v](x) : x, f);
-      }
-      raw[v].push_back(out.to(torch::kFloat).to(torch::kCPU));
+      raw[v].push_back(forward_float32(net, views[v] ? views[v](x) : x, f, precision, device.type()).to(torch::kCPU));
     }
     if (b.targets.defined()) targets.push_back(b.targets);
     o.rows.insert(o.rows.end(), b.rows.begin(), b.rows.end());

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <unordered_set>
 
 #include "config/sections.h"
 #include "core/error.h"
@@ -21,6 +20,7 @@
 #include "train/options.h"
 #include "train/plan.h"
 #include "train/rng_state.h"
+#include "train/step.h"
 
 namespace kg::train {
 namespace {
@@ -76,142 +76,6 @@ double SmoothLoss::add(double loss) {
   val_ = loss + beta_ * (val_ - loss);
   pow_ *= beta_;
   return val_ / (1 - pow_);
-}
-
-// --- suggestions ---------------------------------------------------------------------------------
-
-LrCurve suggestion_curve(const std::vector<double>& lrs, const std::vector<double>& smoothed, int64_t num_steps) {
-  // Python's x[num_steps // 10 : -5].
-  const int64_t n = static_cast<int64_t>(std::min(lrs.size(), smoothed.size()));
-  const int64_t begin = std::min(num_steps / 10, n), end = std::max<int64_t>(0, n - 5);
-  LrCurve c;
-  for (int64_t i = begin; i < end; ++i) {
-    if (!std::isfinite(smoothed[static_cast<size_t>(i)])) break;
-    c.lrs.push_back(lrs[static_cast<size_t>(i)]);
-    c.losses.push_back(smoothed[static_cast<size_t>(i)]);
-  }
-  return c;
-}
-
-double suggest_valley(const LrCurve& c, int64_t* index) {
-  const int64_t n = static_cast<int64_t>(c.losses.size());
-  KG_ASSERT(n >= 1, "suggest_valley on an empty curve");
-  // fastai valley: lds[i] = the longest strictly decreasing subsequence ending at i.
-  std::vector<int64_t> lds(static_cast<size_t>(n), 1);
-  int64_t max_start = 0, max_end = 0;
-  for (int64_t i = 1; i < n; ++i)
-    for (int64_t j = 0; j < i; ++j) {
-      auto ui = static_cast<size_t>(i), uj = static_cast<size_t>(j);
-      if (c.losses[ui] < c.losses[uj] && lds[ui] < lds[uj] + 1) lds[ui] = lds[uj] + 1;
-      if (lds[static_cast<size_t>(max_end)] < lds[ui]) {
-        max_end = i;
-        max_start = max_end - lds[static_cast<size_t>(max_end)];
-      }
-    }
-  const double sections = static_cast<double>(max_end - max_start) / 3.0;
-  int64_t idx = max_start + static_cast<int64_t>(sections) + static_cast<int64_t>(sections / 2);
-  if (idx < 0) idx += n;  // Python indexing (a curve of two falling points gives -1: the last)
-  if (index) *index = idx;
-  return c.lrs[static_cast<size_t>(idx)];
-}
-
-std::optional<double> suggest_slide(const LrCurve& c, int64_t lr_diff, double thresh, double adjust_value) {
-  const int64_t n = static_cast<int64_t>(c.losses.size());
-  if (n < std::max<int64_t>(2, lr_diff + 1)) return std::nullopt;  // fastai indexes lrs[-(lr_diff + 1)]
-  // np.gradient (unit spacing, first-order edges).
-  std::vector<double> g(static_cast<size_t>(n));
-  g[0] = c.losses[1] - c.losses[0];
-  g[static_cast<size_t>(n - 1)] = c.losses[static_cast<size_t>(n - 1)] - c.losses[static_cast<size_t>(n - 2)];
-  for (int64_t i = 1; i + 1 < n; ++i)
-    g[static_cast<size_t>(i)] = (c.losses[static_cast<size_t>(i + 1)] - c.losses[static_cast<size_t>(i - 1)]) / 2.0;
-  int64_t r = n - 1, l = r - lr_diff;
-  double local_min_lr = c.lrs[static_cast<size_t>(l)];
-  while (l >= 0 && std::abs(g[static_cast<size_t>(r)] - g[static_cast<size_t>(l)]) > thresh) {
-    local_min_lr = c.lrs[static_cast<size_t>(l)];
-    --r;
-    --l;
-  }
-  return local_min_lr * adjust_value;
-}
-
-double suggest_minimum(const LrCurve& c) {
-  KG_ASSERT(!c.losses.empty(), "suggest_minimum on an empty curve");
-  auto it = std::min_element(c.losses.begin(), c.losses.end());
-  return c.lrs[static_cast<size_t>(it - c.losses.begin())] / 10.0;
-}
-
-double suggest_steep(const LrCurve& c) {
-  const size_t n = c.losses.size();
-  KG_ASSERT(n >= 2, "suggest_steep needs two points");
-  size_t best = 0;
-  double best_g = 0;
-  for (size_t i = 0; i + 1 < n; ++i) {
-    double g = (c.losses[i + 1] - c.losses[i]) / (std::log(c.lrs[i + 1]) - std::log(c.lrs[i]));
-    if (i == 0 || g < best_g) {
-      best_g = g;
-      best = i;
-    }
-  }
-  return c.lrs[best];
-}
-
-const std::vector<std::string>& suggestion_names() {
-  static const std::vector<std::string> names{"valley", "slide", "minimum", "steep"};
-  return names;
-}
-
-void suggest(LrFindResult& r) {
-  const auto& o = r.options;
-  LrCurve c = suggestion_curve(r.lrs, r.smoothed, o.num_steps);
-  const int64_t n = static_cast<int64_t>(c.losses.size());
-  KG_CHECK(n >= 2, ConfigError, "lr_find: ", r.steps(), " update(s) recorded, ", n,
-           " point(s) left for the suggestions after dropping the first num_steps/10 = ", o.num_steps / 10,
-           " and the last 5 (and any after a non-finite loss); they need at least 2. ",
-           r.stopped_early ? "The loss diverged almost immediately (" + r.stop_reason +
-                                 "): lower lr_find.start_lr, or set lr_find.stop_div = false"
-                           : "lr_find.num_steps = " + std::to_string(o.num_steps) + " is too small: raise it");
-  r.suggestions.clear();
-  r.suggestions["valley"] = suggest_valley(c);
-  r.suggestions["slide"] = suggest_slide(c);
-  r.suggestions["minimum"] = suggest_minimum(c);
-  r.suggestions["steep"] = suggest_steep(c);
-  r.chosen = o.suggestion;
-  r.notes.clear();
-  if (!r.suggestions["slide"])
-    r.notes.push_back("slide needs at least 16 points after trimming, the sweep left " + std::to_string(n) +
-                      ": raise lr_find.num_steps");
-  const auto& chosen = r.suggestions.at(r.chosen);
-  KG_CHECK(chosen.has_value(), ConfigError, "lr_find.suggestion = \"", r.chosen,
-           "\" cannot be computed: ", r.notes.back(), ", or choose valley, minimum or steep");
-  r.lr = *chosen;
-  double lo = INFINITY, hi = 0;
-  for (auto& [name, v] : r.suggestions)
-    if (v) lo = std::min(lo, *v), hi = std::max(hi, *v);
-  if (hi > 10 * lo)
-    r.notes.push_back("the suggestions disagree by more than 10x (" + num(lo) + " to " + num(hi) +
-                      "): look at lr_find.png before trusting one");
-}
-
-nlohmann::json LrFindResult::to_json() const {
-  nlohmann::json s = nlohmann::json::object();
-  for (auto& name : suggestion_names()) {
-    auto it = suggestions.find(name);
-    s[name] = it != suggestions.end() && it->second ? nlohmann::json(*it->second) : nlohmann::json();
-  }
-  return {{"schema_version", 1},
-          {"suggestions", s},
-          {"chosen", chosen},
-          {"lr", lr},
-          {"steps", steps()},
-          {"stopped_early", stopped_early},
-          {"stop_reason", stop_reason},
-          {"notes", notes},
-          {"start_lr", options.start_lr},
-          {"end_lr", options.end_lr},
-          {"num_steps", options.num_steps},
-          {"beta", options.beta},
-          {"seconds", seconds},
-          {"seconds_per_update", steps() > 0 ? seconds / static_cast<double>(steps()) : 0.0}};
 }
 
 // --- the sweep -----------------------------------------------------------------------------------
@@ -309,160 +173,89 @@ class NetworkState {
   std::vector<std::pair<at::Tensor, at::Tensor>> buffers_;
 };
 
-bool is_norm_module(const std::string& type_name) { return type_name.find("Norm") != std::string::npos; }
-
-// fit's first epoch: the plan's frozen layer groups (normalization layers stay trainable with
-// train.train_bn) and its layer-group multipliers (fine_tune), as Trainer::apply_plan_for_epoch(0) does.
-void apply_first_epoch(model::Network& net, optim::Optimizer& opt, const config::Tree& recipe,
-                       const TrainOptions& topt) {
-  const auto names = net.group_names();
-  // Only epoch 0's freezing and multipliers are read: any number of updates per epoch will do, as long
-  // as schedules that need several (one_cycle) can be built.
-  Plan plan(
-      recipe, topt.epochs, [](int64_t, int64_t) { return int64_t{1000}; }, names);
-  const int64_t frozen = plan.frozen_groups(0);
-  if (frozen > 0) {
-    std::unordered_set<const void*> norm, frozen_set;
-    for (auto& m : net.modules(/*include_self=*/false))
-      if (is_norm_module(m->name()))
-        for (auto& t : m->parameters(/*recurse=*/false)) norm.insert(t.unsafeGetTensorImpl());
-    auto groups = net.layer_groups();
-    for (int64_t g = 0; g < frozen && g < static_cast<int64_t>(groups.size()); ++g)
-      for (auto& [name, t] : groups[static_cast<size_t>(g)].params) frozen_set.insert(t.unsafeGetTensorImpl());
-    for (auto& t : net.parameters()) {
-      const void* key = t.unsafeGetTensorImpl();
-      const bool freeze = frozen_set.count(key) && !(topt.train_bn && norm.count(key));
-      t.set_requires_grad(!freeze);
-    }
-  }
-  if (const auto* mults = plan.group_lr_mult(0)) {
-    auto& groups = opt.groups();
-    for (size_t j = 0; j < groups.size(); ++j) {
-      std::string lg = groups[j].name.substr(0, groups[j].name.find('/'));
-      auto it = std::find(names.begin(), names.end(), lg);
-      KG_CHECK(it != names.end(), InternalError, "optimizer group ", groups[j].name, " names no layer group");
-      opt.set_lr_mult(j, (*mults)[static_cast<size_t>(it - names.begin())]);
-    }
-  }
-}
-
-// train.clip_grad_value, train.agc, then train.clip_grad_norm, in the trainer's order.
-void clip_gradients(const std::vector<at::Tensor>& params, const TrainOptions& topt) {
-  torch::NoGradGuard ng;
-  if (topt.clip_grad_value > 0)
-    for (auto& p : params)
-      if (p.grad().defined()) p.grad().clamp_(-topt.clip_grad_value, topt.clip_grad_value);
-  if (topt.agc > 0)
-    for (auto p : params) {
-      if (!p.grad().defined()) continue;
-      std::vector<int64_t> dims;
-      for (int64_t d = 1; d < p.dim(); ++d) dims.push_back(d);
-      auto unit_norm = [&](const at::Tensor& t) {
-        return p.dim() <= 1 ? t.norm(2) : t.norm(2, dims, /*keepdim=*/true);
-      };
-      auto max_norm = unit_norm(p.detach()).clamp_min(1e-3) * topt.agc;
-      auto gnorm = unit_norm(p.grad());
-      auto clipped = p.grad() * (max_norm / gnorm.clamp_min(1e-6));
-      p.mutable_grad() = torch::where(gnorm < max_norm, p.grad(), clipped);
-    }
-  if (topt.clip_grad_norm > 0) {
-    std::vector<at::Tensor> norms;
-    for (auto& p : params)
-      if (p.grad().defined()) norms.push_back(p.grad().norm(2));
-    if (norms.empty()) return;
-    double total = torch::stack(norms).norm(2).item<double>();
-    if (std::isfinite(total) && total > topt.clip_grad_norm) {
-      double coef = topt.clip_grad_norm / (total + 1e-6);
-      for (auto& p : params)
-        if (p.grad().defined()) p.grad().mul_(coef);
-    }
-  }
-}
-
 }  // namespace
 
 std::unique_ptr<BatchSource> loader_source(std::unique_ptr<data::Loader> loader) {
   return std::make_unique<LoaderSource>(std::move(loader));
 }
 
-LrFindResult find_lr(const LrFindOptions& o, const FinderParts& p) {
-  KG_ASSERT(p.net && p.recipe && p.loss && p.batches, "find_lr: incomplete parts");
-  auto& net = *p.net;
-  const auto topt = load_train_options(*p.recipe);
-  // optim.lr = "find" has no value yet: any number builds the optimizer (set_lr overrides it every update);
-  // a [lo, hi] slice keeps its per-group multipliers.
-  config::Tree recipe = *p.recipe;
-  {
-    const config::Entry* e = recipe.find("optim.lr");
-    if (e && e->value.is_string()) {
-      config::Entry d = *e;
-      d.value = 1.0;
-      recipe.set("optim.lr", d);
-    }
+namespace {
+// optim.lr = "find" has no value yet: any number builds the optimizer (set_lr overrides it every update);
+// a [lo, hi] slice keeps its per-group multipliers.
+config::Tree with_numeric_lr(const config::Tree& recipe) {
+  config::Tree r = recipe;
+  const config::Entry* e = r.find("optim.lr");
+  if (e && e->value.is_string()) {
+    config::Entry d = *e;
+    d.value = 1.0;
+    r.set("optim.lr", d);
   }
-  NetworkState saved(net);
-  auto opt = optim::build(recipe, net);
-  apply_first_epoch(net, *opt, recipe, topt);
-  const auto params = net.parameters();
-  net.train();
+  return r;
+}
+}  // namespace
 
-  const int64_t accum = topt.accum_steps;
-  device::LossScaler scaler = p.scaler;
-  int64_t epoch = 0;
-  std::unique_ptr<BatchSource> src;
-  auto open_epoch = [&](int64_t e) {
-    src = p.batches(e);
-    KG_CHECK(src && src->size() > 0, DataError, "lr finder: epoch ", e,
-             " of the training rows makes no micro-batch of ",
-             "train.batch_size (the rows are fewer than one batch); lower train.batch_size");
-  };
+SweepStep::SweepStep(const FinderParts& p)
+    : p_(p),
+      topt_(load_train_options(*p.recipe)),
+      policy_(topt_),
+      scaler_(p.scaler),
+      step_{p.net, p.loss, p.precision, p.device.type(), p.scaler.enabled()} {
+  KG_ASSERT(p.net && p.recipe && p.loss && p.batches, "lr finder: incomplete parts");
+  auto& net = *p.net;
+  const config::Tree recipe = with_numeric_lr(*p.recipe);
+  opt_ = optim::build(recipe, net);
+  // fit's first epoch: only its freezing and multipliers are read, so any number of updates per epoch
+  // will do, as long as schedules that need several (one_cycle) can be built.
+  Plan plan(
+      recipe, topt_.epochs, [](int64_t, int64_t) { return int64_t{1000}; }, net.group_names());
+  LayerFreezer(net, topt_.train_bn).apply(plan, 0, *opt_);
+  params_ = net.parameters();
+  net.train();
   open_epoch(0);
-  auto update = [&](int64_t, double lr) -> double {
-    opt->set_lr(lr);
-    opt->zero_grad();
-    data::Batch b;
-    if (!src->next(b)) {
-      open_epoch(++epoch);
-      KG_CHECK(src->next(b), InternalError, "lr finder: a new epoch yielded no batch");
-    }
-    const int64_t n = src->size();
-    const int64_t group_size = std::min<int64_t>(accum, n - b.index);  // fit's groups: what is left of the epoch
-    at::Tensor group_loss = torch::zeros({}, torch::TensorOptions().device(p.device));
-    for (int64_t m = 0; m < group_size; ++m) {
-      if (m > 0) KG_CHECK(src->next(b), InternalError, "lr finder: the epoch ended inside an accumulation group");
-      auto x = data::to_model_input(b, p.device);
-      auto y = b.targets.to(p.device, /*non_blocking=*/true);
-      if (p.mix) p.mix(x, y, epoch, b.index);
-      at::Tensor f = b.features.defined() ? b.features.to(p.device, /*non_blocking=*/true) : at::Tensor();
-      at::Tensor out;
-      {
-        device::AutocastScope autocast(p.precision, p.device.type());
-        out = net.forward(x, f);
-      }
-      auto l = p.loss->forward(out.to(torch::kFloat), y);
-      if (scaler.enabled())
-        (l * (scaler.scale() / static_cast<double>(group_size))).backward();
-      else
-        (l / static_cast<double>(group_size)).backward();
-      group_loss += l.detach();
-    }
-    const double loss = group_loss.item<double>() / static_cast<double>(group_size);
-    if (!std::isfinite(loss)) return loss;
-    if (scaler.enabled()) {
-      // fp16: unscale; an overflow from the scale skips this update (the loss is still recorded).
-      std::vector<at::Tensor> grads;
-      for (auto& t : params)
-        if (t.grad().defined()) grads.push_back(t.grad());
-      const bool ok = scaler.unscale_and_check(grads);
-      scaler.update(ok);
-      if (!ok) return loss;
-    }
-    clip_gradients(params, topt);
-    opt->step();
-    return loss;
-  };
-  auto r = sweep(o, update, p.progress);
-  opt->zero_grad();
+}
+
+SweepStep::~SweepStep() = default;
+
+void SweepStep::open_epoch(int64_t e) {
+  epoch_ = e;
+  src_ = p_.batches(e);
+  KG_CHECK(src_ && src_->size() > 0, DataError, "lr finder: epoch ", e,
+           " of the training rows makes no micro-batch of train.batch_size (the rows are fewer than one batch); "
+           "lower train.batch_size");
+}
+
+double SweepStep::update(double lr) {
+  opt_->set_lr(lr);
+  opt_->zero_grad();
+  data::Batch b;
+  if (!src_->next(b)) {
+    open_epoch(epoch_ + 1);
+    KG_ASSERT(src_->next(b), "lr finder: a new epoch yielded no batch");
+  }
+  // fit's groups: train.accum_steps micro-batches, or what is left of the epoch.
+  const int64_t group_size = std::min<int64_t>(topt_.accum_steps, src_->size() - b.index);
+  const at::Tensor weight = step_.weight_tensor(MicroStep::weight_of(group_size, scaler_), p_.device);
+  at::Tensor group_loss = torch::zeros({}, torch::TensorOptions().device(p_.device));
+  for (int64_t m = 0; m < group_size; ++m) {
+    if (m > 0) KG_ASSERT(src_->next(b), "lr finder: the epoch ended inside an accumulation group");
+    DeviceBatch d = to_device(b, p_.device);
+    if (p_.mix) p_.mix(d.x, d.y, epoch_, b.index);
+    const at::Tensor l = step_.forward(d.x, d.f, d.y);
+    step_.backward(l, weight);
+    group_loss += l.detach();
+  }
+  last_ = policy_.finish(params_, group_loss, *opt_, scaler_);
+  return last_.loss_sum / static_cast<double>(group_size);
+}
+
+void SweepStep::drop_gradients() { opt_->zero_grad(); }
+
+LrFindResult find_lr(const LrFindOptions& o, const FinderParts& p) {
+  NetworkState saved(*p.net);
+  SweepStep step(p);
+  auto r = sweep(
+      o, [&](int64_t, double lr) { return step.update(lr); }, p.progress);
+  step.drop_gradients();
   return r;
 }
 

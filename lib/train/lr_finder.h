@@ -21,6 +21,9 @@
 #include "config/tree.h"
 #include "device/loss_scaler.h"
 #include "device/precision.h"
+#include "optim/optimizer.h"
+#include "train/options.h"
+#include "train/step.h"
 
 namespace kg::data {
 struct Batch;
@@ -128,6 +131,35 @@ struct FinderParts {
   BatchSourceFn batches;      // epoch 0, 1, ... as the sweep needs them
   std::function<void(at::Tensor& x, at::Tensor& y, int64_t epoch, int64_t batch_index)> mix;  // empty = none
   LrProgressFn progress;                                                                      // optional
+};
+
+// One sweep update with fit's training step (train/step.h): the recipe's optimizer (every group at the
+// sweep lr times its multiplier), the freezing and layer-group multipliers of fit's first epoch,
+// train.accum_steps micro-batches per update in fit's groups, mixing, the forward pass under autocast,
+// and fit's gradient policy (fp16 unscaling, clipping, a skipped update when the loss or a gradient is
+// not finite). Changes the network: find_lr puts it back.
+class SweepStep {
+ public:
+  explicit SweepStep(const FinderParts& p);
+  ~SweepStep();
+  // One update at `lr` over the next batches; the update's mean loss (recorded also when it was skipped).
+  double update(double lr);
+  // How the last update went (applied, skipped as non-finite, fp16 scale overflow).
+  const UpdateResult& last() const { return last_; }
+  void drop_gradients();
+
+ private:
+  void open_epoch(int64_t e);
+  FinderParts p_;
+  TrainOptions topt_;
+  GradientPolicy policy_;
+  device::LossScaler scaler_;
+  MicroStep step_;
+  std::unique_ptr<optim::Optimizer> opt_;
+  std::vector<at::Tensor> params_;
+  std::unique_ptr<BatchSource> src_;
+  int64_t epoch_ = 0;
+  UpdateResult last_;
 };
 
 // The sweep with the recipe's training step: train.accum_steps micro-batches per update, the recipe's

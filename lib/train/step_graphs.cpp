@@ -1,7 +1,5 @@
 #include "train/step_graphs.h"
 
-#include <cmath>
-#include <limits>
 #include <sstream>
 
 #include <torch/torch.h>
@@ -16,14 +14,6 @@ namespace {
 constexpr int kWarmup = 3;  // eager runs before a capture (cuDNN benchmark, library handles), as in PyTorch's docs
 constexpr size_t kMaxGraphs = 4;  // input shapes kept captured (progressive-resizing stages, out-of-memory back-offs)
 
-// The weight as the float32 the loss is multiplied by: a loss scale beyond float32's range is infinity
-// (the update then overflows and is skipped), not a conversion error.
-float as_float(double w) {
-  return std::abs(w) > static_cast<double>(std::numeric_limits<float>::max())
-             ? std::copysign(std::numeric_limits<float>::infinity(), w)
-             : static_cast<float>(w);
-}
-
 void describe(std::ostringstream& s, const at::Tensor& t) {
   if (!t.defined()) {
     s << "-;";
@@ -32,23 +22,6 @@ void describe(std::ostringstream& s, const at::Tensor& t) {
   s << c10::toString(t.scalar_type()) << t.sizes() << t.strides() << ';';
 }
 }  // namespace
-
-at::Tensor MicroStep::forward(const at::Tensor& x, const at::Tensor& f, const at::Tensor& y) const {
-  at::Tensor out;
-  {
-    device::AutocastScope autocast(precision, device_type);
-    out = net->forward(x, f);
-  }
-  return loss->forward(out.to(torch::kFloat), y);  // the loss in float32 whatever the precision
-}
-
-void MicroStep::backward(const at::Tensor& loss, const at::Tensor& weight) const {
-  (scaled ? loss * weight : loss / weight).backward();
-}
-
-at::Tensor MicroStep::weight_tensor(double weight, const c10::Device& d) const {
-  return torch::full({}, as_float(weight), torch::TensorOptions().dtype(torch::kFloat).device(d));
-}
 
 std::string graphs_blocker(const config::Tree& recipe, bool multi_process) {
   if (model::load_options(recipe).grad_checkpointing)
@@ -153,7 +126,7 @@ at::Tensor GraphedSteps::run(const at::Tensor& x, const at::Tensor& f, const at:
     e->x.copy_(x, /*non_blocking=*/true);
     if (f.defined()) e->f.copy_(f, /*non_blocking=*/true);
     e->y.copy_(y, /*non_blocking=*/true);
-    e->w.fill_(as_float(weight));
+    e->w.fill_(MicroStep::weight_as_float(weight));
   }
   e->graph->replay();  // outside the guard: the emulation runs backward
   torch::NoGradGuard ng;

@@ -1,5 +1,4 @@
-// One training micro-batch — forward under autocast, the float32 loss, backward of the loss weighed for
-// its update — in one definition shared by the eager loop and by device.cuda_graphs, which captures it
+// The training micro-batch (train/step.h MicroStep) under device.cuda_graphs, which captures it
 // in a CUDA graph per input shape and replays it (device/graph.h): one launch instead of hundreds of
 // kernels, the gain Keras calls steps_per_execution and torch.compile's "reduce-overhead" mode.
 //
@@ -21,26 +20,10 @@
 #include "config/tree.h"
 #include "device/graph.h"
 #include "device/precision.h"
-#include "loss/loss.h"
 #include "model/model.h"
+#include "train/step.h"
 
 namespace kg::train {
-
-struct MicroStep {
-  model::Network* net = nullptr;
-  const loss::Loss* loss = nullptr;
-  device::Precision precision = device::Precision::fp32;
-  c10::DeviceType device_type = c10::kCPU;
-  bool scaled = false;  // fp16: the loss is multiplied by its weight (loss scale / micro-batches); else divided (by
-                        // micro-batches)
-
-  // The float32 mean loss of a micro-batch (`f`: tabular features, may be undefined).
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& f, const at::Tensor& y) const;
-  // Backward of `loss` weighed by `weight` (a float scalar tensor on the loss's device).
-  void backward(const at::Tensor& loss, const at::Tensor& weight) const;
-  // The weight as a tensor for an eager step.
-  at::Tensor weight_tensor(double weight, const c10::Device& d) const;
-};
 
 // Why device.cuda_graphs cannot capture this recipe's step ("" = it can): recomputation in backward
 // (model.grad_checkpointing) and SyncBatchNorm's collectives in forward are not capturable.

@@ -32,40 +32,15 @@
 #include "train/engine.h"
 #include "train/options.h"
 #include "train/plan.h"
+#include "train/oom_backoff.h"
 #include "train/progress.h"
+#include "train/rank_sync.h"
+#include "train/step.h"
+#include "train/trainer_state.h"
 
 namespace kg::train {
 
-class GradReducer;
 class GraphedSteps;
-struct MicroStep;
-
-// Where the loop stands; saved in every checkpoint (state.json "trainer").
-struct TrainState {
-  int64_t epoch = 0;            // epochs completed
-  int64_t batch = 0;            // micro-batches consumed in the current epoch
-  int64_t step = 0;             // optimizer updates so far (skipped ones included: the schedule's index)
-  int64_t skipped_updates = 0;  // non-finite updates skipped so far
-  int64_t nan_streak = 0;       // consecutive skipped updates
-  double epoch_loss_sum = 0;    // training loss summed over the epoch's micro-batches so far
-  int64_t epoch_loss_count = 0;
-  int64_t epoch_images = 0;
-  double epoch_seconds = 0;  // training time of the epoch so far (resumed epochs add up)
-  int64_t train_images = 0;  // whole run
-  double train_seconds = 0;
-  double elapsed_seconds = 0;  // wall time of completed epochs (validation included), across resumes
-  std::optional<double> best;  // monitored value of checkpoints/best
-  int64_t best_epoch = 0;
-  std::string best_from;                             // "model" or a variant ("ema", "swa")
-  nlohmann::json history = nlohmann::json::array();  // one object per completed epoch (metrics.jsonl)
-  std::string stop_reason;                           // set when a callback ends the run early
-  int64_t oom_halvings = 0;  // out-of-memory back-offs: micro-batches are loader batches / 2^this
-  nlohmann::json oom_events = nlohmann::json::array();  // one object per back-off (epoch, update, from, to)
-  int64_t world_size = 1;  // processes that trained (batch counts global batches of batch_size * world_size)
-
-  nlohmann::json to_json() const;
-  static TrainState from_json(const nlohmann::json& j);
-};
 
 struct Evaluation {
   std::map<std::string, double> values;  // valid_loss and every metric
@@ -97,9 +72,6 @@ struct TrainerParts {
   bool emulate_graphs =
       false;  // test hook KGTRAIN_EMULATE_CUDA_GRAPHS: graphs emulated by re-running the step (any device)
 };
-
-// Rank 0's parameters and buffers on every rank of `group`, in place.
-void broadcast_weights(model::Network& net, device::ProcessGroup& group);
 
 struct TrainerIO {
   std::string dir;    // run dir or fold dir: checkpoints/, metrics.jsonl, plots
@@ -170,38 +142,23 @@ class Trainer {
   void apply_plan_for_epoch(int64_t epoch);
   // `stop_here`: this rank wants to stop after the update (shared with the others in data parallel runs).
   bool finish_update(const at::Tensor& group_loss_sum, bool stop_here);
-  // Forward + backward of loaded batch `b` in micro-batches of the current size (after OOM back-offs);
-  // each micro-batch's mean loss weighs 1 / `group_chunks`. Adds to the group's loss sums.
-  struct GroupSums;
-  // `last_of_group`: b is the update's last loaded batch (its last micro-batch's backward is reduced).
-  void run_loaded_batch(const data::Batch& b, int64_t epoch, int64_t full_batch, int64_t group_chunks,
-                        bool last_of_group, GroupSums& g);
-  // train.oom_backoff: on CUDA, or with the fake-OOM test hook.
-  bool oom_backoff_enabled() const;
-  // Halves the micro-batch after an out-of-memory error (DeviceError at one image); logs and records it.
-  void back_off(int64_t epoch, int64_t full_batch, const std::string& what);
+  // One update's loader batches in progress (train/trainer.cpp).
+  struct UpdateGroup;
+  // Sets the update's lr, momentum and gradients; `first`: its first loader batch.
+  void begin_update(UpdateGroup& g, const data::Loader& loader, int64_t first);
+  // Runs loaded batch `b` of the update; under train.oom_backoff an out-of-memory error restores the
+  // weights the update started from, halves the micro-batch and runs the update's batches again.
+  void run_in_update(UpdateGroup& g, const data::Batch& b, int64_t epoch, int64_t full);
+  // Forward + backward of `b` in micro-batches of the current size (after OOM back-offs); each
+  // micro-batch's mean loss weighs 1 / the group's micro-batches. `last_of_group`: b is the update's last
+  // loaded batch (its last micro-batch's backward is reduced).
+  void run_loaded_batch(const data::Batch& b, int64_t epoch, int64_t full_batch, bool last_of_group, UpdateGroup& g);
+  // Drops the update's work, halves the micro-batch (DeviceError when it cannot shrink), logs it.
+  void retry_smaller(UpdateGroup& g, int64_t epoch, int64_t full, const std::string& what);
   void select_best(EpochReport& r);
-  // Data parallel helpers (no-ops for one process).
-  void broadcast_model();
-  // Gradients and the group's loss averaged over the ranks; the loss sum returned.
-  at::Tensor all_reduce_update(std::vector<at::Tensor>& grads, const at::Tensor& group_loss_sum, bool stop_here,
-                               bool* any_stop, int* any_signal);
-  // Data parallel, every rank at once: whether any rank wants to stop (`stop`), and the signal one of
-  // them received (0 for none; the ranks' common one when several did). Without a group: its own.
-  struct StopVote {
-    bool any = false;
-    int signal = 0;
-  };
-  StopVote vote_stop(bool stop, int signal);
   // The epoch's training loss sum, loss count and images so far: the whole job's with several processes
   // (a collective: every rank calls it at the same update).
   std::array<double, 3> epoch_sums();
-  // [stop, signal number, ranks with a signal], summed over the ranks, as a vote.
-  static StopVote read_vote(float stop_sum, float signal_sum, float signalled);
-  // The overlapped reducer's parameters: those that take a gradient this epoch.
-  void reduce_params_of_epoch();
-  // An update failed (out of memory) after its gradients began to be reduced: false when a retry is unsafe.
-  bool abandon_reduction();
   void save_last();
   MicroStep micro_step() const;
 
@@ -215,13 +172,13 @@ class Trainer {
   std::vector<CallbackPtr> callbacks_;
   TrainerIO io_;
   TrainState s_;
+  GradientPolicy policy_;
+  LayerFreezer freezer_;
   CheckpointStore store_;
-  std::vector<std::vector<at::Tensor>> group_params_;  // per layer group
-  std::vector<bool> norm_param_;                       // parallel to net parameters: inside a normalization layer
   std::vector<at::Tensor> params_;
-  std::unique_ptr<GradReducer> reducer_;  // data parallel with device.dist_overlap
+  std::unique_ptr<OomBackoff> backoff_;
+  std::unique_ptr<RankSync> ranks_;       // data parallel: what the ranks agree on (no-ops for one process)
   std::unique_ptr<GraphedSteps> graphs_;  // device.cuda_graphs
-  bool has_batch_norm_ = false;           // the OOM back-off stops at two images per micro-batch
   std::unique_ptr<EpochReport> last_report_;
   bool stop_requested_ = false, stop_mid_epoch_ = false;
   bool dist_stop_ = false;  // data parallel: a rank asked to stop at the last update

@@ -61,12 +61,9 @@ void Trainer::select_best(EpochReport& r) {
 
 void Trainer::end_epoch(int64_t epoch) {
   p_.opt->sync();  // Lookahead: evaluate and save the slow weights
-  if (p_.group) {
-    // BatchNorm running statistics are rank 0's (DDP's broadcast_buffers); the epoch's loss and images
-    // are the whole job's.
-    std::vector<at::Tensor> bufs = p_.net->buffers();
-    p_.group->broadcast(bufs, 0);
-  }
+  // BatchNorm running statistics are rank 0's (DDP's broadcast_buffers); the epoch's loss and images
+  // are the whole job's.
+  ranks_->broadcast_buffers(*p_.net);
   const auto [loss_sum, loss_count, images] = epoch_sums();
   auto ev = evaluate();
   auto r = std::make_unique<EpochReport>();

@@ -1,5 +1,5 @@
 // TrainState <-> state.json "trainer": where the loop stands, in every checkpoint.
-#include "train/trainer.h"
+#include "train/trainer_state.h"
 
 #include "core/error.h"
 

@@ -1,0 +1,165 @@
+#include "command.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+
+#include "cli_checks.h"
+#include "config/resolve.h"
+#include "config/sections.h"
+#include "config/validate.h"
+#include "core/error.h"
+#include "core/stop.h"
+#include "core/strings.h"
+#include "test_hooks.h"
+
+extern char** environ;
+namespace fs = std::filesystem;
+
+namespace kg::app {
+namespace {
+
+std::vector<CommandSpec>& table() {
+  static std::vector<CommandSpec> t;
+  return t;
+}
+std::vector<std::string>& duplicates() {
+  static std::vector<std::string> d;
+  return d;
+}
+
+// The shipped recipes/ folder: KGTRAIN_RECIPES, else beside the binary (build tree or install prefix).
+std::string builtin_recipes_dir(const std::map<std::string, std::string>& env) {
+  if (auto it = env.find("KGTRAIN_RECIPES"); it != env.end() && !it->second.empty()) return it->second;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
+    if (fs::is_directory(dir / "recipes" / "env")) return (dir / "recipes").string();
+    if (fs::is_directory(dir / "share" / "kgtrain" / "recipes"))
+      return (dir / "share" / "kgtrain" / "recipes").string();
+  }
+  return "";
+}
+
+void on_signal(int sig) { stop_signal().store(sig); }
+
+std::pair<int, char**>& args() {
+  static std::pair<int, char**> a{0, nullptr};
+  return a;
+}
+
+}  // namespace
+
+bool register_command(CommandSpec spec) {
+  for (const auto& c : table())
+    if (c.name == spec.name) {
+      duplicates().push_back(spec.name);
+      return false;
+    }
+  table().push_back(std::move(spec));
+  return true;
+}
+
+std::vector<const CommandSpec*> commands_in_order() {
+  KG_ASSERT(duplicates().empty(), "command registered twice: ", duplicates().front());
+  std::vector<const CommandSpec*> out;
+  for (const auto& c : table()) out.push_back(&c);
+  std::stable_sort(out.begin(), out.end(),
+                   [](const CommandSpec* a, const CommandSpec* b) { return a->order < b->order; });
+  return out;
+}
+
+void set_process_args(int argc, char** argv) { args() = {argc, argv}; }
+std::pair<int, char**> process_args() { return args(); }
+
+std::map<std::string, std::string> environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND;  // a second Ctrl-C kills at once
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+void RecipeFlags::add(CLI::App& cmd, Kind kind) {
+  auto* w =
+      cmd.add_option("RECIPE", words, "RECIPE.toml files, then overrides: key=value, +key=value, ~key, group=option");
+  if (kind != Kind::training) w->required();
+  cmd.add_option("--run-dir", run_dir, "write every output exactly into DIR");
+  cmd.add_option("--device", device, "auto | cpu | cuda | cuda:N (same as device.name=...)");
+  cmd.add_option("--seed", seed, "same as run.seed=N")->check(kCountOrZero);
+  cmd.add_flag("--dry-run", dry_run,
+               "resolve, validate, build every component, check the data, print the plan; no training");
+  if (kind == Kind::training) {
+    cmd.add_flag("--smoke", smoke, "the whole recipe on 2 training, 2 validation and 2 prediction batches");
+    cmd.add_flag("--check-data", check_data,
+                 "load the table and decode every image with the loader's threads; list bad rows (exit 3 unless "
+                 "data.on_bad_row = skip); no training");
+  } else if (kind == Kind::predicting) {
+    cmd.add_flag("--smoke", smoke, "predict only 2 batches");
+  }
+  cmd.add_flag("--quiet,-q", quiet, "no progress output");
+}
+
+std::vector<std::string> RecipeFlags::words_with_flags() const {
+  std::vector<std::string> w = words;
+  if (!device.empty()) w.push_back("device.name=" + device);
+  if (seed >= 0) w.push_back("run.seed=" + std::to_string(seed));
+  return w;
+}
+
+jobs::JobOptions RecipeFlags::resolve(const std::string& command) const {
+  config::ResolveInput in;
+  for (auto& w : words) {
+    bool is_file = ends_with(w, ".toml") && w.find('=') == std::string::npos && !starts_with(w, "~");
+    if (is_file && !in.args.empty())
+      throw UsageError("recipe file " + w + " comes after an override; give recipe files first, then overrides");
+    (is_file ? in.recipe_files : in.args).push_back(w);
+  }
+  if (in.recipe_files.empty()) throw UsageError(command + " needs at least one RECIPE.toml before the overrides");
+  if (!device.empty()) in.args.push_back("device.name=" + device);
+  if (seed >= 0) in.args.push_back("run.seed=" + std::to_string(seed));
+  in.environ = environment();
+  in.builtin_recipes_dir = builtin_recipes_dir(in.environ);
+  in.path_exists = [](const std::string& p) {
+    std::error_code ec;
+    return fs::exists(p, ec);
+  };
+  in.default_of_in_tree = &config::default_of;
+  auto resolved = config::resolve(in);
+  auto validated = config::validate(resolved.tree);
+  for (auto& w : validated.warnings) std::cerr << "warning: " << w << "\n";
+  jobs::JobOptions o;
+  o.command = command;
+  o.recipe = std::move(validated.tree);
+  o.layers = resolved.layers;
+  o.env_name = resolved.env_name + (resolved.env_file.empty() ? "" : " (" + resolved.env_file + ")");
+  o.run_dir = run_dir;
+  o.dry_run = dry_run;
+  o.check_data = check_data;
+  o.smoke = smoke;
+  o.quiet = quiet;
+  o.tty = ::isatty(STDERR_FILENO);
+  if (command == "fit") {
+    o.dist = device::dist_env_from(in.environ);
+    if (o.dist.active() && !o.dist.writer()) o.quiet = true;  // rank 0 alone reports progress
+  }
+  read_test_hooks(in.environ, o);
+  return o;
+}
+
+}  // namespace kg::app

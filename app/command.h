@@ -1,0 +1,76 @@
+// A kgtrain subcommand as a registered component (Caffe's command registry): each lives in its own file
+// app/commands/<name>.cpp and registers its name, one-line help, flags and run with KG_COMMAND. The
+// dispatcher (cli.cpp) builds the command line from the table, so adding a command touches one file.
+//
+// Every command parses into its own request struct (jobs::FitRequest, ...: the flags bind to its
+// fields), resolves the recipe words with RecipeFlags, and calls its job in lib/jobs.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "core/macros.h"
+#include "jobs/job.h"
+
+namespace kg::app {
+
+class Command {
+ public:
+  virtual ~Command() = default;
+  // Declares the command's flags on `cmd`; CLI11 writes the parsed values into the command's members.
+  virtual void add_flags(CLI::App& cmd) = 0;
+  // Runs the command after a successful parse; its exit code (kg::Error is thrown, cli.cpp maps it).
+  virtual int run() = 0;
+};
+
+struct CommandSpec {
+  std::string name;
+  std::string help;
+  int order = 0;  // position in `kgtrain --help`
+  std::function<std::unique_ptr<Command>()> make;
+};
+
+// Adds a command to the table (at static initialisation); false when the name is taken (a build error in
+// practice: commands_in_order() throws for it).
+bool register_command(CommandSpec spec);
+// The registered commands sorted by `order`; InternalError for a name registered twice.
+std::vector<const CommandSpec*> commands_in_order();
+
+#define KG_COMMAND(Class, name, order, help)                                                                       \
+  static const bool KG_CONCAT(kg_command_registered_, __COUNTER__) [[maybe_unused]] = ::kg::app::register_command( \
+      {name, help, order, [] { return std::unique_ptr<::kg::app::Command>(new Class()); }})
+
+// The recipe words and the flags every recipe command shares (--run-dir, --device, --seed, --dry-run,
+// --smoke, --check-data, --quiet); resolve() turns them into the validated recipe of jobs::JobOptions.
+struct RecipeFlags {
+  std::vector<std::string> words;  // RECIPE.toml files, then overrides
+  std::string run_dir, device;
+  int64_t seed = -1;
+  bool dry_run = false, smoke = false, quiet = false, check_data = false;
+
+  enum class Kind {
+    training,    // fit: RECIPE optional (--resume), --smoke and --check-data
+    predicting,  // tta-predict, pseudo-label: --smoke predicts 2 batches
+    other,       // the rest: no --smoke (a command may add its own)
+  };
+  void add(CLI::App& cmd, Kind kind);
+  // Resolves the layers (base, groups, environment, overrides), validates, fills the shared options.
+  jobs::JobOptions resolve(const std::string& command) const;
+  // The words with --device and --seed as overrides (the command line a suggestion repeats).
+  std::vector<std::string> words_with_flags() const;
+};
+
+// This process's argv, as main() received it (fit --nproc runs it again as each rank).
+void set_process_args(int argc, char** argv);
+std::pair<int, char**> process_args();
+// The process environment as a map.
+std::map<std::string, std::string> environment();
+// SIGINT/SIGTERM set the stop flag (jobs save at the next step boundary); a second one kills at once.
+void install_signal_handlers();
+
+}  // namespace kg::app

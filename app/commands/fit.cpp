@@ -1,0 +1,73 @@
+// `kgtrain fit RECIPE... [OVERRIDE...] [--weights F] [--resume auto|DIR] [--nproc N] [--plot-schedule PNG]`
+#include <filesystem>
+
+#include "cli_checks.h"
+#include "command.h"
+#include "core/error.h"
+#include "core/strings.h"
+#include "jobs/fit.h"
+#include "launch.h"
+
+namespace kg::app {
+namespace {
+
+class FitCommand : public Command {
+ public:
+  void add_flags(CLI::App& cmd) override {
+    flags_.add(cmd, RecipeFlags::Kind::training);
+    cmd.add_option("--weights", weights_,
+                   "initial weights (safetensors, timm/torchvision names), as model.pretrained: "
+                   "a head of another shape is re-initialised");
+    cmd.add_option("--resume", req_.resume,
+                   "auto (the newest unfinished run of run.name, or --run-dir), a run directory, or a "
+                   "checkpoint directory: continue exactly where it stopped (RECIPE optional: the "
+                   "run's recipe.toml is used when none is given)");
+    cmd.add_option("--nproc", nproc_,
+                   "train on N processes of this machine (data parallel, torch.distributed: Gloo on the "
+                   "CPU, NCCL on GPUs; one GPU each), as torchrun --no-python --nproc-per-node N would")
+        ->check(kCount);
+    cmd.add_option("--plot-schedule", req_.plot_schedule,
+                   "draw the planned learning rate (and momentum) per update to this PNG and exit");
+  }
+
+  int run() override {
+    if (nproc_ > 1) {
+      const auto env = environment();
+      KG_CHECK(!env.count("WORLD_SIZE"), UsageError, "--nproc ", nproc_,
+               " inside a launched job (WORLD_SIZE=", env.count("WORLD_SIZE") ? env.at("WORLD_SIZE") : "",
+               "): use either torchrun or --nproc, not both");
+      const auto [argc, argv] = process_args();
+      return launch_local(nproc_, without_nproc(argc, argv));
+    }
+    install_signal_handlers();
+    add_run_recipe();
+    if (flags_.words.empty())
+      throw UsageError("fit needs RECIPE.toml files (or --resume RUN_DIR, which reuses the run's recipe)");
+    static_cast<jobs::JobOptions&>(req_) = flags_.resolve("fit");
+    if (!weights_.empty()) req_.weights = {weights_};
+    return jobs::run_fit(req_);
+  }
+
+ private:
+  // --resume DIR without a recipe: the run's own resolved recipe (it holds every key, defaults included).
+  void add_run_recipe() {
+    bool has_recipe = false;
+    for (auto& w : flags_.words) has_recipe = has_recipe || (ends_with(w, ".toml") && w.find('=') == std::string::npos);
+    if (has_recipe || req_.resume.empty() || req_.resume == "auto") return;
+    std::filesystem::path p(req_.resume);
+    for (int up = 0; up < 4 && !std::filesystem::exists(p / "recipe.toml"); ++up) p = p.parent_path();
+    if (std::filesystem::exists(p / "recipe.toml"))
+      flags_.words.insert(flags_.words.begin(), (p / "recipe.toml").string());
+  }
+
+  RecipeFlags flags_;
+  jobs::FitRequest req_;
+  std::string weights_;
+  int nproc_ = 1;
+};
+
+}  // namespace
+
+KG_COMMAND(FitCommand, "fit", 10, "train a model on a recipe (k-fold split, validation, checkpoints)");
+
+}  // namespace kg::app

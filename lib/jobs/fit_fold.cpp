@@ -1,0 +1,186 @@
+// One fold of `kgtrain fit`: its network, optimizer, plan, loaders and callbacks, the Trainer (resumed
+// when asked), then the fold's out-of-fold predictions with checkpoints/best.
+#include "jobs/fit_run.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "config/resolve.h"
+#include "core/error.h"
+#include "core/fs.h"
+#include "core/stop.h"
+#include "core/strings.h"
+#include "data/csv.h"
+#include "data/folds.h"
+#include "data/loader.h"
+#include "data/mixup.h"
+#include "data/options.h"
+#include "data/source.h"
+#include "data/table.h"
+#include "device/device.h"
+#include "jobs/auto_batch.h"
+#include "jobs/fit_resume.h"
+#include "jobs/fit_setup.h"
+#include "jobs/job.h"
+#include "jobs/model_setup.h"
+#include "jobs/oof.h"
+#include "loss/loss.h"
+#include "metric/metric.h"
+#include "metric/metric_set.h"
+#include "model/batchnorm.h"
+#include "model/model.h"
+#include "model/safetensors.h"
+#include "model/summary.h"
+#include "model/weights.h"
+#include "optim/optimizer.h"
+#include "optim/schedule.h"
+#include "report/plot.h"
+#include "train/callback.h"
+#include "train/checkpoint.h"
+#include "train/engine.h"
+#include "train/lr_finder.h"
+#include "train/options.h"
+#include "train/plan.h"
+#include "train/trainer.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace kg::jobs {
+
+FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
+  FoldOutcome out;
+  const fs::path dir = multi_ ? fs::path(run_dir_) / ("fold_" + std::to_string(k)) : fs::path(run_dir_);
+  make_directories(dir.string());
+  // Where a resume reads from: the run itself (a non-writing rank's own outputs are scratch).
+  const fs::path src =
+      resuming_ ? (multi_ ? fs::path(target_.run_dir) / ("fold_" + std::to_string(k)) : fs::path(target_.run_dir))
+                : dir;
+  if (resuming_ && fs::exists(src / "fold.json") && fs::exists(src / "oof_fold.csv")) {
+    log("fold " + std::to_string(k) + ": already finished in " + src.string() + "; skipped");
+    out.status = "completed";
+    out.summary = json::parse(read_file((src / "fold.json").string()));
+    return out;
+  }
+  const auto& recipe = s_.recipe;
+  const auto& dev = s_.dev;
+  auto [train_rows, valid_rows] = s_.split_of(k);
+  auto net = s_.build_net();
+  net->to(dev.device);
+  if (dev.channels_last) net->set_channels_last(true);
+  auto opt = optim::build(recipe, *net);
+  train::Plan plan(recipe, s_.epochs, s_.steps_of(static_cast<int64_t>(train_rows.size())), net->group_names());
+  auto train_loader = [&, rows = train_rows](int64_t epoch, int64_t start) {
+    return s_.train_loader(rows, epoch, plan.epochs(), start);
+  };
+  auto valid_loader = [&, rows = valid_rows]() { return s_.valid_loader(rows); };
+  train::TrainerIO io;
+  io.dir = dir.string();
+  io.label = multi_ ? "fold " + std::to_string(k) : "";
+  io.recipe_toml = config::to_toml(recipe, false);
+  io.provenance = provenance(o_);
+  io.state_fields = {{"kgtrain", "fit"},
+                     {"model", model::model_name(recipe)},
+                     {"classes", s_.classes.to_json()},
+                     {"task", s_.task},
+                     {"input", {{"channels", s_.geom.channels}, {"height", s_.geom.height}, {"width", s_.geom.width}}},
+                     {"fold", k},
+                     {"folds", s_.cv.folds}};
+  io.progress = {o_.quiet, o_.tty, s_.topt.log_every_s};
+  io.log = [this](const std::string& l) { log(l); };
+  if (const double budget = train::parse_duration(s_.run.time_limit); budget > 0) {
+    // The budget left is shared by the folds still to train.
+    double left = budget - elapsed();
+    double share = left / static_cast<double>(s_.cv.run_folds.size() - index);
+    io.deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, share) * 1000));
+  }
+  train::TrainerParts parts{net.get(),
+                            opt.get(),
+                            s_.loss.get(),
+                            s_.metrics.get(),
+                            dev.device,
+                            s_.task,
+                            dev.precision,
+                            dev.make_scaler(),
+                            o_.fake_oom_above,
+                            s_.group,
+                            static_cast<int64_t>(s_.dev_opts.dist_bucket_mb * (1 << 20)),
+                            s_.dev_opts.dist_overlap,
+                            s_.shards_validation(valid_rows.size()),
+                            s_.cuda_graphs,
+                            o_.emulate_graphs};
+  // SyncBatchNorm for this fold's training loop (the trainer turns it off when the loop ends).
+  if (s_.group && s_.dev_opts.sync_batchnorm) {
+    auto g = s_.group;
+    model::set_batchnorm_sync([g](const at::Tensor& t) { return g->differentiable_sum(t); });
+  }
+  train::Trainer trainer(std::move(parts), plan, s_.topt, s_.copt, train_loader, valid_loader, s_.mix_fn(),
+                         train::build_callbacks(recipe), io);
+  if (resuming_)
+    resume_fold(trainer, target_, src.string(), k, multi_ ? "fold " + std::to_string(k) + ": " : std::string(), writer_,
+                s_.group, o_);
+  auto outcome = trainer.fit();
+  const auto& st = trainer.state();
+  out.status = outcome.status;
+  out.signal = outcome.signal;
+  out.summary = {
+      {"fold", k},
+      {"status", outcome.status},
+      {"epochs_completed", st.epoch},
+      {"updates", st.step},
+      {"skipped_updates", st.skipped_updates},
+      {"precision", device::precision_name(dev.precision)},
+      {"processes", o_.dist.world_size},
+      {"validation_shards", s_.shards_validation(valid_rows.size()) ? o_.dist.world_size : 1},
+      {"best",
+       {{"metric", s_.monitor},
+        {"value", st.best ? json(*st.best) : json()},
+        {"epoch", st.best_epoch},
+        {"from", st.best_from}}},
+      {"train_images_per_s", st.train_seconds > 0 ? static_cast<double>(st.train_images) / st.train_seconds : 0.0},
+      {"dir", dir.string()}};
+  if (!st.stop_reason.empty()) out.summary["stop_reason"] = st.stop_reason;
+  if (trainer.scaler().enabled()) out.summary["loss_scaler"] = trainer.scaler().state();
+  if (st.oom_halvings > 0) out.summary["oom_backoff"] = {{"halvings", st.oom_halvings}, {"events", st.oom_events}};
+  if (outcome.status == "interrupted") return out;
+  predict_oof(*net, valid_rows, k, dir.string(), out);
+  return out;
+}
+
+void FitRun::predict_oof(model::Network& net, const std::vector<int64_t>& valid_rows, int64_t k, const std::string& dir,
+                         FoldOutcome& out) {
+  // Out-of-fold predictions with the weights tta-predict uses by default: checkpoints/best.
+  const fs::path best = fs::path(dir) / "checkpoints" / "best";
+  std::string used = "final weights";
+  if (fs::exists(best) && train::checkpoint_problem(best.string(), false).empty()) {
+    model::load_state_dict(net, train::load_checkpoint(best.string(), false).weights, true, best.string());
+    used = "checkpoints/best";
+  }
+  if (s_.group) {
+    // Every rank predicts its share with rank 0's weights (a resumed run's earlier best is in rank 0's folder only).
+    train::broadcast_weights(net, *s_.group);
+    std::vector<std::string> u{used};
+    s_.group->broadcast_strings(u);
+    used = u[0];
+  }
+  auto vl = s_.valid_loader(valid_rows);
+  auto pred = train::predict(net, *vl, s_.dev.device, nullptr, s_.task, s_.dev.precision);
+  if (s_.shards_validation(valid_rows.size())) train::gather_predictions(pred, *s_.group);
+  const auto& metrics = *s_.metrics;
+  const std::string name = s_.monitor == "valid_loss" ? metrics.names().front() : s_.monitor;
+  const double value = metrics.compute(pred.probs, pred.targets).at(name);
+  out.summary["oof"] = {{"weights", used}, {"rows", pred.images}};
+  write_oof_fold(dir, s_.table, s_.classes, s_.dopt.id_col, k, s_.cv.folds, name, pred, out.summary);
+  log((multi_ ? "fold " + std::to_string(k) + ": " : std::string()) + "out-of-fold " + name + " " +
+      format_significant(value, 4) + " on " + std::to_string(pred.images) + " rows (" + used + ")");
+  if (multi_) write_summary(dir, out.summary);
+}
+
+}  // namespace kg::jobs
