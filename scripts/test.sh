@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 WHICH=${1:-both}
 case "$WHICH" in debian|pip|both) ;; *) echo "test.sh: expected debian, pip or both, got '$WHICH'" >&2; exit 2 ;; esac
 t0=$(date +%s)
+# The docs' links and the code's shape (files <= 400 lines, functions <= 120) before anything is built.
+python3 scripts/check_docs.py
+python3 scripts/check_code_shape.py
 if [ "$WHICH" != pip ]; then
   BUILD_DIR=build-debian bash scripts/setup.sh --torch debian
   cmake --build build-debian -j "$(nproc)"
