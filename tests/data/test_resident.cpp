@@ -214,7 +214,7 @@ TEST_CASE("bench with data.cache = device times the device gather, not decoding"
   }
 }
 
-TEST_CASE("device-resident batches on CUDA equal the CPU ones", "[gpu][data][resident]") {
+TEST_CASE("device-resident batches on CUDA equal the CPU ones", "[unit][gpu][data][resident]") {
   if (!kg::device::cuda_available()) {
     WARN("no CUDA device: skipped");
     return;

@@ -348,7 +348,7 @@ TEST_CASE("checkpointing keeps far less activation memory (resnet18, 64 px, batc
   CHECK(ckpt < 0.7 * plain);
 }
 
-TEST_CASE("checkpointing on CUDA replays the CUDA generator's drop-path masks", "[gpu][model]") {
+TEST_CASE("checkpointing on CUDA replays the CUDA generator's drop-path masks", "[unit][gpu][model]") {
   if (!kg::device::cuda_available()) {
     WARN("no CUDA device: skipped");
     return;
