@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "device/device.h"
 #include "device/graph.h"
+#include "support/gpu.h"
 
 namespace {
 
@@ -79,10 +80,7 @@ TEST_CASE("a CPU has no CUDA graph capturer, and says why", "[unit][device][grap
 }
 
 TEST_CASE("CUDA graph capture: the same contract on the device", "[unit][gpu][device][graphs]") {
-  if (!kg::device::cuda_available()) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
+  KG_REQUIRE_GPU();
   std::string why;
   auto capturer = kg::device::graph_capturer(c10::Device(c10::kCUDA, 0), &why);
   REQUIRE(capturer != nullptr);

@@ -16,6 +16,7 @@
 #include "model/model.h"
 #include "model/safetensors.h"
 #include "optim/optimizer.h"
+#include "support/gpu.h"
 #include "test_paths.h"
 
 using kg::optim::ParamGroup;
@@ -432,10 +433,7 @@ TEST_CASE("optim.fused: refused by a LibTorch 1.x build, the multi-tensor path f
 }
 
 TEST_CASE("optim.fused on CUDA: PyTorch's fused kernel gives the multi-tensor update", "[unit][gpu][optim]") {
-  if (!torch::cuda::is_available()) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
+  KG_REQUIRE_GPU();
   for (std::string extra : {"name = \"adamw\"", "name = \"adam\"", "name = \"adamw\"\namsgrad = true"}) {
     INFO(extra);
     torch::manual_seed(5);

@@ -13,6 +13,7 @@
 #include "device/oom.h"
 #include "model/safetensors.h"
 #include "support/fixtures.h"
+#include "support/gpu.h"
 #include "support/job_helpers.h"
 #include "train/step_graphs.h"
 #include "train/trainer_rig.h"
@@ -213,10 +214,7 @@ TEST_CASE("fit with cuda graphs where they cannot run: logged, the step runs eag
 
 TEST_CASE("fit on CUDA with device.cuda_graphs: captured, and the weights of the eager run",
           "[integration][gpu][train][graphs]") {
-  if (!kg::device::cuda_available()) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
+  KG_REQUIRE_GPU();
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_pack_dataset(dir, 60, 8);  // raw packs: runs in a GPU build without image codecs
   const std::string recipe = dir.write("r.toml", kg::test::tiny_recipe(ds.root));
