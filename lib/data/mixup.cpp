@@ -36,7 +36,9 @@ config::Fields<MixupOptions> mixup_fields() {
   f.field("mode", &MixupOptions::mode, "batch: one lambda per batch; pair: per pair (i, B-1-i); elem: per sample")
       .choices({"batch", "pair", "elem"});
   f.field("correct_lam", &MixupOptions::correct_lam, "cutmix: recompute lambda from the clipped box area");
-  f.field("label_smoothing", &MixupOptions::label_smoothing, "smoothing inside the mixed soft targets").range(0, 1);
+  f.field("label_smoothing", &MixupOptions::label_smoothing,
+          "smoothing inside the mixed soft targets: other classes s/K, the true class 1 - s + s/K")
+      .range(0, 1);
   f.field("off_epoch", &MixupOptions::off_epoch, "0-based epoch from which mixing stops (0 = never)").min(0);
   return f;
 }

@@ -15,17 +15,17 @@
 
 namespace kg::data {
 
+// Recipe section [mixup]; each field's doc is in mixup_fields() (data/mixup.cpp) and docs/reference.md.
 struct MixupOptions {
-  double mixup_alpha = 0.0;   ///< Beta(alpha, alpha) for mixup; 0 = no mixup (default: off)
-  double cutmix_alpha = 0.0;  ///< Beta(alpha, alpha) for cutmix; 0 = no cutmix (default: off)
-  std::optional<std::vector<double>>
-      cutmix_minmax;             ///< [lo, hi] box side as a fraction of the image; replaces cutmix_alpha
-  double prob = 1.0;             ///< probability of mixing a batch (or an element, in elem/pair mode)
-  double switch_prob = 0.5;      ///< with both alphas set: probability of cutmix instead of mixup
-  std::string mode = "batch";    ///< batch: one lambda per batch; pair: per pair (i, B-1-i); elem: per sample
-  bool correct_lam = true;       ///< cutmix: recompute lambda from the clipped box area
-  double label_smoothing = 0.0;  ///< smoothing inside the soft targets: off = s/K, on = 1 - s + s/K
-  int64_t off_epoch = 0;         ///< from this 0-based epoch on, mixing is off (0 = never off)
+  double mixup_alpha = 0.0;
+  double cutmix_alpha = 0.0;
+  std::optional<std::vector<double>> cutmix_minmax;
+  double prob = 1.0;
+  double switch_prob = 0.5;
+  std::string mode = "batch";
+  bool correct_lam = true;
+  double label_smoothing = 0.0;
+  int64_t off_epoch = 0;
 };
 
 MixupOptions load_mixup_options(const config::Tree& recipe);

@@ -60,7 +60,7 @@ config::Fields<DataOptions> data_fields() {
   f.field("train_csv", &DataOptions::train_csv, "training table (relative to data.root)");
   f.field("test_csv", &DataOptions::test_csv, "rows to predict (relative to data.root)");
   f.field("sample_submission", &DataOptions::sample_submission,
-          "sample submission CSV whose format predictions follow");
+          "sample submission CSV whose format predictions follow (\"\" = none)");
   f.field("image_dir", &DataOptions::image_dir, "training images folder (relative to data.root)");
   f.field("test_image_dir", &DataOptions::test_image_dir, "test images folder (relative to data.root)");
   f.field(
@@ -89,7 +89,9 @@ config::Fields<DataOptions> data_fields() {
       .choices({"error", "skip"});
   f.field("train_pack", &DataOptions::train_pack, "format pack: the training pack file (relative to data.root)");
   f.field("test_pack", &DataOptions::test_pack, "format pack: the test pack file (relative to data.root)");
-  f.field("num_classes", &DataOptions::num_classes, "number of classes (default: inferred from the labels)").min(2);
+  f.field("num_classes", &DataOptions::num_classes,
+          "number of classes: integer labels lie in [0, n), string labels number n (default: inferred from the labels)")
+      .min(2);
   f.field("channels", &DataOptions::channels, "channels fed to the model: 1 (gray) or 3 (RGB)")
       .check([](const config::json& v) -> std::string {
         auto c = v.get<int64_t>();
@@ -123,7 +125,7 @@ config::Fields<DataOptions> data_fields() {
 
 config::Fields<CvOptions> cv_fields() {
   config::Fields<CvOptions> f;
-  f.field("folds", &CvOptions::folds, "number of stratified cross-validation folds").min(2);
+  f.field("folds", &CvOptions::folds, "number of cross-validation folds").min(2);
   f.field("fold", &CvOptions::fold,
           "held-out fold (0-based), a list of folds, or \"all\": fit trains each listed fold in fold_<k>/ and writes "
           "oof.csv + cv.json")

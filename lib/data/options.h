@@ -8,48 +8,48 @@
 
 namespace kg::data {
 
+// Recipe section [data]; each field's doc is in data_fields() (data/options.cpp) and docs/reference.md.
 struct DataOptions {
-  std::string format = "auto";          ///< layout: auto | csv | folder | pack
-  std::string root = "data";            ///< dataset folder, relative to the working directory
-  std::string train_csv = "train.csv";  ///< training table (relative to root)
-  std::string test_csv = "test.csv";    ///< table of rows to predict (relative to root)
-  std::string sample_submission;        ///< the competition's sample submission ("" = none)
-  std::string image_dir = "train";      ///< folder of training images (relative to root)
-  std::string test_image_dir = "test";  ///< folder of test images (relative to root)
-  std::string extra_train_csv;          ///< extra training-only rows (pseudo labels); "" = none
-  std::string extra_image_dir;          ///< folder of extra_train_csv's images
-  std::string id_col = "id";            ///< column naming each image: <image_dir>/<id><image_ext>
-  std::string image_ext = ".png";       ///< image file extension, with or without the dot
-  std::string path_col;  ///< column of image paths relative to the image folder ("" = id_col + image_ext)
-  std::vector<std::string> label_cols{"label"};  ///< target column(s)
-  std::string label_sep = " ";                   ///< multilabel: separator of label names in one column
-  std::vector<std::string> feature_cols;         ///< numeric columns fed to the model beside the image
-  std::string task = "multiclass";               ///< prediction task: multiclass | multilabel | binary | regression
-  std::string on_bad_row = "error";  ///< error (stop, listing every bad row) | skip (train without them, bad_rows.csv)
-  std::string train_pack = "train.kgpack";  ///< data.format = pack: the packed training table (relative to root)
-  std::string test_pack = "test.kgpack";    ///< data.format = pack: the packed test table (relative to root)
-  std::optional<int64_t> num_classes;       ///< when set: integer labels lie in [0, n), string labels number n
-  int64_t channels = 3;                     ///< image channels fed to the model (1 gray, 3 RGB)
-  config::json image_size =
-      224;                  ///< model input size: N, [height, width], or a schedule [[fraction, size(, batch)], ...]
-  int64_t num_workers = 2;  ///< decode/augment threads (0 = in the training thread)
-  int64_t prefetch = 4;     ///< batches prepared ahead of the model
-  config::json augment = config::json::array();  ///< training transforms, in order: [{ name = "hflip" }, ...]
-  bool pin_memory = true;                        ///< CUDA: page-locked batches, copied asynchronously
-  bool uint8_transfer = false;  ///< ship uint8 batches, scale + normalize on the device (timm PrefetchLoader)
-  std::string cache = "none";  ///< none | ram (decoded images kept in memory) | device (one uint8 tensor on the device,
-                               ///< augmented there)
-  double cache_max_gb = 4.0;   ///< memory cap of the cache, GiB
+  std::string format = "auto";
+  std::string root = "data";
+  std::string train_csv = "train.csv";
+  std::string test_csv = "test.csv";
+  std::string sample_submission;
+  std::string image_dir = "train";
+  std::string test_image_dir = "test";
+  std::string extra_train_csv;
+  std::string extra_image_dir;
+  std::string id_col = "id";
+  std::string image_ext = ".png";
+  std::string path_col;
+  std::vector<std::string> label_cols{"label"};
+  std::string label_sep = " ";
+  std::vector<std::string> feature_cols;
+  std::string task = "multiclass";
+  std::string on_bad_row = "error";
+  std::string train_pack = "train.kgpack";
+  std::string test_pack = "test.kgpack";
+  std::optional<int64_t> num_classes;
+  int64_t channels = 3;
+  config::json image_size = 224;
+  int64_t num_workers = 2;
+  int64_t prefetch = 4;
+  config::json augment = config::json::array();
+  bool pin_memory = true;
+  bool uint8_transfer = false;
+  std::string cache = "none";
+  double cache_max_gb = 4.0;
 };
 
+// Recipe section [cv]; each field's doc is in cv_fields() (data/options.cpp) and docs/reference.md.
 struct CvOptions {
-  int64_t folds = 5;               ///< number of cross-validation folds
-  config::json fold = 0;           ///< held-out fold: an index, a list of indices, or "all" (train every fold)
+  int64_t folds = 5;
+  config::json fold = 0;
   std::vector<int64_t> run_folds;  // cv.fold expanded (filled by load_cv_options)
   int64_t held_out = 0;            // the fold split_folds holds out (the first of run_folds)
-  std::string strategy = "auto";   ///< auto | stratified | group | random | column
-  std::string group_col;           ///< strategy group: rows sharing this column's value stay in one fold
-  std::string fold_col = "fold";   ///< strategy column: the CSV's own fold column
+  std::string strategy = "auto";
+  std::string group_col;
+  std::string fold_col = "fold";
 };
 
 struct ImageGeometry {

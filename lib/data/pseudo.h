@@ -11,12 +11,13 @@
 
 namespace kg::data {
 
-struct PseudoOptions {           // recipe section [pseudo]; fields = recipe keys
-  double threshold = 0.9;        ///< keep rows whose confidence >= threshold (0 = no threshold)
-  double top_fraction = 0;       ///< per predicted class, keep this most confident fraction of its rows (0 = off)
-  bool soft = false;             ///< train on the probabilities (soft targets) instead of hard labels
-  std::string source_csv;        ///< the unlabeled table ("" = data.test_csv), relative to data.root
-  std::string source_image_dir;  ///< its images ("" = data.test_image_dir)
+// Recipe section [pseudo]; each field's doc is in fields() (data/pseudo.cpp) and docs/reference.md.
+struct PseudoOptions {
+  double threshold = 0.9;
+  double top_fraction = 0;
+  bool soft = false;
+  std::string source_csv;
+  std::string source_image_dir;
 };
 PseudoOptions load_pseudo_options(const config::Tree& recipe);
 

@@ -11,25 +11,24 @@
 
 namespace kg::device {
 
+// Recipe section [device]; each field's doc is in fields() (device/device.cpp) and docs/reference.md.
 struct DeviceOptions {
-  std::string name = "auto";   ///< auto | cpu | cuda | cuda:N
-  int64_t threads = 0;         ///< intra-op CPU threads; 0 = every core this process may use
-  bool channels_last = false;  ///< NHWC memory layout for convolution models (faster with cuDNN on tensor cores)
-  bool deterministic =
-      false;  ///< deterministic algorithms only (an op without one is an error); resume is then bit-exact
-  std::string precision = "fp32";  ///< fp32 | fp16 | bf16 | auto (autocast)
-  bool tf32 = true;                ///< TF32 tensor cores for float32 matmuls and convolutions (CUDA, Ampere and newer)
-  bool cudnn_benchmark = true;  ///< cuDNN tries the convolution algorithms once per input shape and keeps the fastest
-  bool cuda_graphs = false;     ///< training micro-batches replayed from CUDA graphs (one launch per step)
-  double loss_scale_init = 65536.0;           ///< fp16: first loss scale
-  int64_t loss_scale_growth_interval = 2000;  ///< fp16: clean updates before the scale doubles
-  double loss_scale_growth_factor = 2.0;      ///< fp16: scale growth
-  double loss_scale_backoff_factor = 0.5;     ///< fp16: scale backoff after an inf/NaN update (which is skipped)
-  int64_t dist_timeout_s = 600;  ///< multi-process: seconds a collective waits for the other ranks before the job fails
-  double dist_bucket_mb =
-      25;                    ///< multi-process: gradients all-reduced in buckets of this many MB (DDP's bucket_cap_mb)
-  bool dist_overlap = true;  ///< multi-process: buckets all-reduced while backward runs (DDP's overlap)
-  bool sync_batchnorm = false;  ///< multi-process: BatchNorm statistics over the global batch (SyncBatchNorm)
+  std::string name = "auto";
+  int64_t threads = 0;
+  bool channels_last = false;
+  bool deterministic = false;
+  std::string precision = "fp32";
+  bool tf32 = true;
+  bool cudnn_benchmark = true;
+  bool cuda_graphs = false;
+  double loss_scale_init = 65536.0;
+  int64_t loss_scale_growth_interval = 2000;
+  double loss_scale_growth_factor = 2.0;
+  double loss_scale_backoff_factor = 0.5;
+  int64_t dist_timeout_s = 600;
+  double dist_bucket_mb = 25;
+  bool dist_overlap = true;
+  bool sync_batchnorm = false;
 };
 
 // The options of rank `local_rank` of a multi-process job on one machine of `local_world` ranks: its

@@ -12,11 +12,12 @@
 
 namespace kg::device {
 
+// Not recipe keys: filled from device.loss_scale_* (device/device.cpp).
 struct LossScalerOptions {
-  double init_scale = 65536.0;     ///< first scale (2^16)
-  double growth_factor = 2.0;      ///< scale x this after growth_interval clean updates
-  double backoff_factor = 0.5;     ///< scale x this after an update with inf/NaN gradients (which is skipped)
-  int64_t growth_interval = 2000;  ///< clean updates in a row before the scale grows
+  double init_scale = 65536.0;     // first scale (2^16)
+  double growth_factor = 2.0;      // scale x this after growth_interval clean updates
+  double backoff_factor = 0.5;     // scale x this after an update with inf/NaN gradients (which is skipped)
+  int64_t growth_interval = 2000;  // clean updates in a row before the scale grows
 };
 
 class LossScaler {

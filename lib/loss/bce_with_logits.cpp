@@ -8,9 +8,10 @@
 namespace kg::loss {
 namespace {
 
+// Keys of [loss] when name = "bce_with_logits"; each field's doc is in fields() below and docs/reference.md.
 struct BceOptions {
-  config::json pos_weight = 1.0;  ///< weight of positive cells: one number, or one per label
-  double label_smoothing = 0.0;   ///< eps: targets become t * (1 - eps) + eps / 2
+  config::json pos_weight = 1.0;
+  double label_smoothing = 0.0;
 };
 
 class BceWithLogits : public Loss {

@@ -11,9 +11,10 @@
 namespace kg::loss {
 namespace {
 
+// Keys of [loss] when name = "cross_entropy"; each field's doc is in fields() below and docs/reference.md.
 struct CrossEntropyOptions {
-  double label_smoothing = 0.0;       ///< eps in [0, 1): weight moved from the true class to all classes
-  std::vector<double> class_weights;  ///< one weight per class (empty: all 1)
+  double label_smoothing = 0.0;
+  std::vector<double> class_weights;
 };
 
 class CrossEntropy : public Loss {

@@ -10,9 +10,10 @@
 namespace kg::loss {
 namespace {
 
+// Keys of [loss] when name = "focal"; each field's doc is in fields() below and docs/reference.md.
 struct FocalOptions {
-  double gamma = 2.0;   ///< focusing exponent (0 = plain cross-entropy)
-  double alpha = 0.25;  ///< sigmoid form: weight of positive cells in [0, 1]; -1 = no weighting; multiclass ignores it
+  double gamma = 2.0;
+  double alpha = 0.25;
 };
 
 class Focal : public Loss {

@@ -7,8 +7,9 @@
 namespace kg::loss {
 namespace {
 
+// Keys of [loss] when name = "huber"; each field's doc is in fields() below and docs/reference.md.
 struct HuberOptions {
-  double delta = 1.0;  ///< where the loss turns from quadratic to linear, in target units
+  double delta = 1.0;
 };
 
 class Huber : public Loss {

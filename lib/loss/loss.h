@@ -50,9 +50,9 @@ const std::vector<std::string>& supported_tasks(const std::string& name);  // em
 // Losses that apply to `task`, sorted.
 std::vector<std::string> losses_for(const std::string& task);
 
+// Recipe section [loss]; each field's doc is in fields() (loss/loss.cpp) and docs/reference.md.
 struct LossOptions {
-  std::string name =
-      "cross_entropy";  ///< loss function; fit uses default_loss(data.task) when the recipe does not set it
+  std::string name = "cross_entropy";
 };
 
 // The loss for a task when loss.name is not set: cross_entropy (multiclass), bce_with_logits

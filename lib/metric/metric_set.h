@@ -11,10 +11,11 @@
 
 namespace kg::metric {
 
+// Recipe section [metric]; each field's doc is in fields() (metric/metric_set.cpp) and docs/reference.md.
 struct MetricOptions {
-  std::vector<std::string> names;  ///< metrics computed every validation; empty = the task's default_metrics
-  std::string monitor;             ///< what "best" means: one of names, or "valid_loss"; "" = the first of names
-  std::string mode = "auto";       ///< auto | max | min (auto: the metric's direction; valid_loss: min)
+  std::vector<std::string> names;
+  std::string monitor;
+  std::string mode = "auto";
 };
 MetricOptions load_options(const config::Tree& recipe);
 

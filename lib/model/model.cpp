@@ -24,7 +24,7 @@ config::Fields<ModelOptions> fields() {
     return "";
   };
   config::Fields<ModelOptions> f;
-  f.field("name", &ModelOptions::name, "network architecture").kind("model");
+  f.field("name", &ModelOptions::name, "network architecture (see kgtrain show --list)").kind("model");
   f.field("pretrained", &ModelOptions::pretrained,
           "safetensors file of initial weights with timm/torchvision names (a differing head is re-initialised; "
           "the first conv is adapted to data.channels); \"\" = random init");

@@ -22,21 +22,18 @@
 namespace kg::model {
 
 // The keys every model shares (`[model]`); a family adds its own (resnet's small_input, ...).
+// Recipe section [model]; each field's doc is in fields() (model/model.cpp) and docs/reference.md.
 struct ModelOptions {
-  std::string name = "resnet9";  ///< backbone family (see `kgtrain show --list`)
-  std::string pretrained;        ///< safetensors file of initial weights (timm/torchvision names); "" = random init
-  bool pretrained_strict =
-      false;  ///< fail when a backbone tensor is missing or unexpected (a differing head is always re-initialised)
-  double drop_rate = 0.0;  ///< dropout before the classifier (timm drop_rate)
-  double drop_path_rate =
-      0.0;  ///< stochastic depth, rising linearly over the blocks to about this value (timm's per-family rule)
-  std::string global_pool;  ///< avg | max | avgmax | catavgmax; "" = the family's own (avg; max for resnet9)
-  std::vector<int64_t>
-      head_hidden;  ///< hidden layer sizes of a fastai-style head (BN, dropout, linear, ReLU); [] = one linear layer
-  double head_dropout = 0.5;  ///< fastai's ps: dropout before the last linear layer, half of it before hidden ones
-  std::vector<int64_t>
-      feature_hidden;  ///< MLP sizes for data.feature_cols before they join the pooled image features; [] = direct
-  bool grad_checkpointing = false;  ///< recompute each stage's activations in backward (less memory, ~30% more compute)
+  std::string name = "resnet9";
+  std::string pretrained;
+  bool pretrained_strict = false;
+  double drop_rate = 0.0;
+  double drop_path_rate = 0.0;
+  std::string global_pool;
+  std::vector<int64_t> head_hidden;
+  double head_dropout = 0.5;
+  std::vector<int64_t> feature_hidden;
+  bool grad_checkpointing = false;
 };
 
 // What the data decides: input channels, outputs of the task, numeric features, image size.

@@ -10,9 +10,9 @@
 namespace kg::model {
 namespace {
 
+// Keys of [model] for the resnet family; each field's doc is in fields() below and docs/reference.md.
 struct ResNetOptions {
-  bool small_input =
-      false;  ///< 3x3 stride-1 stem without max-pool, for 28-64 px images (default: torchvision's 7x7/2 stem + pool)
+  bool small_input = false;
 };
 
 torch::nn::Conv2d conv(int64_t cin, int64_t cout, int64_t k, int64_t stride) {
@@ -123,7 +123,8 @@ class ResNet final : public Network {
 config::Fields<ResNetOptions> fields() {
   config::Fields<ResNetOptions> f;
   f.field("small_input", &ResNetOptions::small_input,
-          "3x3 stride-1 stem without max-pool for 28-64 px images (its conv1 no longer fits ImageNet weights)");
+          "3x3 stride-1 stem without max-pool for 28-64 px images, instead of torchvision's 7x7/2 stem + pool (its "
+          "conv1 no longer fits ImageNet weights)");
   return f;
 }
 

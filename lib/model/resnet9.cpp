@@ -17,8 +17,9 @@
 namespace kg::model {
 namespace {
 
+// Keys of [model] when name = "resnet9"; each field's doc is in fields() below and docs/reference.md.
 struct Resnet9Options {
-  int64_t width = 64;  ///< channels of the first block; later blocks use 2w, 4w, 8w
+  int64_t width = 64;
 };
 
 // 3x3 conv (pad 1, no bias) + BatchNorm + ReLU.

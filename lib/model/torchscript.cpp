@@ -23,10 +23,10 @@
 namespace kg::model {
 namespace {
 
+// Keys of [model] when name = "torchscript"; each field's doc is in fields() below and docs/reference.md.
 struct TorchScriptOptions {
-  std::string path;  ///< TorchScript file (torch.jit.trace/trace_module/script(...).save()); required
-  bool trust_torchscript =
-      false;  ///< allow running the file's code (it runs whatever operators its author chose); default false
+  std::string path;
+  bool trust_torchscript = false;
 };
 
 torch::jit::Module load_script(const std::string& path) {
@@ -159,7 +159,7 @@ class TorchScriptNet final : public Network {
 config::Fields<TorchScriptOptions> fields() {
   config::Fields<TorchScriptOptions> f;
   f.field("path", &TorchScriptOptions::path,
-          "TorchScript backbone file: torch.jit.trace(module, x).save(path), torch.jit.trace_module(model, "
+          "required: TorchScript backbone file: torch.jit.trace(module, x).save(path), torch.jit.trace_module(model, "
           "{\"forward_features\": x}) or torch.jit.script(module); returns [N, C, H, W] or [N, C]. Tracing freezes "
           "BatchNorm/dropout in the mode traced (train: batch statistics even in eval; eval: frozen running "
           "statistics): trace in the mode you will use, or script it");

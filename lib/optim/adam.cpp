@@ -15,11 +15,12 @@
 namespace kg::optim {
 namespace {
 
+// Keys of [optim] when name = "adam" or "adamw"; each field's doc is in fields() below and docs/reference.md.
 struct AdamOptions {
-  std::vector<double> betas{0.9, 0.999};  ///< (beta1, beta2); one_cycle cycles beta1
-  double eps = 1e-8;                      ///< added to the denominator
-  bool amsgrad = false;                   ///< AMSGrad variant (Reddi et al. 2018)
-  bool fused = false;                     ///< CUDA: PyTorch's fused kernel, one launch per bucket (LibTorch 2.x)
+  std::vector<double> betas{0.9, 0.999};
+  double eps = 1e-8;
+  bool amsgrad = false;
+  bool fused = false;
 };
 
 // Whether this build has PyTorch's fused Adam/AdamW kernels (torch.optim.Adam(W)(fused=True), PyTorch 2.0).
@@ -97,7 +98,7 @@ config::Fields<AdamOptions> fields() {
   config::Fields<AdamOptions> f;
   f.field("betas", &AdamOptions::betas, "(beta1, beta2); beta1 is cycled by one_cycle").size(2).range(0, 1);
   f.field("eps", &AdamOptions::eps, "term added to the denominator").positive();
-  f.field("amsgrad", &AdamOptions::amsgrad, "use the AMSGrad variant");
+  f.field("amsgrad", &AdamOptions::amsgrad, "use the AMSGrad variant (Reddi et al. 2018)");
   f.field("fused", &AdamOptions::fused,
           "CUDA: update each group with PyTorch's fused kernel (fused=True), one launch instead of ~8 multi-tensor "
           "ones; needs a LibTorch 2.x build; parameters on the CPU keep the multi-tensor path");

@@ -10,11 +10,12 @@
 namespace kg::optim {
 namespace {
 
+// Keys of [optim] when name = "lamb"; each field's doc is in fields() below and docs/reference.md.
 struct LambOptions {
-  std::vector<double> betas{0.9, 0.999};  ///< (beta1, beta2); one_cycle cycles beta1
-  double eps = 1e-6;                      ///< added to the denominator
-  bool trust_clip = false;                ///< clamp the trust ratio to <= 1 (LAMBC)
-  bool always_adapt = false;              ///< apply the trust ratio also to params without weight decay (biases, norms)
+  std::vector<double> betas{0.9, 0.999};
+  double eps = 1e-6;
+  bool trust_clip = false;
+  bool always_adapt = false;
 };
 
 class Lamb : public Optimizer {
@@ -56,7 +57,7 @@ config::Fields<LambOptions> fields() {
   config::Fields<LambOptions> f;
   f.field("betas", &LambOptions::betas, "(beta1, beta2); beta1 is cycled by one_cycle").size(2).range(0, 1);
   f.field("eps", &LambOptions::eps, "term added to the denominator").positive();
-  f.field("trust_clip", &LambOptions::trust_clip, "clamp the trust ratio ||p||/||update|| to at most 1");
+  f.field("trust_clip", &LambOptions::trust_clip, "clamp the trust ratio ||p||/||update|| to at most 1 (LAMBC)");
   f.field("always_adapt", &LambOptions::always_adapt,
           "apply the trust ratio also to params without weight decay (timm: false, they take plain Adam steps)");
   return f;

@@ -133,10 +133,11 @@ OptimizerPtr wrap(OptimizerPtr inner, const OptimContext& ctx, int64_t k, double
   return std::make_unique<Lookahead>(std::move(inner), ctx, k, alpha, name);
 }
 
+// Keys of [optim] when name = "lookahead"; each field's doc is in lookahead_fields() below and docs/reference.md.
 struct LookaheadOptions {
-  int64_t k = 6;                     ///< inner steps between slow-weight updates
-  double alpha = 0.5;                ///< slow-weight step size
-  std::string inner_name = "adamw";  ///< the wrapped optimizer ([optim.inner] name, plus its own keys there)
+  int64_t k = 6;
+  double alpha = 0.5;
+  std::string inner_name = "adamw";
 };
 
 config::Fields<LookaheadOptions> lookahead_fields() {
@@ -162,12 +163,13 @@ KG_REGISTER(
       return wrap(std::move(inner), ctx, o.k, o.alpha, "lookahead");
     });
 
+// Keys of [optim] when name = "ranger"; each field's doc is in ranger_fields() below and docs/reference.md.
 struct RangerOptions {
-  int64_t k = 6;                           ///< RAdam steps between slow-weight updates
-  double alpha = 0.5;                      ///< slow-weight step size
-  std::vector<double> betas{0.95, 0.999};  ///< RAdam's (beta1, beta2): Ranger's defaults; one_cycle cycles beta1
-  double eps = 1e-5;                       ///< RAdam's eps (Ranger's default)
-  bool decoupled_weight_decay = true;      ///< p *= 1 - lr * wd; false = L2 added to the gradient
+  int64_t k = 6;
+  double alpha = 0.5;
+  std::vector<double> betas{0.95, 0.999};
+  double eps = 1e-5;
+  bool decoupled_weight_decay = true;
 };
 
 config::Fields<RangerOptions> ranger_fields() {

@@ -35,7 +35,7 @@ config::Fields<OptimOptions> fields() {
           "weight decay (decoupled for adamw/radam/lamb, L2 for sgd/adam/rmsprop)")
       .min(0);
   f.field("decay_norm_bias", &OptimOptions::decay_norm_bias,
-          "also decay biases and normalization weights (timm/fastai: false)");
+          "also decay biases and normalization weights, every param with dim <= 1 (timm/fastai: false)");
   f.field("group_lr_mult", &OptimOptions::group_lr_mult, "lr multiplier per layer group, stem first ([] = all 1)")
       .positive();
   f.field("layer_decay", &OptimOptions::layer_decay,

@@ -15,14 +15,14 @@ class Network;
 
 namespace kg::optim {
 
+// Recipe section [optim]; each field's doc is in fields() (optim/param_groups.cpp) and docs/reference.md.
 struct OptimOptions {
-  std::string name = "adamw";  ///< optimizer
-  config::json lr =
-      1e-3;  ///< peak lr (a float), or [lo, hi]: fastai's slice, spread geometrically over the layer groups
-  double weight_decay = 0.01;         ///< weight decay (decoupled or L2, as the optimizer defines it)
-  bool decay_norm_bias = false;       ///< also decay biases and normalization weights (every param with dim <= 1)
-  std::vector<double> group_lr_mult;  ///< lr multiplier per layer group, stem first ([] = off)
-  double layer_decay = 0;  ///< timm layer-wise lr decay: group i of n gets lr * layer_decay^(n-1-i) (0 = off)
+  std::string name = "adamw";
+  config::json lr = 1e-3;
+  double weight_decay = 0.01;
+  bool decay_norm_bias = false;
+  std::vector<double> group_lr_mult;
+  double layer_decay = 0;
 };
 OptimOptions load_options(const config::Tree& recipe);
 // The schedule's peak learning rate: the largest of optim.lr's values. ConfigError for "find".

@@ -12,10 +12,11 @@
 namespace kg::optim {
 namespace {
 
+// Keys of [optim] when name = "radam"; each field's doc is in fields() below and docs/reference.md.
 struct RAdamOptions {
-  std::vector<double> betas{0.9, 0.999};  ///< (beta1, beta2); one_cycle cycles beta1
-  double eps = 1e-8;                      ///< added to the denominator
-  bool decoupled_weight_decay = true;     ///< p *= 1 - lr * wd (AdamW-style); false = L2 added to the gradient
+  std::vector<double> betas{0.9, 0.999};
+  double eps = 1e-8;
+  bool decoupled_weight_decay = true;
 };
 
 class RAdam : public MultiTensorOptimizer {

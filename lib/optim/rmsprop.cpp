@@ -10,11 +10,12 @@
 namespace kg::optim {
 namespace {
 
+// Keys of [optim] when name = "rmsprop"; each field's doc is in fields() below and docs/reference.md.
 struct RmspropOptions {
-  double alpha = 0.99;    ///< smoothing constant of the squared-gradient average
-  double eps = 1e-8;      ///< added to the denominator
-  double momentum = 0.0;  ///< momentum factor (0 = none; one_cycle then has nothing to cycle)
-  bool centered = false;  ///< normalize by the gradient's estimated variance instead of its second moment
+  double alpha = 0.99;
+  double eps = 1e-8;
+  double momentum = 0.0;
+  bool centered = false;
 };
 
 class Rmsprop : public MultiTensorOptimizer {

@@ -43,11 +43,12 @@ using ScheduleRegistry = Registry<SchedulePtr(const ScheduleContext&)>;
 ScheduleRegistry& schedule_registry();
 
 // The [schedule] section's own keys; the selected schedule adds its keys next to them.
+// Recipe section [schedule]; each field's doc is in fields() (optim/schedule.cpp) and docs/reference.md.
 struct ScheduleOptions {
-  std::string name = "one_cycle";  ///< learning-rate schedule
-  int64_t warmup_steps = 0;        ///< linear warm-up length in optimizer updates (0 = none)
-  double warmup_epochs = 0.0;      ///< the same in epochs (converted with the updates per epoch, rounded)
-  double warmup_lr = 0.0;          ///< lr at update 0; the warm-up ramps linearly to the schedule's start lr
+  std::string name = "one_cycle";
+  int64_t warmup_steps = 0;
+  double warmup_epochs = 0.0;
+  double warmup_lr = 0.0;
 };
 
 // Builds [schedule] for a run: the named schedule, behind a linear warm-up when one is set (timm's

@@ -11,10 +11,11 @@
 namespace kg::optim {
 namespace {
 
+// Keys of [optim] when name = "sgd"; each field's doc is in fields() below and docs/reference.md.
 struct SgdOptions {
-  double momentum = 0.9;   ///< momentum factor (0 = plain SGD; one_cycle then has nothing to cycle)
-  bool nesterov = false;   ///< Nesterov momentum (Sutskever et al. 2013)
-  double dampening = 0.0;  ///< dampening of the momentum buffer's gradient term
+  double momentum = 0.9;
+  bool nesterov = false;
+  double dampening = 0.0;
 };
 
 class Sgd : public MultiTensorOptimizer {
@@ -63,7 +64,7 @@ config::Fields<SgdOptions> fields() {
   config::Fields<SgdOptions> f;
   f.field("momentum", &SgdOptions::momentum, "momentum factor; one_cycle cycles it (0 = plain SGD, nothing to cycle)")
       .range(0, 1);
-  f.field("nesterov", &SgdOptions::nesterov, "Nesterov momentum");
+  f.field("nesterov", &SgdOptions::nesterov, "Nesterov momentum (Sutskever et al. 2013)");
   f.field("dampening", &SgdOptions::dampening, "dampening of the momentum buffer's gradient term").range(0, 1);
   return f;
 }

@@ -38,14 +38,15 @@ class Network;
 
 namespace kg::train {
 
+// Recipe section [lr_find]; each field's doc is in fields() (train/lr_finder.cpp) and docs/reference.md.
 struct LrFindOptions {
-  double start_lr = 1e-7;             ///< lr of the first update
-  double end_lr = 10;                 ///< lr the sweep reaches at update num_steps (exponential in between)
-  int64_t num_steps = 100;            ///< optimizer updates in the sweep (fewer when it stops early)
-  double beta = 0.98;                 ///< smoothing of the recorded loss (debiased running average)
-  bool stop_div = true;               ///< stop when the smoothed loss exceeds div_factor x its best
-  double div_factor = 4;              ///< see stop_div
-  std::string suggestion = "valley";  ///< the lr used: valley | slide | minimum | steep
+  double start_lr = 1e-7;
+  double end_lr = 10;
+  int64_t num_steps = 100;
+  double beta = 0.98;
+  bool stop_div = true;
+  double div_factor = 4;
+  std::string suggestion = "valley";
 };
 // ConfigError when start_lr >= end_lr.
 LrFindOptions load_lr_find_options(const config::Tree& recipe);

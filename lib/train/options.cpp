@@ -16,7 +16,7 @@ constexpr int64_t kMaxBatch = int64_t{1} << 24;
 
 config::Fields<RunOptions> run_fields() {
   config::Fields<RunOptions> f;
-  f.field("name", &RunOptions::name, "run name (folder under paths.runs)")
+  f.field("name", &RunOptions::name, "run name: outputs go to paths.runs/<name>/<UTC time>-<command>/")
       .check([](const config::json& v) -> std::string {
         auto s = v.get<std::string>();
         if (s.empty() || s.find('/') != std::string::npos || s == "." || s == "..")
@@ -101,10 +101,11 @@ config::Fields<TrainOptions> train_fields() {
       .min(0);
   f.field("train_bn", &TrainOptions::train_bn,
           "normalization layers stay trainable inside frozen groups (fastai train_bn)");
-  f.field("freeze_epochs", &TrainOptions::freeze_epochs, "fine_tune: epochs with only the head trainable")
+  f.field("freeze_epochs", &TrainOptions::freeze_epochs,
+          "fine_tune: epochs with only the head trainable, before train.epochs on all groups")
       .range(0, kMaxEpochs);
   f.field("fine_tune_lr_mult", &TrainOptions::fine_tune_lr_mult,
-          "fine_tune: the stem's lr is the head's divided by this")
+          "fine_tune: the stem's lr is the head's divided by this (fastai lr_mult)")
       .min(1);
   f.field("fine_tune_pct_start", &TrainOptions::fine_tune_pct_start,
           "fine_tune: warm-up fraction of the unfrozen phase")

@@ -16,12 +16,13 @@
 namespace kg::tta {
 
 // The [tta] recipe section; field names are the recipe keys.
+// Recipe section [tta]; each field's doc is in fields() (tta/view.cpp) and docs/reference.md.
 struct TtaOptions {
-  config::json views = config::json::array({"identity"});  ///< view names or { name = "...", options } tables
-  std::string merge = "mean";                              ///< mean | geometric | logits
-  std::string weights = "best";  ///< best | last | ema | swa: which weights of a checkpoint dir
-  config::json threshold = 0.5;  ///< binary/multilabel decision threshold: one number or one per class
-  std::string output = "auto";   ///< auto | label | probability: what the submission's label columns hold
+  config::json views = config::json::array({"identity"});
+  std::string merge = "mean";
+  std::string weights = "best";
+  config::json threshold = 0.5;
+  std::string output = "auto";
 };
 // tta.threshold as one value per output (a number repeated, or the per-class list); ConfigError naming
 // tta.threshold when a list has the wrong length.

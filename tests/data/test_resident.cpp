@@ -18,6 +18,7 @@
 #include "data/table.h"
 #include "data/transform.h"
 #include "support/fixtures.h"
+#include "support/gpu.h"
 
 namespace {
 
@@ -214,11 +215,8 @@ TEST_CASE("bench with data.cache = device times the device gather, not decoding"
   }
 }
 
-TEST_CASE("device-resident batches on CUDA equal the CPU ones", "[gpu][data][resident]") {
-  if (!kg::device::cuda_available()) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
+TEST_CASE("device-resident batches on CUDA equal the CPU ones", "[unit][gpu][data][resident]") {
+  KG_REQUIRE_GPU();
   Setup s(16, 12, /*raw_pack=*/true);
   const auto g = kg::data::geometry(s.opts);
   const auto aug = kg::config::json::parse(

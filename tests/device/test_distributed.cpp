@@ -247,7 +247,7 @@ TEST_CASE("fit --nproc 2 with batch B trains the weights of one process with bat
   CHECK(summary["folds"][0]["updates"] == kg::test::read_json(dir / "one/summary.json")["folds"][0]["updates"]);
 }
 
-TEST_CASE("a rank that fails or never comes ends the job with exit 4, not a hang", "[integration][dist]") {
+TEST_CASE("a rank that fails or never comes ends the job with exit 4, not a hang", "[integration][slow][dist]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 24, 4);
   auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));

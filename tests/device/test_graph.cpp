@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "device/device.h"
 #include "device/graph.h"
+#include "support/gpu.h"
 
 namespace {
 
@@ -28,7 +29,7 @@ struct Linear {
 }  // namespace
 
 TEST_CASE("emulated graph: capture leaves nothing readable and .grad untouched; replays read the static inputs",
-          "[device][graphs]") {
+          "[unit][device][graphs]") {
   Linear m;
   m.w.mutable_grad() = torch::full({2}, 7.0f);  // an accumulation in progress
   auto graph = kg::device::emulated_capturer()->capture(m.work(), m.params(), /*warmup=*/2);
@@ -56,7 +57,7 @@ TEST_CASE("emulated graph: capture leaves nothing readable and .grad untouched; 
 }
 
 TEST_CASE("emulated graph: work that changes what it computes between capture and replay is an error",
-          "[device][graphs]") {
+          "[unit][device][graphs]") {
   Linear m;
   bool use_b = false;
   kg::device::GraphWork work = [&] {
@@ -72,17 +73,14 @@ TEST_CASE("emulated graph: work that changes what it computes between capture an
   CHECK_FALSE(m.b.grad().defined());  // .grad restored after the failed replay
 }
 
-TEST_CASE("a CPU has no CUDA graph capturer, and says why", "[device][graphs]") {
+TEST_CASE("a CPU has no CUDA graph capturer, and says why", "[unit][device][graphs]") {
   std::string why;
   CHECK(kg::device::graph_capturer(c10::Device(c10::kCPU), &why) == nullptr);
   CHECK(why.find("CUDA graphs need a CUDA device") != std::string::npos);
 }
 
-TEST_CASE("CUDA graph capture: the same contract on the device", "[gpu][device][graphs]") {
-  if (!kg::device::cuda_available()) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
+TEST_CASE("CUDA graph capture: the same contract on the device", "[unit][gpu][device][graphs]") {
+  KG_REQUIRE_GPU();
   std::string why;
   auto capturer = kg::device::graph_capturer(c10::Device(c10::kCUDA, 0), &why);
   REQUIRE(capturer != nullptr);

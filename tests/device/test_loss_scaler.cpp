@@ -106,7 +106,7 @@ TEST_CASE("LossScaler: state round trip, malformed state is a checkpoint error",
 }
 
 TEST_CASE("Trainer with the loss scaler: power-of-two scaling changes nothing when nothing overflows",
-          "[device][scaler][trainer]") {
+          "[integration][device][scaler][trainer]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 48, 4);
   const std::vector<std::string> args{"train.epochs=2", "train.batch_size=8", "optim.lr=0.05"};
@@ -123,7 +123,7 @@ TEST_CASE("Trainer with the loss scaler: power-of-two scaling changes nothing wh
 }
 
 TEST_CASE("Trainer with the loss scaler: overflowing updates are skipped and the scale backs off",
-          "[device][scaler][trainer]") {
+          "[integration][device][scaler][trainer]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 48, 4);
   std::filesystem::create_directories(dir / "r");

@@ -9,7 +9,7 @@
 #include "test_paths.h"
 #include "train/trainer_rig.h"
 
-TEST_CASE("NVML monitor: samples utilization and memory in the background", "[device][nvml]") {
+TEST_CASE("NVML monitor: samples utilization and memory in the background", "[unit][device][nvml]") {
   kg::device::NvmlMonitor m(0, 0.01, KGTRAIN_FAKE_NVML);
   REQUIRE(m.available());
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -24,7 +24,7 @@ TEST_CASE("NVML monitor: samples utilization and memory in the background", "[de
   CHECK(again.samples >= 1);
 }
 
-TEST_CASE("NVML monitor: no library, or no such device, is no monitor", "[device][nvml]") {
+TEST_CASE("NVML monitor: no library, or no such device, is no monitor", "[unit][device][nvml]") {
   kg::device::NvmlMonitor none(0, 0.5, "libkgtrain-no-such-nvml.so");
   CHECK_FALSE(none.available());
   CHECK_THAT(none.why(), Catch::Contains("NVML not found"));
@@ -34,7 +34,7 @@ TEST_CASE("NVML monitor: no library, or no such device, is no monitor", "[device
   CHECK_THAT(second.why(), Catch::Contains("no device 1"));
 }
 
-TEST_CASE("gpu_monitor callback: per-epoch utilization in the epoch report", "[device][nvml][trainer]") {
+TEST_CASE("gpu_monitor callback: per-epoch utilization in the epoch report", "[integration][device][nvml][trainer]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 32, 4);
   std::filesystem::create_directories(dir / "r");

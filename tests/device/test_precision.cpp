@@ -13,7 +13,7 @@
 using kg::device::AutocastScope;
 using kg::device::Precision;
 
-TEST_CASE("device.precision names", "[device][precision]") {
+TEST_CASE("device.precision names", "[unit][device][precision]") {
   CHECK(kg::device::parse_precision("fp32") == Precision::fp32);
   CHECK(kg::device::parse_precision("bf16") == Precision::bf16);
   CHECK(kg::device::parse_precision("fp16") == Precision::fp16);
@@ -23,7 +23,7 @@ TEST_CASE("device.precision names", "[device][precision]") {
   CHECK_THROWS_WITH(kg::device::parse_precision("fp8"), Catch::Contains("device.precision") && Catch::Contains("bf16"));
 }
 
-TEST_CASE("AutocastScope: bf16 matmuls and convolutions inside, float32 outside", "[device][precision]") {
+TEST_CASE("AutocastScope: bf16 matmuls and convolutions inside, float32 outside", "[unit][device][precision]") {
   torch::manual_seed(0);
   torch::nn::Linear lin(8, 4);
   torch::nn::Conv2d conv(torch::nn::Conv2dOptions(3, 5, 3));
@@ -56,7 +56,8 @@ TEST_CASE("AutocastScope: bf16 matmuls and convolutions inside, float32 outside"
   }
 }
 
-TEST_CASE("bf16 training: float32 weights, a different but equally good run", "[device][precision][trainer]") {
+TEST_CASE("bf16 training: float32 weights, a different but equally good run",
+          "[integration][device][precision][trainer]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 64, 4);
   auto run = [&](const std::string& precision, const std::string& sub) {

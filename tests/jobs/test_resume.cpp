@@ -221,7 +221,7 @@ std::string log_text(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("fits killed at any point resume to the uninterrupted run's exact bytes", "[integration][resume]") {
+TEST_CASE("fits killed at any point resume to the uninterrupted run's exact bytes", "[integration][slow][resume]") {
   auto& S = shared();
   const std::string& ref = S.reference(kOverrides);
   const int64_t total = jsonl(ref + "/metrics.jsonl").back()["step"].get<int64_t>();  // 18 updates

@@ -25,6 +25,7 @@
 #include "model/model.h"
 #include "model/safetensors.h"
 #include "support/fixtures.h"
+#include "support/gpu.h"
 
 namespace {
 
@@ -348,11 +349,8 @@ TEST_CASE("checkpointing keeps far less activation memory (resnet18, 64 px, batc
   CHECK(ckpt < 0.7 * plain);
 }
 
-TEST_CASE("checkpointing on CUDA replays the CUDA generator's drop-path masks", "[gpu][model]") {
-  if (!kg::device::cuda_available()) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
+TEST_CASE("checkpointing on CUDA replays the CUDA generator's drop-path masks", "[unit][gpu][model]") {
+  KG_REQUIRE_GPU();
   // Deterministic cuDNN algorithms without TF32: the recompute then matches the first forward pass
   // exactly, and the comparison measures the replay, not the choice of convolution algorithm.
   auto& ctx = at::globalContext();

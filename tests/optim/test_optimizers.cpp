@@ -16,6 +16,7 @@
 #include "model/model.h"
 #include "model/safetensors.h"
 #include "optim/optimizer.h"
+#include "support/gpu.h"
 #include "test_paths.h"
 
 using kg::optim::ParamGroup;
@@ -92,7 +93,7 @@ at::Tensor grad_at(int64_t step, at::IntArrayRef shape) {
 }  // namespace
 
 TEST_CASE("optimizers match torch 1.13 (SGD, Adam, AdamW, RAdam, RMSprop) and references (LAMB, Lookahead)",
-          "[optim]") {
+          "[unit][optim]") {
   const auto& cases = golden()["cases"];
   REQUIRE(cases.size() >= 20);
   std::set<std::string> covered;
@@ -105,13 +106,13 @@ TEST_CASE("optimizers match torch 1.13 (SGD, Adam, AdamW, RAdam, RMSprop) and re
     if (n != "ranger") CHECK(covered.count(n) == 1);
 }
 
-TEST_CASE("float32 parameters follow the float64 reference closely", "[optim]") {
+TEST_CASE("float32 parameters follow the float64 reference closely", "[unit][optim]") {
   for (auto& c : golden()["cases"])
     if (c["name"] == "adamw" || c["name"] == "sgd_nesterov_wd" || c["name"] == "lamb" || c["name"] == "radam_decoupled")
       run_golden_case(c, torch::kFloat, 1e-4);
 }
 
-TEST_CASE("ranger is lookahead over radam with the same settings", "[optim]") {
+TEST_CASE("ranger is lookahead over radam with the same settings", "[unit][optim]") {
   Params a = golden_params(torch::kFloat), b = golden_params(torch::kFloat);
   auto ranger = kg::optim::build(recipe("name = \"ranger\"\nk = 3\nalpha = 0.6\nbetas = [0.9, 0.99]\neps = 1e-7"),
                                  a.groups(0.05));
@@ -134,7 +135,7 @@ TEST_CASE("ranger is lookahead over radam with the same settings", "[optim]") {
   CHECK(ranger->describe().find("ranger (k 3, alpha 0.6) over radam") == 0);
 }
 
-TEST_CASE("lookahead's sync pulls the slow weights and is idempotent", "[optim]") {
+TEST_CASE("lookahead's sync pulls the slow weights and is idempotent", "[unit][optim]") {
   Params p = golden_params();
   auto opt = kg::optim::build(
       recipe("name = \"lookahead\"\nk = 5\nalpha = 0.5\n[optim.inner]\nname = \"sgd\"\nmomentum = 0.0"), p.groups(0.0));
@@ -150,7 +151,7 @@ TEST_CASE("lookahead's sync pulls the slow weights and is idempotent", "[optim]"
   CHECK(torch::equal(p.w, synced));
 }
 
-TEST_CASE("each group steps with the schedule's lr times its multiplier", "[optim]") {
+TEST_CASE("each group steps with the schedule's lr times its multiplier", "[unit][optim]") {
   auto a = torch::zeros({2}, torch::kDouble).requires_grad_(true),
        b = torch::zeros({2}, torch::kDouble).requires_grad_(true);
   std::vector<ParamGroup> groups{{"stem", {a}, {"a"}, 0.25, 0.0}, {"head", {b}, {"b"}, 1.0, 0.0}};
@@ -169,7 +170,7 @@ TEST_CASE("each group steps with the schedule's lr times its multiplier", "[opti
   CHECK_FALSE(a.grad().defined());
 }
 
-TEST_CASE("biases and norm weights get no weight decay, conv weights do", "[optim]") {
+TEST_CASE("biases and norm weights get no weight decay, conv weights do", "[unit][optim]") {
   auto net = kg::model::build(
       kg::config::validate(kg::config::parse_toml_string("[model]\nname = \"resnet9\"\nwidth = 2\n", "m")).tree,
       {1, 3});
@@ -195,7 +196,7 @@ TEST_CASE("biases and norm weights get no weight decay, conv weights do", "[opti
   CHECK(opt->describe().find("adamw lr 0.1, wd 0.1 (no decay on ") == 0);
 }
 
-TEST_CASE("a frozen parameter stays bit-identical and keeps no state under every optimizer", "[optim]") {
+TEST_CASE("a frozen parameter stays bit-identical and keeps no state under every optimizer", "[unit][optim]") {
   for (auto& name : optimizer_names()) {
     INFO(name);
     auto w = torch::randn({4, 3}).requires_grad_(true);
@@ -229,7 +230,7 @@ TEST_CASE("a frozen parameter stays bit-identical and keeps no state under every
   }
 }
 
-TEST_CASE("save_state then load_state resumes bit-identically for every optimizer", "[optim]") {
+TEST_CASE("save_state then load_state resumes bit-identically for every optimizer", "[unit][optim]") {
   for (auto& name : optimizer_names()) {
     INFO(name);
     torch::manual_seed(7);
@@ -276,7 +277,7 @@ TEST_CASE("save_state then load_state resumes bit-identically for every optimize
   }
 }
 
-TEST_CASE("load_state refuses state that does not fit", "[optim]") {
+TEST_CASE("load_state refuses state that does not fit", "[unit][optim]") {
   auto w = torch::randn({3, 2}).requires_grad_(true);
   auto opt = kg::optim::build(recipe("name = \"adamw\""), {{"g", {w}, {"w"}, 1.0, 0.0}});
   w.mutable_grad() = torch::ones_like(w);
@@ -299,14 +300,14 @@ TEST_CASE("load_state refuses state that does not fit", "[optim]") {
   CHECK_THROWS_AS(opt->load_state(tensors, json::object()), kg::CheckpointError);
 }
 
-TEST_CASE("optim.lr = \"find\" validates but is not buildable", "[optim]") {
+TEST_CASE("optim.lr = \"find\" validates but is not buildable", "[unit][optim]") {
   auto w = torch::randn({2}).requires_grad_(true);
   auto r = recipe("lr = \"find\"");
   CHECK_THROWS_WITH(kg::optim::build(r, {{"g", {w}, {"w"}, 1.0, 0.0}}), Catch::Contains("resolved by fit/lr-find"));
   CHECK_THROWS_AS(kg::optim::peak_lr(kg::optim::load_options(r)), kg::ConfigError);
 }
 
-TEST_CASE("lookahead cannot wrap a lookahead", "[optim]") {
+TEST_CASE("lookahead cannot wrap a lookahead", "[unit][optim]") {
   auto w = torch::randn({2}).requires_grad_(true);
   kg::config::Tree r = recipe("name = \"lookahead\"");
   r.set("optim.inner.name", {json("ranger"), {}});
@@ -314,7 +315,7 @@ TEST_CASE("lookahead cannot wrap a lookahead", "[optim]") {
                     Catch::Contains("cannot wrap another lookahead"));
 }
 
-TEST_CASE("every optimizer builds from its registry example and trains a model", "[optim]") {
+TEST_CASE("every optimizer builds from its registry example and trains a model", "[unit][optim]") {
   for (auto* c : kg::optim::optimizer_registry().components()) {
     INFO(c->name << " example:\n" << c->example);
     auto r = kg::config::validate(kg::config::parse_toml_string(c->example, c->name + " example")).tree;
@@ -339,7 +340,7 @@ TEST_CASE("every optimizer builds from its registry example and trains a model",
   }
 }
 
-TEST_CASE("set_lr_mult changes a group's multiplier, also through lookahead", "[optim]") {
+TEST_CASE("set_lr_mult changes a group's multiplier, also through lookahead", "[unit][optim]") {
   for (std::string name : {"sgd", "lookahead"}) {
     INFO(name);
     auto a = torch::zeros({2}, torch::kDouble).requires_grad_(true);
@@ -357,7 +358,7 @@ TEST_CASE("set_lr_mult changes a group's multiplier, also through lookahead", "[
 }
 
 TEST_CASE("adam/adamw/sgd/radam/rmsprop's multi-tensor group update is bit-identical to the per-parameter one",
-          "[optim]") {
+          "[unit][optim]") {
   const std::vector<std::pair<std::string, std::string>> cases{{"adam", ""},
                                                                {"adamw", ""},
                                                                {"sgd", ""},
@@ -404,7 +405,7 @@ TEST_CASE("adam/adamw/sgd/radam/rmsprop's multi-tensor group update is bit-ident
   }
 }
 
-TEST_CASE("optim.fused: refused by a LibTorch 1.x build, the multi-tensor path for CPU parameters", "[optim]") {
+TEST_CASE("optim.fused: refused by a LibTorch 1.x build, the multi-tensor path for CPU parameters", "[unit][optim]") {
   for (std::string name : {"adam", "adamw"}) {
     INFO(name);
     torch::manual_seed(4);
@@ -431,11 +432,8 @@ TEST_CASE("optim.fused: refused by a LibTorch 1.x build, the multi-tensor path f
   }
 }
 
-TEST_CASE("optim.fused on CUDA: PyTorch's fused kernel gives the multi-tensor update", "[gpu][optim]") {
-  if (!torch::cuda::is_available()) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
+TEST_CASE("optim.fused on CUDA: PyTorch's fused kernel gives the multi-tensor update", "[unit][gpu][optim]") {
+  KG_REQUIRE_GPU();
   for (std::string extra : {"name = \"adamw\"", "name = \"adam\"", "name = \"adamw\"\namsgrad = true"}) {
     INFO(extra);
     torch::manual_seed(5);

@@ -46,7 +46,7 @@ std::string config_error(const std::function<void()>& f) {
 
 }  // namespace
 
-TEST_CASE("lr = [lo, hi] spreads the lr over the layer groups like fastai's even_mults", "[optim]") {
+TEST_CASE("lr = [lo, hi] spreads the lr over the layer groups like fastai's even_mults", "[unit][optim]") {
   auto net = resnet9();
   auto names = net->group_names();
   REQUIRE(names == std::vector<std::string>{"stem", "layer1", "layer2", "layer3", "head"});
@@ -68,7 +68,7 @@ TEST_CASE("lr = [lo, hi] spreads the lr over the layer groups like fastai's even
   CHECK(opt->describe().find("5 groups x [0.01, 0.0316, 0.1, 0.316, 1]") != std::string::npos);
 }
 
-TEST_CASE("group_lr_mult gives one multiplier per layer group", "[optim]") {
+TEST_CASE("group_lr_mult gives one multiplier per layer group", "[unit][optim]") {
   auto net = resnet9();
   auto m = mults_by_layer_group(kg::optim::build_param_groups(
       *net, kg::optim::load_options(recipe("group_lr_mult = [0.1, 0.2, 0.3, 0.4, 1.0]"))));
@@ -80,7 +80,7 @@ TEST_CASE("group_lr_mult gives one multiplier per layer group", "[optim]") {
   CHECK(msg.find("5 layer groups (stem, layer1, layer2, layer3, head)") != std::string::npos);
 }
 
-TEST_CASE("layer_decay scales each group by decay^(depth from the head)", "[optim]") {
+TEST_CASE("layer_decay scales each group by decay^(depth from the head)", "[unit][optim]") {
   auto net = resnet9();
   auto m =
       mults_by_layer_group(kg::optim::build_param_groups(*net, kg::optim::load_options(recipe("layer_decay = 0.5"))));
@@ -91,7 +91,7 @@ TEST_CASE("layer_decay scales each group by decay^(depth from the head)", "[opti
   CHECK(m.at("stem") == Approx(0.0625));
 }
 
-TEST_CASE("only one way of setting per-group lrs at a time", "[optim]") {
+TEST_CASE("only one way of setting per-group lrs at a time", "[unit][optim]") {
   auto net = resnet9();
   auto msg = config_error([&] { kg::optim::build(recipe("lr = [1e-4, 1e-2]\nlayer_decay = 0.7"), *net); });
   CHECK(msg.find("use one of them") != std::string::npos);
@@ -100,7 +100,7 @@ TEST_CASE("only one way of setting per-group lrs at a time", "[optim]") {
   CHECK(msg.find("use one of them") != std::string::npos);
 }
 
-TEST_CASE("every parameter is in exactly one group; biases and norm weights get no decay", "[optim]") {
+TEST_CASE("every parameter is in exactly one group; biases and norm weights get no decay", "[unit][optim]") {
   auto net = resnet9();
   // A frozen layer is still grouped: it may be unfrozen later (fine_tune).
   for (auto& p : net->named_parameters())
@@ -135,7 +135,7 @@ TEST_CASE("every parameter is in exactly one group; biases and norm weights get 
   }
 }
 
-TEST_CASE("optim.lr is a positive number, [lo, hi] or \"find\"", "[optim]") {
+TEST_CASE("optim.lr is a positive number, [lo, hi] or \"find\"", "[unit][optim]") {
   auto problems = [](const std::string& lr) { return config_error([&] { recipe("lr = " + lr); }); };
   CHECK(problems("3e-3").empty());
   CHECK(problems("[1e-5, 1e-3]").empty());

@@ -69,7 +69,7 @@ std::string make_pretrained_file(const kg::test::TempDir& dir, kg::config::Tree 
 
 }  // namespace
 
-TEST_CASE("every shipped recipe resolves and dry-runs", "[integration][recipes]") {
+TEST_CASE("every shipped recipe resolves and dry-runs", "[integration][slow][recipes]") {
   kg::test::TempDir dir;
   // 28x28 gray images, integer labels 0..9, like Fashion-MNIST.
   auto ds = kg::test::make_tiny_dataset(dir, 40, 10, 28);

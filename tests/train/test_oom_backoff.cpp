@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 using kg::test::EnvVar;
 
 TEST_CASE("OOM back-off: 16 -> 8 -> 4 images per micro-batch, same weights as batch 4 x 4 from the start",
-          "[train][oom]") {
+          "[integration][train][oom]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 64, 4);
   fs::create_directories(dir / "a");
@@ -44,7 +44,8 @@ TEST_CASE("OOM back-off: 16 -> 8 -> 4 images per micro-batch, same weights as ba
   CHECK(st.skipped_updates == 0);
 }
 
-TEST_CASE("OOM back-off with accumulation already on: 2 x 16 becomes 8 x 4 (effective batch 32)", "[train][oom]") {
+TEST_CASE("OOM back-off with accumulation already on: 2 x 16 becomes 8 x 4 (effective batch 32)",
+          "[integration][train][oom]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 72, 4);
   fs::create_directories(dir / "a");

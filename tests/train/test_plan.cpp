@@ -24,7 +24,7 @@ std::vector<std::string> groups(int n) {
 }
 }  // namespace
 
-TEST_CASE("train.mode = fine_tune reproduces fastai's fine_tune lr, momentum and frozen groups", "[plan]") {
+TEST_CASE("train.mode = fine_tune reproduces fastai's fine_tune lr, momentum and frozen groups", "[unit][plan]") {
   kg::test::TempDir dir;
   auto golden = json::parse(kg::read_file(KGTRAIN_SOURCE_DIR "/tests/golden/fine_tune.json"));
   for (auto& c : golden["cases"]) {
@@ -54,7 +54,7 @@ TEST_CASE("train.mode = fine_tune reproduces fastai's fine_tune lr, momentum and
   }
 }
 
-TEST_CASE("freezing needs groups to freeze and leaves one frozen at least", "[plan]") {
+TEST_CASE("freezing needs groups to freeze and leaves one frozen at least", "[unit][plan]") {
   kg::test::TempDir dir;
   auto steps = [](int64_t, int64_t) { return int64_t{4}; };
   CHECK_THROWS_WITH(kg::train::Plan(recipe_with(dir, {"train.freeze=1"}), 3, steps, {"all"}),
@@ -71,7 +71,7 @@ TEST_CASE("freezing needs groups to freeze and leaves one frozen at least", "[pl
   CHECK(frozen == std::vector<int64_t>{3, 3, 2, 2, 1, 1});
 }
 
-TEST_CASE("a rescaled plan (time budget) still completes its schedule", "[plan]") {
+TEST_CASE("a rescaled plan (time budget) still completes its schedule", "[unit][plan]") {
   kg::test::TempDir dir;
   auto steps = [](int64_t, int64_t) { return int64_t{10}; };
   kg::train::Plan p(recipe_with(dir, {"schedule.name=one_cycle", "optim.lr=0.1", "train.epochs=10"}), 10, steps,

@@ -13,6 +13,7 @@
 #include "device/oom.h"
 #include "model/safetensors.h"
 #include "support/fixtures.h"
+#include "support/gpu.h"
 #include "support/job_helpers.h"
 #include "train/step_graphs.h"
 #include "train/trainer_rig.h"
@@ -69,7 +70,7 @@ bool same_weights(const std::string& dir) {
 }  // namespace
 
 TEST_CASE("cuda graphs (emulated): same weights as eager, with accumulation and a short last update",
-          "[train][graphs]") {
+          "[integration][train][graphs]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 64, 4);
   // 45 training rows in batches of 8 (the last 5 dropped, as fit does): updates of 2, 2 and 1 micro-batches —
@@ -102,7 +103,7 @@ struct FailingCapturer : kg::device::GraphCapturer {
 }  // namespace
 
 TEST_CASE("a capture that fails turns graphs off and the step runs eagerly; out of memory propagates",
-          "[train][graphs]") {
+          "[integration][train][graphs]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 24, 4);
   kg::test::Rig rig(ds.root, dir.str(), {}, 20);
@@ -136,7 +137,7 @@ TEST_CASE("a capture that fails turns graphs off and the step runs eagerly; out 
 
 TEST_CASE(
     "cuda graphs (emulated) with the fp16 loss scaler: the scale reaches the graph every step, overflows skip alike",
-    "[train][graphs][scaler]") {
+    "[integration][train][graphs][scaler]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 48, 4);
   const std::vector<std::string> common{"train.epochs=3", "train.batch_size=8", "optim.lr=0.05"};
@@ -156,7 +157,7 @@ TEST_CASE(
 }
 
 TEST_CASE("cuda graphs (emulated) with OOM back-off: the smaller micro-batch is captured anew, same weights",
-          "[train][graphs][oom]") {
+          "[integration][train][graphs][oom]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 64, 4);
   const std::vector<std::string> common{"train.epochs=2", "optim.lr=0.05", "optim.momentum=0.9"};
@@ -211,11 +212,9 @@ TEST_CASE("fit with cuda graphs where they cannot run: logged, the step runs eag
   CHECK_THAT(bad.output, Catch::Contains("KGTRAIN_EMULATE_CUDA_GRAPHS=yes: expected 1 (emulate) or 0"));
 }
 
-TEST_CASE("fit on CUDA with device.cuda_graphs: captured, and the weights of the eager run", "[gpu][train][graphs]") {
-  if (!kg::device::cuda_available()) {
-    WARN("no CUDA device: skipped");
-    return;
-  }
+TEST_CASE("fit on CUDA with device.cuda_graphs: captured, and the weights of the eager run",
+          "[integration][gpu][train][graphs]") {
+  KG_REQUIRE_GPU();
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_pack_dataset(dir, 60, 8);  // raw packs: runs in a GPU build without image codecs
   const std::string recipe = dir.write("r.toml", kg::test::tiny_recipe(ds.root));

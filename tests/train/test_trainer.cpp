@@ -28,7 +28,8 @@ struct Grabber : kg::train::Callback {
 
 }  // namespace
 
-TEST_CASE("accumulating micro-batches gives the big batch's update, also for a short last group", "[trainer]") {
+TEST_CASE("accumulating micro-batches gives the big batch's update, also for a short last group",
+          "[integration][trainer]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 76, 4);
   auto run = [&](int64_t batch, int64_t accum, int64_t n_train, const std::string& sub) {
@@ -62,7 +63,7 @@ TEST_CASE("accumulating micro-batches gives the big batch's update, also for a s
   }
 }
 
-TEST_CASE("clip_grad_norm bounds the global gradient norm the optimizer sees", "[trainer]") {
+TEST_CASE("clip_grad_norm bounds the global gradient norm the optimizer sees", "[integration][trainer]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 40, 4);
   auto g = std::make_unique<Grabber>();
@@ -75,7 +76,7 @@ TEST_CASE("clip_grad_norm bounds the global gradient norm the optimizer sees", "
   for (double n : gp->grad_norms) CHECK(n <= 0.01 + 1e-6);
 }
 
-TEST_CASE("non-finite losses: skipped and logged; abort after N in a row", "[trainer]") {
+TEST_CASE("non-finite losses: skipped and logged; abort after N in a row", "[integration][trainer]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 40, 4);
   // Poison batches 1 and 2 of epoch 0 with NaN inputs.
@@ -103,7 +104,7 @@ TEST_CASE("non-finite losses: skipped and logged; abort after N in a row", "[tra
   }
 }
 
-TEST_CASE("freezing trains only the last groups; gradual unfreezing thaws one per epoch", "[trainer]") {
+TEST_CASE("freezing trains only the last groups; gradual unfreezing thaws one per epoch", "[integration][trainer]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 40, 4);
   SECTION("freeze = 1: the stem stays bit-identical") {

@@ -13,21 +13,23 @@
 namespace kg::data {
 namespace {
 
+// Keys of transform affine; each field's doc is in affine_fields() below and docs/reference.md.
 struct AffineOptions {
-  config::json degrees = 0.0;               ///< rotation in degrees, positive clockwise: x means [-x, x], or [lo, hi]
-  std::vector<double> translate{0.0, 0.0};  ///< [fx, fy]: maximum shift as a fraction of width and height
-  std::vector<double> scale{1.0, 1.0};      ///< [lo, hi] zoom factor, drawn uniformly
-  config::json shear = 0.0;              ///< x-shear in degrees: x means [-x, x], [lo, hi], or [x_lo, x_hi, y_lo, y_hi]
-  double fill = 0;                       ///< value of uncovered pixels: 0..255 on 8-bit images, as given on float ones
-  std::string interpolation = "linear";  ///< linear | nearest | cubic
-  double p = 1.0;                        ///< probability of applying
+  config::json degrees = 0.0;
+  std::vector<double> translate{0.0, 0.0};
+  std::vector<double> scale{1.0, 1.0};
+  config::json shear = 0.0;
+  double fill = 0;
+  std::string interpolation = "linear";
+  double p = 1.0;
 };
 
+// Keys of transform rotate; each field's doc is in rotate_fields() below and docs/reference.md.
 struct RotateOptions {
-  config::json degrees = 10.0;  ///< rotation in degrees, positive counter-clockwise: x means [-x, x], or [lo, hi]
-  double fill = 0;              ///< value of uncovered pixels: 0..255 on 8-bit images, as given on float ones
-  std::string interpolation = "linear";  ///< linear | nearest | cubic
-  double p = 1.0;                        ///< probability of applying
+  config::json degrees = 10.0;
+  double fill = 0;
+  std::string interpolation = "linear";
+  double p = 1.0;
 };
 
 class Affine : public Transform {

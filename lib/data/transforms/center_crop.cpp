@@ -12,10 +12,11 @@
 namespace kg::data {
 namespace {
 
+// Keys of transform center_crop; each field's doc is in center_crop_fields() below and docs/reference.md.
 struct CenterCropOptions {
-  double crop_pct = 1.0;  ///< fraction of the scaled image kept; 1 = crop image_size from the image as it is
-  std::string interpolation = "auto";  ///< scaling for crop_pct < 1: auto | linear | area | nearest | cubic
-  double fill = 0;  ///< border value where the image is smaller: 0..255 on 8-bit images, as given on float
+  double crop_pct = 1.0;
+  std::string interpolation = "auto";
+  double fill = 0;
 };
 
 class CenterCrop : public Transform {
@@ -42,7 +43,8 @@ class CenterCrop : public Transform {
 config::Fields<CenterCropOptions> center_crop_fields() {
   config::Fields<CenterCropOptions> f;
   f.field("crop_pct", &CenterCropOptions::crop_pct,
-          "below 1: first scale the image to cover image_size / crop_pct (timm eval)")
+          "fraction of the scaled image kept: below 1, first scale the image to cover image_size / crop_pct (timm "
+          "eval); 1 = crop the image as it is")
       .min(0, true)
       .max(1);
   f.field("interpolation", &CenterCropOptions::interpolation,

@@ -13,12 +13,13 @@
 namespace kg::data {
 namespace {
 
+// Keys of transform color_jitter; each field's doc is in color_jitter_fields() below and docs/reference.md.
 struct ColorJitterOptions {
-  double brightness = 0.4;  ///< factor drawn from [max(0, 1 - b), 1 + b]; 0 = unchanged
-  double contrast = 0.4;    ///< factor drawn from [max(0, 1 - c), 1 + c], blending with the mean luma; 0 = unchanged
-  double saturation = 0.4;  ///< factor drawn from [max(0, 1 - s), 1 + s], blending with the luma; 0 = unchanged
-  double hue = 0.0;         ///< hue shift drawn from [-h, h] turns of the HSV colour wheel (h <= 0.5); 0 = unchanged
-  double p = 1.0;           ///< probability of applying
+  double brightness = 0.4;
+  double contrast = 0.4;
+  double saturation = 0.4;
+  double hue = 0.0;
+  double p = 1.0;
 };
 
 float luma(const float* px) { return 0.299f * px[0] + 0.587f * px[1] + 0.114f * px[2]; }
@@ -97,12 +98,17 @@ class ColorJitter : public Transform {
 
 config::Fields<ColorJitterOptions> color_jitter_fields() {
   config::Fields<ColorJitterOptions> f;
-  f.field("brightness", &ColorJitterOptions::brightness, "brightness factor drawn from [max(0, 1 - b), 1 + b]").min(0);
-  f.field("contrast", &ColorJitterOptions::contrast, "contrast factor drawn from [max(0, 1 - c), 1 + c]").min(0);
-  f.field("saturation", &ColorJitterOptions::saturation,
-          "saturation factor drawn from [max(0, 1 - s), 1 + s] (RGB only)")
+  f.field("brightness", &ColorJitterOptions::brightness,
+          "brightness factor drawn from [max(0, 1 - b), 1 + b]; 0 = unchanged")
       .min(0);
-  f.field("hue", &ColorJitterOptions::hue, "hue shift drawn from [-h, h] turns of the colour wheel (RGB only)")
+  f.field("contrast", &ColorJitterOptions::contrast,
+          "contrast factor drawn from [max(0, 1 - c), 1 + c], blending with the mean luma; 0 = unchanged")
+      .min(0);
+  f.field("saturation", &ColorJitterOptions::saturation,
+          "saturation factor drawn from [max(0, 1 - s), 1 + s], blending with the luma (RGB only); 0 = unchanged")
+      .min(0);
+  f.field("hue", &ColorJitterOptions::hue,
+          "hue shift drawn from [-h, h] turns of the HSV colour wheel (RGB only); 0 = unchanged")
       .range(0, 0.5);
   f.field("p", &ColorJitterOptions::p, "probability of applying").range(0, 1);
   return f;

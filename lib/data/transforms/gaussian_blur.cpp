@@ -10,10 +10,11 @@
 namespace kg::data {
 namespace {
 
+// Keys of transform gaussian_blur; each field's doc is in gaussian_blur_fields() below and docs/reference.md.
 struct GaussianBlurOptions {
-  int64_t kernel_size = 3;              ///< kernel width and height in pixels (odd)
-  std::vector<double> sigma{0.1, 2.0};  ///< [lo, hi]: sigma in pixels, drawn uniformly
-  double p = 0.5;                       ///< probability of blurring
+  int64_t kernel_size = 3;
+  std::vector<double> sigma{0.1, 2.0};
+  double p = 0.5;
 };
 
 class GaussianBlur : public Transform {
@@ -36,7 +37,7 @@ class GaussianBlur : public Transform {
 
 config::Fields<GaussianBlurOptions> gaussian_blur_fields() {
   config::Fields<GaussianBlurOptions> f;
-  f.field("kernel_size", &GaussianBlurOptions::kernel_size, "kernel size in pixels, odd")
+  f.field("kernel_size", &GaussianBlurOptions::kernel_size, "kernel width and height in pixels, odd")
       .min(1)
       .check([](const config::json& v) -> std::string {
         return v.get<int64_t>() % 2 == 1 ? "" : "expected an odd kernel size, got " + v.dump();

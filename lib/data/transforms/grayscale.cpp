@@ -9,8 +9,9 @@
 namespace kg::data {
 namespace {
 
+// Keys of transform grayscale; each field's doc is in grayscale_fields() below and docs/reference.md.
 struct GrayscaleOptions {
-  double p = 0.1;  ///< probability of converting (torchvision RandomGrayscale's default)
+  double p = 0.1;
 };
 
 class Grayscale : public Transform {
@@ -32,7 +33,7 @@ class Grayscale : public Transform {
 
 config::Fields<GrayscaleOptions> grayscale_fields() {
   config::Fields<GrayscaleOptions> f;
-  f.field("p", &GrayscaleOptions::p, "probability of converting").range(0, 1);
+  f.field("p", &GrayscaleOptions::p, "probability of converting (default: torchvision RandomGrayscale's)").range(0, 1);
   return f;
 }
 KG_REGISTER(transform_registry(), "grayscale",

@@ -9,8 +9,9 @@
 namespace kg::data {
 namespace {
 
+// Keys of transform hflip; each field's doc is in flip_fields() below and docs/reference.md.
 struct FlipOptions {
-  double p = 0.5;  ///< probability of flipping
+  double p = 0.5;
 };
 
 class HFlip : public Transform {

@@ -9,10 +9,11 @@
 namespace kg::data {
 namespace {
 
+// Keys of transform normalize; each field's doc is in normalize_fields() below and docs/reference.md.
 struct NormalizeOptions {
-  std::vector<double> mean{0.485, 0.456, 0.406};  ///< per-channel mean in [0, 1] pixel units (one value: all channels)
-  std::vector<double> std{0.229, 0.224, 0.225};   ///< per-channel std in [0, 1] pixel units (one value: all channels)
-  std::string preset;  ///< "" (use mean and std) | imagenet (wins over mean and std; 1 channel: 0.449 / 0.226)
+  std::vector<double> mean{0.485, 0.456, 0.406};
+  std::vector<double> std{0.229, 0.224, 0.225};
+  std::string preset;
 };
 
 class Normalize : public Transform {
@@ -80,7 +81,7 @@ config::Fields<NormalizeOptions> normalize_fields() {
   f.field("mean", &NormalizeOptions::mean, "mean in [0, 1] pixel units, one value or one per channel");
   f.field("std", &NormalizeOptions::std, "std in [0, 1] pixel units, one value or one per channel").min(0, true);
   f.field("preset", &NormalizeOptions::preset,
-          "\"\" = use mean and std; imagenet = ImageNet statistics (overrides mean and std)")
+          "\"\" = use mean and std; imagenet = ImageNet statistics (overrides mean and std; 1 channel: 0.449 / 0.226)")
       .choices({"", "imagenet"});
   return f;
 }

@@ -12,10 +12,11 @@
 namespace kg::data {
 namespace {
 
+// Keys of transform pad_crop; each field's doc is in pad_crop_fields() below and docs/reference.md.
 struct PadCropOptions {
-  int64_t pad = 4;               ///< pixels of padding on each side before the random crop
-  std::string mode = "reflect";  ///< padding: reflect | constant | edge
-  double p = 1.0;                ///< probability of applying
+  int64_t pad = 4;
+  std::string mode = "reflect";
+  double p = 1.0;
 };
 
 class PadCrop : public Transform {
@@ -71,7 +72,7 @@ class PadCrop : public Transform {
 
 config::Fields<PadCropOptions> pad_crop_fields() {
   config::Fields<PadCropOptions> f;
-  f.field("pad", &PadCropOptions::pad, "padding in pixels on each side").min(0);
+  f.field("pad", &PadCropOptions::pad, "padding in pixels on each side before the random crop").min(0);
   f.field("mode", &PadCropOptions::mode, "padding mode").choices({"reflect", "constant", "edge"});
   f.field("p", &PadCropOptions::p, "probability of applying").range(0, 1);
   return f;

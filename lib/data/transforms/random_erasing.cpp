@@ -12,13 +12,14 @@
 namespace kg::data {
 namespace {
 
+// Keys of transform random_erasing; each field's doc is in random_erasing_fields() below and docs/reference.md.
 struct RandomErasingOptions {
-  double p = 0.25;                             ///< probability of erasing (timm's reprob)
-  std::vector<double> scale{0.02, 1.0 / 3.0};  ///< [lo, hi] erased fraction of the image area (split over the boxes)
-  std::vector<double> ratio{0.3, 3.3};         ///< [lo, hi] aspect ratio of a box, log-uniform
-  std::string mode = "const";  ///< const (value) | rand (one random colour per box) | pixel (random per pixel)
-  int64_t count = 1;           ///< maximum number of boxes; the number is drawn from 1..count
-  double value = 0;            ///< const mode's value: 0..255 on 8-bit images, as given on float ones
+  double p = 0.25;
+  std::vector<double> scale{0.02, 1.0 / 3.0};
+  std::vector<double> ratio{0.3, 3.3};
+  std::string mode = "const";
+  int64_t count = 1;
+  double value = 0;
 };
 
 class RandomErasing : public Transform {
@@ -84,8 +85,9 @@ class RandomErasing : public Transform {
 
 config::Fields<RandomErasingOptions> random_erasing_fields() {
   config::Fields<RandomErasingOptions> f;
-  f.field("p", &RandomErasingOptions::p, "probability of erasing").range(0, 1);
-  f.field("scale", &RandomErasingOptions::scale, "[lo, hi] range of the erased fraction of the image area")
+  f.field("p", &RandomErasingOptions::p, "probability of erasing (timm's reprob)").range(0, 1);
+  f.field("scale", &RandomErasingOptions::scale,
+          "[lo, hi] range of the erased fraction of the image area (split over the boxes)")
       .size(2)
       .min(0, true)
       .max(1)

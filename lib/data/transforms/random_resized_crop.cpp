@@ -12,11 +12,12 @@
 namespace kg::data {
 namespace {
 
+// Keys of transform random_resized_crop; field docs: random_resized_crop_fields() below, docs/reference.md.
 struct RandomResizedCropOptions {
-  std::vector<double> scale{0.08, 1.0};             ///< [lo, hi] fraction of the image area cropped
-  std::vector<double> ratio{3.0 / 4.0, 4.0 / 3.0};  ///< [lo, hi] aspect ratio (width / height) of the crop, log-uniform
-  std::string interpolation = "auto";  ///< auto (area shrinking, linear growing) | linear | area | nearest | cubic
-  double p = 1.0;                      ///< probability of cropping; otherwise the whole image is resized
+  std::vector<double> scale{0.08, 1.0};
+  std::vector<double> ratio{3.0 / 4.0, 4.0 / 3.0};
+  std::string interpolation = "auto";
+  double p = 1.0;
 };
 
 class RandomResizedCrop : public Transform {

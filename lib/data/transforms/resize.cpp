@@ -12,11 +12,12 @@
 namespace kg::data {
 namespace {
 
+// Keys of transform resize; each field's doc is in resize_fields() below and docs/reference.md.
 struct ResizeOptions {
-  std::optional<config::json> size;    ///< output size: N or [height, width] (default: data.image_size)
-  std::string mode = "stretch";        ///< stretch | shorter (cover, then centre crop) | pad (fit, then pad)
-  std::string interpolation = "auto";  ///< auto (area shrinking, linear growing) | linear | area | nearest | cubic
-  double fill = 0;                     ///< pad mode's border value: 0..255 on 8-bit images, as given on float ones
+  std::optional<config::json> size;
+  std::string mode = "stretch";
+  std::string interpolation = "auto";
+  double fill = 0;
 };
 
 class Resize : public Transform {

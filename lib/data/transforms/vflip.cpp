@@ -9,8 +9,9 @@
 namespace kg::data {
 namespace {
 
+// Keys of transform vflip; each field's doc is in vflip_fields() below and docs/reference.md.
 struct VFlipOptions {
-  double p = 0.5;  ///< probability of flipping
+  double p = 0.5;
 };
 
 class VFlip : public Transform {

@@ -11,12 +11,13 @@
 namespace kg::optim {
 namespace {
 
+// Keys of [schedule] when name = "cosine"; each field's doc is in fields() below and docs/reference.md.
 struct CosineOptions {
-  double min_lr = 0.0;        ///< lr at the bottom of every cycle
-  int64_t cycle_steps = 0;    ///< updates in the first cycle (0 = one cycle over the whole run)
-  double cycle_epochs = 0.0;  ///< the same in epochs (0 = one cycle over the whole run)
-  double cycle_mult = 1.0;    ///< each cycle is cycle_mult times longer than the one before
-  double cycle_decay = 1.0;   ///< each restart's peak lr is cycle_decay times the one before
+  double min_lr = 0.0;
+  int64_t cycle_steps = 0;
+  double cycle_epochs = 0.0;
+  double cycle_mult = 1.0;
+  double cycle_decay = 1.0;
 };
 
 class CosineSchedule : public Schedule {

@@ -9,17 +9,18 @@
 namespace kg::optim {
 namespace {
 
+// Keys of [schedule] when name = "cyclic"; each field's doc is in fields() below and docs/reference.md.
 struct CyclicOptions {
-  double base_lr = 0.0;                  ///< lr at the bottom of each cycle (0 = optim.lr / 10); the top is optim.lr
-  std::optional<int64_t> step_size_up;   ///< updates from base_lr up to optim.lr (or step_epochs_up)
-  std::optional<double> step_epochs_up;  ///< the same in epochs (or step_size_up)
-  int64_t step_size_down = 0;            ///< updates back down (0 = as up)
-  double step_epochs_down = 0.0;         ///< the same in epochs (0 = as up)
-  std::string mode = "triangular";       ///< triangular | triangular2 | exp_range
-  double gamma = 1.0;                    ///< exp_range: amplitude factor per update
-  bool cycle_momentum = false;           ///< cycle momentum / beta1 inversely to the lr
-  double base_momentum = 0.8;            ///< momentum at the lr peak
-  double max_momentum = 0.9;             ///< momentum at base_lr
+  double base_lr = 0.0;
+  std::optional<int64_t> step_size_up;
+  std::optional<double> step_epochs_up;
+  int64_t step_size_down = 0;
+  double step_epochs_down = 0.0;
+  std::string mode = "triangular";
+  double gamma = 1.0;
+  bool cycle_momentum = false;
+  double base_momentum = 0.8;
+  double max_momentum = 0.9;
 };
 
 class CyclicSchedule : public Schedule {
@@ -86,7 +87,8 @@ config::Fields<CyclicOptions> fields() {
   f.field("step_size_down", &CyclicOptions::step_size_down, "optimizer updates back down to base_lr (0 = as up)")
       .min(0);
   f.field("step_epochs_down", &CyclicOptions::step_epochs_down, "epochs back down to base_lr (0 = as up)").min(0);
-  f.field("mode", &CyclicOptions::mode, "amplitude policy: constant, halved every cycle, or times gamma^update")
+  f.field("mode", &CyclicOptions::mode,
+          "amplitude policy: triangular constant, triangular2 halved every cycle, exp_range times gamma^update")
       .choices({"triangular", "triangular2", "exp_range"});
   f.field("gamma", &CyclicOptions::gamma, "exp_range: amplitude factor per optimizer update").positive();
   f.field("cycle_momentum", &CyclicOptions::cycle_momentum, "cycle momentum / beta1 inversely to the lr");

@@ -8,9 +8,10 @@
 namespace kg::optim {
 namespace {
 
+// Keys of [schedule] when name = "exponential"; each field's doc is in fields() below and docs/reference.md.
 struct ExponentialOptions {
-  std::optional<double> gamma;            ///< lr factor per optimizer update (or gamma_per_epoch)
-  std::optional<double> gamma_per_epoch;  ///< lr factor per epoch, applied smoothly over its updates (or gamma)
+  std::optional<double> gamma;
+  std::optional<double> gamma_per_epoch;
 };
 
 class ExponentialSchedule : public Schedule {

@@ -9,9 +9,10 @@
 namespace kg::optim {
 namespace {
 
+// Keys of [schedule] when name = "flat_cos"; each field's doc is in fields() below and docs/reference.md.
 struct FlatCosOptions {
-  double pct_start = 0.75;  ///< fraction of the run at the flat lr
-  double div_final = 1e5;   ///< final lr = optim.lr / div_final
+  double pct_start = 0.75;
+  double div_final = 1e5;
 };
 
 class FlatCosSchedule : public Schedule {

@@ -8,10 +8,11 @@
 namespace kg::optim {
 namespace {
 
+// Keys of [schedule] when name = "multistep"; each field's doc is in fields() below and docs/reference.md.
 struct MultiStepOptions {
-  std::optional<std::vector<int64_t>> milestones;       ///< updates at which the lr is multiplied by gamma
-  std::optional<std::vector<double>> milestone_epochs;  ///< the same in epochs
-  double gamma = 0.1;                                   ///< lr factor at each milestone
+  std::optional<std::vector<int64_t>> milestones;
+  std::optional<std::vector<double>> milestone_epochs;
+  double gamma = 0.1;
 };
 
 // "" when the list is non-empty, positive and strictly increasing, else what is wrong (shown with the key's origin).

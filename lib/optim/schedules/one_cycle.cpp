@@ -9,13 +9,14 @@
 namespace kg::optim {
 namespace {
 
+// Keys of [schedule] when name = "one_cycle"; each field's doc is in fields() below and docs/reference.md.
 struct OneCycleOptions {
-  double pct_start = 0.25;                     ///< fraction of updates spent warming up
-  double div = 25.0;                           ///< start lr = optim.lr / div
-  double div_final = 1e5;                      ///< final lr = optim.lr / div_final
-  std::vector<double> moms{0.95, 0.85, 0.95};  ///< momentum (beta1) at start, peak lr, end
-  std::string anneal = "cos";                  ///< cos | linear
-  bool cycle_momentum = true;                  ///< cycle momentum / beta1 inversely to the lr
+  double pct_start = 0.25;
+  double div = 25.0;
+  double div_final = 1e5;
+  std::vector<double> moms{0.95, 0.85, 0.95};
+  std::string anneal = "cos";
+  bool cycle_momentum = true;
 };
 
 class OneCycle : public Schedule {

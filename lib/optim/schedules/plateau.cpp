@@ -12,15 +12,16 @@
 namespace kg::optim {
 namespace {
 
+// Keys of [schedule] when name = "plateau"; each field's doc is in fields() below and docs/reference.md.
 struct PlateauOptions {
-  std::string monitor = "valid_loss";  ///< the epoch value watched (valid_loss, train_loss or a metric)
-  std::string mode = "auto";           ///< min | max | auto (max for accuracy-like metrics, else min)
-  int64_t patience = 2;                ///< epochs without improvement tolerated before reducing
-  double factor = 0.1;                 ///< lr factor at each reduction
-  double threshold = 1e-4;             ///< smallest change that counts as an improvement
-  std::string threshold_mode = "rel";  ///< rel (relative to the best) | abs
-  int64_t cooldown = 0;                ///< epochs after a reduction before bad epochs count again
-  double min_lr = 0.0;                 ///< the lr never goes below this
+  std::string monitor = "valid_loss";
+  std::string mode = "auto";
+  int64_t patience = 2;
+  double factor = 0.1;
+  double threshold = 1e-4;
+  std::string threshold_mode = "rel";
+  int64_t cooldown = 0;
+  double min_lr = 0.0;
 };
 
 // mode = "auto": metrics where higher is better; anything else (losses, errors) is minimised.

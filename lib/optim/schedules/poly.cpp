@@ -8,9 +8,10 @@
 namespace kg::optim {
 namespace {
 
+// Keys of [schedule] when name = "poly"; each field's doc is in fields() below and docs/reference.md.
 struct PolyOptions {
-  double power = 1.0;   ///< exponent of the decay (1 = linear)
-  double min_lr = 0.0;  ///< lr at the last update
+  double power = 1.0;
+  double min_lr = 0.0;
 };
 
 class PolySchedule : public Schedule {

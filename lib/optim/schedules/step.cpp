@@ -7,10 +7,11 @@
 namespace kg::optim {
 namespace {
 
+// Keys of [schedule] when name = "step"; each field's doc is in fields() below and docs/reference.md.
 struct StepOptions {
-  std::optional<int64_t> step_size;   ///< updates between two decays (or step_epochs)
-  std::optional<double> step_epochs;  ///< epochs between two decays (or step_size)
-  double gamma = 0.1;                 ///< lr factor at each decay
+  std::optional<int64_t> step_size;
+  std::optional<double> step_epochs;
+  double gamma = 0.1;
 };
 
 class StepSchedule : public Schedule {

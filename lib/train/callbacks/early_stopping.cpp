@@ -9,13 +9,14 @@
 namespace kg::train {
 namespace {
 
+// Recipe section [early_stopping]; each field's doc is in fields() below and docs/reference.md.
 struct EarlyStoppingOptions {
-  bool enabled = false;       ///< stop training when the monitored value stops improving
-  std::string monitor;        ///< value to watch ("" = metric.monitor); a metric, valid_loss, or ema_<metric>
-  int64_t patience = 3;       ///< epochs without improvement before stopping
-  double min_delta = 0.0;     ///< smallest change that counts as an improvement
-  std::string mode = "auto";  ///< auto (the monitor's direction), max or min
-  bool check_finite = true;   ///< stop at once when the monitored value is NaN or infinite
+  bool enabled = false;
+  std::string monitor;
+  int64_t patience = 3;
+  double min_delta = 0.0;
+  std::string mode = "auto";
+  bool check_finite = true;
 };
 
 config::Fields<EarlyStoppingOptions> fields() {

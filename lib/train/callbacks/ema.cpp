@@ -26,7 +26,9 @@ config::Fields<EmaOptions> fields() {
       .range(0, 1);
   f.field("warmup", &EmaOptions::warmup,
           "timm decay warm-up: decay = min(decay, 1 - (1 + step/warmup_gamma)^-warmup_power)");
-  f.field("warmup_power", &EmaOptions::warmup_power, "warm-up exponent (timm 2/3; 3/4 suits shorter runs)").positive();
+  f.field("warmup_power", &EmaOptions::warmup_power,
+          "warm-up exponent (timm 2/3 reaches 0.999 at ~31k updates; 3/4 suits shorter runs)")
+      .positive();
   f.field("warmup_gamma", &EmaOptions::warmup_gamma, "warm-up step divisor (timm's inv_gamma)").positive();
   f.field("every", &EmaOptions::every,
           "update the average every N optimizer updates (the decay applies per EMA update)")

@@ -18,14 +18,15 @@ class Module;
 
 namespace kg::train {
 
+// Recipe section [ema]; each field's doc is in fields() (train/callbacks/ema.cpp) and docs/reference.md.
 struct EmaOptions {
-  bool enabled = false;           ///< keep an exponential moving average of the weights
-  double decay = 0.9998;          ///< weight of the old average per update (timm's default for ModelEmaV3 in train.py)
-  bool warmup = false;            ///< timm decay warm-up: min(decay, 1 - (1 + step / warmup_gamma)^-warmup_power)
-  double warmup_power = 2.0 / 3;  ///< warm-up exponent (2/3 reaches 0.999 at ~31k updates; 3/4 for shorter runs)
-  double warmup_gamma = 1.0;      ///< warm-up step divisor (timm's inv_gamma)
-  int64_t every = 1;              ///< update the average every N optimizer updates (the decay applies per EMA update)
-  bool use_for_best = true;       ///< the EMA weights may become checkpoints/best when their monitored metric wins
+  bool enabled = false;
+  double decay = 0.9998;
+  bool warmup = false;
+  double warmup_power = 2.0 / 3;
+  double warmup_gamma = 1.0;
+  int64_t every = 1;
+  bool use_for_best = true;
 };
 EmaOptions load_ema_options(const config::Tree& recipe);
 

@@ -12,10 +12,11 @@
 namespace kg::train {
 namespace {
 
+// Recipe section [gpu_monitor]; each field's doc is in fields() below and docs/reference.md.
 struct GpuMonitorOptions {
-  bool enabled = true;                        ///< sample GPU utilization and memory during training (NVML)
-  double interval_s = 0.5;                    ///< seconds between samples
-  std::string library = "libnvidia-ml.so.1";  ///< the NVML library to load
+  bool enabled = true;
+  double interval_s = 0.5;
+  std::string library = "libnvidia-ml.so.1";
 };
 
 class GpuMonitor : public Callback {

@@ -10,8 +10,9 @@
 namespace kg::train {
 namespace {
 
+// Recipe section [plots]; each field's doc is in fields() below and docs/reference.md.
 struct PlotsOptions {
-  bool enabled = true;  ///< draw loss.png, metrics.png and lr.png in the run directory after every epoch
+  bool enabled = true;
 };
 config::Fields<PlotsOptions> fields() {
   config::Fields<PlotsOptions> f;

@@ -19,16 +19,15 @@ class Module;
 
 namespace kg::train {
 
+// Recipe section [swa]; each field's doc is in fields() (train/callbacks/swa.cpp) and docs/reference.md.
 struct SwaOptions {
-  bool enabled = false;  ///< average the weights of the last epochs (SWA)
-  double swa_epoch_start =
-      0.8;  ///< < 1: fraction of the epochs trained before averaging starts (floor); >= 1: that many epochs (Lightning)
-  double swa_lr = 0.0;  ///< lr during SWA (times each group's multiplier); 0 = keep the schedule's lr
-  int64_t annealing_epochs =
-      10;  ///< epochs of annealing from the lr at SWA start to swa_lr, capped so the last SWA epoch runs at swa_lr
-  std::string annealing_strategy = "cos";  ///< cos | linear (SWALR's anneal_strategy)
-  bool use_for_best = false;               ///< the recalibrated SWA weights may also become checkpoints/best
-  int64_t bn_batches = 0;                  ///< training batches for the BatchNorm recalibration (0 = a full pass)
+  bool enabled = false;
+  double swa_epoch_start = 0.8;
+  double swa_lr = 0.0;
+  int64_t annealing_epochs = 10;
+  std::string annealing_strategy = "cos";
+  bool use_for_best = false;
+  int64_t bn_batches = 0;
 };
 SwaOptions load_swa_options(const config::Tree& recipe);
 

@@ -10,9 +10,10 @@
 namespace kg::tta {
 namespace {
 
+// Keys of the five_crop and ten_crop TTA views (tta.views); field docs: fields() below, docs/reference.md.
 struct CropOptions {
-  config::json size = 0;  ///< crop side N, or [height, width]; 0 = round(0.875 * the shorter image side)
-  bool resize = true;     ///< resize each crop back to the input size (bilinear); false keeps the crop size
+  config::json size = 0;
+  bool resize = true;
 };
 
 const char* const kCorners[] = {"tl", "tr", "bl", "br", "center"};

@@ -7,8 +7,9 @@
 namespace kg::tta {
 namespace {
 
+// Keys of the multi_scale TTA view (tta.views); each field's doc is in fields() below and docs/reference.md.
 struct MultiScaleOptions {
-  config::json sizes;  ///< required: sizes to predict at, each N (square) or [height, width]
+  config::json sizes;
 };
 
 class MultiScaleView : public View {

@@ -7,9 +7,10 @@
 namespace kg::tta {
 namespace {
 
+// Keys of the train_aug TTA view (tta.views); each field's doc is in fields() below and docs/reference.md.
 struct TrainAugOptions {
-  int64_t n = 4;       ///< augmented passes over the data
-  double beta = 0.25;  ///< weight of the un-augmented prediction in the final mix
+  int64_t n = 4;
+  double beta = 0.25;
 };
 
 class TrainAugView : public View {
