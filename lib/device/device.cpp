@@ -33,7 +33,7 @@ config::Fields<DeviceOptions> fields() {
       .range(0, 1024);
   f.field("channels_last", &DeviceOptions::channels_last,
           "NHWC (channels_last) memory layout for the model's weights and inputs; helps convolutions on GPUs "
-          "with tensor cores (see README Performance for CPU figures)");
+          "with tensor cores (CPU figures: docs/performance.md)");
   f.field("deterministic", &DeviceOptions::deterministic,
           "use deterministic algorithms only (LibTorch raises for an op without one); with it a killed and resumed "
           "run ends with the same weights as an uninterrupted one");
