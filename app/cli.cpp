@@ -14,11 +14,11 @@
 
 #include "build_info.h"
 #include "cli_checks.h"
+#include "config/registry.h"
 #include "config/resolve.h"
 #include "config/sections.h"
 #include "config/validate.h"
 #include "core/error.h"
-#include "core/registry.h"
 #include "core/stop.h"
 #include "core/strings.h"
 #include "data/idx_import.h"

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/registry.h"
 #include "config/tree.h"
-#include "core/registry.h"
 
 namespace kg::optim {
 
