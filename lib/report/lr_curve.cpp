@@ -16,10 +16,10 @@ LrCurvePlot plot_lr_curve(const std::string& png, const LrCurve& curve, const Lr
   for (size_t i = 0; i < n; ++i) {
     const double x = static_cast<double>(i) / spe;
     lr.x.push_back(x);
-    const std::optional<double> m = i < curve.momentum.size() ? curve.momentum[i] : std::nullopt;
-    has_momentum = has_momentum || m.has_value();
+    const bool has = i < curve.momentum.size() && curve.momentum[i].has_value();
+    has_momentum = has_momentum || has;
     mom.x.push_back(x);
-    mom.y.push_back(m ? *m : std::nan(""));
+    mom.y.push_back(has ? *curve.momentum[i] : std::nan(""));
   }
   LrCurvePlot out;
   out.lr_png = png;
