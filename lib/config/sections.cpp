@@ -1,7 +1,7 @@
 #include "config/sections.h"
 
+#include "config/registry.h"
 #include "core/error.h"
-#include "core/registry.h"
 #include "core/strings.h"
 
 namespace kg::config {

@@ -2,10 +2,10 @@
 
 #include <set>
 
+#include "config/registry.h"
 #include "config/schema.h"
 #include "config/sections.h"
 #include "core/error.h"
-#include "core/registry.h"
 #include "core/strings.h"
 
 namespace kg::config {

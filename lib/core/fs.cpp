@@ -147,9 +147,27 @@ bool remove_tree(const std::string& path, std::error_code& ec) {
   return remove_tree_errno == 0;
 }
 
-void replace_directory(const std::string& src, const std::string& dst) {
+void discard_directory(const std::string& dir) {
+  std::error_code ec;
+  if (!stdfs::exists(dir, ec)) return;
+  const stdfs::path d(dir);
+  const stdfs::path trash = d.parent_path() / (".trash-" + d.filename().string() + "-" + std::to_string(::getpid()));
+  remove_tree(trash.string(), ec);
+  remove_tree((::rename(d.c_str(), trash.c_str()) == 0 ? trash : d).string(), ec);
+}
+
+namespace {
+void rename_or_throw(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0)
+    throw DataError("cannot rename " + from + " to " + to + ": " + os_reason(errno));
+}
+}  // namespace
+
+void replace_directory(const std::string& src, const std::string& dst, const std::string& keep_previous_at) {
   std::error_code ec;
   KG_CHECK(stdfs::is_directory(src, ec), DataError, "cannot replace ", dst, ": ", src, " is not a directory");
+  const bool keep = !keep_previous_at.empty();
+  if (keep) discard_directory(keep_previous_at);
   struct stat st {};
   if (::lstat(dst.c_str(), &st) != 0) {
     if (errno != ENOENT) throw DataError("cannot stat " + dst + ": " + os_reason(errno));
@@ -159,15 +177,20 @@ void replace_directory(const std::string& src, const std::string& dst) {
     return;
   }
 
-  std::string old;  // where the previous tree ends up, removed once dst is in place
+  std::string old;  // where the previous tree ends up: removed once dst is in place, or kept
   if (::renameat2(AT_FDCWD, src.c_str(), AT_FDCWD, dst.c_str(), RENAME_EXCHANGE) == 0) {
     old = src;
+    if (keep) {
+      fsync_directory(parent_of(dst));
+      rename_or_throw(src, keep_previous_at);  // src now holds the previous tree
+      old = keep_previous_at;
+    }
   } else if (errno == EINVAL || errno == ENOSYS || errno == ENOTSUP) {
-    // No exchange on this kernel/file system: a short window where dst is missing is unavoidable.
-    old = dst + ".old";
-    remove_tree(old, ec);
-    if (::rename(dst.c_str(), old.c_str()) != 0)
-      throw DataError("cannot rename " + dst + " to " + old + ": " + os_reason(errno));
+    // No exchange on this kernel/file system: a short window where dst is missing is unavoidable (with
+    // keep_previous_at, the previous tree is complete there meanwhile).
+    old = keep ? keep_previous_at : dst + ".old";
+    if (!keep) remove_tree(old, ec);
+    rename_or_throw(dst, old);
     if (::rename(src.c_str(), dst.c_str()) != 0) {
       int err = errno;
       ::rename(old.c_str(), dst.c_str());  // put the previous tree back
@@ -179,7 +202,7 @@ void replace_directory(const std::string& src, const std::string& dst) {
   fsync_directory(parent_of(dst));
   if (parent_of(old) != parent_of(dst)) fsync_directory(parent_of(old));
   // dst is already correct; a leftover old tree is only litter, so removal is best effort.
-  remove_tree(old, ec);
+  if (!keep) remove_tree(old, ec);
 }
 
 ScratchDir::ScratchDir(const std::string& prefix) {

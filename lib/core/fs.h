@@ -16,7 +16,14 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 
 // Atomically replaces directory `dst` with the fully written directory `src` (same file system).
 // Uses renameat2(RENAME_EXCHANGE) where available so `dst` always exists; otherwise rename dance.
-void replace_directory(const std::string& src, const std::string& dst);
+// The previous `dst` is removed; with `keep_previous_at` (a path on the same file system) it is renamed
+// there instead, replacing what was there (see discard_directory). DataError when a rename fails.
+void replace_directory(const std::string& src, const std::string& dst, const std::string& keep_previous_at = "");
+
+// Removes directory `dir` (best effort; a missing one is fine) without ever leaving a half-deleted tree under
+// its name: it is renamed to "<parent>/.trash-<name>-<pid>" first, so a kill mid-removal leaves only a hidden
+// folder, which the next caller that knows the pattern sweeps.
+void discard_directory(const std::string& dir);
 
 // Removes `path` and, for a folder, everything below it, never following symbolic links; true when
 // nothing is left (a missing path included), else false with the first error in `ec`. Used instead

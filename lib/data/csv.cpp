@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <unordered_map>
 
@@ -241,6 +245,53 @@ std::string csv_line(const std::vector<std::string>& fields) {
     out += csv_field(fields[c]);
   }
   out += '\n';
+  return out;
+}
+
+std::optional<int64_t> cell_int(const std::string& s) {
+  int64_t v = 0;
+  auto t = trim(s);
+  auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (r.ec != std::errc() || r.ptr != t.data() + t.size() || t.empty()) return std::nullopt;
+  return v;
+}
+
+std::optional<float> cell_float(const std::string& s) {
+  auto t = trim(s);
+  if (t.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(t.c_str(), &end);
+  if (end != t.c_str() + t.size() || errno == ERANGE || !std::isfinite(v)) return std::nullopt;
+  const float f = static_cast<float>(v);
+  if (!std::isfinite(f)) return std::nullopt;  // 1e40 is a finite double but no float
+  return f;
+}
+
+std::optional<float> cell_flag(const std::string& s) {
+  auto t = trim(s);
+  if (t == "1" || t == "1.0" || t == "true" || t == "True") return 1.0f;
+  if (t == "0" || t == "0.0" || t == "false" || t == "False") return 0.0f;
+  return std::nullopt;
+}
+
+std::vector<std::string> cell_names(const std::string& cell, const std::string& sep) {
+  std::vector<std::string> out;
+  std::string s = trim(cell);
+  size_t i = 0;
+  while (i <= s.size()) {
+    size_t j = sep.empty() ? std::string::npos : s.find(sep, i);
+    if (j == std::string::npos) j = s.size();
+    std::string tok = trim(std::string_view(s).substr(i, j - i));
+    if (!tok.empty()) out.push_back(tok);
+    i = j + std::max<size_t>(1, sep.size());
+  }
+  return out;
+}
+
+std::vector<int> require_columns(const CsvTable& csv, const std::vector<std::string>& names, const char* key) {
+  std::vector<int> out;
+  for (const auto& n : names) out.push_back(csv.require_column(n, key));
   return out;
 }
 

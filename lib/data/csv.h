@@ -2,6 +2,7 @@
 // at run time. Every problem is a DataError naming the file and the physical line.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,15 @@ CsvTable read_csv(const std::string& path);
 // fields with commas, doubled quotes and line breaks. Blank lines are skipped (as pandas does).
 // Fields keep their whitespace; header names are trimmed.
 CsvTable parse_csv(std::string_view text, const std::string& name);
+
+// Cells, surrounding whitespace ignored; nullopt when the cell is not one.
+std::optional<int64_t> cell_int(const std::string& cell);  // a whole integer
+std::optional<float> cell_float(const std::string& cell);  // a finite float (finite as a float too)
+std::optional<float> cell_flag(const std::string& cell);   // an indicator: 0/1 (also 0.0/1.0, true/false)
+// The non-empty names between separators `sep` ("" = the whole cell).
+std::vector<std::string> cell_names(const std::string& cell, const std::string& sep);
+// csv.require_column of each name, in order.
+std::vector<int> require_columns(const CsvTable& csv, const std::vector<std::string>& names, const char* key);
 
 // One field, quoted when needed (comma, quote, CR/LF, leading/trailing space).
 std::string csv_field(std::string_view s);

@@ -5,19 +5,16 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include <atomic>
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <exception>
 #include <filesystem>
-#include <mutex>
-#include <thread>
 #include <utility>
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/parallel_for.h"
 #include "data/csv.h"
 #include "data/image_io.h"
 #include "data/pack.h"
@@ -199,42 +196,27 @@ void write_split(const IdxImages& im, const std::string& out_dir, const std::str
   stdfs::create_directories(dir, ec);
   if (ec) throw DataError("cannot create directory " + dir + ": " + ec.message());
 
-  std::atomic<int64_t> next{0};
-  std::atomic<bool> failed{false};
-  std::exception_ptr error;
-  std::mutex error_mu;
-  auto work = [&] {
-    try {
-      std::string png;
-      while (!failed) {
-        const int64_t i = next++;
-        if (i >= im.count) break;
-        // A Mat header over the file's bytes: no pixel copy before encoding.
-        const Image m(im.height, im.width, image_type(kDepth8U, 1), const_cast<unsigned char*>(im.pixels(i)));
-        encode_png(m, png);
-        const std::string path = dir + "/" + std::to_string(first_id + i) + ".png";
-        if (!update) {
-          write_plain(path, png);
-        } else if (!same_content(path, png)) {
-          write_plain(path + ".tmp", png);  // a reader sees the old or the new image, never half
-          if (::rename((path + ".tmp").c_str(), path.c_str()) != 0)
-            throw DataError("cannot rename " + path + ".tmp: " + std::strerror(errno));
-        }
+  const auto count = static_cast<size_t>(std::max<int64_t>(im.count, 0));
+  std::vector<std::string> pngs(static_cast<size_t>(parallel_workers(count, std::max(1, threads))));
+  try {
+    parallel_for(count, std::max(1, threads), [&](size_t item, int worker) {
+      const auto i = static_cast<int64_t>(item);
+      std::string& png = pngs[static_cast<size_t>(worker)];
+      // A Mat header over the file's bytes: no pixel copy before encoding.
+      const Image m(im.height, im.width, image_type(kDepth8U, 1), const_cast<unsigned char*>(im.pixels(i)));
+      encode_png(m, png);
+      const std::string path = dir + "/" + std::to_string(first_id + i) + ".png";
+      if (!update) {
+        write_plain(path, png);
+      } else if (!same_content(path, png)) {
+        write_plain(path + ".tmp", png);  // a reader sees the old or the new image, never half
+        if (::rename((path + ".tmp").c_str(), path.c_str()) != 0)
+          throw DataError("cannot rename " + path + ".tmp: " + std::strerror(errno));
       }
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mu);
-      if (!error) error = std::current_exception();
-      failed = true;
-    }
-  };
-  const int n = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, im.count)));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < n; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  if (error) {
+    });
+  } catch (...) {
     if (!update) remove_tree(stage, ec);
-    std::rethrow_exception(error);
+    throw;
   }
   if (update) remove_stale(dst, first_id, im.count);  // also sweeps .tmp files of a killed run
   sync_tree(dir);

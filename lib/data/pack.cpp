@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/xxh64.h"
 #include "data/csv.h"
 #include "data/image_io.h"
 
@@ -105,82 +106,9 @@ std::string meta_problem(const json& m, PackKind& kind, RawGeometry& raw) {
 
 }  // namespace
 
-// ---- XXH64 (reference: github.com/Cyan4973/xxHash, xxhash.h, XXH64 streaming) ---------------------
-
-namespace {
-constexpr uint64_t P1 = 0x9E3779B185EBCA87ULL, P2 = 0xC2B2AE3D27D4EB4FULL, P3 = 0x165667B19E3779F9ULL,
-                   P4 = 0x85EBCA77C2B2AE63ULL, P5 = 0x27D4EB2F165667C5ULL;
-inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-inline uint64_t round1(uint64_t acc, uint64_t input) { return rotl(acc + input * P2, 31) * P1; }
-inline uint64_t merge(uint64_t acc, uint64_t v) { return (acc ^ round1(0, v)) * P1 + P4; }
-
-struct Xxh64 {
-  uint64_t v[4] = {P1 + P2, P2, 0, 0 - P1};
-  uint64_t total = 0;
-  unsigned char mem[32];
-  size_t mem_size = 0;
-
-  void stripe(const unsigned char* p) {
-    for (int i = 0; i < 4; ++i) v[i] = round1(v[i], load_le64(p + 8 * i));
-  }
-  void update(const unsigned char* p, size_t n) {
-    total += n;
-    if (mem_size + n < 32) {
-      std::memcpy(mem + mem_size, p, n);
-      mem_size += n;
-      return;
-    }
-    if (mem_size > 0) {
-      size_t take = 32 - mem_size;
-      std::memcpy(mem + mem_size, p, take);
-      stripe(mem);
-      p += take;
-      n -= take;
-      mem_size = 0;
-    }
-    for (; n >= 32; p += 32, n -= 32) stripe(p);
-    std::memcpy(mem, p, n);
-    mem_size = n;
-  }
-  uint64_t digest() const {
-    uint64_t h;
-    if (total >= 32) {
-      h = rotl(v[0], 1) + rotl(v[1], 7) + rotl(v[2], 12) + rotl(v[3], 18);
-      for (int i = 0; i < 4; ++i) h = merge(h, v[i]);
-    } else {
-      h = P5;  // seed 0
-    }
-    h += total;
-    const unsigned char* p = mem;
-    size_t n = mem_size;
-    for (; n >= 8; p += 8, n -= 8) h = rotl(h ^ round1(0, load_le64(p)), 27) * P1 + P4;
-    if (n >= 4) {
-      h = rotl(h ^ (static_cast<uint64_t>(load_le32(p)) * P1), 23) * P2 + P3;
-      p += 4;
-      n -= 4;
-    }
-    for (; n > 0; ++p, --n) h = rotl(h ^ (*p * P5), 11) * P1;
-    h ^= h >> 33;
-    h *= P2;
-    h ^= h >> 29;
-    h *= P3;
-    h ^= h >> 32;
-    return h;
-  }
-};
-}  // namespace
-
-struct PackWriter::Hasher : Xxh64 {};
-
-uint64_t xxh64(std::string_view bytes) {
-  Xxh64 h;
-  h.update(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
-  return h.digest();
-}
-
 // ---- writer ----------------------------------------------------------------------------------------
 
-PackWriter::PackWriter(std::string path, json meta) : path_(std::move(path)), hash_(std::make_unique<Hasher>()) {
+PackWriter::PackWriter(std::string path, json meta) : path_(std::move(path)) {
   PackKind kind;
   if (auto e = meta_problem(meta, kind, raw_); !e.empty()) throw DataError("cannot write " + path_ + ": " + e);
   try {
@@ -227,7 +155,7 @@ void PackWriter::flush() {
 }
 
 void PackWriter::append(std::string_view bytes) {
-  hash_->update(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  hash_.update(bytes);
   pos_ += bytes.size();
   if (buf_.size() + bytes.size() > (1u << 20)) flush();
   if (bytes.size() >= (1u << 20)) {
@@ -239,7 +167,7 @@ void PackWriter::append(std::string_view bytes) {
 }
 
 void PackWriter::add(std::string_view bytes) {
-  KG_CHECK(!finished_ && fd_ >= 0, InternalError, "PackWriter::add after finish() or a failed write");
+  KG_ASSERT(!finished_ && fd_ >= 0, "PackWriter::add after finish() or a failed write");
   if (raw_.channels > 0)
     KG_CHECK(static_cast<int64_t>(bytes.size()) == raw_.bytes(), DataError, "cannot write ", path_, ": item ", size(),
              " has ", bytes.size(), " bytes, a raw ", raw_.height, "x", raw_.width, "x", raw_.channels, " item has ",
@@ -252,7 +180,7 @@ void PackWriter::add(std::string_view bytes) {
 }
 
 std::string PackWriter::finish() {
-  KG_CHECK(!finished_ && fd_ >= 0, InternalError, "PackWriter::finish called twice or after a failed write");
+  KG_ASSERT(!finished_ && fd_ >= 0, "PackWriter::finish called twice or after a failed write");
   try {
     static const char zeros[kPackAlign] = {};
     const uint64_t items_size = pos_ - kPackHeaderSize;
@@ -277,7 +205,7 @@ std::string PackWriter::finish() {
     store_le64(h + kOffMeta, meta_offset);
     store_le64(h + kOffMetaSize, meta_text_.size());
     store_le64(h + kOffFileSize, pos_);
-    const uint64_t digest = hash_->digest();
+    const uint64_t digest = hash_.digest();
     store_le64(h + kOffHash, digest);
     if (::pwrite(fd_, h, sizeof h, 0) != static_cast<ssize_t>(sizeof h))
       throw DataError("cannot write " + tmp_ + ": " + os_reason());
@@ -411,7 +339,7 @@ std::string_view PackReader::item(int64_t i) const {
 }
 
 Image PackReader::image(int64_t i, int channels) const {
-  KG_CHECK(channels == 1 || channels == 3, InternalError, "PackReader::image: channels must be 1 or 3, got ", channels);
+  KG_ASSERT(channels == 1 || channels == 3, "PackReader::image: channels must be 1 or 3, got ", channels);
   std::string_view bytes = item(i);
   if (kind_ == PackKind::encoded) return decode_image_bytes(bytes, name() + "#" + std::to_string(i), channels);
   const int c = static_cast<int>(raw_.channels);
@@ -446,7 +374,7 @@ std::string PackReader::hash() const { return hex64(stored_hash_); }
 
 void PackReader::verify() const {
   std::string_view body(reinterpret_cast<const char*>(base_ + kPackHeaderSize), file_size_ - kPackHeaderSize);
-  const uint64_t actual = xxh64(body);
+  const uint64_t actual = kg::xxh64(body);
   KG_CHECK(actual == stored_hash_, DataError, path_, ": content hash mismatch (stored ", hex64(stored_hash_),
            ", computed ", hex64(actual), "); the pack is damaged — re-run kgtrain pack");
 }

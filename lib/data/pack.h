@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include "core/xxh64.h"
 #include "data/image.h"
 
 namespace kg::data {
@@ -32,9 +33,6 @@ struct RawGeometry {
   int64_t height = 0, width = 0, channels = 0;
   int64_t bytes() const { return height * width * channels; }
 };
-
-// XXH64 (Collet, github.com/Cyan4973/xxHash) of `bytes` with seed 0; the pack's content hash.
-uint64_t xxh64(std::string_view bytes);
 
 // Streams items into "<path>.tmp-<pid>-<n>" and publishes the pack at `path` in finish() (fsync +
 // rename): nothing half-written is ever at `path`. A writer destroyed without finish() removes its
@@ -69,8 +67,7 @@ class PackWriter {
   uint64_t pos_ = 0;             // file offset of the next appended byte
   std::string buf_;              // appended bytes not yet written
   std::vector<uint64_t> index_;  // offset, size per item
-  struct Hasher;
-  std::unique_ptr<Hasher> hash_;  // XXH64 over everything after the header, as appended
+  Xxh64 hash_;                   // over everything after the header, as appended
   bool finished_ = false;
 };
 

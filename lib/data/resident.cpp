@@ -1,13 +1,12 @@
 #include "data/resident.h"
 
-#include <atomic>
+#include <algorithm>
 #include <cstring>
-#include <mutex>
-#include <thread>
 
 #include <ATen/ATen.h>
 
 #include "core/error.h"
+#include "core/parallel_for.h"
 #include "core/strings.h"
 #include "data/loader.h"
 #include "data/table.h"
@@ -37,38 +36,20 @@ ResidentImages::ResidentImages(const Table& t, const ImageGeometry& g, const c10
            " GiB; raise data.cache_max_gb if the device has the memory, or use data.cache = \"ram\"");
   at::Tensor host = at::zeros({n_, H + 1, W + 1, C}, at::kByte);
   uint8_t* base = host.data_ptr<uint8_t>();
-  std::atomic<int64_t> next{0};
-  std::mutex mu;
-  std::exception_ptr error;
-  auto work = [&] {
-    for (int64_t i; (i = next++) < n_;) {
-      try {
-        Image img = cache ? cache->get(i) : Image();
-        if (img.empty()) img = t.image(static_cast<size_t>(i), static_cast<int>(C));
-        resize_to(img, g);
-        KG_ASSERT(img.channels() == C && img.depth() == kDepth8U, "decoded image of ", img.channels(), " channels");
-        for (int64_t y = 0; y < H; ++y)
-          std::memcpy(base + ((i * (H + 1) + y) * (W + 1)) * C, img.ptr<uint8_t>(static_cast<int>(y)),
-                      static_cast<size_t>(W * C));
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!error) {
-          const Row& r = t.rows[static_cast<size_t>(i)];
-          try {
-            with_context(r.where + " (id " + r.id + ")", [] { throw; });
-          } catch (...) {
-            error = std::current_exception();
-          }
-        }
-        next = n_;
-      }
+  parallel_for(static_cast<size_t>(n_), std::max(1, threads), [&](size_t row, int) {
+    const auto i = static_cast<int64_t>(row);
+    try {
+      Image img = cache ? cache->get(i) : Image();
+      if (img.empty()) img = t.image(row, static_cast<int>(C));
+      resize_to(img, g);
+      KG_ASSERT(img.channels() == C && img.depth() == kDepth8U, "decoded image of ", img.channels(), " channels");
+      for (int64_t y = 0; y < H; ++y)
+        std::memcpy(base + ((i * (H + 1) + y) * (W + 1)) * C, img.ptr<uint8_t>(static_cast<int>(y)),
+                    static_cast<size_t>(W * C));
+    } catch (...) {
+      with_context(t.rows[row].where + " (id " + t.rows[row].id + ")", [] { throw; });
     }
-  };
-  std::vector<std::thread> pool;
-  for (int k = 1; k < std::max(1, threads); ++k) pool.emplace_back(work);
-  work();
-  for (auto& th : pool) th.join();
-  if (error) std::rethrow_exception(error);
+  });
   images_ = host.to(device);
 }
 

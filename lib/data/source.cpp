@@ -1,11 +1,11 @@
 #include "data/source.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <mutex>
-#include <thread>
-#include <atomic>
 
 #include "core/error.h"
+#include "core/parallel_for.h"
 #include "data/image_io.h"
 #include "data/loader.h"
 
@@ -48,24 +48,17 @@ ClassList infer_classes(const DataOptions& o) {
 
 void scan_images(const Table& t, const ImageGeometry& g, int threads, std::vector<BadRow>& bad, ImageCache* fill) {
   std::mutex mu;
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next++) < t.rows.size();) {
-      const Row& r = t.rows[i];
-      if (!t.pack && r.image.empty()) continue;  // already bad (path refused)
-      try {
-        Image img = t.image(i, static_cast<int>(g.channels));
-        if (fill) fill->put(static_cast<int64_t>(i), img);
-      } catch (const Error& e) {
-        std::lock_guard<std::mutex> lock(mu);
-        bad.push_back({r.csv_row, r.id, e.what(), r.where});
-      }
+  parallel_for(t.rows.size(), std::max(1, threads), [&](size_t i, int) {
+    const Row& r = t.rows[i];
+    if (!t.pack && r.image.empty()) return;  // already bad (path refused)
+    try {
+      Image img = t.image(i, static_cast<int>(g.channels));
+      if (fill) fill->put(static_cast<int64_t>(i), img);
+    } catch (const Error& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      bad.push_back({r.csv_row, r.id, e.what(), r.where});
     }
-  };
-  std::vector<std::thread> pool;
-  for (int k = 1; k < std::max(1, threads); ++k) pool.emplace_back(work);
-  work();
-  for (auto& th : pool) th.join();
+  });
 }
 
 Table load_split(const DataOptions& o, Split split, const ClassList& classes, bool scan, int threads,

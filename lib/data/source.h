@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "core/registry.h"
+#include "config/registry.h"
 #include "data/csv.h"
 #include "data/table.h"
 

@@ -7,9 +7,9 @@
 
 #include "data/image.h"
 
+#include "config/registry.h"
 #include "config/tree.h"
 #include "core/random.h"
-#include "core/registry.h"
 #include "data/options.h"
 
 namespace kg::data {

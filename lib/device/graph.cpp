@@ -54,18 +54,18 @@ class EmulatedGraph : public StepGraph {
       throw;
     }
     put_grads(params_, before);
-    KG_CHECK(outs.size() == outputs_.size(), InternalError, "emulated CUDA graph: the replay returned ", outs.size(),
-             " outputs, the capture ", outputs_.size());
+    KG_ASSERT(outs.size() == outputs_.size(), "emulated CUDA graph: the replay returned ", outs.size(),
+              " outputs, the capture ", outputs_.size());
     at::NoGradGuard ng;
     for (size_t i = 0; i < outs.size(); ++i) {
-      KG_CHECK(outs[i].sizes() == outputs_[i].sizes() && outs[i].scalar_type() == outputs_[i].scalar_type(),
-               InternalError, "emulated CUDA graph: output ", i, " changed shape or type between capture and replay");
+      KG_ASSERT(outs[i].sizes() == outputs_[i].sizes() && outs[i].scalar_type() == outputs_[i].scalar_type(),
+                "emulated CUDA graph: output ", i, " changed shape or type between capture and replay");
       outputs_[i].copy_(outs[i]);
     }
     for (size_t i = 0; i < grads.size(); ++i) {
-      KG_CHECK(grads[i].defined() == grads_[i].defined(), InternalError, "emulated CUDA graph: parameter ", i,
-               grads[i].defined() ? " took a gradient in the replay but none in the capture"
-                                  : " took a gradient in the capture but none in the replay");
+      KG_ASSERT(grads[i].defined() == grads_[i].defined(), "emulated CUDA graph: parameter ", i,
+                grads[i].defined() ? " took a gradient in the replay but none in the capture"
+                                   : " took a gradient in the capture but none in the replay");
       if (grads[i].defined()) grads_[i].copy_(grads[i]);
     }
   }

@@ -1,14 +1,11 @@
 #include "jobs/bench_util.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <exception>
-#include <mutex>
-#include <thread>
 
 #include "core/error.h"
+#include "core/parallel_for.h"
 #include "core/random.h"
 #include "data/loader.h"
 #include "data/table.h"
@@ -41,28 +38,9 @@ std::string grouped(double v) {
 }
 
 double time_parallel(int threads, size_t n, const std::function<void(size_t, int)>& work) {
-  std::atomic<size_t> next{0};
-  std::exception_ptr err;
-  std::mutex mu;
-  auto body = [&](int worker) {
-    for (size_t i; (i = next++) < n;) {
-      try {
-        work(i, worker);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!err) err = std::current_exception();
-        next = n;
-      }
-    }
-  };
   auto t0 = Clock::now();
-  std::vector<std::thread> pool;
-  for (int w = 1; w < threads; ++w) pool.emplace_back(body, w);
-  body(0);
-  for (auto& t : pool) t.join();
-  double secs = seconds_since(t0);
-  if (err) std::rethrow_exception(err);
-  return secs;
+  parallel_for(n, std::max(1, threads), work);
+  return seconds_since(t0);
 }
 
 nlohmann::json rate_json(int threads, int64_t images, double secs) {

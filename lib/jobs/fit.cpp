@@ -41,6 +41,7 @@
 #include "model/weights.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
+#include "report/lr_curve.h"
 #include "report/plot.h"
 #include "train/callback.h"
 #include "train/checkpoint.h"
@@ -198,26 +199,13 @@ void FitRun::plot_schedule(const train::Plan& plan) const {
   KG_CHECK(report::can_plot(), UsageError,
            "--plot-schedule draws a PNG with OpenCV, which this kgtrain was built without; "
            "kgtrain show RECIPE prints the plan, and metrics.jsonl records the lr of every epoch");
-  report::Series lr{"lr", {}, {}, false}, mom{"momentum", {}, {}, false};
-  const double spe = static_cast<double>(std::max<int64_t>(1, plan.steps_in_epoch(0)));
-  bool has_mom = false;
-  for (int64_t st = 0; st < plan.total_steps(); ++st) {
-    lr.x.push_back(static_cast<double>(st) / spe);
-    lr.y.push_back(plan.lr_at(st));
-    if (auto m = plan.momentum_at(st)) {
-      mom.x.push_back(static_cast<double>(st) / spe);
-      mom.y.push_back(*m);
-      has_mom = true;
-    }
-  }
-  report::line_plot(o_.plot_schedule, {lr}, {"learning rate: " + plan.describe(), "epoch", "lr"});
-  std::string mom_png;
-  if (has_mom) {
-    mom_png = fs::path(o_.plot_schedule).replace_extension("").string() + "_momentum.png";
-    report::line_plot(mom_png, {mom}, {"momentum / beta1", "epoch", "momentum"});
-  }
-  std::cout << "wrote " << o_.plot_schedule << (mom_png.empty() ? "" : " and " + mom_png) << " (" << plan.total_steps()
-            << " updates, peak lr " << fmt(*std::max_element(lr.y.begin(), lr.y.end())) << ")\n";
+  report::LrCurveOptions lo;
+  lo.steps_per_epoch = plan.steps_in_epoch(0);  // clamped to >= 1 inside
+  lo.title = "learning rate: " + plan.describe();
+  lo.momentum_file = true;  // <stem>_momentum.png (docs/commands.md)
+  const auto drawn = report::plot_lr_curve(o_.plot_schedule, plan, plan.total_steps(), lo);
+  std::cout << "wrote " << drawn.lr_png << (drawn.momentum_png.empty() ? "" : " and " + drawn.momentum_png) << " ("
+            << plan.total_steps() << " updates, peak lr " << fmt(drawn.peak_lr) << ")\n";
 }
 
 void FitRun::open_run_dir() {

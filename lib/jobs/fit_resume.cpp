@@ -13,7 +13,7 @@
 #include "core/fs.h"
 #include "core/strings.h"
 #include "data/csv.h"
-#include "train/checkpoint.h"
+#include "train/checkpoint_store.h"
 #include "train/options.h"
 #include "train/trainer.h"
 

@@ -120,7 +120,7 @@ fs::path folds_csv_of(const fs::path& fold_dir) {
 void write_oof_fold(const std::string& dir, const data::Table& table, const data::ClassList& classes,
                     const std::string& id_col, int64_t fold, int64_t folds, const std::string& metric,
                     const train::Predictions& pred, const json& extra) {
-  KG_CHECK(pred.targets.defined(), InternalError, "out-of-fold predictions need labeled validation rows");
+  KG_ASSERT(pred.targets.defined(), "out-of-fold predictions need labeled validation rows");
   auto probs = pred.probs.to(torch::kDouble);
   auto targets = pred.targets;
   std::vector<std::string> header{id_col, "fold", "target", "prediction"};

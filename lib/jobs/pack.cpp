@@ -3,7 +3,6 @@
 // or pre-resized raw pixels (--raw). Bad rows follow data.on_bad_row, exactly as in fit.
 #include "jobs/pack.h"
 
-#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -11,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/parallel_for.h"
 #include "data/csv.h"
 #include "data/image_io.h"
 #include "data/pack.h"
@@ -61,32 +61,17 @@ int64_t pack_split(const PackRequest& o, const data::DataOptions& dopt, data::Sp
   auto t0 = std::chrono::steady_clock::now();
   for (size_t base = 0; base < n; base += chunk) {
     const size_t m = std::min(chunk, n - base);
-    std::atomic<size_t> next{0};
-    std::exception_ptr err;
-    std::mutex mu;
-    auto work = [&] {
-      for (size_t k; (k = next++) < m;) {
-        try {
-          const auto& r = t.rows[base + k];
-          if (!o.pack_raw) {
-            items[k] = read_file(r.image);
-            continue;
-          }
-          data::Image img = data::decode_image(r.image, static_cast<int>(g.channels));
-          data::resize_to(img, g);
-          if (!img.isContinuous()) img = img.clone();
-          items[k].assign(reinterpret_cast<const char*>(img.data), img.total() * img.elemSize());
-        } catch (...) {
-          std::lock_guard<std::mutex> lock(mu);
-          if (!err) err = std::current_exception();
-        }
+    parallel_for(m, threads, [&](size_t k, int) {
+      const auto& r = t.rows[base + k];
+      if (!o.pack_raw) {
+        items[k] = read_file(r.image);
+        return;
       }
-    };
-    std::vector<std::thread> pool;
-    for (int i = 1; i < threads; ++i) pool.emplace_back(work);
-    work();
-    for (auto& th : pool) th.join();
-    if (err) std::rethrow_exception(err);
+      data::Image img = data::decode_image(r.image, static_cast<int>(g.channels));
+      data::resize_to(img, g);
+      if (!img.isContinuous()) img = img.clone();
+      items[k].assign(reinterpret_cast<const char*>(img.data), img.total() * img.elemSize());
+    });
     for (size_t k = 0; k < m; ++k) w.add(items[k]);
   }
   std::string hash = w.finish();

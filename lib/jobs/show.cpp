@@ -2,9 +2,9 @@
 
 #include <cstdio>
 
+#include "config/registry.h"
 #include "config/resolve.h"
 #include "config/sections.h"
-#include "core/registry.h"
 #include "core/strings.h"
 #include "data/options.h"
 #include "device/device.h"

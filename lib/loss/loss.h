@@ -8,8 +8,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "config/registry.h"
 #include "config/tree.h"
-#include "core/registry.h"
 
 namespace kg::loss {
 

@@ -11,7 +11,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "core/registry.h"
+#include "config/registry.h"
 
 namespace kg::metric {
 

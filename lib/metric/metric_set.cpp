@@ -3,9 +3,9 @@
 #include <cmath>
 #include <set>
 
+#include "config/registry.h"
 #include "config/sections.h"
 #include "core/error.h"
-#include "core/registry.h"
 #include "core/strings.h"
 #include "metric/metric.h"
 

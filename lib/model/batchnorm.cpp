@@ -88,7 +88,7 @@ at::Tensor BatchNorm2dImpl::forward(const at::Tensor& x) {
 }
 
 at::Tensor BatchNorm2dImpl::forward_synced(const at::Tensor& x, const CrossProcessSum& sum) {
-  KG_CHECK(x.dim() == 4, InternalError, "BatchNorm2d expects [N, C, H, W], got ", x.sizes());
+  KG_ASSERT(x.dim() == 4, "BatchNorm2d expects [N, C, H, W], got ", x.sizes());
   // The statistics in float32 whatever autocast gave the input (BatchNorm is float32 under autocast too).
   const at::Tensor xf = x.to(at::kFloat);
   const int64_t c = xf.size(1);

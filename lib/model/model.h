@@ -14,8 +14,8 @@
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/sequential.h>
 
+#include "config/registry.h"
 #include "config/tree.h"
-#include "core/registry.h"
 #include "model/head.h"
 #include "model/safetensors.h"
 

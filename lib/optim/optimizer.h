@@ -20,8 +20,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "config/registry.h"
 #include "config/tree.h"
-#include "core/registry.h"
 #include "model/safetensors.h"
 #include "optim/param_groups.h"
 

@@ -5,7 +5,6 @@
 
 #include "config/sections.h"
 #include "core/error.h"
-#include "report/plot.h"
 
 namespace kg::optim {
 
@@ -122,32 +121,6 @@ ScheduleTrace sample(const Schedule& s, int64_t total_steps) {
     t.momentum.push_back(s.momentum_at(i));
   }
   return t;
-}
-
-void plot_schedule(const Schedule& s, int64_t total_steps, int64_t steps_per_epoch, const std::string& png) {
-  const auto trace = sample(s, total_steps);
-  const double spe = static_cast<double>(std::max<int64_t>(steps_per_epoch, 1));
-  report::Series lr{"", {}, trace.lr, false}, mom{"", {}, {}, false};
-  bool has_momentum = false;
-  for (int64_t i = 0; i < total_steps; ++i) {
-    const double x = static_cast<double>(i) / spe;
-    lr.x.push_back(x);
-    const auto& m = trace.momentum[static_cast<size_t>(i)];
-    has_momentum = has_momentum || m.has_value();
-    mom.x.push_back(x);
-    mom.y.push_back(m ? *m : std::nan(""));
-  }
-  report::PlotOptions top;
-  top.title = "learning-rate schedule: " + std::to_string(total_steps) + " updates, " +
-              std::to_string(steps_per_epoch) + " per epoch";
-  top.xlabel = "epoch";
-  top.ylabel = "learning rate";
-  if (!has_momentum) return report::line_plot(png, {lr}, top);
-  report::PlotOptions bottom = top;
-  bottom.title = "momentum / beta1";
-  bottom.ylabel = "momentum";
-  bottom.height = 360;
-  report::stacked_plot(png, {{{lr}, top, {}}, {{mom}, bottom, {}}});
 }
 
 }  // namespace kg::optim

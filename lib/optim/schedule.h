@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/registry.h"
 #include "config/tree.h"
-#include "core/registry.h"
 
 namespace kg::optim {
 
@@ -61,10 +61,6 @@ struct ScheduleTrace {
   std::vector<std::optional<double>> momentum;
 };
 ScheduleTrace sample(const Schedule& s, int64_t total_steps);
-
-// Draws lr against the epoch (x = step / steps_per_epoch) into `png`, with a second chart below for the
-// momentum / beta1 when the schedule cycles it. DataError when the file cannot be written.
-void plot_schedule(const Schedule& s, int64_t total_steps, int64_t steps_per_epoch, const std::string& png);
 
 // Helpers for schedule components. Updates in `epochs` epochs, rounded to the nearest update.
 int64_t epochs_to_steps(double epochs, int64_t steps_per_epoch);

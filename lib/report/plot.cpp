@@ -22,6 +22,7 @@ namespace {
 constexpr int kFont = cv::FONT_HERSHEY_SIMPLEX;
 constexpr double kTickScale = 0.42, kLabelScale = 0.5, kTitleScale = 0.6;
 constexpr int kShift = 4;  // sub-pixel bits for cv::line / cv::circle coordinates
+constexpr double kScale = 1 << kShift;
 const cv::Scalar kWhite(255, 255, 255), kInk(40, 40, 40), kGrid(228, 228, 228), kMinorGrid(242, 242, 242),
     kAxis(90, 90, 90);
 
@@ -149,71 +150,50 @@ std::vector<Tick> ticks(const Axis& a, int max_ticks) {
 }
 
 #if KG_WITH_OPENCV
-cv::Mat render_chart(const Chart& c) {
-  const PlotOptions& o = c.options;
-  KG_CHECK(o.width >= 240 && o.height >= 160, ConfigError, "plot size ", o.width, "x", o.height,
-           " is too small: expected at least 240x160 pixels");
-  for (const auto& s : c.series)
-    KG_ASSERT(s.x.size() == s.y.size(), "series '", s.label, "' has ", s.x.size(), " x and ", s.y.size(), " y values");
-  cv::Mat img(o.height, o.width, CV_8UC3, kWhite);
-
-  Axis ax{o.log_x}, ay{o.log_y};
-  std::vector<double> xs, ys;
-  for (const auto& s : c.series)
-    for (size_t i = 0; i < s.x.size(); ++i)
-      if (ax.usable(s.x[i]) && ay.usable(s.y[i])) {
-        xs.push_back(s.x[i]);
-        ys.push_back(s.y[i]);
-      }
-  const bool empty = xs.empty();
-  for (const auto& m : c.markers)
-    if (ax.usable(m.x) && ay.usable(m.y)) {
-      xs.push_back(m.x);
-      ys.push_back(m.y);
-    }
-  fit_range(ax, xs);
-  fit_range(ay, ys);
-
-  // Layout: the y tick labels decide the left margin.
-  const int top = o.title.empty() ? 14 : 38, bottom = o.xlabel.empty() ? 30 : 52, right = 22;
-  const auto yt = ticks(ay, std::max(2, (o.height - top - bottom) / 45));
-  int label_w = 0;
-  for (const auto& t : yt) label_w = std::max(label_w, text_size(t.label, kTickScale).width);
-  const int left = label_w + 14 + (o.ylabel.empty() ? 6 : 26);
-  const cv::Rect area(left, top, std::max(o.width - left - right, 20), std::max(o.height - top - bottom, 20));
-  const auto xt = ticks(ax, std::max(2, area.width / 90));
-
-  auto px = [&](double v) { return area.x + (ax.map(v) - ax.lo) / (ax.hi - ax.lo) * (area.width - 1); };
-  auto py = [&](double v) { return area.y + (1.0 - (ay.map(v) - ay.lo) / (ay.hi - ay.lo)) * (area.height - 1); };
-  auto fx = [&](double p) {
+// The plot area inside the chart and its two axes: where data lands in pixels.
+struct Frame {
+  Axis ax, ay;
+  cv::Rect area;
+  double px(double v) const { return area.x + (ax.map(v) - ax.lo) / (ax.hi - ax.lo) * (area.width - 1); }
+  double py(double v) const { return area.y + (1.0 - (ay.map(v) - ay.lo) / (ay.hi - ay.lo)) * (area.height - 1); }
+  // A tick position (axis coordinates) in whole pixels of the chart.
+  int fx(double p) const {
     return static_cast<int>(std::lround(area.x + (p - ax.lo) / (ax.hi - ax.lo) * (area.width - 1)));
-  };
-  auto fy = [&](double p) {
+  }
+  int fy(double p) const {
     return static_cast<int>(std::lround(area.y + (1.0 - (p - ay.lo) / (ay.hi - ay.lo)) * (area.height - 1)));
-  };
+  }
+  // Data (x, y) inside the plot area's view, in 1/2^kShift pixels.
+  cv::Point to_pt(double x, double y) const {
+    return cv::Point(static_cast<int>(std::lround((px(x) - area.x) * kScale)),
+                     static_cast<int>(std::lround((py(y) - area.y) * kScale)));
+  }
+};
 
-  // Grid and tick labels.
+void draw_grid(cv::Mat& img, const Frame& f, const std::vector<Tick>& xt, const std::vector<Tick>& yt, int width,
+               int height) {
+  const cv::Rect& area = f.area;
   for (const auto& t : xt) {
-    const int x = fx(t.pos);
+    const int x = f.fx(t.pos);
     cv::line(img, {x, area.y}, {x, area.y + area.height - 1}, t.label.empty() ? kMinorGrid : kGrid, 1);
     if (t.label.empty()) continue;
     cv::line(img, {x, area.y + area.height}, {x, area.y + area.height + 4}, kAxis, 1);
     const auto sz = text_size(t.label, kTickScale);
-    text(img, t.label, {std::clamp(x - sz.width / 2, 0, o.width - sz.width), area.y + area.height + 8 + sz.height},
+    text(img, t.label, {std::clamp(x - sz.width / 2, 0, width - sz.width), area.y + area.height + 8 + sz.height},
          kTickScale, kInk);
   }
   for (const auto& t : yt) {
-    const int y = fy(t.pos);
+    const int y = f.fy(t.pos);
     cv::line(img, {area.x, y}, {area.x + area.width - 1, y}, t.label.empty() ? kMinorGrid : kGrid, 1);
     if (t.label.empty()) continue;
     cv::line(img, {area.x - 4, y}, {area.x - 1, y}, kAxis, 1);
     const auto sz = text_size(t.label, kTickScale);
-    text(img, t.label, {area.x - 7 - sz.width, std::clamp(y + sz.height / 2, sz.height, o.height - 2)}, kTickScale,
-         kInk);
+    text(img, t.label, {area.x - 7 - sz.width, std::clamp(y + sz.height / 2, sz.height, height - 2)}, kTickScale, kInk);
   }
   cv::rectangle(img, area, kAxis, 1);
+}
 
-  // Titles.
+void draw_titles(cv::Mat& img, const cv::Rect& area, const PlotOptions& o, bool empty) {
   if (!o.title.empty()) {
     const auto sz = text_size(o.title, kTitleScale);
     text(img, o.title, {std::max(4, area.x + (area.width - sz.width) / 2), 24}, kTitleScale, kInk);
@@ -235,88 +215,126 @@ cv::Mat render_chart(const Chart& c) {
     const auto sz = text_size("no data", kLabelScale);
     text(img, "no data", {area.x + (area.width - sz.width) / 2, area.y + area.height / 2}, kLabelScale, kAxis);
   }
+}
 
-  // Series, clipped to the plot area by drawing into its view.
-  cv::Mat plot = img(area);
-  const double scale = 1 << kShift;
-  auto to_pt = [&](double x, double y) {
-    return cv::Point(static_cast<int>(std::lround((px(x) - area.x) * scale)),
-                     static_cast<int>(std::lround((py(y) - area.y) * scale)));
+// One series into the plot area's view `plot` (which clips it), in colour `col`.
+void draw_series(cv::Mat& plot, const Frame& f, const Series& s, const cv::Scalar& col) {
+  std::vector<cv::Point> run;
+  cv::Point pending;  // the latest point skipped as too close to the line so far (kept if it ends the run)
+  bool has_pending = false;
+  auto flush = [&]() {
+    if (has_pending) run.push_back(pending);
+    has_pending = false;
+    if (run.size() == 1)
+      cv::circle(plot, run[0], 2 << kShift, col, cv::FILLED, cv::LINE_AA, kShift);
+    else if (run.size() > 1)
+      cv::polylines(plot, run, false, col, 2, cv::LINE_AA, kShift);
+    run.clear();
   };
-  for (size_t si = 0; si < c.series.size(); ++si) {
-    const auto& s = c.series[si];
-    const cv::Scalar col = bgr(series_color(si));
-    std::vector<cv::Point> run;
-    cv::Point pending;  // the latest point skipped as too close to the line so far (kept if it ends the run)
-    bool has_pending = false;
-    auto flush = [&]() {
-      if (has_pending) run.push_back(pending);
-      has_pending = false;
-      if (run.size() == 1)
-        cv::circle(plot, run[0], 2 << kShift, col, cv::FILLED, cv::LINE_AA, kShift);
-      else if (run.size() > 1)
-        cv::polylines(plot, run, false, col, 2, cv::LINE_AA, kShift);
-      run.clear();
-    };
-    for (size_t i = 0; i < s.x.size(); ++i) {
-      if (!ax.usable(s.x[i]) || !ay.usable(s.y[i])) {  // a gap
-        flush();
-        continue;
-      }
-      const cv::Point p = to_pt(s.x[i], s.y[i]);
-      if (s.points) {
-        cv::circle(plot, p, 3 << kShift, col, cv::FILLED, cv::LINE_AA, kShift);
-        continue;
-      }
-      // Long traces (an lr per update over 1e5 updates): points within half a pixel of the last one drawn
-      // add nothing but overdraw, which thickens the anti-aliased line.
-      const int half = 1 << (kShift - 1);
-      if (!run.empty() && std::abs(p.x - run.back().x) < half && std::abs(p.y - run.back().y) < half) {
-        pending = p;
-        has_pending = true;
-        continue;
-      }
-      has_pending = false;
-      run.push_back(p);
+  for (size_t i = 0; i < s.x.size(); ++i) {
+    if (!f.ax.usable(s.x[i]) || !f.ay.usable(s.y[i])) {  // a gap
+      flush();
+      continue;
     }
-    flush();
+    const cv::Point p = f.to_pt(s.x[i], s.y[i]);
+    if (s.points) {
+      cv::circle(plot, p, 3 << kShift, col, cv::FILLED, cv::LINE_AA, kShift);
+      continue;
+    }
+    // Long traces (an lr per update over 1e5 updates): points within half a pixel of the last one drawn
+    // add nothing but overdraw, which thickens the anti-aliased line.
+    const int half = 1 << (kShift - 1);
+    if (!run.empty() && std::abs(p.x - run.back().x) < half && std::abs(p.y - run.back().y) < half) {
+      pending = p;
+      has_pending = true;
+      continue;
+    }
+    has_pending = false;
+    run.push_back(p);
   }
+  flush();
+}
+
+void draw_markers(cv::Mat& plot, const Frame& f, const std::vector<Marker>& markers) {
   const cv::Scalar mcol = bgr(marker_color());
-  for (const auto& m : c.markers) {
-    if (!ax.usable(m.x) || !ay.usable(m.y)) continue;
-    const cv::Point p = to_pt(m.x, m.y);
+  for (const auto& m : markers) {
+    if (!f.ax.usable(m.x) || !f.ay.usable(m.y)) continue;
+    const cv::Point p = f.to_pt(m.x, m.y);
     cv::circle(plot, p, 6 << kShift, kWhite, cv::FILLED, cv::LINE_AA, kShift);
     cv::circle(plot, p, 4 << kShift, mcol, cv::FILLED, cv::LINE_AA, kShift);
     if (m.label.empty()) continue;
     const auto sz = text_size(m.label, kTickScale);
-    const int x = static_cast<int>(p.x / scale), y = static_cast<int>(p.y / scale);
-    const int tx = x + 9 + sz.width < area.width ? x + 9 : x - 9 - sz.width;
+    const int x = static_cast<int>(p.x / kScale), y = static_cast<int>(p.y / kScale);
+    const int tx = x + 9 + sz.width < f.area.width ? x + 9 : x - 9 - sz.width;
     const int ty = y - 8 - sz.height >= 0 ? y - 8 : y + 8 + sz.height;
     text(plot, m.label, {tx, ty}, kTickScale, mcol);
   }
+}
 
-  // Legend, top right inside the plot area.
+// Legend, top right inside the plot area, for the labelled series.
+void draw_legend(cv::Mat& img, const cv::Rect& area, const std::vector<Series>& series) {
   std::vector<size_t> labelled;
-  for (size_t i = 0; i < c.series.size(); ++i)
-    if (!c.series[i].label.empty()) labelled.push_back(i);
-  if (!labelled.empty()) {
-    int w = 0;
-    const int row = 20;
-    for (size_t i : labelled) w = std::max(w, text_size(c.series[i].label, kTickScale).width);
-    const cv::Rect box(area.x + area.width - w - 48, area.y + 8, w + 40, row * static_cast<int>(labelled.size()) + 8);
-    cv::rectangle(img, box, kWhite, cv::FILLED);
-    cv::rectangle(img, box, kGrid, 1);
-    for (size_t r = 0; r < labelled.size(); ++r) {
-      const auto& s = c.series[labelled[r]];
-      const int y = box.y + 4 + row * static_cast<int>(r) + row / 2;
-      const cv::Scalar col = bgr(series_color(labelled[r]));
-      if (s.points)
-        cv::circle(img, {box.x + 16, y}, 3, col, cv::FILLED, cv::LINE_AA);
-      else
-        cv::line(img, {box.x + 6, y}, {box.x + 26, y}, col, 2, cv::LINE_AA);
-      text(img, s.label, {box.x + 32, y + 5}, kTickScale, kInk);
-    }
+  for (size_t i = 0; i < series.size(); ++i)
+    if (!series[i].label.empty()) labelled.push_back(i);
+  if (labelled.empty()) return;
+  int w = 0;
+  const int row = 20;
+  for (size_t i : labelled) w = std::max(w, text_size(series[i].label, kTickScale).width);
+  const cv::Rect box(area.x + area.width - w - 48, area.y + 8, w + 40, row * static_cast<int>(labelled.size()) + 8);
+  cv::rectangle(img, box, kWhite, cv::FILLED);
+  cv::rectangle(img, box, kGrid, 1);
+  for (size_t r = 0; r < labelled.size(); ++r) {
+    const auto& s = series[labelled[r]];
+    const int y = box.y + 4 + row * static_cast<int>(r) + row / 2;
+    const cv::Scalar col = bgr(series_color(labelled[r]));
+    if (s.points)
+      cv::circle(img, {box.x + 16, y}, 3, col, cv::FILLED, cv::LINE_AA);
+    else
+      cv::line(img, {box.x + 6, y}, {box.x + 26, y}, col, 2, cv::LINE_AA);
+    text(img, s.label, {box.x + 32, y + 5}, kTickScale, kInk);
   }
+}
+
+cv::Mat render_chart(const Chart& c) {
+  const PlotOptions& o = c.options;
+  KG_CHECK(o.width >= 240 && o.height >= 160, ConfigError, "plot size ", o.width, "x", o.height,
+           " is too small: expected at least 240x160 pixels");
+  for (const auto& s : c.series)
+    KG_ASSERT(s.x.size() == s.y.size(), "series '", s.label, "' has ", s.x.size(), " x and ", s.y.size(), " y values");
+  cv::Mat img(o.height, o.width, CV_8UC3, kWhite);
+
+  Frame f{Axis{o.log_x}, Axis{o.log_y}, {}};
+  std::vector<double> xs, ys;
+  for (const auto& s : c.series)
+    for (size_t i = 0; i < s.x.size(); ++i)
+      if (f.ax.usable(s.x[i]) && f.ay.usable(s.y[i])) {
+        xs.push_back(s.x[i]);
+        ys.push_back(s.y[i]);
+      }
+  const bool empty = xs.empty();
+  for (const auto& m : c.markers)
+    if (f.ax.usable(m.x) && f.ay.usable(m.y)) {
+      xs.push_back(m.x);
+      ys.push_back(m.y);
+    }
+  fit_range(f.ax, xs);
+  fit_range(f.ay, ys);
+
+  // Layout: the y tick labels decide the left margin.
+  const int top = o.title.empty() ? 14 : 38, bottom = o.xlabel.empty() ? 30 : 52, right = 22;
+  const auto yt = ticks(f.ay, std::max(2, (o.height - top - bottom) / 45));
+  int label_w = 0;
+  for (const auto& t : yt) label_w = std::max(label_w, text_size(t.label, kTickScale).width);
+  const int left = label_w + 14 + (o.ylabel.empty() ? 6 : 26);
+  f.area = cv::Rect(left, top, std::max(o.width - left - right, 20), std::max(o.height - top - bottom, 20));
+  const auto xt = ticks(f.ax, std::max(2, f.area.width / 90));
+
+  draw_grid(img, f, xt, yt, o.width, o.height);
+  draw_titles(img, f.area, o, empty);
+  cv::Mat plot = img(f.area);  // series and markers are clipped to the plot area by drawing into its view
+  for (size_t si = 0; si < c.series.size(); ++si) draw_series(plot, f, c.series[si], bgr(series_color(si)));
+  draw_markers(plot, f, c.markers);
+  draw_legend(img, f.area, c.series);
   return img;
 }
 

@@ -15,8 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/registry.h"
 #include "config/tree.h"
-#include "core/registry.h"
 #include "model/safetensors.h"
 
 namespace kg::train {

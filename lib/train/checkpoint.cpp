@@ -1,13 +1,11 @@
 #include "train/checkpoint.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <cstdio>  // renameat2, RENAME_EXCHANGE
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -171,7 +169,7 @@ bool process_alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid)
 
 // Removes .tmp-<name>-<pid> folders of saves that crashed (ours or of a process that is gone). A live
 // process's temp folder is left alone: it may be mid-save.
-// Also removes .trash-<anything>-<pid> folders: checkpoints discard() had renamed away when killed.
+// Also removes .trash-<anything>-<pid> folders: checkpoints discard_directory() had renamed away when killed.
 void clean_stale_temps(const fs::path& parent, const std::string& name) {
   const std::string prefix = ".tmp-" + name + "-";
   std::error_code ec;
@@ -185,59 +183,6 @@ void clean_stale_temps(const fs::path& parent, const std::string& name) {
       pid = std::stol(suffix);
     if (pid == static_cast<long>(::getpid()) || !process_alive(pid)) remove_tree(e.path().string(), ec);
   }
-}
-
-// Removes a checkpoint folder without ever leaving a half-deleted one under its name (a kill mid-removal
-// left step-N/ with a MANIFEST and no weights): it is renamed to .trash-<name>-<pid> first.
-void discard(const fs::path& dir) {
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return;
-  const fs::path trash = dir.parent_path() / (".trash-" + dir.filename().string() + "-" + std::to_string(::getpid()));
-  remove_tree(trash.string(), ec);
-  remove_tree((::rename(dir.c_str(), trash.c_str()) == 0 ? trash : dir).string(), ec);
-}
-
-void rename_or_throw(const fs::path& from, const fs::path& to) {
-  if (::rename(from.c_str(), to.c_str()) != 0)
-    throw DataError("cannot rename " + from.string() + " to " + to.string() + ": " + std::strerror(errno));
-}
-
-// Puts `tmp` at `target`; the previous `target` ends up at `rotated`, never missing while both exist.
-void swap_and_rotate(const fs::path& tmp, const fs::path& target, const fs::path& rotated) {
-  discard(rotated);
-  if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) {
-    fsync_directory(target.parent_path().string());
-    rename_or_throw(tmp, rotated);  // tmp now holds the previous checkpoint
-  } else if (errno == EINVAL || errno == ENOSYS || errno == ENOTSUP) {
-    // No exchange here: for a moment only `rotated` holds a complete checkpoint (find_latest still finds it).
-    rename_or_throw(target, rotated);
-    try {
-      rename_or_throw(tmp, target);
-    } catch (...) {
-      ::rename(rotated.c_str(), target.c_str());
-      throw;
-    }
-  } else {
-    throw DataError("cannot exchange " + tmp.string() + " and " + target.string() + ": " + std::strerror(errno));
-  }
-  fsync_directory(target.parent_path().string());
-}
-
-std::optional<int64_t> state_step(const fs::path& dir) {
-  std::error_code ec;
-  if (!fs::exists(dir / "state.json", ec)) return std::nullopt;
-  try {
-    auto j = parse_json(read_file((dir / "state.json").string()));
-    if (j && j->is_object() && j->contains("step") && (*j)["step"].is_number_integer())
-      return (*j)["step"].get<int64_t>();
-  } catch (const Error&) {
-  }
-  return std::nullopt;
-}
-
-std::string padded(int64_t v, int width) {
-  std::string s = std::to_string(v);
-  return s.size() < static_cast<size_t>(width) ? std::string(static_cast<size_t>(width) - s.size(), '0') + s : s;
 }
 
 }  // namespace
@@ -287,10 +232,9 @@ void save_checkpoint(const std::string& dir, const CheckpointFiles& f, const std
       write_file_atomic((tmp / kManifest).string(), manifest.dump(2) + "\n");
       fsync_directory(tmp.string());
 
-      if (!rotated.empty() && fs::exists(target, ec) && checkpoint_problem(target.string(), false).empty())
-        swap_and_rotate(tmp, target, rotated);
-      else
-        replace_directory(tmp.string(), target.string());
+      const bool rotate =
+          !rotated.empty() && fs::exists(target, ec) && checkpoint_problem(target.string(), false).empty();
+      replace_directory(tmp.string(), target.string(), rotate ? rotated.string() : "");
     } catch (...) {
       remove_tree(tmp.string(), ec);
       throw;
@@ -346,145 +290,6 @@ Checkpoint load_checkpoint(const std::string& dir, bool verify) {
   c.state = parse_state(dir, bytes.at("state.json"));
   if (bytes.count("recipe.toml")) c.recipe_toml = bytes.at("recipe.toml");
   return c;
-}
-
-std::optional<std::string> find_latest(const std::string& checkpoints_dir, std::vector<std::string>* skipped) {
-  std::error_code ec;
-  if (!fs::is_directory(checkpoints_dir, ec)) return std::nullopt;
-  std::vector<fs::path> dirs;
-  for (const auto& e : fs::directory_iterator(checkpoints_dir, ec)) {
-    const std::string n = e.path().filename().string();
-    if (n.empty() || n[0] == '.' || !e.is_directory(ec)) continue;  // .tmp-* are unfinished saves
-    dirs.push_back(e.path());
-  }
-  std::sort(dirs.begin(), dirs.end());
-  auto skip = [&](const fs::path& d, const std::string& why) {
-    if (skipped) skipped->push_back(d.string() + ": " + why);
-  };
-  struct Candidate {
-    int64_t step;
-    bool last;
-    fs::path path;
-  };
-  std::vector<Candidate> cands;
-  for (const auto& d : dirs) {  // cheap pass: manifest and sizes
-    Inspection ins;
-    std::string why = inspect(d.string(), false, false, ins);
-    if (!why.empty()) {
-      skip(d, why);
-      continue;
-    }
-    auto step = state_step(d);
-    if (!step) {
-      skip(d, "state.json has no integer \"step\"");
-      continue;
-    }
-    cands.push_back({*step, d.filename() == "last", d});
-  }
-  std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
-    if (a.step != b.step) return a.step > b.step;
-    if (a.last != b.last) return a.last;
-    return a.path < b.path;
-  });
-  for (const auto& c : cands) {  // hash only until the newest complete one is found
-    std::string why = checkpoint_problem(c.path.string(), true);
-    if (why.empty()) return c.path.string();
-    skip(c.path, why);
-  }
-  return std::nullopt;
-}
-
-// ---- CheckpointStore ----
-
-CheckpointStore::CheckpointStore(std::string checkpoints_dir, int keep_last, int top_k, bool higher_is_better)
-    : dir_(std::move(checkpoints_dir)), keep_last_(keep_last), top_k_(top_k), higher_is_better_(higher_is_better) {
-  KG_CHECK(keep_last_ >= 1, ConfigError,
-           "checkpoint keep_last: expected an integer >= 1 (1 = only checkpoints/last), got ", keep_last_);
-  KG_CHECK(top_k_ >= 0, ConfigError, "checkpoint top_k: expected an integer >= 0 (0 = off), got ", top_k_);
-}
-
-bool CheckpointStore::ranks_before(const TopEntry& a, const TopEntry& b) const {
-  if (a.value != b.value) return higher_is_better_ ? a.value > b.value : a.value < b.value;
-  return a.epoch < b.epoch;
-}
-
-void CheckpointStore::save_last(const CheckpointFiles& f) {
-  KG_ASSERT(f.state.is_object() && f.state.contains("step") && f.state["step"].is_number_integer(),
-            "save_last needs an integer state[\"step\"]");
-  const fs::path last = fs::path(dir_) / "last";
-  std::string rotate_to;
-  if (keep_last_ > 1) {
-    auto prev = state_step(last);
-    if (prev && *prev != f.state["step"].get<int64_t>()) rotate_to = "step-" + padded(*prev, 9);
-  }
-  save_checkpoint(last.string(), f, rotate_to);
-  prune_rotated();
-}
-
-void CheckpointStore::prune_rotated() const {
-  std::error_code ec;
-  std::vector<std::pair<int64_t, fs::path>> rotated;
-  for (const auto& e : fs::directory_iterator(dir_, ec)) {
-    const std::string n = e.path().filename().string();
-    if (n.rfind("step-", 0) != 0 || n.size() == 5 || n.size() > 24 || !std::all_of(n.begin() + 5, n.end(), is_digit))
-      continue;
-    rotated.emplace_back(std::stoll(n.substr(5)), e.path());
-  }
-  std::sort(rotated.begin(), rotated.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (size_t i = static_cast<size_t>(keep_last_ - 1); i < rotated.size(); ++i) discard(rotated[i].second);
-}
-
-void CheckpointStore::save_best(const CheckpointFiles& f) { save_checkpoint((fs::path(dir_) / "best").string(), f); }
-
-void CheckpointStore::evict_beyond_k() {
-  while (static_cast<int>(top_.size()) > top_k_) {
-    discard(fs::path(dir_) / top_.back().dir);
-    top_.pop_back();
-  }
-}
-
-bool CheckpointStore::offer_top_k(const CheckpointFiles& f, double value, int64_t epoch) {
-  if (top_k_ <= 0 || !std::isfinite(value)) return false;
-  TopEntry e{epoch, value, "top-epoch" + padded(epoch, 3)};
-  auto same = std::find_if(top_.begin(), top_.end(), [&](const TopEntry& t) { return t.epoch == epoch; });
-  bool had = same != top_.end();
-  if (had) top_.erase(same);
-  bool keep = static_cast<int>(top_.size()) < top_k_ || ranks_before(e, top_.back());
-  if (!keep) {
-    if (had) discard(fs::path(dir_) / e.dir);  // the repeated epoch no longer qualifies
-    return false;
-  }
-  save_checkpoint((fs::path(dir_) / e.dir).string(), f);
-  top_.insert(std::upper_bound(top_.begin(), top_.end(), e,
-                               [&](const TopEntry& a, const TopEntry& b) { return ranks_before(a, b); }),
-              e);
-  evict_beyond_k();  // the new one is written before the evicted one goes: a crash leaves k+1, never k-1
-  return true;
-}
-
-json CheckpointStore::state() const {
-  json s = json::array();
-  for (const auto& e : top_) s.push_back({{"epoch", e.epoch}, {"value", e.value}, {"dir", e.dir}});
-  return s;
-}
-
-void CheckpointStore::load_state(const json& s) {
-  top_.clear();
-  if (s.is_null() || (s.is_object() && s.empty())) return;  // nothing saved (older checkpoints)
-  KG_CHECK(s.is_array(), CheckpointError, "checkpoint top-k state: expected a list of {epoch, value, dir}, got ",
-           s.dump());
-  std::error_code ec;
-  for (const auto& e : s) {
-    KG_CHECK(e.is_object() && e.contains("epoch") && e["epoch"].is_number_integer() && e.contains("value") &&
-                 e["value"].is_number() && e.contains("dir") && e["dir"].is_string() &&
-                 plain_name(e["dir"].get<std::string>()),
-             CheckpointError,
-             "checkpoint top-k state: expected {\"epoch\": int, \"value\": number, \"dir\": name}, got ", e.dump());
-    TopEntry t{e["epoch"].get<int64_t>(), e["value"].get<double>(), e["dir"].get<std::string>()};
-    if (fs::is_directory(fs::path(dir_) / t.dir, ec)) top_.push_back(t);
-  }
-  std::sort(top_.begin(), top_.end(), [&](const TopEntry& a, const TopEntry& b) { return ranks_before(a, b); });
-  if (top_k_ > 0) evict_beyond_k();
 }
 
 }  // namespace kg::train

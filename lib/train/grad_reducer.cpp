@@ -91,8 +91,8 @@ void GradReducer::rebuild_from_arrivals() {
   std::vector<at::Tensor> t{torch::tensor(as_int, torch::kLong).to(params_.front().device())};
   group_->broadcast(t, 0);
   const at::Tensor root = t[0].cpu();
-  KG_CHECK(root.numel() == static_cast<int64_t>(order.size()), InternalError, "bucket rebuild: rank 0 ordered ",
-           root.numel(), " parameters, this rank ", order.size());
+  KG_ASSERT(root.numel() == static_cast<int64_t>(order.size()), "bucket rebuild: rank 0 ordered ", root.numel(),
+            " parameters, this rank ", order.size());
   for (size_t j = 0; j < order.size(); ++j)
     order[j] = static_cast<size_t>(root[static_cast<int64_t>(j)].item<int64_t>());
   std::vector<size_t> now, wanted;
@@ -137,8 +137,7 @@ void GradReducer::on_grad(size_t i, const at::Tensor& g) {
   if (s.arrived) {
     // A second gradient for one parameter in one backward (it sits in two graph tasks): it adds up,
     // as in .grad, until its bucket has gone out.
-    KG_CHECK(b.work == nullptr, InternalError, "a gradient for parameter ", i,
-             " arrived after its bucket was all-reduced");
+    KG_ASSERT(b.work == nullptr, "a gradient for parameter ", i, " arrived after its bucket was all-reduced");
     dst.add_(g);
     return;
   }

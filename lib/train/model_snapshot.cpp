@@ -34,8 +34,7 @@ void ModelSnapshot::take(model::Network& net) {
 void ModelSnapshot::restore(model::Network& net) const {
   torch::NoGradGuard ng;
   auto now = net.buffers();
-  KG_CHECK(now.size() == buffers_, InternalError, "model snapshot of ", buffers_, " buffers restored into ",
-           now.size());
+  KG_ASSERT(now.size() == buffers_, "model snapshot of ", buffers_, " buffers restored into ", now.size());
   for (const auto& g : groups_) {
     int64_t offset = 0;
     for (size_t i : g.members) {

@@ -6,38 +6,10 @@
 #include "core/error.h"
 #include "core/strings.h"
 #include "optim/optimizer.h"
+#include "optim/schedules/fastai_one_cycle.h"
 #include "train/options.h"
 
 namespace kg::train {
-namespace {
-
-// fastai's fit_one_cycle on its own step convention: position = update / total (so the last update
-// sits just short of the end), combined_cos(pct_start, start, middle, end) for lr and momentum.
-class FastaiOneCycle : public optim::Schedule {
- public:
-  FastaiOneCycle(double lr_max, int64_t total, double pct_start, double div, double div_final)
-      : lr_max_(lr_max), total_(std::max<int64_t>(total, 1)), pct_(pct_start), div_(div), div_final_(div_final) {}
-  double lr_at(int64_t step) const override {
-    return combined(pos(step), lr_max_ / div_, lr_max_, lr_max_ / div_final_);
-  }
-  std::optional<double> momentum_at(int64_t step) const override { return combined(pos(step), 0.95, 0.85, 0.95); }
-
- private:
-  double pos(int64_t step) const { return static_cast<double>(step) / static_cast<double>(total_); }
-  static double sched_cos(double start, double end, double p) {
-    return start + (1 + std::cos(M_PI * (1 - p))) * (end - start) / 2;
-  }
-  double combined(double p, double start, double middle, double end) const {
-    // combine_scheds([pct, 1 - pct], [SchedCos(start, middle), SchedCos(middle, end)])
-    if (p < pct_ || pct_ >= 1.0) return sched_cos(start, middle, pct_ > 0 ? std::min(p / pct_, 1.0) : 1.0);
-    return sched_cos(middle, end, (p - pct_) / (1.0 - pct_));
-  }
-  double lr_max_;
-  int64_t total_;
-  double pct_, div_, div_final_;
-};
-
-}  // namespace
 
 std::vector<double> even_mults(double start, double stop, int64_t n) {
   if (n <= 1) return {stop};
@@ -96,7 +68,7 @@ void Plan::build() {
       p.epochs = t.freeze_epochs;
       p.first_step = 0;
       int64_t n = first_step_of_epoch(t.freeze_epochs);
-      p.schedule = std::make_unique<FastaiOneCycle>(base, n, 0.99, 25.0, 1e5);
+      p.schedule = optim::fastai_one_cycle(base, n, 0.99, 25.0, 1e5);
       // slice(base_lr): base_lr/10 for every group but the last.
       p.group_lr_mult.assign(static_cast<size_t>(num_groups_), 0.1);
       p.group_lr_mult.back() = 1.0;
@@ -108,8 +80,7 @@ void Plan::build() {
     q.epochs = train_epochs_;
     q.first_step = first;
     double lr = base / 2;
-    q.schedule =
-        std::make_unique<FastaiOneCycle>(lr, total_steps() - first, t.fine_tune_pct_start, t.fine_tune_div, 1e5);
+    q.schedule = optim::fastai_one_cycle(lr, total_steps() - first, t.fine_tune_pct_start, t.fine_tune_div, 1e5);
     auto m = even_mults(lr / t.fine_tune_lr_mult, lr, num_groups_);
     for (auto& v : m) v /= lr;
     q.group_lr_mult = m;

@@ -28,7 +28,7 @@
 #include "model/model.h"
 #include "optim/optimizer.h"
 #include "train/callback.h"
-#include "train/checkpoint.h"
+#include "train/checkpoint_store.h"
 #include "train/engine.h"
 #include "train/options.h"
 #include "train/plan.h"

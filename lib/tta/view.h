@@ -9,8 +9,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "config/registry.h"
 #include "config/tree.h"
-#include "core/registry.h"
 #include "data/options.h"
 
 namespace kg::tta {

@@ -86,6 +86,34 @@ TEST_CASE("replace_directory swaps contents and leaves nothing behind", "[unit]"
   }
 }
 
+TEST_CASE("replace_directory can keep the previous tree elsewhere", "[unit]") {
+  kg::test::TempDir d;
+  const std::string dst = d / "last", src = d / ".tmp-last", keep = d / "step-000000007";
+  kg::write_file_atomic(dst + "/state.json", "7");
+  kg::write_file_atomic(src + "/state.json", "9");
+  kg::write_file_atomic(keep + "/stale.txt", "an older rotation");  // replaced, not merged
+  kg::replace_directory(src, dst, keep);
+  CHECK(kg::read_file(dst + "/state.json") == "9");
+  CHECK(entries(keep) == std::set<std::string>{"state.json"});
+  CHECK(kg::read_file(keep + "/state.json") == "7");
+  CHECK(entries(d.str()) == std::set<std::string>{"last", "step-000000007"});
+
+  SECTION("dst missing: nothing to keep") {
+    kg::write_file_atomic(src + "/state.json", "10");
+    kg::replace_directory(src, d / "best", d / "best-old");
+    CHECK(kg::read_file(d / "best/state.json") == "10");
+    CHECK(entries(d.str()) == std::set<std::string>{"best", "last", "step-000000007"});
+  }
+}
+
+TEST_CASE("discard_directory removes a tree, and a missing one is fine", "[unit]") {
+  kg::test::TempDir d;
+  kg::write_file_atomic(d / "step-1/deep/x", "x");
+  kg::discard_directory(d / "step-1");
+  CHECK(entries(d.str()).empty());
+  CHECK_NOTHROW(kg::discard_directory(d / "never-was"));
+}
+
 TEST_CASE("fsync_directory", "[unit]") {
   kg::test::TempDir d;
   CHECK_NOTHROW(kg::fsync_directory(d.str()));

@@ -5,7 +5,6 @@
 #include <cmath>
 
 #include <nlohmann/json.hpp>
-#include <opencv2/imgcodecs.hpp>
 
 #include "config/resolve.h"
 #include "config/validate.h"
@@ -13,7 +12,6 @@
 #include "core/fs.h"
 #include "core/strings.h"
 #include "optim/schedule.h"
-#include "support/temp_dir.h"
 #include "test_paths.h"
 
 using nlohmann::json;
@@ -257,22 +255,6 @@ TEST_CASE("schedules are defined for short runs and out-of-range updates", "[uni
     CHECK(v >= 0.0);
     CHECK(v <= 0.1);
   }
-}
-
-TEST_CASE("plot_schedule draws the lr, and the momentum below it when cycled", "[unit][schedule]") {
-  kg::test::TempDir d;
-  auto cosine = build("name = \"cosine\"\nwarmup_steps = 10\n");
-  kg::optim::plot_schedule(*cosine, 100, 10, d / "cosine.png");
-  cv::Mat a = cv::imread(d / "cosine.png", cv::IMREAD_COLOR);
-  REQUIRE_FALSE(a.empty());
-  CHECK(a.cols == 900);
-  CHECK(a.rows == 560);
-  auto cyc = build("name = \"one_cycle\"\n");
-  kg::optim::plot_schedule(*cyc, 100, 10, d / "sub/one_cycle.png");
-  cv::Mat b = cv::imread(d / "sub/one_cycle.png", cv::IMREAD_COLOR);
-  REQUIRE_FALSE(b.empty());
-  CHECK(b.cols == 900);
-  CHECK(b.rows == 560 + 360);
 }
 
 TEST_CASE("every schedule builds from its documented example", "[unit][schedule]") {

@@ -14,8 +14,8 @@
 #include "core/fs.h"
 #include "core/sha256.h"
 #include "model/safetensors.h"
-#include "train/checkpoint.h"
 #include "support/temp_dir.h"
+#include "train/checkpoint_store.h"
 
 namespace fs = std::filesystem;
 using kg::train::CheckpointFiles;

@@ -1,4 +1,4 @@
-#include "core/registry.h"
+#include "config/registry.h"
 
 #include "core/error.h"
 #include "core/strings.h"

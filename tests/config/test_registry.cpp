@@ -4,12 +4,12 @@
 
 #include <torch/torch.h>
 
+#include "config/registry.h"
 #include "config/resolve.h"
 #include "config/sections.h"
 #include "config/validate.h"
 #include "core/error.h"
 #include "core/random.h"
-#include "core/registry.h"
 #include "data/source.h"
 #include "data/transform.h"
 #include "loss/loss.h"
