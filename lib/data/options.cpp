@@ -83,6 +83,11 @@ config::Fields<DataOptions> data_fields() {
   f.field("label_sep", &DataOptions::label_sep, "multilabel: separator between label names in one column");
   f.field("feature_cols", &DataOptions::feature_cols, "numeric columns passed to the model beside the image");
   f.field("task", &DataOptions::task, "prediction task").choices({"multiclass", "multilabel", "binary", "regression"});
+  f.field("target_transform", &DataOptions::target_transform,
+          "regression: the network predicts the target standardized (mean/std of the training fold), or its log1p "
+          "standardized, and its output is mapped back, so loss, metrics, OOF and predictions are in target units "
+          "(the fitted values travel in the weights as target_shift/target_scale); none = raw outputs")
+      .choices({"none", "standardize", "log1p"});
   f.field("on_bad_row", &DataOptions::on_bad_row,
           "a row with a missing/undecodable image, bad label or path outside root: error (exit 3, all listed) or "
           "skip (train without it; run_dir/bad_rows.csv)")
@@ -112,6 +117,9 @@ config::Fields<DataOptions> data_fields() {
   f.field("uint8_transfer", &DataOptions::uint8_transfer,
           "ship batches as uint8 (4x fewer bytes) and scale + normalize on the device, timm's PrefetchLoader; "
           "normalize must be the last transform");
+  f.field("reduced_decode", &DataOptions::reduced_decode,
+          "a JPEG whose random_resized_crop window is at least 2x data.image_size decodes at 1/2, 1/4 or 1/8 scale "
+          "in libjpeg's DCT domain (the same windows; several times faster on large photos); data.cache = none only");
   f.field("cache", &DataOptions::cache,
           "none; ram: keep decoded images in memory after their first use (k folds share it); device: decode every "
           "training image once into one uint8 tensor on the training device and gather, augment (pad_crop, hflip, "
@@ -155,7 +163,11 @@ KG_REGISTER_SECTION("cv", "cross-validation split", cv_fields().schema(), "");
 }  // namespace
 
 DataOptions load_data_options(const config::Tree& recipe) {
-  return data_fields().load(config::Options(&recipe, "data"));
+  auto d = data_fields().load(config::Options(&recipe, "data"));
+  KG_CHECK(d.target_transform == "none" || d.task == "regression", ConfigError, "data.target_transform = \"",
+           d.target_transform, "\" scales regression targets, and data.task = \"", d.task,
+           "\" has classes: set it to \"none\"");
+  return d;
 }
 CvOptions load_cv_options(const config::Tree& recipe) {
   auto cv = cv_fields().load(config::Options(&recipe, "cv"));

@@ -26,6 +26,7 @@ struct DataOptions {
   std::string label_sep = " ";
   std::vector<std::string> feature_cols;
   std::string task = "multiclass";
+  std::string target_transform = "none";
   std::string on_bad_row = "error";
   std::string train_pack = "train.kgpack";
   std::string test_pack = "test.kgpack";
@@ -37,6 +38,7 @@ struct DataOptions {
   config::json augment = config::json::array();
   bool pin_memory = true;
   bool uint8_transfer = false;
+  bool reduced_decode = true;
   std::string cache = "none";
   double cache_max_gb = 4.0;
 };

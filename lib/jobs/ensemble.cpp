@@ -143,7 +143,7 @@ struct EnsemblePredictor::Impl {
         geom(data::geometry(dopt)),
         task(data::task_name(cl.task)) {
     seed = static_cast<uint64_t>(jo.recipe.at("run.seed").value.get<int64_t>());
-    net = model::build(jo.recipe, model_context(geom, classes, feature_dim));
+    net = model::build(jo.recipe, model_context(geom, classes, feature_dim, dopt.target_transform));
     net->to(dev.device);
     if (dev.channels_last) net->set_channels_last(true);
     views = tta::build_views(jo.recipe, geom);
@@ -157,8 +157,9 @@ struct EnsemblePredictor::Impl {
     }
     for (size_t v = 0; v < views.size(); ++v)
       if (views[v]->uses_train_pipeline()) labels.push_back(views[v]->name() + (v ? "#" + std::to_string(v) : ""));
-    eval_pipe = std::make_unique<data::Pipeline>(dopt.augment, geom, false, dopt.uint8_transfer);
-    if (aug) train_pipe = std::make_unique<data::Pipeline>(dopt.augment, geom, true, dopt.uint8_transfer);
+    eval_pipe = std::make_unique<data::Pipeline>(dopt.augment, geom, false, dopt.uint8_transfer, dopt.reduced_decode);
+    if (aug)
+      train_pipe = std::make_unique<data::Pipeline>(dopt.augment, geom, true, dopt.uint8_transfer, dopt.reduced_decode);
   }
 
   data::LoaderOptions loader_options(int64_t epoch, uint64_t s) const {

@@ -170,6 +170,7 @@ bool FitRun::preview() {
       (s_.dev.channels_last ? ", channels_last" : "") + (net->grad_checkpointing() ? ", gradient checkpointing" : "") +
       "; groups " + join(net->group_names(), ", "));
   for (auto& n : s_.weight_notes) log("  weights " + n);
+  if (!s_.target_note.empty()) log("  target  " + s_.target_note);
   model_info_ = msum.to_json();
   model_info_["name"] = model::model_name(recipe);
   std::istringstream lines(msum.str());

@@ -72,7 +72,7 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
   const auto& recipe = s_.recipe;
   const auto& dev = s_.dev;
   auto [train_rows, valid_rows] = s_.split_of(k);
-  auto net = s_.build_net();
+  auto net = s_.build_net(train_rows);
   net->to(dev.device);
   if (dev.channels_last) net->set_channels_last(true);
   auto opt = optim::build(recipe, *net);

@@ -1,6 +1,7 @@
 #include "jobs/fit_setup.h"
 
 #include <chrono>
+#include <cmath>
 
 #include <torch/torch.h>
 
@@ -59,8 +60,9 @@ FitSetup::FitSetup(const JobOptions& opts, const std::string& command, std::vect
   geom = data::geometry(dopt);
   // data.cache = "device" normalizes on the device, as uint8_transfer does.
   const bool on_device = dopt.cache == "device", u8 = dopt.uint8_transfer || on_device;
-  for (auto& st : stages) train_pipes.push_back(std::make_unique<data::Pipeline>(dopt.augment, st.size, true, u8));
-  eval_pipe = std::make_unique<data::Pipeline>(dopt.augment, geom, false, u8);
+  for (auto& st : stages)
+    train_pipes.push_back(std::make_unique<data::Pipeline>(dopt.augment, st.size, true, u8, dopt.reduced_decode));
+  eval_pipe = std::make_unique<data::Pipeline>(dopt.augment, geom, false, u8, dopt.reduced_decode);
   if (on_device) data::ResidentImages::check_pipeline(*train_pipes.front(), stages.size());
 
   if (dopt.cache != "none") cache = std::make_unique<data::ImageCache>(cache_bytes);
@@ -150,16 +152,41 @@ std::function<int64_t(int64_t, int64_t)> FitSetup::steps_of(int64_t n_train) con
   };
 }
 
-std::shared_ptr<model::Network> FitSetup::build_net() {
+std::shared_ptr<model::Network> FitSetup::build_net(const std::vector<int64_t>& train_rows) {
   torch::manual_seed(seed);
-  auto net = model::build(recipe, model_context(geom, classes, table.feature_dim));
+  auto net = model::build(recipe, model_context(geom, classes, table.feature_dim, dopt.target_transform));
   weight_notes.clear();
   if (auto& r = net->pretrained_report())
     weight_notes.push_back("model.pretrained " + model::load_options(recipe).pretrained + ": " + r->str());
+  if (net->target_scale().active())
+    fit_target_scale(*net, train_rows.empty() ? split_of(cv.run_folds.front()).first : train_rows);
   for (auto& f : initial_weights)
     weight_notes.push_back("--weights " + f + ": " +
                            model::load_weights(*net, model::read_safetensors(f), {}, f).str());
   return net;
+}
+
+void FitSetup::fit_target_scale(model::Network& net, const std::vector<int64_t>& rows) {
+  auto& ts = net.target_scale();
+  const int64_t K = table.value_dim;
+  KG_ASSERT(K == net.num_outputs() && !rows.empty(), "target scale: ", K, " target columns for ", net.num_outputs(),
+            " outputs");
+  const bool log1p = dopt.target_transform == "log1p";
+  std::vector<float> v;
+  v.reserve(rows.size() * static_cast<size_t>(K));
+  for (int64_t r : rows)
+    for (int64_t k = 0; k < K; ++k) {
+      const float x = table.values[static_cast<size_t>(r * K + k)];
+      const auto& row = table.rows[static_cast<size_t>(r)];
+      KG_CHECK(std::isfinite(x) && (!log1p || x > -1.0f), DataError, row.where, ": id ", row.id, ": target ",
+               classes.names[static_cast<size_t>(k)], " = ", x,
+               log1p ? "; data.target_transform = \"log1p\" needs finite values above -1"
+                     : "; data.target_transform needs finite targets");
+      v.push_back(x);
+    }
+  ts.fit(torch::from_blob(v.data(), {static_cast<int64_t>(rows.size()), K}, at::kFloat).clone());
+  target_note =
+      ts.describe() + (ts.fitted_buffers() ? ", fitted on " + std::to_string(rows.size()) + " training rows" : "");
 }
 
 std::unique_ptr<data::Loader> FitSetup::train_loader(const std::vector<int64_t>& rows, int64_t epoch, int64_t n_epochs,

@@ -79,6 +79,7 @@ struct FitSetup {
   loss::LossPtr loss;
   std::string monitor;
   std::vector<std::string> weight_notes;  // what model.pretrained / --weights loaded into the last built network
+  std::string target_note;                // the last built network's output scale ("" when none)
 
   // Micro-batch size in `epoch` of `n_epochs` (progressive resizing may change it).
   int64_t batch_at(int64_t epoch, int64_t n_epochs) const;
@@ -88,7 +89,9 @@ struct FitSetup {
   std::function<int64_t(int64_t, int64_t)> steps_of(int64_t n_train) const;
   // The recipe's network, seeded with run.seed (every fold starts from the same weights), with
   // model.pretrained / --weights applied (weight_notes says what they loaded). On the CPU.
-  std::shared_ptr<model::Network> build_net();
+  // Regression with data.target_transform / model.y_range: the output scale is fitted on `train_rows`
+  // (default: the first fold's training rows) and described in target_note.
+  std::shared_ptr<model::Network> build_net(const std::vector<int64_t>& train_rows = {});
   // fit's training loader of `epoch` (of a plan of `n_epochs`) over `rows`, from micro-batch `start`.
   std::unique_ptr<data::Loader> train_loader(const std::vector<int64_t>& rows, int64_t epoch, int64_t n_epochs,
                                              int64_t start = 0) const;
@@ -107,6 +110,8 @@ struct FitSetup {
   // --smoke trains 2 updates, fewer than any warm-up given in epochs: the warm-up is checked against
   // the real run (a warm-up longer than train.epochs still fails), then cut to 1 update in `recipe`.
   void fit_warmup_to_smoke_run();
+  // Fits the network's target scale on the targets of `rows` (DataError naming a row log1p cannot map).
+  void fit_target_scale(model::Network& net, const std::vector<int64_t>& rows);
 };
 
 // optim.lr = "find" in `recipe`.

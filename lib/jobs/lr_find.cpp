@@ -179,6 +179,7 @@ int run_lr_find(const JobOptions& given) {
              s.recipe.at("loss.name").value.get<std::string>() + "; precision " +
              device::precision_name(s.dev.precision));
   for (auto& n : s.weight_notes) log(o, "  weights " + n);
+  if (!s.target_note.empty()) log(o, "  target  " + s.target_note);
   (void)plan_epochs(s, *net, static_cast<int64_t>(s.split_of(fold).first.size()));  // freezing / fine_tune errors now
   if (o.dry_run) {
     log(o, "dry run: recipe valid, every component built, " + std::to_string(s.table.size()) +

@@ -9,8 +9,11 @@ namespace fs = std::filesystem;
 
 namespace kg::jobs {
 
-model::ModelContext model_context(const data::ImageGeometry& g, const data::ClassList& classes, int64_t feature_dim) {
+model::ModelContext model_context(const data::ImageGeometry& g, const data::ClassList& classes, int64_t feature_dim,
+                                  const std::string& target_transform) {
   model::ModelContext ctx;
+  ctx.regression = classes.task == data::Task::regression;
+  ctx.target_transform = target_transform;
   ctx.in_chans = g.channels;
   ctx.num_outputs = classes.outputs();
   ctx.num_features = feature_dim;
@@ -81,7 +84,7 @@ RecipeModelInput recipe_model_input(const config::Tree& recipe) {
       for (int64_t k = 0; k < n; ++k) r.classes.names.push_back(std::to_string(k));
     r.outputs_from = "the recipe (no training data under " + d.root + ")";
   }
-  r.ctx = model_context(data::geometry(d), r.classes, static_cast<int64_t>(d.feature_cols.size()));
+  r.ctx = model_context(data::geometry(d), r.classes, static_cast<int64_t>(d.feature_cols.size()), d.target_transform);
   return r;
 }
 

@@ -11,8 +11,10 @@
 
 namespace kg::jobs {
 
-// The model's context from the data: input channels and size, outputs of the task, numeric features.
-model::ModelContext model_context(const data::ImageGeometry& g, const data::ClassList& classes, int64_t feature_dim);
+// The model's context from the data: input channels and size, outputs of the task, numeric features,
+// data.target_transform (regression).
+model::ModelContext model_context(const data::ImageGeometry& g, const data::ClassList& classes, int64_t feature_dim,
+                                  const std::string& target_transform);
 
 // The model a recipe trains: outputs from the training table when the data is there, else from the
 // recipe's own data.num_classes / data.task / data.label_cols.

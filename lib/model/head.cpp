@@ -64,6 +64,8 @@ void Head::build(torch::nn::Module& owner, torch::nn::Module& fc_parent, const s
   if (spec.drop_rate > 0) drop_ = owner.register_module("head_drop", nn::Dropout(spec.drop_rate));
   const std::string leaf = fc_path.substr(fc_path.rfind('.') + 1);
   fc_ = fc_parent.register_module(leaf, nn::Linear(width, spec.num_outputs));
+  scale_.build(owner, spec.target_transform, spec.y_range, spec.num_outputs);
+  if (scale_.fitted_buffers()) prefixes_.insert(prefixes_.end(), {"target_shift", "target_scale"});
 }
 
 at::Tensor Head::forward(const at::Tensor& pooled, const at::Tensor& features) {
@@ -79,7 +81,7 @@ at::Tensor Head::forward(const at::Tensor& pooled, const at::Tensor& features) {
   }
   if (hidden_) x = hidden_->forward(x);
   if (drop_) x = drop_->forward(x);
-  return fc_->forward(x);
+  return scale_.forward(fc_->forward(x));
 }
 
 bool in_module(const std::string& name, const std::string& p) {

@@ -1,5 +1,6 @@
 // The classification/regression head shared by every backbone: global pooling, numeric features
-// joined to the pooled image features, optional fastai-style hidden layers, dropout, classifier.
+// joined to the pooled image features, optional fastai-style hidden layers, dropout, classifier, and for
+// regression the output's scale (model/target_scale.h).
 // Its modules are registered on the network itself so the classifier keeps the family's timm name
 // (resnet `fc`, efficientnet `classifier`, convnext `head.fc`).
 #pragma once
@@ -11,6 +12,8 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
+
+#include "model/target_scale.h"
 
 namespace kg::model {
 
@@ -29,6 +32,8 @@ struct HeadSpec {
   double hidden_dropout = 0.5;
   std::vector<int64_t> feature_hidden;
   double drop_rate = 0.0;
+  std::string target_transform = "none";  // regression: data.target_transform
+  std::vector<double> y_range;            // regression: model.y_range ({} or {low, high})
 };
 
 class Head {
@@ -43,6 +48,8 @@ class Head {
   std::string classifier_name() const { return fc_path_; }
   int64_t in_features() const { return spec_.in_features; }
   int64_t num_outputs() const { return spec_.num_outputs; }
+  TargetScale& target_scale() { return scale_; }
+  const TargetScale& target_scale() const { return scale_; }
 
  private:
   HeadSpec spec_;
@@ -53,6 +60,7 @@ class Head {
   torch::nn::Sequential hidden_{nullptr};
   torch::nn::Dropout drop_{nullptr};
   torch::nn::Linear fc_{nullptr};
+  TargetScale scale_;
 };
 
 }  // namespace kg::model

@@ -51,6 +51,15 @@ config::Fields<ModelOptions> fields() {
       .check(positive_list);
   f.field("grad_checkpointing", &ModelOptions::grad_checkpointing,
           "recompute each stage's activations during backward: less activation memory, about a third more compute");
+  f.field("y_range", &ModelOptions::y_range,
+          "regression: [low, high]: the output is low + (high - low) * sigmoid(x), fastai's y_range (with "
+          "data.target_transform = \"log1p\" the sigmoid spans log1p(low)..log1p(high)); [] = unbounded")
+      .check([](const config::json& v) -> std::string {
+        if (v.empty()) return "";
+        if (v.size() != 2 || !v[0].is_number() || !v[1].is_number() || !(v[0].get<double>() < v[1].get<double>()))
+          return "expected [low, high] with low < high, got " + v.dump();
+        return "";
+      });
   return f;
 }
 KG_REGISTER_SECTION("model", "the network", fields().schema(), "model");
@@ -129,6 +138,12 @@ void Network::finish(const ModelContext& ctx, torch::nn::Module& fc_parent, cons
   spec.hidden_dropout = ctx.model.head_dropout;
   spec.feature_hidden = ctx.model.feature_hidden;
   spec.drop_rate = ctx.model.drop_rate;
+  spec.target_transform = ctx.target_transform;
+  spec.y_range = ctx.model.y_range;
+  KG_CHECK(ctx.regression || ctx.target_transform == "none", ConfigError, "data.target_transform = \"",
+           ctx.target_transform, "\" scales regression targets; this task has classes: set it to \"none\"");
+  KG_CHECK(ctx.regression || ctx.model.y_range.empty(), ConfigError,
+           "model.y_range bounds a regression output; this task has classes: set model.y_range = []");
   KG_CHECK(spec.num_outputs > 0, ConfigError, "the model needs at least one output (classes, labels or targets), got ",
            spec.num_outputs);
   head_.build(*this, fc_parent, fc_path, spec);

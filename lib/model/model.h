@@ -34,6 +34,7 @@ struct ModelOptions {
   double head_dropout = 0.5;
   std::vector<int64_t> feature_hidden;
   bool grad_checkpointing = false;
+  std::vector<double> y_range;
 };
 
 // What the data decides: input channels, outputs of the task, numeric features, image size.
@@ -43,7 +44,9 @@ struct ModelContext {
   int64_t num_features = 0;  // data.feature_cols
   int64_t height = 64;       // input size for the build-time dry forward (and the summary)
   int64_t width = 64;
-  ModelOptions model;  // the shared [model] keys
+  bool regression = false;                // data.task = "regression" (model.y_range, target_transform)
+  std::string target_transform = "none";  // data.target_transform
+  ModelOptions model;                     // the shared [model] keys
 };
 
 // A named set of parameters that trains together (fastai's layer groups): stem, stages, head.
@@ -69,6 +72,9 @@ class Network : public torch::nn::Module {
   int64_t num_features() const { return head_.in_features(); }  // pooled backbone width
   int64_t num_outputs() const { return head_.num_outputs(); }
   const std::string& pool() const { return pool_; }
+  // Regression: data.target_transform / model.y_range (model/target_scale.h).
+  TargetScale& target_scale() { return head_.target_scale(); }
+  const TargetScale& target_scale() const { return head_.target_scale(); }
 
   void set_grad_checkpointing(bool on) { grad_checkpointing_ = on; }
   bool grad_checkpointing() const { return grad_checkpointing_; }

@@ -1,5 +1,6 @@
 #include "model/weights.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <torch/torch.h>
@@ -49,7 +50,7 @@ LoadReport load_weights(Network& net, TensorMap tensors, const LoadPolicy& polic
   }
   if (policy.reinit_head) {
     for (auto& [name, t] : model) {
-      if (!net.is_head_param(name)) continue;
+      if (!net.is_head_param(name) || TargetScale::is_buffer(name)) continue;  // fitted on the data, not loaded
       auto it = tensors.find(name);
       if (it == tensors.end()) {
         reinit.push_back(name);
@@ -72,9 +73,19 @@ LoadReport load_weights(Network& net, TensorMap tensors, const LoadPolicy& polic
   if (!r.mismatched.empty())
     throw CheckpointError(source + " does not fit the model (" + std::to_string(r.mismatched.size()) +
                           " tensors of another shape; is model.name right?): " + r.str());
-  if (policy.strict && !r.clean())
-    throw CheckpointError(
-        source + " does not match the model (model.pretrained_strict / a checkpoint must match exactly): " + r.str());
+  if (policy.strict && !r.clean()) {
+    auto has = [](const std::vector<std::string>& v) {
+      return std::any_of(v.begin(), v.end(), [](const std::string& n) { return TargetScale::is_buffer(n); });
+    };
+    const std::string hint =
+        has(r.unexpected) ? "; its target_shift/target_scale are a fitted data.target_transform: set the same "
+                            "data.target_transform as in training"
+        : has(r.missing)  ? "; the recipe's data.target_transform needs the target_shift/target_scale that training "
+                            "with it stores, and these weights were trained without it"
+                          : "";
+    throw CheckpointError(source + " does not match the model (model.pretrained_strict / a checkpoint must match " +
+                          "exactly): " + r.str() + hint);
+  }
   int64_t backbone = 0;  // a file that only matches the head leaves the backbone random: refuse it too
   for (auto& [name, t] : model)
     if (!net.is_head_param(name) && tensors.count(name) && tensors.at(name).sizes() == t.sizes()) ++backbone;

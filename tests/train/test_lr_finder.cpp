@@ -212,7 +212,7 @@ struct FinderRig {
     for (int64_t i = 0; i < table.size(); ++i) rows.push_back(i);
     pipe = std::make_unique<kg::data::Pipeline>(dopt.augment, kg::data::geometry(dopt), true, false);
     torch::manual_seed(11);
-    net = kg::model::build(recipe, kg::jobs::model_context(kg::data::geometry(dopt), classes, 0));
+    net = kg::model::build(recipe, kg::jobs::model_context(kg::data::geometry(dopt), classes, 0, "none"));
     loss = kg::loss::build(recipe, {classes.outputs(), "multiclass"});
   }
   kg::train::FinderParts parts() {
