@@ -89,8 +89,9 @@ int opencv_threads() {
 #endif
 }
 
-Image decode_image_bytes(std::string_view bytes, const std::string& name, int channels) {
+Image decode_image_bytes(std::string_view bytes, const std::string& name, int channels, int reduce) {
   KG_ASSERT(channels == 1 || channels == 3, "channels=", channels);
+  KG_ASSERT(reduce == 1 || reduce == 2 || reduce == 4 || reduce == 8, "reduce=", reduce);
   KG_CHECK(!bytes.empty(), DataError, "image ", name, " is empty (0 bytes)");
   KG_CHECK(bytes.size() <= static_cast<size_t>(INT_MAX), DataError, "image ", name, " is too large (", bytes.size(),
            " bytes)");
@@ -109,7 +110,11 @@ Image decode_image_bytes(std::string_view bytes, const std::string& name, int ch
     // ANYDEPTH|ANYCOLOR rather than IMREAD_UNCHANGED: it still keeps 16-bit and gray images, but
     // yields 1 or 3 channels (alpha dropped) and applies EXIF orientation, which OpenCV 4.6 skips
     // for IMREAD_UNCHANGED (checked with a rotated JPEG, see test_image_io.cpp).
-    m = cv::imdecode(buf, cv::IMREAD_ANYDEPTH | cv::IMREAD_ANYCOLOR);
+    // IMREAD_REDUCED_COLOR_N: libjpeg's DCT-domain scaling, 8-bit BGR (JPEG only; other codecs resize after decoding).
+    const int reduced = reduce == 2   ? cv::IMREAD_REDUCED_COLOR_2
+                        : reduce == 4 ? cv::IMREAD_REDUCED_COLOR_4
+                                      : cv::IMREAD_REDUCED_COLOR_8;
+    m = cv::imdecode(buf, reduce == 1 ? cv::IMREAD_ANYDEPTH | cv::IMREAD_ANYCOLOR : reduced);
   } catch (const cv::Exception&) {
     m.release();  // a damaged file can make a codec throw; same message as an empty result
   }

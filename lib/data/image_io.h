@@ -21,8 +21,9 @@ int opencv_threads();
 // DataError for a missing, empty or undecodable file.
 Image decode_image(const std::string& path, int channels);
 
-// Same, from bytes already in memory; `name` is used in messages.
-Image decode_image_bytes(std::string_view bytes, const std::string& name, int channels);
+// Same, from bytes already in memory; `name` is used in messages. `reduce` 2, 4 or 8 decodes a JPEG at
+// 1/reduce of its size in the DCT domain (libjpeg's scaled IDCT: ceil(size / reduce) pixels, no EXIF rotation).
+Image decode_image_bytes(std::string_view bytes, const std::string& name, int channels, int reduce = 1);
 
 // PNG bytes of an 8-bit gray or RGB image, replacing `out`. Deterministic:
 // the same pixels always give the same bytes.

@@ -1,5 +1,7 @@
 #include "data/loader.h"
 
+#include "core/fs.h"
+
 #include <algorithm>
 
 #include <ATen/ATen.h>
@@ -117,6 +119,12 @@ void Loader::produce(int64_t b, Batch& out) {
     const Row& r = table_.rows[static_cast<size_t>(row)];
     // The context string is built only on failure: this loop runs once per training image.
     try {
+      if (!o_.cache && pipeline_.decodes_reduced() && !(table_.pack && r.item >= 0)) {
+        // A loose file straight from its bytes: a JPEG is decoded at the scale its crop needs.
+        pipeline_.process_encoded(read_file(r.image), r.image, static_cast<int>(g.channels), rng,
+                                  u8 ? nullptr : dst + i * per_image, u8 ? dst8 + i * per_image : nullptr);
+        continue;
+      }
       Image img = o_.cache ? o_.cache->get(row) : Image();
       if (img.empty()) {
         img = table_.image(static_cast<size_t>(row), static_cast<int>(g.channels));

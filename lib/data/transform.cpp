@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "data/image_io.h"
+#include "data/jpeg_header.h"
 
 namespace kg::data {
 
@@ -55,8 +56,9 @@ void apply_index_map(const Transform& t, Image& img, Rng& rng) {
   img = out;
 }
 
-Pipeline::Pipeline(const config::json& augment, const ImageGeometry& g, bool train, bool defer_normalize)
-    : g_(g), defer_normalize_(defer_normalize) {
+Pipeline::Pipeline(const config::json& augment, const ImageGeometry& g, bool train, bool defer_normalize,
+                   bool reduced_decode)
+    : g_(g), defer_normalize_(defer_normalize), reduced_(reduced_decode) {
   for (size_t i = 0; i < augment.size(); ++i) {
     const auto& t = augment[i];
     std::string where = "data.augment[" + std::to_string(i) + "]";
@@ -128,14 +130,46 @@ void resize_to(Image& img, const ImageGeometry& g) {
 #endif
 }
 
-void Pipeline::transform(Image& img, Rng& rng) const {
+void Pipeline::transform(Image& img, Rng& rng, size_t first) const {
   if (presize_) resize_to(img, g_);
-  for (const auto& t : transforms_) t->apply(img, rng);
+  for (size_t i = first; i < transforms_.size(); ++i) transforms_[i]->apply(img, rng);
   resize_to(img, g_);
 }
 
 void Pipeline::process_u8(Image img, Rng& rng, uint8_t* out) const {
   transform(img, rng);
+  write_u8(img, out);
+}
+
+void Pipeline::process(Image img, Rng& rng, float* out) const {
+  transform(img, rng);
+  write(img, out);
+}
+
+void Pipeline::process_encoded(std::string_view bytes, const std::string& name, int channels, Rng& rng, float* out,
+                               uint8_t* out8) const {
+  Image img;
+  size_t first = 0;
+  const auto info = decodes_reduced() ? jpeg_info(bytes) : std::nullopt;
+  if (info && !info->exif) {  // EXIF may rotate the pixels away from the header's size: decode in full
+    const Window win = transforms_[0]->plan_window(info->height, info->width, rng);
+    int f = 8;
+    while (f > 1 && (win.w < f * g_.width || win.h < f * g_.height)) f /= 2;
+    img = decode_image_bytes(bytes, name, channels, f);
+    transforms_[0]->apply_window(img, win, static_cast<double>(img.cols) / info->width,
+                                 static_cast<double>(img.rows) / info->height);
+    first = 1;
+  } else {
+    img = decode_image_bytes(bytes, name, channels);
+  }
+  transform(img, rng, first);
+  if (out8)
+    write_u8(img, out8);
+  else
+    write(img, out);
+}
+
+void Pipeline::write_u8(const Image& img, uint8_t* out) const {
   KG_CHECK(img.depth() == kDepth8U, DataError,
            "data.uint8_transfer: a transform produced float pixels; only a final normalize may");
   const int c = img.channels();
@@ -147,8 +181,7 @@ void Pipeline::process_u8(Image img, Rng& rng, uint8_t* out) const {
   }
 }
 
-void Pipeline::process(Image img, Rng& rng, float* out) const {
-  transform(img, rng);
+void Pipeline::write(const Image& img, float* out) const {
   // Without a normalize transform pixels are scaled to [0, 1].
   const int c = img.channels();
   const int64_t plane = g_.height * g_.width;

@@ -3,6 +3,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "data/image.h"
@@ -13,6 +14,11 @@
 #include "data/options.h"
 
 namespace kg::data {
+
+// A source window in pixels (x, y: top-left).
+struct Window {
+  int x = 0, y = 0, w = 0, h = 0;
+};
 
 class Transform {
  public:
@@ -32,6 +38,12 @@ class Transform {
   // Output size = input size. False (the default) for transforms without a device version.
   virtual bool has_index_map() const { return false; }
   virtual void index_map(Rng& rng, int64_t h, int64_t w, std::vector<int64_t>& ys, std::vector<int64_t>& xs) const {}
+  // Transforms that read one window of their input and size the output (random_resized_crop): the
+  // window of an h x w input, drawing from `rng` exactly what apply() draws, and apply() given that
+  // window on an input scaled by (sx, sy) (a JPEG decoded at 1/2, 1/4, 1/8: Pipeline::process_encoded).
+  virtual bool plans_window() const { return false; }
+  virtual Window plan_window(int h, int w, Rng& rng) const { return {0, 0, w, h}; }
+  virtual void apply_window(Image& img, const Window& win, double sx, double sy) const {}
 };
 using TransformPtr = std::unique_ptr<Transform>;
 
@@ -57,12 +69,25 @@ class Pipeline {
   // `augment` is the data.augment array; `train` false keeps only deterministic transforms.
   // With `defer_normalize` (data.uint8_transfer) a final normalize is left out and reported by
   // device_normalization(): batches stay uint8 and are normalized on the device (timm's PrefetchLoader).
-  Pipeline(const config::json& augment, const ImageGeometry& g, bool train, bool defer_normalize = false);
+  // `reduced_decode` (data.reduced_decode): process_encoded may decode JPEGs at 1/2, 1/4, 1/8.
+  Pipeline(const config::json& augment, const ImageGeometry& g, bool train, bool defer_normalize = false,
+           bool reduced_decode = true);
   // Resizes and transforms a decoded 8-bit image and writes CHW floats to `out`. Unless a transform sizes the output
   // itself, the image is first resized to data.image_size; whatever size the transforms leave is resized to it last.
   void process(Image img, Rng& rng, float* out) const;
   // The same into uint8 CHW (defer_normalize pipelines); DataError when a transform produced floats.
   void process_u8(Image img, Rng& rng, uint8_t* out) const;
+  // Whether process_encoded can decode a JPEG reduced: data.reduced_decode and a first transform that plans its
+  // window (random_resized_crop), nothing resizing before it.
+  bool decodes_reduced() const {
+    return reduced_ && !presize_ && !transforms_.empty() && transforms_[0]->plans_window();
+  }
+  // Decodes an encoded image and processes it as process / process_u8 (u8 when `out8`): the first transform's
+  // window is drawn on the JPEG header's size, and the file is decoded at the largest of 1/2, 1/4, 1/8 that
+  // leaves the window at least data.image_size (libjpeg's DCT scaling: the same windows, 4-20x less decoding
+  // for a small crop of a large photo). Not a JPEG, or one with EXIF: decoded in full, the same window.
+  void process_encoded(std::string_view bytes, const std::string& name, int channels, Rng& rng, float* out,
+                       uint8_t* out8 = nullptr) const;
   bool outputs_u8() const { return defer_normalize_; }
   // Mean and std of the deferred normalize, [0, 1] units, one per channel (empty: scale to [0, 1] only).
   const std::vector<double>& device_mean() const { return mean_; }
@@ -84,7 +109,11 @@ class Pipeline {
   bool presize_ = true;             // no transform sizes the output: resize before the first transform
   bool defer_normalize_ = false;
   std::vector<double> mean_, std_;
-  void transform(Image& img, Rng& rng) const;
+  bool reduced_ = true;
+  // Transforms from `first` on, then the final resize.
+  void transform(Image& img, Rng& rng, size_t first = 0) const;
+  void write(const Image& img, float* out) const;
+  void write_u8(const Image& img, uint8_t* out) const;
 };
 
 }  // namespace kg::data

@@ -1,6 +1,7 @@
 // random_resized_crop: crop a random area fraction and aspect ratio of the decoded image, then resize
 // it to data.image_size (torchvision RandomResizedCrop.get_params, "Going deeper with convolutions").
 // Always draws 1 + 10 * 4 numbers. At evaluation the pipeline resizes the whole image instead.
+#include <algorithm>
 #include <cmath>
 
 #include <opencv2/core.hpp>
@@ -26,12 +27,22 @@ class RandomResizedCrop : public Transform {
       : o_(o), h_(static_cast<int>(g.height)), w_(static_cast<int>(g.width)) {}
   bool random() const override { return true; }
   bool sizes_output() const override { return true; }
-  void apply(cv::Mat& img, Rng& rng) const override {
+  bool plans_window() const override { return true; }
+  Window plan_window(int height, int width, Rng& rng) const override {
     double u = rng.uniform();
-    cv::Rect box = window(img.rows, img.cols, rng);
-    if (u < o_.p) img = img(box).clone();
+    cv::Rect box = window(height, width, rng);
+    return u < o_.p ? Window{box.x, box.y, box.width, box.height} : Window{0, 0, width, height};
+  }
+  void apply_window(cv::Mat& img, const Window& win, double sx, double sy) const override {
+    // The window in the (possibly reduced) image: outward to whole pixels, inside the image.
+    const int x0 = std::clamp(static_cast<int>(std::floor(win.x * sx)), 0, img.cols - 1);
+    const int y0 = std::clamp(static_cast<int>(std::floor(win.y * sy)), 0, img.rows - 1);
+    const int x1 = std::clamp(static_cast<int>(std::ceil((win.x + win.w) * sx)), x0 + 1, img.cols);
+    const int y1 = std::clamp(static_cast<int>(std::ceil((win.y + win.h) * sy)), y0 + 1, img.rows);
+    if (x0 > 0 || y0 > 0 || x1 < img.cols || y1 < img.rows) img = img(cv::Rect(x0, y0, x1 - x0, y1 - y0)).clone();
     transforms::resize_image(img, h_, w_, o_.interpolation);
   }
+  void apply(cv::Mat& img, Rng& rng) const override { apply_window(img, plan_window(img.rows, img.cols, rng), 1, 1); }
 
  private:
   cv::Rect window(int height, int width, Rng& rng) const {
