@@ -16,7 +16,7 @@ timm's), forward in float64 on det_input([2, 3, 64, 64]):
 Fill: det_fill for the BatchNorm networks; ConvNeXt (no BatchNorm to calibrate) takes det_fill's values
 read at flat index (k * 7919) % numel, as gen_convnext.py does (plain det_fill collapses its output to
 nearly a constant). No weights are stored: the C++ test makes the same ones.
-  /work/main/.venv-torch/bin/python scripts/golden/gen_timm.py   (PyPI torch + timm; writes tests/golden/timm_parity.json)
+  .venv-torch/bin/python scripts/golden/gen_timm.py   (PyPI torch + timm; writes tests/golden/timm_parity.json)
 """
 import json
 import os
