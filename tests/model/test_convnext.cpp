@@ -31,19 +31,6 @@ kg::model::NetworkPtr convnext(const std::string& name, int64_t in_chans, int64_
   return kg::model::build(recipe, {in_chans, outputs});
 }
 
-// det_tensor's values read at flat index (k * 7919) % numel, as scrambled() in gen_convnext.py: the
-// plain values make rank-2 matrices that flatten a deep net's output (see the script's docstring).
-void det_fill_scrambled(torch::nn::Module& m) {
-  torch::NoGradGuard no_grad;
-  for (auto& p : m.named_parameters(true)) {
-    auto v = kg::test::det_tensor(p.key(), p.value().sizes().vec()).flatten();
-    const int64_t n = v.numel();
-    if (n % 7919 == 0) FAIL(p.key() << ": numel " << n << " is a multiple of 7919, so the scramble is no permutation");
-    p.value().copy_(
-        v.index_select(0, torch::arange(n, torch::kLong).mul_(7919).remainder_(n)).reshape(p.value().sizes()));
-  }
-}
-
 const std::string kGolden = KGTRAIN_SOURCE_DIR "/tests/golden/convnext_tiny_forward.json";
 
 at::Tensor golden_tensor(const json& g, const std::string& key) {
@@ -103,7 +90,7 @@ TEST_CASE("convnext_tiny has timm's state_dict names and reproduces the referenc
   CHECK(net->first_conv() == "stem.0.weight");
   CHECK(net->classifier() == "head.fc");
 
-  det_fill_scrambled(*net);
+  kg::test::det_fill_scrambled(*net);
   auto x = kg::test::det_input(g.at("input_shape").get<std::vector<int64_t>>());
   auto logits = golden_tensor(g, "logits");
   auto features = golden_tensor(g, "pooled_features");
@@ -165,8 +152,8 @@ TEST_CASE("convnext_tiny trains under bf16 autocast on the CPU, its LayerNorms i
 TEST_CASE("convnext drop_path_rate changes train-mode outputs only", "[unit][model]") {
   auto plain = convnext("convnext_tiny", 3, 5);
   auto dropped = convnext("convnext_tiny", 3, 5, "drop_path_rate = 0.5\n");
-  det_fill_scrambled(*plain);
-  det_fill_scrambled(*dropped);
+  kg::test::det_fill_scrambled(*plain);
+  kg::test::det_fill_scrambled(*dropped);
   auto x = kg::test::det_input({4, 3, 32, 32});
   torch::NoGradGuard no_grad;
   plain->eval();
@@ -212,8 +199,8 @@ TEST_CASE("convnext grad checkpointing gives the same gradients", "[unit][model]
   auto plain = convnext("convnext_tiny", 3, 4);
   auto ckpt = convnext("convnext_tiny", 3, 4, "grad_checkpointing = true\n");
   REQUIRE(ckpt->grad_checkpointing());
-  det_fill_scrambled(*plain);
-  det_fill_scrambled(*ckpt);
+  kg::test::det_fill_scrambled(*plain);
+  kg::test::det_fill_scrambled(*ckpt);
   auto x = kg::test::det_input({2, 3, 32, 32});
   for (auto& net : {plain, ckpt}) {
     net->train();

@@ -1,6 +1,8 @@
 #include "support/det_weights.h"
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include <torch/torch.h>
 
@@ -38,6 +40,21 @@ void det_fill(torch::nn::Module& m) {
   for (auto& p : m.named_parameters(true)) p.value().copy_(det_tensor(p.key(), p.value().sizes().vec()));
   for (auto& b : m.named_buffers(true))
     if (b.value().is_floating_point()) b.value().copy_(det_tensor(b.key(), b.value().sizes().vec()));
+}
+
+void det_fill_scrambled(torch::nn::Module& m) {
+  constexpr int64_t kScramble = 7919;
+  det_fill(m);
+  torch::NoGradGuard no_grad;
+  for (auto& p : m.named_parameters(true)) {
+    const int64_t n = p.value().numel();
+    if (n % kScramble == 0)
+      throw std::runtime_error(p.key() + ": numel " + std::to_string(n) +
+                               " is a multiple of 7919, so the scramble is no permutation");
+    auto index = torch::arange(n, torch::kLong).mul_(kScramble).remainder_(n);
+    p.value().copy_(
+        det_tensor(p.key(), p.value().sizes().vec()).flatten().index_select(0, index).reshape(p.value().sizes()));
+  }
 }
 
 at::Tensor det_input(const std::vector<int64_t>& shape) {

@@ -1,0 +1,269 @@
+"""kgtrain and PyPI timm agree on resnet18/34/50, efficientnet_b0/b2 and convnext_tiny, weights moving both ways.
+
+  .venv-torch/bin/python scripts/check_timm_parity.py [--kgtrain build-debian/kgtrain]
+      [--models resnet18 convnext_tiny ...] [--keep DIR] [--seed 0]
+Run it with the repository's venv (.venv-torch, made by scripts/setup.sh: PyPI torch) after
+`.venv-torch/bin/pip install timm safetensors pillow` (checked with timm 1.0.31, torch 2.11), not Debian's python3.
+
+For each model, in a scratch folder (--keep DIR keeps it):
+  forward  timm.create_model(arch, pretrained=False, num_classes=10, in_chans=3), seeded, made less degenerate than
+           timm's init (which zeroes the last BatchNorm of each residual block and sets ConvNeXt's layer scale to
+           1e-6): 1-D weights, layer scales and biases are redrawn; the BatchNorm running statistics are the
+           average of 4 train-mode batches of 8 of the images plus noise, so eval-mode BatchNorm is really tested;
+           the classifier is scaled to logits of standard deviation 2, so the softmax is not saturated. Saved with
+           safetensors.torch.save_file(model.state_dict()), exactly as a timm Hugging Face model.safetensors (no
+           renaming). `kgtrain tta-predict --weights` predicts 16 generated 64 px RGB PNGs (one identity view, fp32,
+           CPU; the images are already 64 px, so no resize); timm predicts the same pixels, preprocessed as kgtrain
+           does (x / 255 as float32, then (x - mean) / std in double, ImageNet mean and std).
+  reverse  `kgtrain fit --weights` that file for 2 updates (8 training images, batch 4, AdamW at a constant lr
+           1e-3) saves checkpoints/last/model.safetensors; timm.create_model(arch, pretrained=False, num_classes=10)
+           .load_state_dict(..., strict=True) loads it, and predicts the same images as `kgtrain tta-predict` does
+           with it.
+Pass: max |p_timm - p_kgtrain| < 1e-4 in both directions (float32), a strict load, and weights that changed in fit.
+Prints one row a model; exit 1 on any failure. The six models take about 3 minutes of CPU time (6 min wall on a
+busy 2-core machine), most of it in kgtrain fit.
+"""
+import argparse
+import csv
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import safetensors.torch
+import timm
+import torch
+from PIL import Image
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+MODELS = ("resnet18", "resnet34", "resnet50", "efficientnet_b0", "efficientnet_b2", "convnext_tiny")
+N_IMAGES, SIZE, CLASSES, TOL = 16, 64, 10, 1e-4
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+RECIPE = """# check_timm_parity.py: identity view only, fp32 on the CPU, images already at data.image_size (no resize).
+[run]
+name = "timm_parity"
+seed = {seed}
+[data]
+root = "{root}"
+channels = 3
+image_size = {size}
+num_classes = {classes}
+num_workers = 0
+augment = [{{ name = "normalize", mean = {mean}, std = {std} }}]
+[device]
+name = "cpu"
+precision = "fp32"
+channels_last = false
+[cv]
+folds = 2
+fold = 0
+[optim]
+name = "adamw"
+lr = 1e-3
+[schedule]
+name = "step"
+step_size = 100
+[train]
+epochs = 1
+batch_size = 4
+eval_batch_size = {n}
+[tta]
+views = ["identity"]
+"""
+
+
+def make_data(root, seed):
+    """16 RGB images (smooth colour fields plus noise, each channel its own) in kgtrain's csv layout."""
+    rng = np.random.default_rng(seed)
+    ids = [f"img{i:02d}" for i in range(N_IMAGES)]
+    for sub in ("train", "test"):
+        os.makedirs(os.path.join(root, sub), exist_ok=True)
+    for i, name in enumerate(ids):
+        coarse = rng.uniform(0, 255, (8, 8, 3)).astype(np.uint8)
+        img = np.asarray(Image.fromarray(coarse).resize((SIZE, SIZE), Image.BILINEAR), dtype=np.float64)
+        img = np.clip(img + rng.normal(0, 20, img.shape), 0, 255).astype(np.uint8)
+        for sub in ("train", "test"):
+            Image.fromarray(img, "RGB").save(os.path.join(root, sub, name + ".png"))
+    with open(os.path.join(root, "train.csv"), "w", newline="") as f:
+        csv.writer(f).writerows([("id", "label")] + [(n, i % CLASSES) for i, n in enumerate(ids)])
+    with open(os.path.join(root, "test.csv"), "w", newline="") as f:
+        csv.writer(f).writerows([("id",)] + [(n,) for n in ids])
+    return ids
+
+
+def preprocess(folder, ids):
+    """kgtrain's normalize: uint8 * float32(1/255), then (x - mean) / std in double, stored as float32."""
+    xs = []
+    for name in ids:
+        u8 = np.asarray(Image.open(os.path.join(folder, name + ".png")).convert("RGB"))
+        x = u8.astype(np.float32) * np.float32(1.0 / 255.0)
+        x = ((x.astype(np.float64) - np.array(MEAN)) / np.array(STD)).astype(np.float32)
+        xs.append(torch.from_numpy(x).permute(2, 0, 1))
+    return torch.stack(xs)
+
+
+def timm_model(arch, seed, x):
+    """timm's random init made less degenerate, with BatchNorm statistics and a head scale that suit the images x."""
+    torch.manual_seed(seed)
+    model = timm.create_model(arch, pretrained=False, num_classes=CLASSES, in_chans=3)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1 and name.endswith(("weight", "gamma")):
+                p.uniform_(0.5, 1.5)
+            elif p.dim() == 1:
+                p.normal_(0, 0.1)
+        # Running statistics: the average of 4 train-mode batches of 8 noisy images (not the 16-image batch's own).
+        bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+        for m in bns:
+            m.momentum = None  # cumulative average
+        model.train()
+        for _ in range(4):
+            batch = x[torch.randperm(len(x))[:8]]
+            model(batch + 0.5 * torch.randn_like(batch))
+        for m in bns:
+            m.momentum = 0.1
+        # The head scaled to logits of standard deviation 2 per image: a softmax neither flat nor saturated,
+        # so probabilities show a logit difference.
+        scale = 2.0 / model.eval()(x).std(dim=1).mean().item()
+        head = model.get_classifier()
+        head.weight.mul_(scale)
+        head.bias.mul_(scale)
+    return model.eval()
+
+
+def probs(model, x):
+    with torch.no_grad():
+        return torch.softmax(model.eval()(x), dim=1)
+
+
+def logit_diff(p, q):
+    """Max difference of logit_k - logit_top between two probability tables: p_k / p_top's log, over the
+    classes where both tables have p_k > 1e-20 (the CSV has 6 significant digits; a float32 softmax underflows)."""
+    p, q = p.double(), q.double()
+    top = q.argmax(dim=1, keepdim=True)
+    lp, lq = (p / p.gather(1, top)).log(), (q / q.gather(1, top)).log()
+    both = (p > 1e-20) & (q > 1e-20)
+    return (lp - lq)[both].abs().max().item()
+
+
+def kgtrain(exe, args, log):
+    t0 = time.time()
+    with open(log, "w") as f:
+        r = subprocess.run([exe] + args, stdout=f, stderr=subprocess.STDOUT)
+    if r.returncode != 0:
+        with open(log) as f:
+            tail = f.read()[-3000:]
+        raise RuntimeError(f"kgtrain {args[0]} exited {r.returncode} (log {log}):\n{tail}")
+    return time.time() - t0
+
+
+def read_probs(path, ids):
+    with open(path) as f:
+        rows = list(csv.reader(f))
+    header, body = rows[0], {r[0]: [float(v) for v in r[1:]] for r in rows[1:]}
+    assert len(header) == CLASSES + 1, f"{path}: {len(header) - 1} probability columns, expected {CLASSES}"
+    assert sorted(body) == sorted(ids), f"{path}: other ids than the test table's"
+    return torch.tensor([body[i] for i in ids])
+
+
+def predict(exe, recipe, arch, weights, out_dir, ids):
+    path = os.path.join(out_dir, "probs.csv")
+    kgtrain(exe, ["tta-predict", recipe, f"model.name={arch}", "--weights", weights, "--probs", path,
+                  "--run-dir", out_dir, "-q"], os.path.join(out_dir + ".log"))
+    return read_probs(path, ids)
+
+
+def check_model(exe, arch, work, recipe, x, ids, seed):
+    res = {"model": arch}
+    # Forward: timm's file as-is into kgtrain.
+    model = timm_model(arch, seed, x)
+    timm_file = os.path.join(work, f"{arch}_timm.safetensors")
+    safetensors.torch.save_file(model.state_dict(), timm_file)
+    want = probs(model, x)
+    got = predict(exe, recipe, arch, timm_file, os.path.join(work, f"{arch}_predict_timm"), ids)
+    res["forward"] = (got - want).abs().max().item()
+    res["forward_logit"] = logit_diff(got, want)
+    res["max_p"] = want.max().item()
+    # Reverse: kgtrain-trained weights into timm, strictly.
+    fit_dir = os.path.join(work, f"{arch}_fit")
+    kgtrain(exe, ["fit", recipe, f"model.name={arch}", "--weights", timm_file, "--run-dir", fit_dir, "-q"],
+            fit_dir + ".log")
+    found = glob.glob(os.path.join(fit_dir, "**", "checkpoints", "last", "model.safetensors"), recursive=True)
+    assert len(found) == 1, f"{fit_dir}: expected one checkpoints/last/model.safetensors, found {found}"
+    trained = safetensors.torch.load_file(found[0])
+    start = dict(model.named_parameters())
+    res["changed"] = max((trained[k].double() - p.detach().double()).abs().max().item() for k, p in start.items())
+    back = timm.create_model(arch, pretrained=False, num_classes=CLASSES)
+    try:
+        back.load_state_dict(trained, strict=True)
+        res["strict"] = True
+    except RuntimeError as e:
+        res["strict"] = False
+        res["error"] = str(e)[:2000]
+        return res
+    got = predict(exe, recipe, arch, found[0], os.path.join(work, f"{arch}_predict_fit"), ids)
+    want = probs(back, x)
+    res["reverse"] = (got - want).abs().max().item()
+    res["reverse_logit"] = logit_diff(got, want)
+    return res
+
+
+def passed(r):
+    return r.get("strict") and r["forward"] < TOL and r.get("reverse", 1) < TOL and r.get("changed", 0) > 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kgtrain", default=os.path.join(ROOT, "build-debian", "kgtrain"))
+    ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    ap.add_argument("--keep", help="work in DIR and keep it (default: a temporary folder, removed)")
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+    exe = os.path.abspath(a.kgtrain)
+    if not os.access(exe, os.X_OK):
+        sys.exit(f"check_timm_parity: no kgtrain binary at {exe} (--kgtrain PATH)")
+    work = os.path.abspath(a.keep) if a.keep else tempfile.mkdtemp(prefix="timm_parity_")
+    os.makedirs(work, exist_ok=True)
+    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+    data = os.path.join(work, "data")
+    ids = make_data(data, a.seed)
+    recipe = os.path.join(work, "timm_parity.toml")
+    with open(recipe, "w") as f:
+        f.write(RECIPE.format(seed=a.seed, root=data, size=SIZE, classes=CLASSES, n=N_IMAGES, mean=list(MEAN),
+                              std=list(STD)))
+    x = preprocess(os.path.join(data, "test"), ids)
+    print(f"timm {timm.__version__}, torch {torch.__version__}, {exe}; {N_IMAGES} images of {SIZE} px; "
+          f"pass: max |p_timm - p_kgtrain| < {TOL:g} (fp32, CPU)")
+    print("|dp|: max probability difference (the test); |dlogit|: max difference of logit_k - logit_top, from those "
+          "probabilities; fit moved: max parameter change in fit; max p: timm's largest probability")
+    print(f"{'model':<16} {'fwd |dp|':>9} {'fwd |dlogit|':>12} {'rev |dp|':>9} {'rev |dlogit|':>12} {'strict':>6} "
+          f"{'fit moved':>9} {'max p':>6} {'time':>5}  result")
+    failed = 0
+    for i, arch in enumerate(a.models):
+        t0 = time.time()
+        try:
+            r = check_model(exe, arch, work, recipe, x, ids, a.seed + i)
+        except (RuntimeError, AssertionError) as e:
+            r = {"model": arch, "forward": float("nan"), "error": str(e)}
+        ok = passed(r)
+        failed += not ok
+        fmt = lambda k: f"{r[k]:.2e}" if k in r else "-"  # noqa: E731
+        strict = {True: "yes", False: "NO"}.get(r.get("strict"), "-")
+        print(f"{arch:<16} {fmt('forward'):>9} {fmt('forward_logit'):>12} {fmt('reverse'):>9} "
+              f"{fmt('reverse_logit'):>12} {strict:>6} {fmt('changed'):>9} {r.get('max_p', float('nan')):6.3f} {time.time() - t0:4.0f}s  "
+              f"{'ok' if ok else 'FAIL'}", flush=True)
+        if "error" in r:
+            print("  " + r["error"].replace("\n", "\n  "))
+    if a.keep:
+        print(f"kept {work}")
+    else:
+        shutil.rmtree(work)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
