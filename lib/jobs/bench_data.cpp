@@ -234,7 +234,7 @@ int run_bench_data(const BenchDataRequest& o) {
   const int64_t batch = train ? (stages.back().batch_size > 0 ? stages.back().batch_size : topt.batch_size)
                               : train::eval_batch_size(topt);
   // data.uint8_transfer is honoured (uint8 batches, normalize left to the device); pinning needs CUDA: off here.
-  data::Pipeline pipe(dopt.augment, geom, train, dopt.uint8_transfer);
+  data::Pipeline pipe(dopt.augment, geom, train, dopt.uint8_transfer, dopt.reduced_decode);
   std::vector<std::string> transforms;
   for (auto& t : dopt.augment)
     if (t.contains("name")) transforms.push_back(t["name"].get<std::string>());

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/fs.h"
 #include "core/parallel_for.h"
 #include "core/random.h"
 #include "data/loader.h"
@@ -74,6 +75,15 @@ double time_decode_augment(const data::Table& t, const std::vector<int64_t>& row
   return time_parallel(threads, n, [&](size_t i, int w) {
     const auto row = rows[i];
     Rng rng = data::sample_rng(seed, epoch, row);  // the loader's stream
+    const auto& r = t.rows[static_cast<size_t>(row)];
+    if (!cache && pipe.decodes_reduced() && !(t.pack && r.item >= 0)) {  // as the loader: JPEGs decoded reduced
+      with_context(r.where + " (id " + r.id + ")", [&] {
+        pipe.process_encoded(read_file(r.image), r.image, static_cast<int>(g.channels), rng,
+                             u8 ? nullptr : out[static_cast<size_t>(w)].data(),
+                             u8 ? out8[static_cast<size_t>(w)].data() : nullptr);
+      });
+      return;
+    }
     data::Image img = cache ? cache->get(row) : data::Image();
     if (img.empty()) img = row_image(t, row, static_cast<int>(g.channels));
     if (u8)
