@@ -7,7 +7,9 @@ Prices run from about 5 to 500; the noise alone puts the best achievable SMAPE n
 
   python3 scripts/make_price_data.py [FMNIST_DIR]
       FMNIST_DIR: scripts/prepare_fashion_mnist.sh's output (default data/fashion_mnist); the tables go
-                  beside its images: price_train.csv (id,price) and price_test_labels.csv (id,price).
+                  beside its images: price_train.csv (id,price) and price_test_labels.csv (id,price), and
+                  price100_train.csv: the same prices x100 (450 .. 64,340: a car- or house-price scale, where a
+                  raw regression head spends its first epochs climbing to the targets).
 Standard library only; reads the IDX files of Debian's dataset-fashion-mnist (FASHION_MNIST_DIR).
 Deterministic (seed 0). Idempotent.
 """
@@ -61,6 +63,12 @@ def main():
             w.writerow(["id", "price"])
             w.writerows([r["id"], p] for r, p in zip(rows, prices))
         os.replace(tmp, tmp[:-4])
+        if split == "train":
+            with open(os.path.join(src, "price100_train.csv.tmp"), "w", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(["id", "price"])
+                w.writerows([r["id"], f"{p * 100:.2f}"] for r, p in zip(rows, prices))
+            os.replace(os.path.join(src, "price100_train.csv.tmp"), os.path.join(src, "price100_train.csv"))
         print(f"make_price_data: {split}: {len(prices)} prices, {min(prices)} .. {max(prices)}, "
               f"median {sorted(prices)[len(prices) // 2]}")
 
