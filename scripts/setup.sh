@@ -37,8 +37,9 @@ fi
 
 # An optimised BLAS always: without one, Debian's LibTorch calls the reference BLAS (convnext_tiny 0.4 img/s).
 # libopenblas0-openmp shares LibTorch's OpenMP thread pool (docs/performance.md: openmp vs pthread).
-PACKAGES=(build-essential cmake ninja-build ccache pkg-config libopencv-dev zlib1g-dev libopenblas0-openmp
-          dataset-fashion-mnist)
+# libjpeg62-turbo-dev: random_resized_crop decodes only a JPEG's crop window (the library OpenCV already links).
+PACKAGES=(build-essential cmake ninja-build ccache pkg-config libopencv-dev libjpeg62-turbo-dev zlib1g-dev
+          libopenblas0-openmp dataset-fashion-mnist)
 [ "$HEADERS" = 1 ] && PACKAGES+=(libtomlplusplus-dev libcli11-dev nlohmann-json3-dev catch2)
 # libgloo-dev: Gloo's headers, which multi-process CPU training (fit --nproc) compiles against; PyPI's wheel lacks them.
 PACKAGES+=(libgloo-dev)

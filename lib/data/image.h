@@ -7,6 +7,7 @@
 // there and recipes that name them get a ConfigError saying so.
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -79,3 +80,22 @@ class Image {
 }  // namespace kg::data
 
 #endif
+
+namespace kg::data {
+
+// A window of an image in pixels (x, y: top-left).
+struct Window {
+  int x = 0, y = 0, w = 0, h = 0;
+};
+
+// `win` of an image mapped onto the same image scaled by (sx, sy) to cols x rows: outward to whole pixels, inside
+// the image, at least 1 x 1. The reduced JPEG decoders and random_resized_crop agree on it through this function.
+inline Window scale_window(const Window& win, double sx, double sy, int cols, int rows) {
+  const int x0 = std::clamp(static_cast<int>(std::floor(win.x * sx)), 0, cols - 1);
+  const int y0 = std::clamp(static_cast<int>(std::floor(win.y * sy)), 0, rows - 1);
+  const int x1 = std::clamp(static_cast<int>(std::ceil((win.x + win.w) * sx)), x0 + 1, cols);
+  const int y1 = std::clamp(static_cast<int>(std::ceil((win.y + win.h) * sy)), y0 + 1, rows);
+  return {x0, y0, x1 - x0, y1 - y0};
+}
+
+}  // namespace kg::data

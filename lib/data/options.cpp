@@ -118,8 +118,9 @@ config::Fields<DataOptions> data_fields() {
           "ship batches as uint8 (4x fewer bytes) and scale + normalize on the device, timm's PrefetchLoader; "
           "normalize must be the last transform");
   f.field("reduced_decode", &DataOptions::reduced_decode,
-          "a JPEG whose random_resized_crop window is at least 2x data.image_size decodes at 1/2, 1/4 or 1/8 scale "
-          "in libjpeg's DCT domain (the same windows; several times faster on large photos); data.cache = none only");
+          "random_resized_crop on a JPEG decodes only its window, at the smallest M/8 scale that keeps the window "
+          "at least data.image_size (libjpeg's DCT-domain scaling; the same windows, several times faster on large "
+          "photos); data.cache = none only");
   f.field("cache", &DataOptions::cache,
           "none; ram: keep decoded images in memory after their first use (k folds share it); device: decode every "
           "training image once into one uint8 tensor on the training device and gather, augment (pad_crop, hflip, "

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "data/image_io.h"
 #include "data/jpeg_header.h"
+#include "data/jpeg_window.h"
 
 namespace kg::data {
 
@@ -81,6 +82,13 @@ Pipeline::Pipeline(const config::json& augment, const ImageGeometry& g, bool tra
       transforms_.pop_back();
       names_.pop_back();
     }
+  } else if (!transforms_.empty() && transforms_.back()->normalization(host_mean_, host_std_)) {
+    transforms_.pop_back();
+    names_.pop_back();
+    const float to_unit = static_cast<float>(1.0 / 255.0);  // Normalize::apply's convertTo scale, in float
+    for (size_t k = 0; k < host_mean_.size(); ++k)
+      for (int v = 0; v < 256; ++v)
+        host_table_.push_back(static_cast<float>((static_cast<float>(v) * to_unit - host_mean_[k]) / host_std_[k]));
   }
 }
 
@@ -153,11 +161,17 @@ void Pipeline::process_encoded(std::string_view bytes, const std::string& name, 
   const auto info = decodes_reduced() ? jpeg_info(bytes) : std::nullopt;
   if (info && !info->exif) {  // EXIF may rotate the pixels away from the header's size: decode in full
     const Window win = transforms_[0]->plan_window(info->height, info->width, rng);
-    int f = 8;
-    while (f > 1 && (win.w < f * g_.width || win.h < f * g_.height)) f /= 2;
-    img = decode_image_bytes(bytes, name, channels, f);
-    transforms_[0]->apply_window(img, win, static_cast<double>(img.cols) / info->width,
-                                 static_cast<double>(img.rows) / info->height);
+    const int w = static_cast<int>(g_.width), h = static_cast<int>(g_.height);
+    if (auto part = decode_jpeg_window(bytes, channels, win, jpeg_scale_for(win, w, h))) {
+      img = std::move(part->img);  // only the window, at M/8
+      transforms_[0]->apply_window(img, win, part->sx, part->sy, part->x, part->y);
+    } else {  // OpenCV: the whole file at 1/2, 1/4 or 1/8
+      int f = 8;
+      while (f > 1 && (win.w < f * w || win.h < f * h)) f /= 2;
+      img = decode_image_bytes(bytes, name, channels, f);
+      transforms_[0]->apply_window(img, win, static_cast<double>(img.cols) / info->width,
+                                   static_cast<double>(img.rows) / info->height);
+    }
     first = 1;
   } else {
     img = decode_image_bytes(bytes, name, channels);
@@ -185,15 +199,24 @@ void Pipeline::write(const Image& img, float* out) const {
   // Without a normalize transform pixels are scaled to [0, 1].
   const int c = img.channels();
   const int64_t plane = g_.height * g_.width;
-  const bool u8 = img.depth() == kDepth8U;
+  const bool u8 = img.depth() == kDepth8U, fused = !host_mean_.empty();
   for (int y = 0; y < img.rows; ++y) {
     const uint8_t* row8 = img.ptr<uint8_t>(y);
     const float* rowf = img.ptr<float>(y);
-    for (int x = 0; x < img.cols; ++x)
-      for (int k = 0; k < c; ++k) {
-        float v = u8 ? row8[x * c + k] * (1.0f / 255.0f) : rowf[x * c + k];
-        out[k * plane + y * img.cols + x] = v;
+    for (int k = 0; k < c; ++k) {
+      float* dst = out + k * plane + static_cast<int64_t>(y) * img.cols;
+      if (u8 && fused) {
+        const float* table = host_table_.data() + 256 * k;
+        for (int x = 0; x < img.cols; ++x) dst[x] = table[row8[x * c + k]];
+      } else if (u8) {
+        for (int x = 0; x < img.cols; ++x) dst[x] = row8[x * c + k] * (1.0f / 255.0f);
+      } else if (fused) {
+        const double m = host_mean_[static_cast<size_t>(k)], s = host_std_[static_cast<size_t>(k)];
+        for (int x = 0; x < img.cols; ++x) dst[x] = static_cast<float>((rowf[x * c + k] - m) / s);
+      } else {
+        for (int x = 0; x < img.cols; ++x) dst[x] = rowf[x * c + k];
       }
+    }
   }
 }
 

@@ -15,11 +15,6 @@
 
 namespace kg::data {
 
-// A source window in pixels (x, y: top-left).
-struct Window {
-  int x = 0, y = 0, w = 0, h = 0;
-};
-
 class Transform {
  public:
   virtual ~Transform() = default;
@@ -40,10 +35,11 @@ class Transform {
   virtual void index_map(Rng& rng, int64_t h, int64_t w, std::vector<int64_t>& ys, std::vector<int64_t>& xs) const {}
   // Transforms that read one window of their input and size the output (random_resized_crop): the
   // window of an h x w input, drawing from `rng` exactly what apply() draws, and apply() given that
-  // window on an input scaled by (sx, sy) (a JPEG decoded at 1/2, 1/4, 1/8: Pipeline::process_encoded).
+  // window on an input scaled by (sx, sy) (a JPEG decoded at M/8: Pipeline::process_encoded) whose pixel (0, 0) is
+  // pixel (ox, oy) of the scaled image (a decoder that decoded only the window).
   virtual bool plans_window() const { return false; }
   virtual Window plan_window(int h, int w, Rng& rng) const { return {0, 0, w, h}; }
-  virtual void apply_window(Image& img, const Window& win, double sx, double sy) const {}
+  virtual void apply_window(Image& img, const Window& win, double sx, double sy, int ox = 0, int oy = 0) const {}
 };
 using TransformPtr = std::unique_ptr<Transform>;
 
@@ -69,7 +65,7 @@ class Pipeline {
   // `augment` is the data.augment array; `train` false keeps only deterministic transforms.
   // With `defer_normalize` (data.uint8_transfer) a final normalize is left out and reported by
   // device_normalization(): batches stay uint8 and are normalized on the device (timm's PrefetchLoader).
-  // `reduced_decode` (data.reduced_decode): process_encoded may decode JPEGs at 1/2, 1/4, 1/8.
+  // `reduced_decode` (data.reduced_decode): process_encoded may decode only a JPEG's crop window, scaled.
   Pipeline(const config::json& augment, const ImageGeometry& g, bool train, bool defer_normalize = false,
            bool reduced_decode = true);
   // Resizes and transforms a decoded 8-bit image and writes CHW floats to `out`. Unless a transform sizes the output
@@ -83,9 +79,9 @@ class Pipeline {
     return reduced_ && !presize_ && !transforms_.empty() && transforms_[0]->plans_window();
   }
   // Decodes an encoded image and processes it as process / process_u8 (u8 when `out8`): the first transform's
-  // window is drawn on the JPEG header's size, and the file is decoded at the largest of 1/2, 1/4, 1/8 that
-  // leaves the window at least data.image_size (libjpeg's DCT scaling: the same windows, 4-20x less decoding
-  // for a small crop of a large photo). Not a JPEG, or one with EXIF: decoded in full, the same window.
+  // window is drawn on the JPEG header's size, and only that window is decoded, at the smallest M/8 scale that
+  // leaves it at least data.image_size (decode_jpeg_window; without libjpeg, OpenCV's whole file at 1/2, 1/4, 1/8).
+  // Not a JPEG, or one with EXIF: decoded in full, the same window.
   void process_encoded(std::string_view bytes, const std::string& name, int channels, Rng& rng, float* out,
                        uint8_t* out8 = nullptr) const;
   bool outputs_u8() const { return defer_normalize_; }
@@ -93,7 +89,7 @@ class Pipeline {
   const std::vector<double>& device_mean() const { return mean_; }
   const std::vector<double>& device_std() const { return std_; }
   const ImageGeometry& geometry() const { return g_; }
-  size_t size() const { return transforms_.size(); }
+  size_t size() const { return transforms_.size() + (host_mean_.empty() ? 0 : 1); }  // normalize fused in write()
 
   // Device-side augmentation (data.cache = "device", a defer_normalize pipeline): "" when every
   // transform left has an index map, else which one has none (for the error message).
@@ -109,6 +105,10 @@ class Pipeline {
   bool presize_ = true;             // no transform sizes the output: resize before the first transform
   bool defer_normalize_ = false;
   std::vector<double> mean_, std_;
+  // A final normalize on the host is done by write(): 8-bit samples through one table per channel (the same
+  // floats as Normalize::apply), in the pass that writes CHW, instead of two passes over a float image.
+  std::vector<double> host_mean_, host_std_;
+  std::vector<float> host_table_;  // [channel][0..255]
   bool reduced_ = true;
   // Transforms from `first` on, then the final resize.
   void transform(Image& img, Rng& rng, size_t first = 0) const;

@@ -33,16 +33,16 @@ class RandomResizedCrop : public Transform {
     cv::Rect box = window(height, width, rng);
     return u < o_.p ? Window{box.x, box.y, box.width, box.height} : Window{0, 0, width, height};
   }
-  void apply_window(cv::Mat& img, const Window& win, double sx, double sy) const override {
-    // The window in the (possibly reduced) image: outward to whole pixels, inside the image.
-    const int x0 = std::clamp(static_cast<int>(std::floor(win.x * sx)), 0, img.cols - 1);
-    const int y0 = std::clamp(static_cast<int>(std::floor(win.y * sy)), 0, img.rows - 1);
-    const int x1 = std::clamp(static_cast<int>(std::ceil((win.x + win.w) * sx)), x0 + 1, img.cols);
-    const int y1 = std::clamp(static_cast<int>(std::ceil((win.y + win.h) * sy)), y0 + 1, img.rows);
-    if (x0 > 0 || y0 > 0 || x1 < img.cols || y1 < img.rows) img = img(cv::Rect(x0, y0, x1 - x0, y1 - y0)).clone();
+  void apply_window(cv::Mat& img, const Window& win, double sx, double sy, int ox, int oy) const override {
+    // The window in the (possibly reduced, possibly already cropped) image.
+    const Window scaled = scale_window(win, sx, sy, img.cols + ox, img.rows + oy);
+    const cv::Rect box(scaled.x - ox, scaled.y - oy, scaled.w, scaled.h);
+    if (box != cv::Rect(0, 0, img.cols, img.rows)) img = img(box & cv::Rect(0, 0, img.cols, img.rows)).clone();
     transforms::resize_image(img, h_, w_, o_.interpolation);
   }
-  void apply(cv::Mat& img, Rng& rng) const override { apply_window(img, plan_window(img.rows, img.cols, rng), 1, 1); }
+  void apply(cv::Mat& img, Rng& rng) const override {
+    apply_window(img, plan_window(img.rows, img.cols, rng), 1, 1, 0, 0);
+  }
 
  private:
   cv::Rect window(int height, int width, Rng& rng) const {
