@@ -22,10 +22,10 @@
 # usage: scripts/bench_peers.sh [--quick] [--setup-only] [OPTIONS of scripts/peers/bench.py]
 #   --quick       every case on a sliver (2,048 / 256 training images, 1 epoch, 1 round; time-to-accuracy on
 #                 2,048 rows): checks that everything runs, ~5 min on a quiet machine; its figures mean nothing
-#   (default)     the full measurement, ~30 min on a quiet 2-core machine (estimated from docs/performance.md's
-#                 rates): fmnist (6,144 rows) and rgb_resnet18 (640 images), 2 epochs, fp32 + bf16, 2 rounds;
-#                 rgb_effnet_b0, mixup and fine_tune 1 round (~12 min); then time to 94 % (~20 min: kgtrain
-#                 ~4 min, fastai and timm 12 epochs of 60,000 images each). Only the img/s part: --cases
+#   (default)     the full measurement, ~33 min on a quiet 2-core machine (measured 2026-11-27):
+#                 fmnist (6,144 rows) and rgb_resnet18 (640 images), 2 epochs, fp32 + bf16, 2 rounds;
+#                 rgb_effnet_b0, mixup and fine_tune 1 round (12 min in all); then time to 94 % (~20 min:
+#                 kgtrain 16 epochs ~4.5 min, fastai and timm 12 epochs ~10 and ~6 min, of 60,000 images each). Only the img/s part: --cases
 #                 fmnist,rgb_resnet18,rgb_effnet_b0,rgb_resnet18_mixup,rgb_resnet18_finetune; only time to 94 %:
 #                 --cases fmnist_tta. Reprint a table: python3 scripts/peers/bench.py --table runs/bench_peers/X.json
 #   e.g. --cases fmnist --precisions bf16 --rounds 3; --contenders kgtrain-pip,fastai; --tta-fastai "--epochs 14
