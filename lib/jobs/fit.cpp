@@ -173,6 +173,7 @@ bool FitRun::preview() {
   if (!s_.target_note.empty()) log("  target  " + s_.target_note);
   model_info_ = msum.to_json();
   model_info_["name"] = model::model_name(recipe);
+  model_info_["channels_last"] = s_.dev.channels_last;  // net is summarized before each fold sets the layout
   std::istringstream lines(msum.str());
   for (std::string l; std::getline(lines, l);) log("          " + l);
   std::vector<std::string> cbs;

@@ -248,7 +248,8 @@ std::string FitSetup::data_line() const {
   for (auto k : cv.run_folds) fold_text += (fold_text.empty() ? "" : ",") + std::to_string(k);
   return "  data    " + table.csv_path + " (" + data::resolve_format(dopt) + "): " + std::to_string(table.size()) +
          " rows" + (table.dropped.empty() ? "" : " (" + std::to_string(table.dropped.size()) + " bad rows skipped)") +
-         ", " + task + ", " + std::to_string(classes.size()) + " classes; fold" +
+         ", " + task + ", " + std::to_string(classes.size()) +
+         (task == "regression" ? (classes.size() == 1 ? " target" : " targets") : " classes") + "; fold" +
          (cv.run_folds.size() > 1 ? "s " : " ") + fold_text + " of " + std::to_string(cv.folds) + " (" + cv.strategy +
          "): " + std::to_string(first_split.first.size()) + " train, " + std::to_string(first_split.second.size()) +
          " valid; input " + std::to_string(geom.channels) + "x" + sizes;

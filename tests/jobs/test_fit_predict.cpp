@@ -43,6 +43,7 @@ TEST_CASE("fit then tta-predict on a tiny dataset", "[integration][jobs]") {
   CHECK(summary["model"]["name"] == "resnet9");
   CHECK(summary["model"]["parameters"]["total"].get<int64_t>() > 1000);
   CHECK(summary["model"]["gflops_per_image"].get<double>() > 0);
+  CHECK(summary["model"]["channels_last"] == false);
 
   auto metrics = kg::read_file(run + "/metrics.jsonl");
   CHECK(std::count(metrics.begin(), metrics.end(), '\n') == 3);

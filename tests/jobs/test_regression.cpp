@@ -52,7 +52,8 @@ TEST_CASE("regression: target_transform is fitted on the training fold and every
   const std::vector<std::string> regression = {"data.task=regression", "data.label_cols=[\"price\"]",
                                                "data.sample_submission=", "train.epochs=1"};
   auto fit = [&](const std::string& run, const std::string& transform) {
-    std::vector<std::string> a = {"fit", recipe, "--run-dir", run, "data.target_transform=" + transform};
+    std::vector<std::string> a = {
+        "fit", recipe, "--run-dir", run, "data.target_transform=" + transform, "device.channels_last=true"};
     a.insert(a.end(), regression.begin(), regression.end());
     return kg::test::run_kgtrain(a);
   };
@@ -64,6 +65,8 @@ TEST_CASE("regression: target_transform is fitted on the training fold and every
   // Fold 1 of 4 trains on 72 rows; the log names the fitted values.
   CHECK(r.output.find("target  standardize (shift ") != std::string::npos);
   CHECK(r.output.find("fitted on 72 training rows") != std::string::npos);
+  CHECK(r.output.find("regression, 1 target;") != std::string::npos);  // not "1 classes"
+  CHECK(kg::config::json::parse(kg::read_file(run + "/summary.json"))["model"]["channels_last"] == true);
   auto w = kg::model::read_safetensors(run + "/checkpoints/best/model.safetensors");
   REQUIRE(w.count("target_shift"));
   const double shift = w["target_shift"].item<double>(), scale = w["target_scale"].item<double>();
