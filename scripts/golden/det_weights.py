@@ -49,3 +49,20 @@ def det_input(shape):
     for d in shape:
         n *= d
     return torch.sin(torch.arange(n, dtype=torch.float64) * 0.37).reshape(shape).float()
+
+
+def three_logits(model, bns, x):
+    """Logits of `x` in eval mode, in train mode, and in eval mode again after that train pass has set every running
+    statistic of `bns` to the batch's (momentum 1). det_fill's running statistics do not match the activations, so
+    through many BatchNorms the signal fades and the first eval logits barely depend on the input; the calibrated
+    ones do."""
+    with torch.no_grad():
+        model.eval()
+        eval_logits = model(x)
+        for m in bns:
+            m.momentum = 1.0
+        model.train()
+        train_logits = model(x)
+        model.eval()
+        calibrated = model(x)
+    return eval_logits, train_logits, calibrated

@@ -18,7 +18,7 @@ import torch
 import torchvision
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from det_weights import det_fill, det_input  # noqa: E402
+from det_weights import det_fill, det_input, three_logits  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 NUM_CLASSES = 10
@@ -67,18 +67,7 @@ def generate(arch):
     det_fill(model, rename=rename)
     model.double()
     x = det_input(INPUT_SHAPE).double()
-    with torch.no_grad():
-        model.eval()
-        eval_logits = model(x)
-        # det_fill's running statistics do not match the activations, so through ~50 BatchNorms the
-        # signal fades and eval_logits barely depend on the input. One train-mode pass with momentum 1
-        # sets every running statistic to the batch's; eval logits after it do depend on the input.
-        for m in bns:
-            m.momentum = 1.0
-        model.train()
-        train_logits = model(x)
-        model.eval()
-        calibrated_logits = model(x)
+    eval_logits, train_logits, calibrated_logits = three_logits(model, bns, x)
 
     def flat(t):
         return [float(v) for v in t.flatten()]

@@ -26,7 +26,7 @@ import timm
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from det_weights import det_fill, det_input, det_tensor  # noqa: E402
+from det_weights import det_fill, det_input, det_tensor, three_logits  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 OUT = os.path.join(ROOT, "tests", "golden", "timm_parity.json")
@@ -60,15 +60,7 @@ def generate(arch):
     shapes = {name: list(t.shape) for name, t in model.state_dict().items()}
     model.double()
     x = det_input(INPUT_SHAPE).double()
-    with torch.no_grad():
-        model.eval()
-        eval_logits = model(x)
-        for m in bns:
-            m.momentum = 1.0
-        model.train()
-        train_logits = model(x)
-        model.eval()
-        calibrated = model(x)
+    eval_logits, train_logits, calibrated = three_logits(model, bns, x)
     spread = float((calibrated[0] - calibrated[1]).abs().max())
     assert spread > 0.01, f"{arch}: the calibrated logits hardly depend on the input ({spread:.3g})"
     print(f"{arch}: {len(shapes)} tensors, {fill}; calibrated logits max |.| {float(calibrated.abs().max()):.3g}, "
