@@ -26,7 +26,6 @@ import json
 import os
 import sys
 import time
-import warnings
 
 T_START = time.time()
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -68,21 +67,12 @@ from fastai.vision.all import (Adam, Callback, CategoryBlock, CropPad, DataBlock
                                ImageBlock, LabelSmoothingCrossEntropyFlat, Learner, MixUp, Normalize, OptimWrapper,
                                PadMode, PILImageBW, RandomCrop, RandomResizedCrop, accuracy, defaults, find_bs,
                                get_image_files, minimum, parent_label, set_seed, slide, steep, valley)
-from fastai.callback.fp16 import MixedPrecision  # noqa: E402
+from fastai_cpu import CPUMixedPrecision  # noqa: E402
 from functools import partial  # noqa: E402
 import fastai  # noqa: E402
 import models  # noqa: E402
 
 set_seed(a.seed)
-
-
-class CPUMixedPrecision(MixedPrecision):
-    """fastai's MixedPrecision(amp_mode='bf16') with the autocast on the CPU (fastai's own uses device 'cuda')."""
-    def before_fit(self):
-        with warnings.catch_warnings():  # its autocast('cuda') warns that CUDA is absent; replaced just below
-            warnings.simplefilter("ignore")
-            super().before_fit()  # a disabled GradScaler for bf16, as fastai does
-        self.autocast = torch.autocast("cpu", dtype=torch.bfloat16)
 
 
 class EpochTimer(Callback):

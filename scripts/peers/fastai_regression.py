@@ -21,7 +21,7 @@ does regression; prints the validation SMAPE every epoch and one final JSON line
   - metric: SMAPE as kgtrain's metric (lib/metric/smape.cpp), summed over all validation cells;
   - optimizer / schedule: fastai's Adam with decoupled weight decay (AdamW) at betas 0.9/0.999, eps 1e-8, wd 5e-4,
     no decay on BatchNorm and bias; fit_one_cycle(epochs, 3e-3) with its defaults (kgtrain's one_cycle defaults);
-  - --bf16: fastai_fit.py's CPUMixedPrecision (fastai's MixedPrecision(bf16) with torch.autocast on the CPU);
+  - --bf16: fastai_cpu.py's CPUMixedPrecision (fastai's MixedPrecision(bf16) with torch.autocast on the CPU);
     the network's output is cast to float32 before the SigmoidRange. --channels-last: learn.to_channelslast.
 
 usage: fastai_regression.py [--data data/fashion_mnist] [--table price_train.csv|price100_train.csv] [--epochs 4]
@@ -33,7 +33,6 @@ import math
 import os
 import sys
 import time
-import warnings
 
 T_START = time.time()
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -76,21 +75,12 @@ torch.set_num_threads(a.threads)
 from fastai.vision.all import (Adam, Callback, ColReader, ColSplitter, CropPad, DataBlock, FlipItem,  # noqa: E402
                                ImageBlock, L1LossFlat, Learner, Metric, MSELossFlat, Normalize, PadMode, PILImageBW,
                                RandomCrop, RegressionBlock, SigmoidRange, defaults, find_bs, set_seed)
-from fastai.callback.fp16 import MixedPrecision  # noqa: E402
+from fastai_cpu import CPUMixedPrecision  # noqa: E402
 from functools import partial  # noqa: E402
 import fastai  # noqa: E402
 import models  # noqa: E402
 
 set_seed(a.seed)
-
-
-class CPUMixedPrecision(MixedPrecision):
-    """fastai's MixedPrecision(amp_mode='bf16') with the autocast on the CPU (fastai's own uses device 'cuda')."""
-    def before_fit(self):
-        with warnings.catch_warnings():  # its autocast('cuda') warns that CUDA is absent; replaced just below
-            warnings.simplefilter("ignore")
-            super().before_fit()  # a disabled GradScaler for bf16, as fastai does
-        self.autocast = torch.autocast("cpu", dtype=torch.bfloat16)
 
 
 def smape_cells(pred, y):
