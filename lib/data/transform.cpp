@@ -92,6 +92,17 @@ Pipeline::Pipeline(const config::json& augment, const ImageGeometry& g, bool tra
   }
 }
 
+bool Pipeline::normalization(std::vector<double>& mean, std::vector<double>& std) const {
+  if (!host_mean_.empty() || !mean_.empty()) {
+    mean = host_mean_.empty() ? mean_ : host_mean_;
+    std = host_mean_.empty() ? std_ : host_std_;
+    return true;
+  }
+  for (size_t i = transforms_.size(); i-- > 0;)
+    if (transforms_[i]->normalization(mean, std)) return true;
+  return false;
+}
+
 std::string Pipeline::without_index_map() const {
   for (size_t i = 0; i < transforms_.size(); ++i)
     if (!transforms_[i]->has_index_map()) return names_[i];

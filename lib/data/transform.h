@@ -89,6 +89,9 @@ class Pipeline {
   const std::vector<double>& device_mean() const { return mean_; }
   const std::vector<double>& device_std() const { return std_; }
   const ImageGeometry& geometry() const { return g_; }
+  // The normalization samples leave with, [0, 1] units per channel: the final normalize (fused into the
+  // write, or deferred to the device) or, failing that, the last normalize in the list. False: none.
+  bool normalization(std::vector<double>& mean, std::vector<double>& std) const;
   size_t size() const { return transforms_.size() + (host_mean_.empty() ? 0 : 1); }  // normalize fused in write()
 
   // Device-side augmentation (data.cache = "device", a defer_normalize pipeline): "" when every

@@ -30,6 +30,7 @@
 #include "jobs/job.h"
 #include "jobs/model_setup.h"
 #include "jobs/oof.h"
+#include "jobs/sample_grid.h"
 #include "loss/loss.h"
 #include "metric/metric.h"
 #include "metric/metric_set.h"
@@ -44,6 +45,7 @@
 #include "train/callback.h"
 #include "train/checkpoint.h"
 #include "train/engine.h"
+#include "train/log_options.h"
 #include "train/lr_finder.h"
 #include "train/options.h"
 #include "train/plan.h"
@@ -121,6 +123,12 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
     auto g = s_.group;
     model::set_batchnorm_sync([g](const at::Tensor& t) { return g->differentiable_sum(t); });
   }
+  // samples.png: the first training batch as the network sees it (log.images; the TensorBoard logger shows it).
+  if (train::load_log_options(recipe).images && report::can_plot() && !fs::exists(dir / "samples.png"))
+    write_file_atomic(
+        (dir / "samples.png").string(),
+        training_sample_png(s_, train_rows, 16, 0,
+                            "training batch, epoch 1" + (multi_ ? ", fold " + std::to_string(k) : std::string())));
   train::Trainer trainer(std::move(parts), plan, s_.topt, s_.copt, train_loader, valid_loader, s_.mix_fn(),
                          train::build_callbacks(recipe), io);
   if (resuming_)
@@ -141,6 +149,7 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
       {"validation_shards", s_.shards_validation(valid_rows.size()) ? o_.dist.world_size : 1},
       {"best",
        {{"metric", s_.monitor},
+        {"mode", s_.metrics->higher_is_better() ? "max" : "min"},
         {"value", st.best ? json(*st.best) : json()},
         {"epoch", st.best_epoch},
         {"from", st.best_from}}},

@@ -122,6 +122,7 @@ UpdateResult GradientPolicy::finish(const std::vector<at::Tensor>& params, const
     const at::Tensor host =
         torch::stack({total.to(torch::kDouble).reshape({}), loss_sum.detach().to(torch::kDouble).reshape({})}).cpu();
     const double total_norm = host.data_ptr<double>()[0];
+    r.grad_norm = total_norm;
     if (!loss_read) r.loss_sum = host.data_ptr<double>()[1];
     finite = std::isfinite(total_norm) && std::isfinite(r.loss_sum);
     if (finite && clip_norm_ > 0 && total_norm > clip_norm_) {

@@ -8,6 +8,7 @@
 //   LayerFreezer      an epoch of the plan on a network: frozen layer groups (train.train_bn) and the
 //                     phase's layer-group lr multipliers (fine_tune)
 #pragma once
+#include <limits>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -68,6 +69,7 @@ enum class UpdateOutcome {
 struct UpdateResult {
   UpdateOutcome outcome = UpdateOutcome::applied;
   double loss_sum = 0;  // the update's micro-batch mean losses, summed (read from the device once)
+  double grad_norm = std::numeric_limits<double>::quiet_NaN();  // total gradient norm before clipping, when measured
   bool applied() const { return outcome == UpdateOutcome::applied; }
 };
 

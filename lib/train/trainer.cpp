@@ -95,7 +95,34 @@ void Trainer::apply_plan_for_epoch(int64_t epoch) {
   ranks_->set_trainable(params_);
 }
 
-bool Trainer::finish_update(const at::Tensor& group_loss_sum, bool stop_here) {
+// One update in progress: its loader batches [first, first + size), those loaded so far (kept for an
+// out-of-memory retry), the weights a retry restores, and what its micro-batches add up to. The sums are
+// folded into the epoch's totals when the update is done (a retry starts them again from nothing).
+struct Trainer::UpdateGroup {
+  int64_t first = 0, size = 0, loaded = 0;
+  double lr = 0;              // the plan's lr of the update
+  std::vector<int64_t> rows;  // rows of each of the group's loader batches
+  std::vector<data::Batch> batches;
+  ModelSnapshot snapshot;
+  at::Tensor loss;         // float sum of the micro-batches' mean losses (the non-finite check)
+  at::Tensor loss_double;  // the same in double (the epoch's training loss)
+  int64_t count = 0, images = 0;
+
+  // Micro-batches in the group at `micro` images per micro-batch.
+  int64_t chunks(int64_t micro) const {
+    int64_t c = 0;
+    for (int64_t r : rows) c += OomBackoff::chunks_of(r, micro);
+    return c;
+  }
+  void reset_sums() {
+    loss.zero_();
+    loss_double.zero_();
+    count = images = 0;
+  }
+};
+
+bool Trainer::finish_update(const UpdateGroup& g, bool stop_here) {
+  const at::Tensor& group_loss_sum = g.loss;
   dist_stop_ = stop_here;
   at::Tensor loss_sum = group_loss_sum;
   if (p_.group) {  // gradients of the whole group are in place: averaged over the ranks
@@ -126,37 +153,14 @@ bool Trainer::finish_update(const at::Tensor& group_loss_sum, bool stop_here) {
     }
   }
   ++s_.step;
+  last_update_ = {s_.step,     r.loss_sum / static_cast<double>(std::max<int64_t>(1, g.count)),
+                  r.grad_norm, g.lr,
+                  g.images,    r.applied()};
   if (!r.applied()) return false;
   s_.nan_streak = 0;
   for (auto& cb : callbacks_) cb->on_step_end(*this);
   return true;
 }
-
-// One update in progress: its loader batches [first, first + size), those loaded so far (kept for an
-// out-of-memory retry), the weights a retry restores, and what its micro-batches add up to. The sums are
-// folded into the epoch's totals when the update is done (a retry starts them again from nothing).
-struct Trainer::UpdateGroup {
-  int64_t first = 0, size = 0, loaded = 0;
-  double lr = 0;              // the plan's lr of the update
-  std::vector<int64_t> rows;  // rows of each of the group's loader batches
-  std::vector<data::Batch> batches;
-  ModelSnapshot snapshot;
-  at::Tensor loss;         // float sum of the micro-batches' mean losses (the non-finite check)
-  at::Tensor loss_double;  // the same in double (the epoch's training loss)
-  int64_t count = 0, images = 0;
-
-  // Micro-batches in the group at `micro` images per micro-batch.
-  int64_t chunks(int64_t micro) const {
-    int64_t c = 0;
-    for (int64_t r : rows) c += OomBackoff::chunks_of(r, micro);
-    return c;
-  }
-  void reset_sums() {
-    loss.zero_();
-    loss_double.zero_();
-    count = images = 0;
-  }
-};
 
 void Trainer::run_loaded_batch(const data::Batch& b, int64_t epoch, int64_t full_batch, bool last_of_group,
                                UpdateGroup& g) {
@@ -294,7 +298,7 @@ bool Trainer::run_epoch(int64_t epoch) {
     s_.epoch_loss_count += g.count;
     s_.epoch_images += g.images;
     s_.train_images += g.images;
-    finish_update(g.loss, stop_signal().load() != 0 || (stop_requested_ && stop_mid_epoch_));
+    finish_update(g, stop_signal().load() != 0 || (stop_requested_ && stop_mid_epoch_));
     s_.batch = b.index + 1;
     progress.update(
         s_.batch,

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -91,6 +92,16 @@ using ValidLoaderFn = std::function<std::unique_ptr<data::Loader>()>;
 // Changes a micro-batch's input and targets on the device (mixup/cutmix); empty = none.
 using MixFn = std::function<void(at::Tensor& x, at::Tensor& y, int64_t epoch, int64_t batch_index)>;
 
+// The last optimizer update, for loggers (read at no extra device sync: the loop reads these anyway).
+struct UpdateInfo {
+  int64_t step = 0;                                             // updates so far, this one included
+  double loss = 0;                                              // the update's mean training loss
+  double grad_norm = std::numeric_limits<double>::quiet_NaN();  // before clipping; NaN when not measured
+  double lr = 0;
+  int64_t images = 0;  // images in the update (this process)
+  bool applied = false;
+};
+
 struct FitOutcome {
   std::string status;  // completed | early_stopped | time_budget | interrupted
   int signal = 0;      // interrupted: the signal number
@@ -134,6 +145,7 @@ class Trainer {
   CheckpointStore& store() { return store_; }
   // The monitored value and variant of the epoch's best candidate ("best" selection ran already).
   const EpochReport* last_report() const { return last_report_.get(); }
+  const UpdateInfo& last_update() const { return last_update_; }
 
  private:
   void restore(const Checkpoint& c);  // resume() without its checks of the state it reads
@@ -141,9 +153,9 @@ class Trainer {
   void end_epoch(int64_t epoch);
   void apply_plan_for_epoch(int64_t epoch);
   // `stop_here`: this rank wants to stop after the update (shared with the others in data parallel runs).
-  bool finish_update(const at::Tensor& group_loss_sum, bool stop_here);
   // One update's loader batches in progress (train/trainer.cpp).
   struct UpdateGroup;
+  bool finish_update(const UpdateGroup& g, bool stop_here);
   // Sets the update's lr, momentum and gradients; `first`: its first loader batch.
   void begin_update(UpdateGroup& g, const data::Loader& loader, int64_t first);
   // Runs loaded batch `b` of the update; under train.oom_backoff an out-of-memory error restores the
@@ -180,6 +192,7 @@ class Trainer {
   std::unique_ptr<RankSync> ranks_;       // data parallel: what the ranks agree on (no-ops for one process)
   std::unique_ptr<GraphedSteps> graphs_;  // device.cuda_graphs
   std::unique_ptr<EpochReport> last_report_;
+  UpdateInfo last_update_;
   bool stop_requested_ = false, stop_mid_epoch_ = false;
   bool dist_stop_ = false;  // data parallel: a rank asked to stop at the last update
   int dist_signal_ = 0;     // data parallel: the signal a rank received (so every rank ends as interrupted)
