@@ -7,6 +7,7 @@
 #include "core/strings.h"
 #include "jobs/fit.h"
 #include "launch.h"
+#include "sweep.h"
 
 namespace kg::app {
 namespace {
@@ -28,9 +29,17 @@ class FitCommand : public Command {
         ->check(kCount);
     cmd.add_option("--plot-schedule", req_.plot_schedule,
                    "draw the planned learning rate (and momentum) per update to this PNG and exit");
+    cmd.add_flag("-m,--multirun", multirun_,
+                 "sweep (Hydra's grammar): key=a,b,c, key=range(start,stop[,step]), key=choice(a,b); one fit run "
+                 "per combination in a sweep folder (--run-dir), sweep.csv + a ranked table; --resume SWEEP_DIR "
+                 "continues a stopped sweep");
+    cmd.add_option("--jobs", jobs_, "with -m: runs at once (CPU threads split between them; one GPU each)")
+        ->check(kCount);
   }
 
   int run() override {
+    if (multirun_) return run_multirun();
+    KG_CHECK(jobs_ == 1, UsageError, "--jobs is for sweeps: add -m");
     if (nproc_ > 1) {
       const auto env = environment();
       KG_CHECK(!env.count("WORLD_SIZE"), UsageError, "--nproc ", nproc_,
@@ -60,8 +69,39 @@ class FitCommand : public Command {
       flags_.words.insert(flags_.words.begin(), (p / "recipe.toml").string());
   }
 
+  int run_multirun() {
+    KG_CHECK(nproc_ == 1, UsageError, "-m runs each sweep run as one process: --nproc is not supported with it");
+    KG_CHECK(req_.plot_schedule.empty(), UsageError, "--plot-schedule draws one run's schedule: drop -m");
+    KG_CHECK(!flags_.check_data, UsageError, "--check-data checks one recipe's data: drop -m");
+    install_signal_handlers();
+    SweepRequest r;
+    r.words = flags_.words_with_flags();
+    if (!weights_.empty()) r.run_flags = {"--weights", weights_};
+    if (flags_.smoke) r.run_flags.push_back("--smoke");
+    r.sweep_dir = flags_.run_dir;
+    r.resume = req_.resume;
+    KG_CHECK(r.resume != "auto", UsageError, "-m --resume takes the sweep folder: kgtrain fit -m --resume SWEEP_DIR");
+    KG_CHECK(r.resume.empty() || flags_.words.empty(), UsageError,
+             "-m --resume SWEEP_DIR reruns the sweep's own words (sweep.json): give no recipe or overrides");
+    KG_CHECK(!r.resume.empty() || !flags_.words.empty(), UsageError, "fit -m needs RECIPE.toml files and overrides");
+    r.jobs = jobs_;
+    r.dry_run = flags_.dry_run;
+    r.quiet = flags_.quiet;
+    r.resolve = [this](const std::vector<std::string>& words) {
+      RecipeFlags f = flags_;
+      f.words = words;
+      f.device.clear();
+      f.seed = -1;
+      f.run_dir.clear();
+      return f.resolve("fit");
+    };
+    return run_sweep(r);
+  }
+
   RecipeFlags flags_;
   jobs::FitRequest req_;
+  bool multirun_ = false;
+  int jobs_ = 1;
   std::string weights_;
   int nproc_ = 1;
 };

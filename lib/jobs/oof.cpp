@@ -156,6 +156,69 @@ void write_oof_fold(const std::string& dir, const data::Table& table, const data
   write_file_atomic((fs::path(dir) / "fold.json").string(), info.dump(2) + "\n");
 }
 
+OofTable read_oof(const data::CsvTable& c, const data::ClassList& classes, const std::string& id_col) {
+  const int idc = c.require_column(id_col, ""), fc = c.require_column("fold", ""), tc = c.require_column("target", ""),
+            pc = c.require_column("prediction", "");
+  std::vector<int> probc;
+  for (auto& n : prob_columns(classes)) probc.push_back(c.require_column(n, ""));
+  const int64_t n = static_cast<int64_t>(c.rows.size()), K = classes.outputs();
+  auto preds = torch::zeros({n, K}, torch::kDouble);
+  at::Tensor targets =
+      classes.task == data::Task::multiclass ? torch::zeros({n}, torch::kLong) : torch::zeros({n, K}, torch::kDouble);
+  OofTable out;
+  for (int64_t i = 0; i < n; ++i) {
+    const auto& row = c.rows[static_cast<size_t>(i)];
+    const std::string where = c.where(static_cast<size_t>(i) + 1);
+    const auto number = [&](const std::string& s) {
+      try {
+        size_t used = 0;
+        const double v = std::stod(s, &used);
+        if (used == s.size()) return v;
+      } catch (const std::exception&) {
+      }
+      throw DataError(where + ": \"" + s + "\" is not a number");
+    };
+    out.ids.push_back(row[static_cast<size_t>(idc)]);
+    out.folds.push_back(static_cast<int64_t>(number(row[static_cast<size_t>(fc)])));
+    auto parse_values = [&](const std::string& s, at::Tensor out_row) {
+      auto parts = split(s, ' ');
+      KG_CHECK(static_cast<int64_t>(parts.size()) == K, DataError, where, ": expected ", K, " values, got \"", s, "\"");
+      for (int64_t j = 0; j < K; ++j) out_row[j] = number(parts[static_cast<size_t>(j)]);
+    };
+    const std::string& t = row[static_cast<size_t>(tc)];
+    switch (classes.task) {
+      case data::Task::multiclass: {
+        auto idx = classes.index_of(t);
+        KG_CHECK(idx.has_value(), DataError, where, ": unknown class \"", t, "\"");
+        targets[i] = *idx;
+        break;
+      }
+      case data::Task::binary:
+        targets[i][0] = t == classes.names[1] ? 1.0 : 0.0;
+        break;
+      case data::Task::multilabel:
+        for (auto& l : split(t, ' '))
+          if (!l.empty()) {
+            auto idx = classes.index_of(l);
+            KG_CHECK(idx.has_value(), DataError, where, ": unknown label \"", l, "\"");
+            targets[i][*idx] = 1.0;
+          }
+        break;
+      case data::Task::regression:
+        parse_values(t, targets[i]);
+        break;
+    }
+    if (classes.task == data::Task::regression)
+      parse_values(row[static_cast<size_t>(pc)], preds[i]);
+    else
+      for (size_t j = 0; j < probc.size(); ++j)
+        preds[i][static_cast<int64_t>(j)] = number(row[static_cast<size_t>(probc[j])]);
+  }
+  out.preds = preds.to(torch::kFloat);
+  out.targets = targets.scalar_type() == torch::kLong ? targets : targets.to(torch::kFloat);
+  return out;
+}
+
 json merge_oof(const std::vector<std::string>& dirs, const std::string& out_dir) {
   std::vector<FoldFile> files;
   for (auto& d : dirs) collect(fs::path(d), files);
@@ -192,63 +255,19 @@ json merge_oof(const std::vector<std::string>& dirs, const std::string& out_dir)
   metric::MetricContext mctx{classes.outputs(), task};
   for (auto& f : files) {
     const auto& c = f.csv;
-    int idc = c.require_column(id_col, ""), fc = c.require_column("fold", ""), tc = c.require_column("target", ""),
-        pc = c.require_column("prediction", "");
-    std::vector<int> probc;
-    for (auto& n : pcols) probc.push_back(c.require_column(n, ""));
     const int64_t k = f.info.at("fold").get<int64_t>();
-    const int64_t n = static_cast<int64_t>(c.rows.size()), K = classes.outputs();
-    auto preds = torch::zeros({n, K}, torch::kDouble);
-    at::Tensor targets =
-        classes.task == data::Task::multiclass ? torch::zeros({n}, torch::kLong) : torch::zeros({n, K}, torch::kDouble);
-    for (int64_t i = 0; i < n; ++i) {
-      const auto& row = c.rows[static_cast<size_t>(i)];
-      const std::string& id = row[static_cast<size_t>(idc)];
+    const OofTable t = read_oof(c, classes, id_col);
+    for (size_t i = 0; i < t.ids.size(); ++i) {
+      const std::string& id = t.ids[i];
       auto it = split_of.find(id);
-      KG_CHECK(it != split_of.end(), DataError, c.where(static_cast<size_t>(i) + 1), ": id ", id,
-               " is not in the split (folds.csv)");
-      KG_CHECK(it->second.second == k && std::stoll(row[static_cast<size_t>(fc)]) == k, DataError,
-               c.where(static_cast<size_t>(i) + 1), ": id ", id, " belongs to fold ", it->second.second,
-               " of the split, not fold ", k);
-      rows.push_back({it->second.first, row});
-      auto parse_values = [&](const std::string& s, at::Tensor out_row) {
-        auto parts = split(s, ' ');
-        KG_CHECK(static_cast<int64_t>(parts.size()) == K, DataError, c.where(static_cast<size_t>(i) + 1), ": expected ",
-                 K, " values, got \"", s, "\"");
-        for (int64_t j = 0; j < K; ++j) out_row[j] = std::stod(parts[static_cast<size_t>(j)]);
-      };
-      const std::string& t = row[static_cast<size_t>(tc)];
-      switch (classes.task) {
-        case data::Task::multiclass: {
-          auto idx = classes.index_of(t);
-          KG_CHECK(idx.has_value(), DataError, c.where(static_cast<size_t>(i) + 1), ": unknown class \"", t, "\"");
-          targets[i] = *idx;
-          break;
-        }
-        case data::Task::binary:
-          targets[i][0] = t == classes.names[1] ? 1.0 : 0.0;
-          break;
-        case data::Task::multilabel:
-          for (auto& l : split(t, ' '))
-            if (!l.empty()) {
-              auto idx = classes.index_of(l);
-              KG_CHECK(idx.has_value(), DataError, c.where(static_cast<size_t>(i) + 1), ": unknown label \"", l, "\"");
-              targets[i][*idx] = 1.0;
-            }
-          break;
-        case data::Task::regression:
-          parse_values(t, targets[i]);
-          break;
-      }
-      if (classes.task == data::Task::regression)
-        parse_values(row[static_cast<size_t>(pc)], preds[i]);
-      else
-        for (size_t j = 0; j < probc.size(); ++j)
-          preds[i][static_cast<int64_t>(j)] = std::stod(row[static_cast<size_t>(probc[j])]);
+      KG_CHECK(it != split_of.end(), DataError, c.where(i + 1), ": id ", id, " is not in the split (folds.csv)");
+      KG_CHECK(it->second.second == k && t.folds[i] == k, DataError, c.where(i + 1), ": id ", id, " belongs to fold ",
+               it->second.second, " of the split, not fold ", k);
+      rows.push_back({it->second.first, c.rows[i]});
     }
-    auto pf = preds.to(torch::kFloat), tf = targets.scalar_type() == torch::kLong ? targets : targets.to(torch::kFloat);
+    const at::Tensor &pf = t.preds, &tf = t.targets;
     double v = metric::evaluate(metric, mctx, pf, tf);
-    per_fold.push_back({{"fold", k}, {"value", v}, {"rows", n}, {"dir", f.dir}});
+    per_fold.push_back({{"fold", k}, {"value", v}, {"rows", static_cast<int64_t>(t.ids.size())}, {"dir", f.dir}});
     values.push_back(v);
     all_preds.push_back(pf);
     all_targets.push_back(tf);

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/csv.h"
 #include "data/table.h"
 #include "train/engine.h"
 
@@ -19,6 +20,16 @@ namespace kg::jobs {
 void write_oof_fold(const std::string& dir, const data::Table& table, const data::ClassList& classes,
                     const std::string& id_col, int64_t fold, int64_t folds, const std::string& metric,
                     const train::Predictions& pred, const nlohmann::json& extra);
+
+// An OOF file (oof.csv, oof_fold.csv) parsed: its ids and folds, the probabilities (regression: the
+// predictions) [N, K] float, the targets (multiclass: int64 [N]; else float [N, K]). DataError naming the
+// file:line of a missing column, an unknown class or a value that is not a number.
+struct OofTable {
+  std::vector<std::string> ids;
+  std::vector<int64_t> folds;
+  at::Tensor preds, targets;
+};
+OofTable read_oof(const data::CsvTable& csv, const data::ClassList& classes, const std::string& id_col);
 
 // Finds fold outputs under `dirs` (a fold dir, a run dir with oof_fold.csv, or a run dir with fold_<k>/
 // sub-directories), checks they share one split and hold each fold once, writes oof.csv and cv.json
