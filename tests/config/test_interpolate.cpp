@@ -126,7 +126,7 @@ TEST_CASE("a reference to a table or a malformed reference is an error", "[unit]
   CHECK_THAT(p[2], Catch::Contains("${optim} names a table"));
 }
 
-TEST_CASE("\\${ is a literal ${ and is not interpolated", "[unit]") {
+TEST_CASE("a backslash before a dollar-brace makes it literal text, not interpolated", "[unit]") {
   Tree t = run(R"(
 a = 1
 lit = '\${a} and ${a}'

@@ -89,7 +89,7 @@ TEST_CASE("a missing extends target cites the entry's file:line:col", "[unit]") 
   CHECK_THAT(bad.at(0), Catch::Contains("extends: expected a path or a list of paths"));
 }
 
-TEST_CASE("several recipe files layer left to right; missing ones are reported", "[unit]") {
+TEST_CASE("several recipe files layer left to right, missing ones are reported", "[unit]") {
   TempDir d;
   std::string a = d.write("a.toml", "[train]\nepochs = 1\nbs = 64\n");
   std::string b = d.write("more/b.toml", "[train]\nepochs = 2\n");
@@ -179,7 +179,7 @@ TEST_CASE("the env layer goes under the recipe", "[unit]") {
   CHECK(res.tree.at("out.dir").value == "/tmp/o");
 }
 
-TEST_CASE("env=NAME forces a layer; a forced layer that does not exist lists the others", "[unit]") {
+TEST_CASE("env=NAME forces a layer, a forced layer that does not exist lists the others", "[unit]") {
   TempDir d;
   std::string r = d.write("r.toml", "x = 1\n");
   d.write("b/env/colab.toml", "where = \"colab\"\n");

@@ -32,7 +32,7 @@ TEST_CASE("sweep: comma lists and range() multiply, the first key changing slowe
   CHECK(runs[7] == std::vector<std::string>{"optim.lr=3e-4", "model=resnet34", "train.epochs=8"});
 }
 
-TEST_CASE("sweep: range() as Python's (stop excluded), floats, negative steps; choice()", "[unit][config]") {
+TEST_CASE("sweep: range() as Python's (stop excluded), floats, negative steps, choice()", "[unit][config]") {
   auto values = [](const std::string& w) { return parse_sweep({w}, 100).axes.at(0).values; };
   CHECK(values("a=range(3)") == std::vector<std::string>{"0", "1", "2"});
   CHECK(values("a=range(1, 5)") == std::vector<std::string>{"1", "2", "3", "4"});

@@ -209,7 +209,7 @@ TEST_CASE("vflip mirrors rows", "[unit][data]") {
       CHECK(flipped[static_cast<size_t>(y * 5 + x)] == plain[static_cast<size_t>((3 - y) * 5 + x)]);
 }
 
-TEST_CASE("grayscale: equal channels holding the ITU-R 601 luma; a no-op on gray images", "[unit][data]") {
+TEST_CASE("grayscale: equal channels holding the ITU-R 601 luma, a no-op on gray images", "[unit][data]") {
   ImageGeometry g{6, 7, 3};
   auto img = noise(6, 7, 3);
   auto v = run(R"([{"name": "grayscale", "p": 1.0}])", g, 0, true, img);
@@ -284,7 +284,7 @@ TEST_CASE("center_crop: central window, padding with fill, crop_pct scaling", "[
       CHECK(v[static_cast<size_t>(y * 10 + x)] == Approx(scaled.at<uint8_t>(y + 5, x + 5) / 255.0));
 }
 
-TEST_CASE("random_resized_crop: full-area square crop equals a plain resize; crops lie inside", "[unit][data]") {
+TEST_CASE("random_resized_crop: full-area square crop equals a plain resize, crops lie inside", "[unit][data]") {
   ImageGeometry g{12, 12, 3};
   auto img = noise(24, 24, 3);
   const std::string full = R"([{"name": "random_resized_crop", "scale": [1, 1], "ratio": [1, 1]}])";
@@ -302,7 +302,7 @@ TEST_CASE("random_resized_crop: full-area square crop equals a plain resize; cro
   CHECK(v[7] - v[0] < 0.9f * 195.0f / 255.0f);  // a crop, not the whole width
 }
 
-TEST_CASE("affine: identity parameters leave the image unchanged; rotation by 180 degrees", "[unit][data]") {
+TEST_CASE("affine: identity parameters leave the image unchanged, rotation by 180 degrees", "[unit][data]") {
   ImageGeometry g{9, 11, 3};
   auto img = noise(9, 11, 3);
   const auto plain = run("[]", g, 0, true, img);

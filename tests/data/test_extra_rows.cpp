@@ -122,7 +122,7 @@ TEST_CASE("extra rows are appended after the training rows with their labels and
   }
 }
 
-TEST_CASE("extra rows get fold -1; the training rows keep the split they have without extras", "[unit][data][pseudo]") {
+TEST_CASE("extra rows get fold -1, the training rows keep the split they have without extras", "[unit][data][pseudo]") {
   Extra e;
   e.csv(kSoft);
   Table t = e.load();

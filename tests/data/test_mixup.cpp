@@ -221,7 +221,7 @@ TEST_CASE("mixup elem mode: one lambda per sample", "[unit][data]") {
   CHECK(distinct.size() == static_cast<size_t>(B));
 }
 
-TEST_CASE("mixup pair mode: partners share a lambda; an odd batch's middle sample is unmixed", "[unit][data]") {
+TEST_CASE("mixup pair mode: partners share a lambda, an odd batch's middle sample is unmixed", "[unit][data]") {
   auto o = options("[mixup]\nmixup_alpha = 1.0\nmode = \"pair\"\n");
   const int64_t B = 7;
   auto x = batch_images(B);

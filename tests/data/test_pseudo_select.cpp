@@ -128,7 +128,7 @@ TEST_CASE("select_pseudo binary: confidence max(p, 1 - p), classes by p >= 0.5",
   CHECK(select_pseudo(p, "binary", opts(0.8, 0.4)).rows == Rows{0, 1, 4, 5});
 }
 
-TEST_CASE("select_pseudo multilabel: the least confident label decides; top fraction over all rows",
+TEST_CASE("select_pseudo multilabel: the least confident label decides, top fraction over all rows",
           "[unit][data][pseudo]") {
   // confidence = min over labels of max(p, 1 - p):
   //   0: min(.95, .98) = .95   1: min(.60, .99) = .60   2: min(.97, .96) = .96

@@ -72,7 +72,7 @@ TEST_CASE("torchrun's environment is read, and a broken one named", "[unit][devi
   }
 }
 
-TEST_CASE("each rank takes its slice of every global batch; a short one is split evenly and padded",
+TEST_CASE("each rank takes its slice of every global batch, a short one is split evenly and padded",
           "[unit][data][dist]") {
   std::vector<int64_t> order;
   for (int64_t i = 0; i < 10; ++i) order.push_back(100 + i);

@@ -28,7 +28,7 @@ struct Linear {
 
 }  // namespace
 
-TEST_CASE("emulated graph: capture leaves nothing readable and .grad untouched; replays read the static inputs",
+TEST_CASE("emulated graph: capture leaves nothing readable and .grad untouched, replays read the static inputs",
           "[unit][device][graphs]") {
   Linear m;
   m.w.mutable_grad() = torch::full({2}, 7.0f);  // an accumulation in progress

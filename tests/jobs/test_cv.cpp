@@ -215,7 +215,7 @@ TEST_CASE("folds trained in separate processes merge into the same oof.csv and c
   }
 }
 
-TEST_CASE("cv.fold = [0, 2] trains two folds; cv.json says the OOF is incomplete", "[integration][cv]") {
+TEST_CASE("cv.fold = [0, 2] trains two folds, cv.json says the OOF is incomplete", "[integration][cv]") {
   auto& S = shared();
   REQUIRE(S.all.exit_code == 0);
   const std::string P = S.dir / "P";

@@ -46,7 +46,7 @@ void add_feature_column(const std::string& root) {
 
 }  // namespace
 
-TEST_CASE("fit trains on images plus numeric features; --weights seeds fit and scores with tta-predict",
+TEST_CASE("fit trains on images plus numeric features, --weights seeds fit and scores with tta-predict",
           "[integration][jobs][model]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 64, 12);

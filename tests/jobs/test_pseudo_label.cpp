@@ -93,7 +93,7 @@ void check_layer(const std::string& out, const std::string& data_root) {
 
 }  // namespace
 
-TEST_CASE("pseudo-label keeps the test rows above the threshold; fit trains on them, never validates on them",
+TEST_CASE("pseudo-label keeps the test rows above the threshold, fit trains on them, never validates on them",
           "[integration][jobs][pseudo]") {
   auto& S = shared();
   const double threshold = S.middle_threshold();

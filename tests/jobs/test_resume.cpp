@@ -245,7 +245,7 @@ TEST_CASE("a kill just after an epoch-end checkpoints/last keeps checkpoints/bes
   CHECK(json::parse(kg::read_file(run + "/fold.json"))["oof"]["weights"] == "checkpoints/best");
 }
 
-TEST_CASE("SIGTERM saves a checkpoint that resumes exactly; a damaged last is skipped", "[integration][resume]") {
+TEST_CASE("SIGTERM saves a checkpoint that resumes exactly, a damaged last is skipped", "[integration][resume]") {
   auto& S = shared();
   const std::string& ref = S.reference(kOverrides);
   const std::string run = S.fresh("term"), log = run + ".log";

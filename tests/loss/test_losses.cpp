@@ -145,7 +145,7 @@ TEST_CASE("smape loss is in percent and finite at 0/0", "[unit][loss]") {
   CHECK(torch::isfinite(x.grad()).all().item<bool>());
 }
 
-TEST_CASE("focal with gamma 0 is cross-entropy; alpha does not change the multiclass form", "[unit][loss]") {
+TEST_CASE("focal with gamma 0 is cross-entropy, alpha does not change the multiclass form", "[unit][loss]") {
   auto x = torch::randn({6, 5}, torch::kDouble);
   auto t = torch::tensor({0, 4, 2, 2, 1, 3});
   auto ce =
@@ -200,7 +200,7 @@ TEST_CASE("a loss on the wrong task is a ConfigError naming the losses that fit"
   for (auto& n : kg::loss::loss_registry().names()) CHECK_FALSE(kg::loss::supported_tasks(n).empty());
 }
 
-TEST_CASE("loss options that do not fit K are ConfigErrors; bad values fail validation", "[unit][loss]") {
+TEST_CASE("loss options that do not fit K are ConfigErrors, bad values fail validation", "[unit][loss]") {
   auto e = config_error([] {
     kg::loss::build(recipe("[loss]\nname = \"cross_entropy\"\nclass_weights = [1.0, 2.0, 3.0]\n"), {4, "multiclass"});
   });

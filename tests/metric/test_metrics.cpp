@@ -104,7 +104,7 @@ TEST_CASE("activate gives softmax, sigmoid or the raw outputs as float32", "[uni
   CHECK(contains(config_error([&] { kg::metric::activate(x, "segmentation"); }), "data.task"));
 }
 
-TEST_CASE("AUC: one class present is NaN; ties count one half; columns without both classes are skipped",
+TEST_CASE("AUC: one class present is NaN, ties count one half, columns without both classes are skipped",
           "[unit][metric]") {
   auto p = torch::tensor({0.1, 0.4, 0.35, 0.8}).view({4, 1});
   CHECK(std::isnan(eval("auc", "binary", p, torch::ones({4, 1}))));
@@ -136,7 +136,7 @@ TEST_CASE("QWK: perfect agreement is 1, reversed ratings are negative, one value
   CHECK(contains(config_error([] { kg::metric::create("qwk", {2, "regression"}); }), "one target column"));
 }
 
-TEST_CASE("SMAPE counts 0/0 as 0, is in percent; R2 of a constant column follows sklearn", "[unit][metric]") {
+TEST_CASE("SMAPE counts 0/0 as 0, is in percent, R2 of a constant column follows sklearn", "[unit][metric]") {
   CHECK(eval("smape", "regression", torch::zeros({3, 1}), torch::zeros({3, 1})) == 0.0);
   CHECK(eval("smape", "regression", torch::tensor({1., 0.}).view({2, 1}), torch::tensor({-1., 0.}).view({2, 1})) ==
         Approx(100.0));

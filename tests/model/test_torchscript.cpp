@@ -109,7 +109,7 @@ TEST_CASE("torchscript mirrors the script module's parameters and buffers under 
   CHECK(net->num_features() == 16);  // conv2's channels, average-pooled
 }
 
-TEST_CASE("a timm-like model traced with trace_module runs its forward_features; its own fc stays apart",
+TEST_CASE("a timm-like model traced with trace_module runs its forward_features, its own fc stays apart",
           "[unit][model]") {
   auto net = build(recipe_for(kGolden + "tiny_trace_module.pt"));
   CHECK(net->classifier() == "classifier");  // "fc" is the script module's own (unused) classifier
@@ -123,7 +123,7 @@ TEST_CASE("a timm-like model traced with trace_module runs its forward_features;
   CHECK_FALSE(net->named_parameters()["fc.weight"].grad().defined());
 }
 
-TEST_CASE("torchscript reproduces Python's output; traced BatchNorm keeps batch statistics under eval()",
+TEST_CASE("torchscript reproduces Python's output, traced BatchNorm keeps batch statistics under eval()",
           "[unit][model]") {
   json g = json::parse(kg::read_file(kGolden + "tiny_traced.json"));
   auto net = build(recipe_for(kTraced));

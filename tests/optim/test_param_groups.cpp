@@ -100,7 +100,7 @@ TEST_CASE("only one way of setting per-group lrs at a time", "[unit][optim]") {
   CHECK(msg.find("use one of them") != std::string::npos);
 }
 
-TEST_CASE("every parameter is in exactly one group; biases and norm weights get no decay", "[unit][optim]") {
+TEST_CASE("every parameter is in exactly one group, biases and norm weights get no decay", "[unit][optim]") {
   auto net = resnet9();
   // A frozen layer is still grouped: it may be unfrozen later (fine_tune).
   for (auto& p : net->named_parameters())

@@ -95,7 +95,7 @@ TEST_CASE("lr finder: sweeps reproduce fastai's smoothing, stopping and suggesti
   }
 }
 
-TEST_CASE("lr finder: trimming cuts at the first NaN; suggestion functions on short curves", "[unit][lr_find]") {
+TEST_CASE("lr finder: trimming cuts at the first NaN, suggestion functions on short curves", "[unit][lr_find]") {
   for (auto& c : golden()["curves"]) {
     INFO(c["name"].get<std::string>());
     auto curve = kg::train::suggestion_curve(doubles(c["lrs"]), doubles(c["smoothed"]), c["num_steps"].get<int64_t>());

@@ -61,7 +61,7 @@ TEST_CASE("OOM back-off with accumulation already on: 2 x 16 becomes 8 x 4 (effe
   CHECK(big.trainer->state().step == 2);
 }
 
-TEST_CASE("fit: OOM back-off through the binary with BatchNorm, recorded in summary.json; exit 4 at one image",
+TEST_CASE("fit: OOM back-off through the binary with BatchNorm, recorded in summary.json, exit 4 at one image",
           "[train][oom][integration]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 64, 8);

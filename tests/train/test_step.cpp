@@ -135,7 +135,7 @@ struct PolicyRig {
 };
 }  // namespace
 
-TEST_CASE("gradient policy: value, then norm clipping; non-finite gradients skip the update", "[unit][train]") {
+TEST_CASE("gradient policy: value, then norm clipping, non-finite gradients skip the update", "[unit][train]") {
   kg::train::TrainOptions t;
   kg::device::LossScaler off;
   SECTION("clip_grad_norm scales the gradients to the norm before the step") {

@@ -102,7 +102,7 @@ struct FailingCapturer : kg::device::GraphCapturer {
 };
 }  // namespace
 
-TEST_CASE("a capture that fails turns graphs off and the step runs eagerly; out of memory propagates",
+TEST_CASE("a capture that fails turns graphs off and the step runs eagerly, out of memory propagates",
           "[integration][train][graphs]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 24, 4);

@@ -76,7 +76,7 @@ TEST_CASE("clip_grad_norm bounds the global gradient norm the optimizer sees", "
   for (double n : gp->grad_norms) CHECK(n <= 0.01 + 1e-6);
 }
 
-TEST_CASE("non-finite losses: skipped and logged; abort after N in a row", "[integration][trainer]") {
+TEST_CASE("non-finite losses: skipped and logged, abort after N in a row", "[integration][trainer]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 40, 4);
   // Poison batches 1 and 2 of epoch 0 with NaN inputs.
@@ -104,7 +104,7 @@ TEST_CASE("non-finite losses: skipped and logged; abort after N in a row", "[int
   }
 }
 
-TEST_CASE("freezing trains only the last groups; gradual unfreezing thaws one per epoch", "[integration][trainer]") {
+TEST_CASE("freezing trains only the last groups, gradual unfreezing thaws one per epoch", "[integration][trainer]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 40, 4);
   SECTION("freeze = 1: the stem stays bit-identical") {

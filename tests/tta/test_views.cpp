@@ -102,7 +102,7 @@ TEST_CASE("tta: every view is registered and builds from its own example", "[uni
   }
 }
 
-TEST_CASE("tta: without [tta] the views are the identity alone; options default as documented", "[unit][tta]") {
+TEST_CASE("tta: without [tta] the views are the identity alone, options default as documented", "[unit][tta]") {
   auto r = recipe("");
   auto v = kg::tta::build_views(r, {8, 8, 3});
   REQUIRE(v.size() == 1);
