@@ -105,6 +105,23 @@ std::vector<std::string> run_words(const jobs::SweepManifest& m, const jobs::Swe
   return w;
 }
 
+// The fit command line of `run`: --resume where it has checkpoints, else a fresh start in its (emptied) folder.
+std::vector<std::string> fit_args(const SweepRequest& r, const jobs::SweepManifest& m, const jobs::SweepRun& run,
+                                  const std::string& run_dir) {
+  std::vector<std::string> args{"fit"};
+  const auto words = run_words(m, run);
+  args.insert(args.end(), words.begin(), words.end());
+  args.insert(args.end(), r.run_flags.begin(), r.run_flags.end());
+  if (fs::exists(fs::path(run_dir) / "checkpoints")) {
+    args.insert(args.end(), {"--resume", run_dir});
+  } else {
+    discard_directory(run_dir);  // a start killed before its first checkpoint: begin again
+    args.insert(args.end(), {"--run-dir", run_dir});
+  }
+  make_directories(run_dir);
+  return args;
+}
+
 }  // namespace
 
 int run_sweep(const SweepRequest& r) {
@@ -176,17 +193,7 @@ int run_sweep(const SweepRequest& r) {
       const size_t i = pending[next++];
       const auto& run = m.runs[i];
       const std::string run_dir = (fs::path(dir) / run.dir).string();
-      std::vector<std::string> args{"fit"};
-      const auto words = run_words(m, run);
-      args.insert(args.end(), words.begin(), words.end());
-      args.insert(args.end(), r.run_flags.begin(), r.run_flags.end());
-      if (fs::exists(fs::path(run_dir) / "checkpoints")) {
-        args.insert(args.end(), {"--resume", run_dir});
-      } else {
-        discard_directory(run_dir);  // a start killed before its first checkpoint: begin again
-        args.insert(args.end(), {"--run-dir", run_dir});
-      }
-      make_directories(run_dir);
+      const auto args = fit_args(r, m, run, run_dir);
       int slot = 0;
       while (slot_busy[static_cast<size_t>(slot)]) ++slot;
       slot_busy[static_cast<size_t>(slot)] = true;

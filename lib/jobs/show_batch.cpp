@@ -2,10 +2,66 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "data/loader.h"
+#include "data/table.h"
+#include "data/transform.h"
 #include "jobs/fit_setup.h"
 #include "jobs/sample_grid.h"
+#include "tta/view.h"
 
 namespace kg::jobs {
+namespace {
+
+// Every sub-view of tta.views applied to test row `id` (the first without one), as tta-predict makes them:
+// batch views on the evaluation transform's image, train_aug's passes through the training augmentation.
+std::string views_png(const FitSetup& s, const std::string& id) {
+  data::DataOptions dopt = s.dopt;
+  const data::Table test = data::load_split(dopt, data::Split::test, s.classes, /*scan=*/false, 1);
+  KG_CHECK(test.size() > 0, DataError, test.csv_path, " has no rows");
+  int64_t row = 0;
+  if (!id.empty()) {
+    row = -1;
+    for (int64_t i = 0; i < test.size() && row < 0; ++i)
+      if (test.rows[static_cast<size_t>(i)].id == id) row = i;
+    KG_CHECK(row >= 0, UsageError, "--id ", id, " is not a row of ", test.csv_path);
+  }
+  const auto views = tta::build_views(s.recipe, s.geom);
+  const auto load = [&](const data::Pipeline& pipe, int64_t epoch, uint64_t seed) {
+    data::LoaderOptions lo;
+    lo.batch_size = 1;
+    lo.seed = seed;
+    lo.epoch = epoch;
+    data::Loader loader(test, {row}, pipe, lo);
+    data::Batch b;
+    KG_CHECK(loader.next(b), DataError, "cannot load test row ", test.rows[static_cast<size_t>(row)].where);
+    std::vector<double> mean = b.norm_mean, std = b.norm_std;
+    if (mean.empty()) pipe.normalization(mean, std);
+    return std::make_tuple(data::to_model_input(b, torch::kCPU), mean, std);
+  };
+  const auto [x, mean, std] = load(*s.eval_pipe, 0, s.seed);
+  std::vector<report::Tile> tiles;
+  const auto add = [&](const at::Tensor& img, const std::vector<double>& m, const std::vector<double>& sd,
+                       const std::string& label) {
+    auto t = batch_tiles(img, at::Tensor(), m, sd, s.classes);
+    t[0].caption = {label, std::to_string(img.size(2)) + "x" + std::to_string(img.size(3))};
+    tiles.push_back(std::move(t[0]));
+  };
+  for (const auto& sub : tta::expand(views)) {
+    const auto& v = *views[sub.view];
+    if (!v.uses_train_pipeline()) {
+      add(v.apply(x, sub.index), mean, std, sub.label);
+      continue;
+    }
+    // tta-predict's seeds for this entry's passes (lib/jobs/ensemble.cpp)
+    const auto [a, am, as] = load(*s.train_pipes.back(), sub.index, s.seed + 7919 * (sub.view + 1));
+    add(a, am, as, sub.label);
+  }
+  report::GridOptions go;
+  go.title = "tta.views of test image " + test.rows[static_cast<size_t>(row)].id;
+  return report::grid_png(tiles, go);
+}
+
+}  // namespace
 
 int run_show_batch(const ShowBatchRequest& r) {
   KG_CHECK(r.n >= 1 && r.n <= 256, UsageError, "--n " + std::to_string(r.n) + ": expected 1 to 256 images");
@@ -31,7 +87,7 @@ int run_show_batch(const ShowBatchRequest& r) {
     log(o, "dry run: would write " + r.out);
     return kExitOk;
   }
-  const std::string png = training_sample_png(s, rows, r.n, r.epoch - 1, title);
+  const std::string png = r.views ? views_png(s, r.id) : training_sample_png(s, rows, r.n, r.epoch - 1, title);
   with_context("while writing " + r.out, [&] { write_file_atomic(r.out, png); });
   log(o,
       "wrote " + r.out + " (" + std::to_string(std::min<int64_t>(r.n, static_cast<int64_t>(rows.size()))) + " images)");

@@ -7,19 +7,13 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/strings.h"
+#include "data/csv.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace kg::jobs {
 namespace {
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
 
 std::string num(double v) {
   char b[32];
@@ -96,8 +90,9 @@ void write_sweep_csv(const std::string& path, const SweepManifest& m, const std:
   for (size_t i = 0; i < m.runs.size(); ++i) {
     const auto& run = m.runs[i];
     const auto& r = results[i];
-    text += std::to_string(run.index) + "," + csv_field(run.dir) + "," + csv_field(join(run.overrides, " ")) + "," +
-            csv_field(r.status) + "," + csv_field(r.metric) + "," + (r.value ? num(*r.value) : "") + "," +
+    text += std::to_string(run.index) + "," + data::csv_field(run.dir) + "," +
+            data::csv_field(join(run.overrides, " ")) + "," + data::csv_field(r.status) + "," +
+            data::csv_field(r.metric) + "," + (r.value ? num(*r.value) : "") + "," +
             (r.value ? std::to_string(r.best_epoch) : "") + "," + num(r.wall_s) + "," +
             (r.exit_code >= 0 ? std::to_string(r.exit_code) : "") + "\n";
   }

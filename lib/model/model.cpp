@@ -76,8 +76,11 @@ int64_t LayerGroup::numel() const {
 
 at::Tensor Network::forward(const at::Tensor& input, const at::Tensor& features) {
   at::Tensor x = channels_last_ && input.dim() == 4 ? input.contiguous(at::MemoryFormat::ChannelsLast) : input;
-  at::Tensor pooled = pre_logits(global_pool(forward_features(x), pool_));
-  return head_.forward(pooled, features);
+  return forward_head(forward_features(x), features);
+}
+
+at::Tensor Network::forward_head(const at::Tensor& feature_map, const at::Tensor& features) {
+  return head_.forward(pre_logits(global_pool(feature_map, pool_)), features);
 }
 
 void Network::add_group(std::string name, std::vector<std::string> prefixes) {

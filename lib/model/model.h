@@ -62,6 +62,8 @@ class Network : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& x, const at::Tensor& features = {});
   // The backbone alone: a feature map [N, C, h, w] (or already pooled [N, C]).
   virtual at::Tensor forward_features(const at::Tensor& x) = 0;
+  // The rest of forward() after forward_features: pooling, pre-logits, head (Grad-CAM differentiates it).
+  at::Tensor forward_head(const at::Tensor& feature_map, const at::Tensor& features = {});
 
   // Stem first, head last; every parameter is in exactly one group.
   std::vector<LayerGroup> layer_groups() const;

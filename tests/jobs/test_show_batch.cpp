@@ -55,7 +55,7 @@ TEST_CASE("captions show soft targets: mixed classes, binary, multilabel, regres
   CHECK(kg::jobs::target_caption(torch::tensor({12.5}), c) == std::vector<std::string>{"y 12.5"});
 }
 
-TEST_CASE("show-batch writes a grid of augmented, mixed training images; bad flags exit 2", "[integration][jobs]") {
+TEST_CASE("show-batch writes a grid of augmented, mixed training images, bad flags exit 2", "[integration][jobs]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 32, 4);
   auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
@@ -69,6 +69,21 @@ TEST_CASE("show-batch writes a grid of augmented, mixed training images; bad fla
   CHECK(c == 3);
   CHECK(w >= 6 * 112);  // six 12-pixel images enlarged to >= 112 in one row
   CHECK(h >= 112);
+
+  // --views: identity, hflip and two train_aug passes of one test image, one tile each, in one row.
+  const std::string views = dir / "views.png";
+  auto v = kg::test::run_kgtrain({"show-batch", recipe,
+                                  "tta.views=[\"identity\", \"hflip\", { name = \"train_aug\", n = 2 }]", "--views",
+                                  "--id", "te3", "--out", views, "--quiet"});
+  INFO(v.output);
+  REQUIRE(v.exit_code == 0);
+  REQUIRE(kg::report::png_size(kg::read_file(views), h, w, c));
+  CHECK(w >= 4 * 112);
+  CHECK(w < 5 * 112);
+  auto no_id = kg::test::run_kgtrain({"show-batch", recipe, "--views", "--id", "nope", "--out", views});
+  CHECK(no_id.exit_code == 2);
+  CHECK(no_id.output.find("--id nope is not a row of") != std::string::npos);
+  CHECK(kg::test::run_kgtrain({"show-batch", recipe, "--id", "te3", "--out", views}).exit_code == 2);
 
   CHECK(kg::test::run_kgtrain({"show-batch", recipe, "--n", "0", "--out", out}).exit_code == 2);
   CHECK(kg::test::run_kgtrain({"show-batch", recipe, "--epoch", "9", "--out", out}).exit_code == 2);

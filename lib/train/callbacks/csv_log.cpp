@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/fs.h"
+#include "data/csv.h"
 #include "train/log_options.h"
 #include "train/trainer.h"
 
@@ -19,11 +20,7 @@ std::string csv_cell(const nlohmann::json& v) {
     std::snprintf(b, sizeof b, "%.17g", v.get<double>());
     return b;
   }
-  std::string s = v.is_string() ? v.get<std::string>() : v.dump();
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
+  return data::csv_field(v.is_string() ? v.get<std::string>() : v.dump());
 }
 
 class CsvLog : public Callback {

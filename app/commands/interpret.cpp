@@ -1,0 +1,55 @@
+// `kgtrain interpret RUN [OVERRIDE...] [--out DIR] [--top N] [--cam] [--cam-n N]`
+#include <filesystem>
+
+#include "cli_checks.h"
+#include "command.h"
+#include "core/error.h"
+#include "jobs/interpret.h"
+
+namespace kg::app {
+namespace {
+
+class InterpretCommand : public Command {
+ public:
+  void add_flags(CLI::App& cmd) override {
+    cmd.add_option("RUN", run_, "a fit run folder (its recipe.toml, classes.json and oof.csv / oof_fold.csv)")
+        ->required();
+    cmd.add_option("OVERRIDE", overrides_, "overrides on the run's recipe (e.g. paths.data=... on another machine)");
+    cmd.add_option("--out", req_.out, "output folder (default RUN/interpret)");
+    cmd.add_option("--top", req_.top, "top-loss images in top_losses.png (0..256, default 16)");
+    cmd.add_flag("--cam", req_.cam,
+                 "Grad-CAM overlays of the top-loss and of random validation images (cam_*.png) and their peaks "
+                 "(cams.csv), each fold's rows with its own checkpoint (tta.weights)");
+    cmd.add_option("--cam-n", req_.cam_n, "random validation images with a Grad-CAM (default 16)");
+    cmd.add_option("--device", flags_.device, "auto | cpu | cuda | cuda:N (default: the CPU)");
+    cmd.add_flag("--dry-run", flags_.dry_run, "read the run and its data, write nothing");
+    cmd.add_flag("--quiet,-q", flags_.quiet, "no progress output");
+  }
+  int run() override {
+    const std::filesystem::path recipe = std::filesystem::path(run_) / "recipe.toml";
+    KG_CHECK(std::filesystem::is_directory(run_), UsageError, "interpret: ", run_,
+             " is not a folder (give a fit run folder)");
+    KG_CHECK(std::filesystem::exists(recipe), UsageError, "interpret: ", run_,
+             " has no recipe.toml: not a fit run folder");
+    flags_.words = {recipe.string()};
+    flags_.words.insert(flags_.words.end(), overrides_.begin(), overrides_.end());
+    if (flags_.device.empty()) flags_.device = "cpu";
+    static_cast<jobs::JobOptions&>(req_) = flags_.resolve("interpret");
+    req_.run = run_;
+    return jobs::run_interpret(req_);
+  }
+
+ private:
+  RecipeFlags flags_;
+  jobs::InterpretRequest req_;
+  std::string run_;
+  std::vector<std::string> overrides_;
+};
+
+}  // namespace
+
+KG_COMMAND(InterpretCommand, "interpret", 45,
+           "what a fit run learned, from its out-of-fold predictions: confusion matrix, per-class table, "
+           "top losses, most-confused pairs; --cam adds Grad-CAM overlays");
+
+}  // namespace kg::app

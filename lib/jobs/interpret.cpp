@@ -1,0 +1,183 @@
+#include "jobs/interpret.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <numeric>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "core/fs.h"
+#include "core/strings.h"
+#include "data/csv.h"
+#include "jobs/fit_setup.h"
+#include "jobs/oof.h"
+#include "report/heatmap.h"
+#include "report/plot.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace kg::jobs {
+namespace {
+
+std::string fmt(double v) { return format_significant(v, 4); }
+
+void write_confusion(const metric::Interpretation& in, const std::string& out) {
+  const int64_t K = in.confusion.size(0);
+  std::vector<std::vector<double>> counts(static_cast<size_t>(K)), norm(static_cast<size_t>(K));
+  std::vector<std::string> header{"actual\\predicted"};
+  header.insert(header.end(), in.names.begin(), in.names.end());
+  std::string csv = data::csv_line(header);
+  for (int64_t i = 0; i < K; ++i) {
+    std::vector<std::string> line{in.names[static_cast<size_t>(i)]};
+    const double total = in.confusion[i].sum().item<double>();
+    for (int64_t j = 0; j < K; ++j) {
+      const double c = in.confusion[i][j].item<double>();
+      counts[static_cast<size_t>(i)].push_back(c);
+      norm[static_cast<size_t>(i)].push_back(total > 0 ? c / total : 0.0);
+      line.push_back(std::to_string(static_cast<int64_t>(c)));
+    }
+    csv += data::csv_line(line);
+  }
+  write_file_atomic(out + "/confusion_matrix.csv", csv);
+  if (report::can_plot())
+    write_file_atomic(out + "/confusion_matrix.png",
+                      report::heatmap_png({{counts, "confusion matrix (counts)", true},
+                                           {norm, "row-normalised (recall on the diagonal)", false}},
+                                          in.names));
+}
+
+void write_per_class(const metric::Interpretation& in, const std::string& out) {
+  std::vector<std::string> header{"class", "precision", "recall", "f1", "support"};
+  if (in.task == "multilabel") header.push_back("auc");
+  std::string csv = data::csv_line(header);
+  for (auto& r : in.rows) {
+    std::vector<std::string> line{r.name, fmt(r.precision), fmt(r.recall), fmt(r.f1), std::to_string(r.support)};
+    if (in.task == "multilabel") line.push_back(std::isfinite(r.auc) ? fmt(r.auc) : "");
+    csv += data::csv_line(line);
+  }
+  write_file_atomic(out + "/per_class.csv", csv);
+}
+
+// Regression: predicted vs true (with the y = x line) and the residual histogram, per target.
+void write_regression_plots(const metric::Interpretation& in, const OofTable& oof, const std::string& out) {
+  if (!report::can_plot()) return;
+  for (size_t k = 0; k < in.names.size(); ++k) {
+    const at::Tensor p = oof.preds.select(1, static_cast<int64_t>(k)).to(torch::kDouble).contiguous();
+    const at::Tensor t = oof.targets.select(1, static_cast<int64_t>(k)).to(torch::kDouble).contiguous();
+    report::Series pts{"rows",
+                       {t.data_ptr<double>(), t.data_ptr<double>() + t.numel()},
+                       {p.data_ptr<double>(), p.data_ptr<double>() + p.numel()},
+                       true};
+    const double lo = std::min(t.min().item<double>(), p.min().item<double>());
+    const double hi = std::max(t.max().item<double>(), p.max().item<double>());
+    report::Series diag{"y = x", {lo, hi}, {lo, hi}, false};
+    const std::string suffix = in.names.size() > 1 ? "_" + std::to_string(k) : "";
+    report::line_plot(out + "/pred_vs_true" + suffix + ".png", {pts, diag},
+                      {"predicted vs true: " + in.names[k], "true", "predicted"});
+    const at::Tensor res = p - t;
+    const double rlo = res.min().item<double>(), rhi = res.max().item<double>();
+    const int bins = 30;
+    const double w = rhi > rlo ? (rhi - rlo) / bins : 1.0;
+    std::vector<double> x, y(bins, 0.0);
+    for (int b = 0; b < bins; ++b) x.push_back(rlo + (b + 0.5) * w);
+    auto r = res.accessor<double, 1>();
+    for (int64_t i = 0; i < res.numel(); ++i)
+      y[static_cast<size_t>(std::min(bins - 1, static_cast<int>((r[i] - rlo) / w)))] += 1;
+    report::line_plot(out + "/residuals" + suffix + ".png", {{"rows per bin", x, y, false}},
+                      {"residuals (predicted - true): " + in.names[k], "residual", "rows"});
+  }
+}
+
+void print_summary(const metric::Interpretation& in, const std::string& source, size_t rows) {
+  std::cout << "interpret: " << rows << " out-of-fold rows from " << source << ", " << in.task << "\n";
+  if (in.task == "regression") {
+    for (size_t k = 0; k < in.names.size(); ++k)
+      std::cout << "  " << in.names[k] << ": MAE " << fmt(in.mae[k]) << ", RMSE " << fmt(in.rmse[k]) << ", R2 "
+                << fmt(in.r2[k]) << "\n";
+    return;
+  }
+  std::cout << "  accuracy " << fmt(in.accuracy) << ", macro F1 " << fmt(in.macro_f1) << "\n";
+  size_t w = 5;
+  for (auto& r : in.rows) w = std::max(w, r.name.size());
+  std::cout << "  " << std::string(w - 5, ' ') << "class  precision  recall  f1      support"
+            << (in.task == "multilabel" ? "  auc" : "") << "\n";
+  char b[160];
+  for (auto& r : in.rows) {
+    std::snprintf(b, sizeof b, "  %*s  %9.4f  %6.4f  %6.4f  %7lld", static_cast<int>(w), r.name.c_str(), r.precision,
+                  r.recall, r.f1, static_cast<long long>(r.support));
+    std::cout << b << (in.task == "multilabel" ? "  " + fmt(r.auc) : "") << "\n";
+  }
+  if (!in.most_confused.empty()) {
+    std::cout << "  most confused (actual -> predicted: rows):";
+    for (size_t i = 0; i < std::min<size_t>(5, in.most_confused.size()); ++i) {
+      const auto& c = in.most_confused[i];
+      std::cout << (i ? "," : "") << " " << in.names[static_cast<size_t>(c.truth)] << " -> "
+                << in.names[static_cast<size_t>(c.predicted)] << ": " << c.count;
+    }
+    std::cout << "\n";
+  }
+}
+
+}  // namespace
+
+int run_interpret(const InterpretRequest& r) {
+  KG_CHECK(r.top >= 0 && r.top <= 256, UsageError, "--top ", r.top, ": expected 0 to 256 images");
+  KG_CHECK(r.cam_n >= 0 && r.cam_n <= 100000, UsageError, "--cam-n ", r.cam_n, ": expected 0 to 100000 images");
+  const fs::path run(r.run);
+  const fs::path oof_path = fs::exists(run / "oof.csv") ? run / "oof.csv" : run / "oof_fold.csv";
+  KG_CHECK(fs::exists(oof_path), DataError, r.run,
+           " has no out-of-fold predictions (oof.csv or oof_fold.csv): interpret reads a fit run that finished "
+           "(an interrupted one continues with kgtrain fit --resume ",
+           r.run, ")");
+  KG_CHECK(fs::exists(run / "classes.json"), DataError, r.run, " has no classes.json: not a fit run folder");
+  const auto classes = data::ClassList::from_json(json::parse(read_file((run / "classes.json").string())));
+  const auto csv = data::read_csv(oof_path.string());
+  KG_CHECK(!csv.header.empty() && !csv.rows.empty(), DataError, oof_path.string(), " has no rows");
+  const OofTable oof = read_oof(csv, classes, csv.header[0]);
+  std::vector<std::string> names = classes.names;
+  const auto in = metric::interpret(data::task_name(classes.task), names, oof.preds, oof.targets);
+
+  JobOptions o = r;
+  const auto set = [&](const std::string& key, config::json v) {
+    o.recipe.set(key, config::Entry{std::move(v), config::Origin::command_line(), {}, false});
+  };
+  set("data.cache", "none");  // only the rows shown are decoded
+  FitSetup s(o, "interpret");
+  std::map<std::string, int64_t> row_of;
+  for (int64_t i = 0; i < s.table.size(); ++i) row_of[s.table.rows[static_cast<size_t>(i)].id] = i;
+  std::vector<int64_t> table_rows;
+  for (size_t i = 0; i < oof.ids.size(); ++i) {
+    auto it = row_of.find(oof.ids[i]);
+    KG_CHECK(it != row_of.end(), DataError, csv.where(i + 1), ": id ", oof.ids[i], " is not in the training table ",
+             s.table.csv_path, " (was the run trained on other data? paths.data and data.* must match)");
+    table_rows.push_back(it->second);
+  }
+  if (o.dry_run) {
+    log(o, "dry run: " + std::to_string(oof.ids.size()) + " out-of-fold rows readable; nothing written");
+    return kExitOk;
+  }
+  const std::string out = r.out.empty() ? (run / "interpret").string() : r.out;
+  make_directories(out);
+  if (in.confusion.defined()) write_confusion(in, out);
+  if (in.task != "regression") write_per_class(in, out);
+  if (in.task == "regression") write_regression_plots(in, oof, out);
+  json j = in.to_json();
+  j["run"] = r.run;
+  j["source"] = oof_path.filename().string();
+  j["rows"] = oof.ids.size();
+  j["images"] = write_interpret_images(r, s, oof, in, table_rows, out);
+  write_file_atomic(out + "/interpret.json", j.dump(2) + "\n");
+  print_summary(in, oof_path.filename().string(), oof.ids.size());
+  std::cout << "wrote " << out << "/ (interpret.json" << (in.confusion.defined() ? ", confusion_matrix.png/.csv" : "")
+            << (in.task != "regression" ? ", per_class.csv" : ", pred_vs_true.png, residuals.png")
+            << (r.top > 0 ? ", top_losses.png" : "") << (r.cam ? ", cam_top_losses.png, cam_random.png, cams.csv" : "")
+            << ")\n";
+  return kExitOk;
+}
+
+}  // namespace kg::jobs

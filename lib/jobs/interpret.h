@@ -1,0 +1,37 @@
+// `kgtrain interpret RUN`: what a fit run learned, from its out-of-fold predictions (oof.csv of a k-fold run,
+// oof_fold.csv of one fold) — fastai's ClassificationInterpretation and more: confusion matrix (counts and
+// row-normalised, PNG + CSV), per-class precision / recall / F1 / support, most-confused pairs, the top-loss
+// images; multilabel per-label AUC / F1; regression predicted-vs-true and residuals; with --cam, Grad-CAM
+// overlays of the top-loss and of random validation images (each fold's rows by its own checkpoint).
+// interpret.json holds the numbers (lib/jobs/interpret.cpp, interpret_images.cpp).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "jobs/job.h"
+#include "metric/interpretation.h"
+
+namespace kg::jobs {
+
+struct FitSetup;
+struct OofTable;
+
+struct InterpretRequest : JobOptions {
+  std::string run;     // the fit run folder
+  std::string out;     // output folder ("" = RUN/interpret)
+  int64_t top = 16;    // top-loss images shown
+  bool cam = false;    // Grad-CAM overlays and cams.csv
+  int64_t cam_n = 16;  // random validation images with a CAM
+};
+
+int run_interpret(const InterpretRequest& r);
+
+// The images part (interpret_images.cpp): top_losses.png of the `top` highest-loss rows, and with r.cam the
+// Grad-CAM files. `table_rows[i]` is the training-table row of OOF row i. Returns what it wrote, for
+// interpret.json.
+nlohmann::json write_interpret_images(const InterpretRequest& r, FitSetup& s, const OofTable& oof,
+                                      const metric::Interpretation& in, const std::vector<int64_t>& table_rows,
+                                      const std::string& out);
+
+}  // namespace kg::jobs
