@@ -18,7 +18,6 @@ CamResult grad_cam(Network& net, const at::Tensor& x, const at::Tensor& columns,
            "features of shape [",
            fmap.size(0), ", ", fmap.size(1), "] (a TorchScript or non-CNN model): no location to show");
   if (!fmap.requires_grad()) fmap.requires_grad_(true);  // a frozen backbone: still differentiable w.r.t. the map
-  fmap.retain_grad();
   const at::Tensor logits = net.forward_head(fmap, features);
   const at::Tensor cols = columns.to(logits.device()).to(torch::kLong).view({-1, 1});
   at::Tensor score = logits.gather(1, cols).view({-1});

@@ -62,6 +62,39 @@ TEST_CASE("interpret on a k-fold run agrees with a recomputation from oof.csv", 
   CHECK(kg::report::png_size(kg::read_file(out + "/confusion_matrix.png"), h, w, c));
 }
 
+TEST_CASE("interpret on a regression run: errors recomputed from oof_fold.csv, scatter and residual plots",
+          "[integration][jobs]") {
+  kg::test::TempDir dir;
+  auto ds = kg::test::make_tiny_dataset(dir, 64, 4);
+  kg::test::price_by_side(ds.root);
+  auto recipe = dir.write("price.toml", kg::test::regression_recipe(ds.root));
+  const std::string run = dir / "run";
+  auto fit = kg::test::run_kgtrain({"fit", recipe, "data.task=regression", "data.label_cols=[\"price\"]",
+                                    "data.sample_submission=", "train.epochs=1", "--run-dir", run, "--quiet"});
+  INFO(fit.output);
+  REQUIRE(fit.exit_code == 0);
+  auto r = kg::test::run_kgtrain({"interpret", run, "--top", "3", "--quiet"});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  for (auto f : {"interpret.json", "pred_vs_true.png", "residuals.png", "top_losses.png"})
+    CHECK(fs::exists(run + "/interpret/" + f));
+  CHECK(!fs::exists(run + "/interpret/confusion_matrix.png"));
+  const auto oof = kg::data::read_csv(run + "/oof_fold.csv");
+  double abs_sum = 0, sq_sum = 0, worst = 0;
+  for (auto& row : oof.rows) {
+    const double e = std::stod(row[3]) - std::stod(row[2]);  // prediction - target
+    abs_sum += std::fabs(e);
+    sq_sum += e * e;
+    worst = std::max(worst, e * e);
+  }
+  const double n = static_cast<double>(oof.rows.size());
+  const auto j = kg::test::read_json(run + "/interpret/interpret.json");
+  CHECK(j["targets"][0]["name"] == "price");
+  CHECK(j["targets"][0]["mae"].get<double>() == Approx(abs_sum / n).epsilon(1e-5));
+  CHECK(j["targets"][0]["rmse"].get<double>() == Approx(std::sqrt(sq_sum / n)).epsilon(1e-5));
+  CHECK(j["images"]["top_losses"][0]["loss"].get<double>() == Approx(worst).epsilon(1e-5));
+}
+
 TEST_CASE("Grad-CAM's peak falls on the class-defining mark in >= 90% of images", "[integration][jobs][slow]") {
   kg::test::TempDir dir;
   const auto ds = kg::test::make_marks_dataset(dir, 320);
@@ -96,7 +129,8 @@ TEST_CASE("Grad-CAM's peak falls on the class-defining mark in >= 90% of images"
   }
   WARN("Grad-CAM: " << hits << " of " << tried << " peaks on the mark, validation accuracy " << acc);
   CHECK(tried == 80);  // every validation row of fold 0
-  if (const char* keep = std::getenv("KG_TEST_KEEP_CAM")) fs::copy(run + "/interpret", keep, fs::copy_options::recursive);
+  if (const char* keep = std::getenv("KG_TEST_KEEP_CAM"))
+    fs::copy(run + "/interpret", keep, fs::copy_options::recursive);
   CHECK(hits >= 0.9 * tried);
 }
 

@@ -15,21 +15,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The tiny dataset's images priced by side: "left" 100, "right" 300 (train.csv and test_labels.csv).
-void price_by_side(const std::string& root) {
-  for (const char* name : {"train.csv", "test_labels.csv"}) {
-    auto t = kg::data::read_csv(root + "/" + name);
-    std::string out = "id,price\n";
-    for (auto& r : t.rows) out += r[0] + "," + (r[1] == "right" ? "300" : "100") + "\n";
-    kg::write_file_atomic(root + "/" + name, out);
-  }
-}
-
-std::string regression_recipe(const std::string& root) {
-  return kg::test::tiny_recipe(root) +
-         "[loss]\nname = \"mse\"\n[metric]\nnames = [\"rmse\", \"smape\"]\nmonitor = \"rmse\"\n"
-         "[tta]\nviews = [\"identity\"]\n";
-}
+using kg::test::price_by_side;
+using kg::test::regression_recipe;
 
 // The prediction column's mean of a CSV with a `prediction` (oof) or `price` (submission) column.
 double mean_of(const std::string& path, const std::string& column) {

@@ -12,6 +12,7 @@
 #include "core/fs.h"
 #include "core/random.h"
 #include "data/image_io.h"
+#include "data/csv.h"
 #include "data/pack.h"
 #include "test_paths.h"
 
@@ -143,6 +144,22 @@ std::string tiny_recipe(const std::string& data_root) {
          "[optim]\nlr = 0.02\nweight_decay = 0.0\n"
          "[train]\nepochs = 3\nbatch_size = 8\n"
          "[device]\nthreads = 1\n";
+}
+
+// The tiny dataset's images priced by side: "left" 100, "right" 300 (train.csv and test_labels.csv).
+void price_by_side(const std::string& root) {
+  for (const char* name : {"train.csv", "test_labels.csv"}) {
+    auto t = kg::data::read_csv(root + "/" + name);
+    std::string out = "id,price\n";
+    for (auto& r : t.rows) out += r[0] + "," + (r[1] == "right" ? "300" : "100") + "\n";
+    kg::write_file_atomic(root + "/" + name, out);
+  }
+}
+
+std::string regression_recipe(const std::string& root) {
+  return kg::test::tiny_recipe(root) +
+         "[loss]\nname = \"mse\"\n[metric]\nnames = [\"rmse\", \"smape\"]\nmonitor = \"rmse\"\n"
+         "[tta]\nviews = [\"identity\"]\n";
 }
 
 }  // namespace kg::test

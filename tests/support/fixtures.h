@@ -48,4 +48,9 @@ RunResult run_shell(const std::string& command);
 // A recipe for the tiny dataset (resnet9 width 4, one epoch).
 std::string tiny_recipe(const std::string& data_root);
 
+// Regression on the tiny dataset: train.csv and test_labels.csv become id,price with "left" 100 and "right" 300;
+// regression_recipe is tiny_recipe with mse, rmse + smape (monitor rmse) and identity TTA.
+void price_by_side(const std::string& root);
+std::string regression_recipe(const std::string& root);
+
 }  // namespace kg::test
