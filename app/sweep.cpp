@@ -19,6 +19,7 @@
 #include "config/sweep.h"
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/run_lock.h"
 #include "core/strings.h"
 #include "jobs/sweep.h"
 
@@ -133,6 +134,7 @@ int run_sweep(const SweepRequest& r) {
     KG_CHECK(fs::exists(path), UsageError, "--resume ", r.resume,
              ": not a sweep folder (no sweep.json); a single run continues with kgtrain fit --resume RUN_DIR");
     m = jobs::SweepManifest::from_json(nlohmann::json::parse(read_file(path), nullptr, false), path);
+    lock_run_dir(r.resume, "fit -m");  // one sweep process per sweep folder
   } else {
     m = plan_sweep(r);
   }
@@ -158,6 +160,7 @@ int run_sweep(const SweepRequest& r) {
       KG_CHECK(!fs::exists(fs::path(dir) / "sweep.json"), UsageError, "--run-dir ", dir,
                " already holds a sweep: continue it with kgtrain fit -m --resume ", dir);
       make_directories(dir);
+      lock_run_dir(dir, "fit -m");
     }
     write_file_atomic((fs::path(dir) / "sweep.json").string(), m.to_json().dump(2) + "\n");
   }

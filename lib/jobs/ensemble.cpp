@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/run_lock.h"
 #include "core/strings.h"
 #include "data/loader.h"
 #include "data/options.h"
@@ -92,12 +93,15 @@ Ensemble collect_members(const JobOptions& o, const ModelSources& m) {
   const auto topt = tta::load_tta_options(o.recipe);
   Ensemble e;
   bool have = false;
-  for (auto& run : m.from_runs)
+  for (auto& run : m.from_runs) {
+    // Read only what a finished (or stopped) run holds: refused while a process still writes it.
+    if (std::filesystem::is_directory(run)) lock_run_dir(run, o.command, LockMode::shared);
     for (auto& dir : run_checkpoints(run, topt.weights)) {
       auto member = member_of(dir, topt.weights, e.classes, have);
       member.run_dir = run;
       e.members.push_back(std::move(member));
     }
+  }
   for (auto& dir : m.checkpoints) e.members.push_back(member_of(dir, topt.weights, e.classes, have));
   if (!m.weights.empty()) {
     auto cl = data::infer_classes(data::load_data_options(o.recipe));

@@ -15,6 +15,7 @@
 #include "config/resolve.h"
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/run_lock.h"
 #include "core/stop.h"
 #include "core/strings.h"
 #include "data/csv.h"
@@ -228,6 +229,7 @@ void FitRun::open_run_dir() {
     run_dir_ = scratch_.path();
   } else if (resuming_) {
     run_dir_ = target_.run_dir;
+    lock_run_dir(run_dir_, "fit --resume");  // refused at once while another process writes it
     KG_CHECK(fs::exists(fs::path(run_dir_) / "folds.csv"), UsageError, "--resume: ", run_dir_,
              " is not a kgtrain fit run (no folds.csv)");
     if (fs::exists(fs::path(run_dir_) / "recipe.toml")) {

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "core/run_lock.h"
 #include "core/strings.h"
 #include "data/csv.h"
 #include "jobs/fit_setup.h"
@@ -129,6 +130,7 @@ int run_interpret(const InterpretRequest& r) {
   KG_CHECK(r.top >= 0 && r.top <= 256, UsageError, "--top ", r.top, ": expected 0 to 256 images");
   KG_CHECK(r.cam_n >= 0 && r.cam_n <= 100000, UsageError, "--cam-n ", r.cam_n, ": expected 0 to 100000 images");
   const fs::path run(r.run);
+  lock_run_dir(r.run, "interpret", LockMode::shared);  // not while a process still writes the run
   const fs::path oof_path = fs::exists(run / "oof.csv") ? run / "oof.csv" : run / "oof_fold.csv";
   KG_CHECK(fs::exists(oof_path), DataError, r.run,
            " has no out-of-fold predictions (oof.csv or oof_fold.csv): interpret reads a fit run that finished "

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/strings.h"
 #include "core/fs.h"
+#include "core/run_lock.h"
 #include "core/sha256.h"
 #include "jobs/job.h"
 #include "train/options.h"
@@ -46,15 +47,6 @@ std::string prepare_run_dir(const JobOptions& o) {
   fs::path dir;
   if (!o.run_dir.empty()) {
     dir = o.run_dir;
-    // Any trace of a run, also of one killed before its summary.json: a second run there would replace
-    // its best checkpoint and metrics, and a later --resume would mix the two.
-    std::vector<std::string> found;
-    for (const char* f : {"summary.json", "recipe.toml", "checkpoints", "metrics.jsonl", "folds.csv"})
-      if (fs::exists(dir / f)) found.push_back(f);
-    KG_CHECK(found.empty(), UsageError, "--run-dir ", o.run_dir, " already holds a run (", join(found, ", "),
-             "); kgtrain never overwrites a run: choose another folder, remove it, or continue a fit with "
-             "kgtrain fit --resume ",
-             o.run_dir);
   } else {
     auto run = train::load_run_options(o.recipe);
     auto paths = train::load_paths_options(o.recipe);
@@ -65,6 +57,19 @@ std::string prepare_run_dir(const JobOptions& o) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   KG_CHECK(!ec, DataError, "cannot create run folder ", dir.string(), ": ", ec.message());
+  // One writer per run folder: a second process given the same --run-dir is refused here, before it looks.
+  lock_run_dir(dir.string(), o.command);
+  if (!o.run_dir.empty()) {
+    // Any trace of a run, also of one killed before its summary.json: a second run there would replace
+    // its best checkpoint and metrics, and a later --resume would mix the two.
+    std::vector<std::string> found;
+    for (const char* f : {"summary.json", "recipe.toml", "checkpoints", "metrics.jsonl", "folds.csv"})
+      if (fs::exists(dir / f)) found.push_back(f);
+    KG_CHECK(found.empty(), UsageError, "--run-dir ", o.run_dir, " already holds a run (", join(found, ", "),
+             "); kgtrain never overwrites a run: choose another folder, remove it, or continue a fit with "
+             "kgtrain fit --resume ",
+             o.run_dir);
+  }
   write_file_atomic((dir / "recipe.toml").string(), config::to_toml(o.recipe, false));
   write_file_atomic((dir / "provenance.json").string(), provenance(o).dump(2) + "\n");
   return dir.string();
