@@ -39,13 +39,13 @@ void on_signal(int sig) {
   signals_seen = signals_seen + 1;
 }
 
+}  // namespace
+
 int exit_code_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return kExitInternal;
 }
-
-}  // namespace
 
 std::vector<std::string> without_nproc(int argc, char** argv) {
   std::vector<std::string> out;

@@ -10,6 +10,9 @@ namespace kg::app {
 // argv without the --nproc option (both "--nproc N" and "--nproc=N").
 std::vector<std::string> without_nproc(int argc, char** argv);
 
+// A child's waitpid status as a process exit code: its exit status, or 128 + the signal that ended it.
+int exit_code_of(int status);
+
 // Runs `args` (args[0] is ignored: the children run this binary) as `nproc` ranks and waits for them.
 // When one rank fails, the others are stopped (SIGTERM, then SIGKILL after 30 s) and its exit code
 // is returned; SIGINT/SIGTERM to this process reach every rank (each saves at its step boundary).

@@ -22,6 +22,7 @@
 #include "core/run_lock.h"
 #include "core/strings.h"
 #include "jobs/sweep.h"
+#include "launch.h"
 
 namespace fs = std::filesystem;
 
@@ -30,12 +31,6 @@ namespace {
 
 volatile sig_atomic_t sweep_signal = 0;
 void on_sweep_signal(int sig) { sweep_signal = sig; }
-
-int exit_code_of(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return kExitInternal;
-}
 
 int cpu_count() {
   cpu_set_t set;
@@ -54,7 +49,14 @@ pid_t start_run(const std::vector<std::string>& args, const std::string& log, in
   std::vector<char*> argv;
   for (auto& a : all) argv.push_back(a.data());
   argv.push_back(nullptr);
-  const std::string gpu_env = std::to_string(gpu);
+  // The child's environment, built before fork: only async-signal-safe calls may follow it.
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e)
+    if (gpu < 0 || std::strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) != 0) env.emplace_back(*e);
+  if (gpu >= 0) env.push_back("CUDA_VISIBLE_DEVICES=" + std::to_string(gpu));
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fd);
@@ -66,8 +68,7 @@ pid_t start_run(const std::vector<std::string>& args, const std::string& log, in
     if (::getppid() != parent) ::_exit(kExitSigterm);  // the sweep died before prctl
     ::dup2(fd, 1);
     ::dup2(fd, 2);
-    if (gpu >= 0) ::setenv("CUDA_VISIBLE_DEVICES", gpu_env.c_str(), 1);
-    ::execv("/proc/self/exe", argv.data());
+    ::execve("/proc/self/exe", argv.data(), envp.data());
     ::_exit(kExitDevice);
   }
   ::setpgid(pid, pid);
