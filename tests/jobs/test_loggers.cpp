@@ -63,8 +63,14 @@ TEST_CASE("fit logs to metrics.csv and TensorBoard event files equal to metrics.
   CHECK(csv.header[1] == "step");
   for (size_t i = 0; i < lines.size(); ++i)
     for (size_t c = 0; c < csv.header.size(); ++c) {
-      const auto& v = lines[i][csv.header[c]];
       INFO("row " << i << " column " << csv.header[c]);
+      // A key an epoch's line lacks ("best" when it did not improve) is an empty field. Looking it up in a const
+      // json with operator[] is undefined behaviour: CI's build read garbage there.
+      if (!lines[i].contains(csv.header[c])) {
+        CHECK(csv.rows[i][c].empty());
+        continue;
+      }
+      const auto& v = lines[i].at(csv.header[c]);
       if (v.is_number()) CHECK(std::stod(csv.rows[i][c]) == v.get<double>());  // %.17g round-trips
       if (v.is_string()) CHECK(csv.rows[i][c] == v.get<std::string>());
     }
