@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 namespace kg::data {
-class Table;
+struct Table;
 class Pipeline;
 class ImageCache;
 }  // namespace kg::data

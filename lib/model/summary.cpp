@@ -303,8 +303,8 @@ ModelSummary summarize(Network& net, int64_t in_chans, int64_t height, int64_t w
   {  // FLOPs: eval mode, no autograd, one image.
     net.eval();
     torch::NoGradGuard no_grad;
-    auto [x, f] = inputs(1);
-    s.macs = count_macs([&] { net.forward(x, f); });
+    const auto in = inputs(1);  // not a structured binding: C++17 lambdas cannot capture those (clang refuses)
+    s.macs = count_macs([&] { net.forward(in.first, in.second); });
     s.gflops = 2.0 * static_cast<double>(s.macs) / 1e9;
   }
   {  // Activations: training mode with autograd at kActivationBatch, scaled linearly to `batch`.

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The test suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang; Debian's LibTorch): builds build-asan/
+# (lib/ also carries libFuzzer's coverage instrumentation, so scripts/fuzz.sh links its harnesses from the same
+# objects) and runs ctest there. Any sanitizer report fails the test it happens in (no recovery), leaks included.
+#   bash scripts/sanitize.sh [CTEST ARGS...]     e.g. -R csv, -E slow; default: every test
+#   bash scripts/sanitize.sh --unit              the [unit] test cases only, in one process (what CI runs)
+#   bash scripts/sanitize.sh --configure-only    (what scripts/fuzz.sh calls)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD_DIR:-build-asan}
+command -v clang++ >/dev/null || { echo "sanitize.sh: needs clang (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
+# Dependencies and Debian's LibTorch as the ordinary build has them.
+bash scripts/setup.sh --torch debian --packages-only
+if ! dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "install ok installed"; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get install -y -q --no-install-recommends clang libclang-rt-14-dev
+fi
+# -O1 keeps stack traces exact; asserts stay on (nlohmann's JSON_ASSERT catches a const operator[] on a missing key).
+CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DKG_OPENCV=on -DKG_TORCH_FLAVOR=debian \
+  -DKGTRAIN_SANITIZE=address,undefined -DKGTRAIN_FUZZ=ON >/dev/null
+[ "${1:-}" = --configure-only ] && exit 0
+
+export CCACHE_BASEDIR="$PWD"
+t0=$(date +%s)
+cmake --build "$BUILD" -j "$(nproc)" --target kgtrain kgtrain_tests kgtrain_fake_nvml
+t1=$(date +%s)
+# Children (the kgtrain processes integration tests start) inherit these.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:detect_container_overflow=0:abort_on_error=0}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/fuzz/lsan.supp:print_suppressions=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+if [ "${1:-}" = --unit ]; then
+  (cd "$BUILD" && ./kgtrain_tests "[unit]" -w NoTests)
+else
+  (cd "$BUILD" && ctest --output-on-failure --no-tests=error -j "$(nproc)" --timeout 1800 "$@")
+fi
+echo "sanitize.sh: ASan + UBSan build $((t1 - t0)) s, tests $(( $(date +%s) - t1 )) s"
