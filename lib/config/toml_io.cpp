@@ -1,7 +1,9 @@
 // TOML in and out. toml++ is confined to this file: it is a heavy header and nothing else needs it.
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -142,6 +144,50 @@ std::string key_text(const std::string& key) {
   }
 }
 
+// The first byte TOML allows only escaped (control characters other than tab, LF and CR; DEL), npos when none.
+// toml++ 3.3 asserts on some of them (a NUL inside a table header, found by tests/fuzz): they never reach it.
+size_t first_control_char(std::string_view s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) return i;
+  }
+  return std::string_view::npos;
+}
+
+// The most dotted parts one key (or table header) has, counting dots outside strings and comments. toml++'s parser
+// and this file's reader recurse once per part: a key of a million parts overflows the stack (found by
+// scripts/reliability_hostile.py), so such text never reaches them. Values hold at most one dot (1.5, 1e-3).
+size_t deepest_key(std::string_view s) {
+  size_t deepest = 0, dots = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '#') {
+      while (i < s.size() && s[i] != '\n') ++i;
+      dots = 0;
+    } else if (c == '"' || c == '\'') {
+      const bool multi = s.compare(i, 3, std::string(3, c)) == 0;
+      i += multi ? 3 : 1;
+      while (i < s.size()) {
+        if (c == '"' && s[i] == '\\') {
+          i += 2;  // an escape: \" or \\ does not end the string
+        } else if (multi ? s.compare(i, 3, std::string(3, c)) == 0 : (s[i] == c || s[i] == '\n')) {
+          if (multi) i += 2;
+          break;
+        } else {
+          ++i;
+        }
+      }
+    } else if (c == '.') {
+      deepest = std::max(deepest, ++dots);
+    } else if (c == '=' || c == '\n' || c == '[' || c == ']' || c == '{' || c == '}' || c == ',') {
+      dots = 0;
+    }
+  }
+  return deepest + 1;
+}
+
+constexpr size_t kMaxKeyParts = 64;
+
 }  // namespace
 
 bool is_dotted_key(const std::string& key) {
@@ -156,6 +202,20 @@ bool is_dotted_key(const std::string& key) {
 }
 
 Tree parse_toml_string(const std::string& text, const std::string& name_for_errors) {
+  if (const size_t at = first_control_char(text); at != std::string_view::npos) {
+    const size_t nl = text.rfind('\n', at);  // text[at] is not a line feed
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+    const size_t column = nl == std::string::npos ? at + 1 : at - nl;
+    char code[8];
+    std::snprintf(code, sizeof code, "%04X", static_cast<unsigned>(static_cast<unsigned char>(text[at])));
+    throw ConfigError(name_for_errors + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                      ": control character U+" + code +
+                      " is not allowed in TOML (only tab, line feed and carriage return; inside a string write it "
+                      "escaped, \\u" +
+                      code + ")");
+  }
+  KG_CHECK(deepest_key(text) <= kMaxKeyParts, ConfigError, name_for_errors, ": a key or table name of more than ",
+           kMaxKeyParts, " dotted parts (recipe keys are section.key, a component's a part or two more)");
   toml::table doc;
   try {
     doc = toml::parse(text, name_for_errors);
@@ -181,6 +241,8 @@ Tree parse_toml_file(const std::string& path) {
 }
 
 json parse_override_value(const std::string& text) {
+  if (first_control_char(text) != std::string_view::npos || deepest_key(text) > kMaxKeyParts)
+    return text;  // not a TOML value kgtrain reads: a verbatim string
   try {
     toml::table t = toml::parse("v = " + text);
     // More than one key means the text smuggled in a newline and more TOML: not one value.

@@ -58,6 +58,11 @@ std::string lower(std::string s) {
   return s;
 }
 
+// Hostile-size guards (docs/reliability.md): far above any competition's CSV, far below what would exhaust memory
+// (every field costs a std::string, 32 bytes, however short: a file of commas multiplies 32-fold).
+constexpr size_t kCsvMaxFieldBytes = size_t{16} << 20;
+constexpr size_t kCsvMaxColumns = 100000;
+
 // Parser state over the whole text; one record per call to `record`.
 struct Parser {
   std::string_view text;
@@ -121,6 +126,12 @@ struct Parser {
         quoted_field(field, out.size() + 1);
       else
         plain_field(field, out.size() + 1);
+      if (field.size() > kCsvMaxFieldBytes)
+        fail(line, "field " + std::to_string(out.size() + 1) + " holds " + std::to_string(field.size()) +
+                       " bytes, more than a field may (16 MiB): a binary file, or a quote that opens a field and " +
+                       "never closes where it should?");
+      if (out.size() == kCsvMaxColumns)
+        fail(line, "a record with more than 100,000 fields (columns): not a table kgtrain reads");
       out.push_back(std::move(field));
       if (i < text.size() && text[i] == ',') {
         ++i;

@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
+#include "data/image_header.h"
 
 namespace kg::data {
 namespace {
@@ -103,6 +104,7 @@ Image decode_image_bytes(std::string_view bytes, const std::string& name, int ch
                   "file, a raw pack (`kgtrain pack --raw` on a machine whose kgtrain decodes), or " +
                   "data.cache = \"device\" over such a source");
 #else
+  check_image_header(bytes, name);  // a format kgtrain decodes, within data.max_image_pixels
   // imdecode only reads the buffer; the cast is for the Mat constructor.
   const Image buf(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<char*>(bytes.data()));
   Image m;

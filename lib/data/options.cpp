@@ -6,6 +6,7 @@
 
 #include "config/sections.h"
 #include "core/error.h"
+#include "data/image_header.h"
 
 namespace kg::data {
 namespace {
@@ -97,6 +98,14 @@ config::Fields<DataOptions> data_fields() {
   f.field("num_classes", &DataOptions::num_classes,
           "number of classes: integer labels lie in [0, n), string labels number n (default: inferred from the labels)")
       .min(2);
+  f.field("max_classes", &DataOptions::max_classes,
+          "refuse a training table naming more classes or labels than this (integer labels name classes 0..max: an "
+          "id column taken for the label would ask for millions)")
+      .min(2);
+  f.field("max_image_pixels", &DataOptions::max_image_pixels,
+          "refuse, from its header, an image declaring more pixels (width x height) than this, before decoding it: a "
+          "decompression bomb's guard, PIL's default; raise it for real giant images")
+      .min(1);
   f.field("channels", &DataOptions::channels, "channels fed to the model: 1 (gray) or 3 (RGB)")
       .check([](const config::json& v) -> std::string {
         auto c = v.get<int64_t>();
@@ -165,6 +174,8 @@ KG_REGISTER_SECTION("cv", "cross-validation split", cv_fields().schema(), "");
 
 DataOptions load_data_options(const config::Tree& recipe) {
   auto d = data_fields().load(config::Options(&recipe, "data"));
+  // Decoding reads the limit process-wide (as PIL's Image.MAX_IMAGE_PIXELS): every job loads its data options here.
+  set_max_image_pixels(d.max_image_pixels);
   KG_CHECK(d.target_transform == "none" || d.task == "regression", ConfigError, "data.target_transform = \"",
            d.target_transform, "\" scales regression targets, and data.task = \"", d.task,
            "\" has classes: set it to \"none\"");

@@ -31,6 +31,8 @@ struct DataOptions {
   std::string train_pack = "train.kgpack";
   std::string test_pack = "test.kgpack";
   std::optional<int64_t> num_classes;
+  int64_t max_classes = 100000;
+  int64_t max_image_pixels = 89478485;  // data::kDefaultMaxImagePixels (PIL's)
   int64_t channels = 3;
   config::json image_size = 224;
   int64_t num_workers = 2;

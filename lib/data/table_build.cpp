@@ -69,6 +69,10 @@ ClassList infer_classes(const DataOptions& o, const TableSource& src) {
     std::set<std::string> names;
     for (auto& r : csv.rows)
       for (auto& n : cell_names(r[static_cast<size_t>(cols[0])], o.label_sep)) names.insert(n);
+    KG_CHECK(static_cast<int64_t>(names.size()) <= o.max_classes, DataError, csv.path, " column ", src.label_cols[0],
+             " names ", names.size(), " distinct labels, more than data.max_classes = ", o.max_classes,
+             ": is it the right column (data.label_cols) and separator (data.label_sep = \"", o.label_sep,
+             "\")? Raise data.max_classes if the labels are real");
     c.names.assign(names.begin(), names.end());
     KG_CHECK(!c.names.empty(), DataError, csv.path, " column ", src.label_cols[0], " holds no label names");
     KG_CHECK(!o.num_classes || *o.num_classes == c.size(), DataError, "data.num_classes = ", *o.num_classes, " but ",
@@ -93,10 +97,21 @@ ClassList infer_classes(const DataOptions& o, const TableSource& src) {
   }
   c.numeric = numeric;
   if (numeric) {
+    // Checked before max_int + 1 is formed: a label of 2^63 - 1 would overflow it.
+    KG_CHECK(c.task == Task::binary || (o.num_classes ? *o.num_classes <= o.max_classes : max_int < o.max_classes),
+             DataError, csv.path, " column ", src.label_cols[0], ": integer labels name classes 0, 1, 2, ... and ",
+             o.num_classes ? "data.num_classes = " + std::to_string(*o.num_classes) + " asks for more of them"
+                           : "its largest label, " + std::to_string(max_int) + ", asks for more of them",
+             " than data.max_classes = ", o.max_classes,
+             ". An id, or a number to predict (data.task = \"regression\")? Raise data.max_classes if the classes are "
+             "real");
     int64_t n = o.num_classes ? *o.num_classes : max_int + 1;
     if (c.task == Task::binary) n = 2;
     for (int64_t k = 0; k < n; ++k) c.names.push_back(std::to_string(k));
   } else {
+    KG_CHECK(static_cast<int64_t>(strings.size()) <= o.max_classes, DataError, csv.path, " column ", src.label_cols[0],
+             " holds ", strings.size(), " distinct labels, more than data.max_classes = ", o.max_classes,
+             ": is it the label column (data.label_cols)? Raise data.max_classes if the classes are real");
     c.names.assign(strings.begin(), strings.end());
     KG_CHECK(!o.num_classes || *o.num_classes == c.size(), DataError, "data.num_classes = ", *o.num_classes, " but ",
              csv.path, " column ", src.label_cols[0], " holds ", c.size(), " distinct labels: ", join(c.names, ", "));

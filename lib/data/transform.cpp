@@ -8,6 +8,7 @@
 #endif
 
 #include "core/error.h"
+#include "data/image_header.h"
 #include "data/image_io.h"
 #include "data/jpeg_header.h"
 #include "data/jpeg_window.h"
@@ -171,6 +172,7 @@ void Pipeline::process_encoded(std::string_view bytes, const std::string& name, 
   size_t first = 0;
   const auto info = decodes_reduced() ? jpeg_info(bytes) : std::nullopt;
   if (info && !info->exif) {  // EXIF may rotate the pixels away from the header's size: decode in full
+    check_image_header(bytes, name);
     const Window win = transforms_[0]->plan_window(info->height, info->width, rng);
     const int w = static_cast<int>(g_.width), h = static_cast<int>(g_.height);
     if (auto part = decode_jpeg_window(bytes, channels, win, jpeg_scale_for(win, w, h))) {

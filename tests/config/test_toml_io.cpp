@@ -174,3 +174,44 @@ empty = []
   n.set("x", Entry{json(std::nan("")), Origin::defaults(), {}, false});
   CHECK(std::isnan(parse_toml_string(to_toml(n, true), "n.toml").at("x").value.get<double>()));
 }
+
+TEST_CASE("a control character in a recipe is a recipe error at its line and column, before toml++ sees it", "[unit]") {
+  // toml++ 3.3 asserted on a NUL inside a table header (tests/fuzz/regressions/recipe).
+  std::string msg = error_of([] { parse_toml_string(std::string("a = 1\n[tr\0ain]\n", 15), "r.toml"); });
+  CHECK_THAT(msg, Catch::Contains("r.toml:2:4: control character U+0000 is not allowed in TOML"));
+  msg = error_of([] { parse_toml_string("x = \"bell\x07\"\n", "r.toml"); });
+  CHECK_THAT(msg, Catch::Contains("r.toml:1:10: control character U+0007"));
+  CHECK_THAT(msg, Catch::Contains("\\u0007"));
+  // Tab, LF and CRLF are TOML's own whitespace; an override value with a control character is a plain string.
+  CHECK(parse_toml_string("a\t= 1\r\nb = 2\n", "r.toml").at("b").value == 2);
+  CHECK(parse_override_value(std::string("a\x01z")) == "a\x01z");
+}
+
+TEST_CASE("deeply nested TOML is refused with a position, not a stack overflow", "[unit]") {
+  const std::string deep = "a = " + std::string(100000, '[') + std::string(100000, ']') + "\n";
+  CHECK_THAT(error_of([&] { parse_toml_string(deep, "deep.toml"); }), Catch::StartsWith("recipe error: deep.toml:1:"));
+  std::string tables = "a = ";
+  for (int i = 0; i < 100000; ++i) tables += "{b = ";
+  tables += "1" + std::string(100000, '}') + "\n";
+  CHECK_THAT(error_of([&] { parse_toml_string(tables, "deep.toml"); }),
+             Catch::StartsWith("recipe error: deep.toml:1:"));
+}
+
+TEST_CASE("a key of more than 64 dotted parts is refused before toml++ parses it", "[unit]") {
+  // toml++ and the reader recurse per part: a million parts overflowed the stack (scripts/reliability_hostile.py).
+  std::string parts = "a";
+  for (int i = 1; i < 1000000; ++i) parts += ".a";
+  CHECK_THAT(error_of([&] { parse_toml_string(parts + " = 1\n", "k.toml"); }),
+             Catch::Contains("k.toml: a key or table name of more than 64 dotted parts"));
+  CHECK_THAT(error_of([&] { parse_toml_string("[" + parts + "]\nx = 1\n", "k.toml"); }),
+             Catch::Contains("more than 64 dotted parts"));
+  std::string at_limit = "a";
+  for (int i = 1; i < 64; ++i) at_limit += ".a";
+  CHECK(parse_toml_string(at_limit + " = 1\n", "k.toml").at(at_limit).value == 1);
+  // Dots inside strings, comments and values are not key parts.
+  const std::string dots(200, '.');
+  CHECK(parse_toml_string("# " + dots + "\nb = \"" + dots + "\"\nc = '''\n" + dots + "'''\nd = [1.5, 2.5]\n", "k.toml")
+            .at("b")
+            .value == dots);
+  CHECK(parse_override_value(parts) == parts);  // a plain string, as any text that is not one TOML value
+}

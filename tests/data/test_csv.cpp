@@ -144,3 +144,18 @@ TEST_CASE("csv: read_csv reads files and reports missing ones", "[unit]") {
     kg::remove_tree(dir, ec);
   }
 }
+
+TEST_CASE("csv: a field over 16 MiB and a record over 100,000 columns are refused with their line", "[unit]") {
+  std::string big = "id,text\n1,ok\n2," + std::string((size_t{16} << 20) + 1, 'x') + "\n";
+  CHECK_THAT(error_of(big), Catch::Contains("train.csv line 3: field 2 holds 16777217 bytes, more than a field may"));
+  big = "id,text\n1,\"" + std::string((size_t{16} << 20) + 1, 'y') + "\"\n";
+  CHECK_THAT(error_of(big), Catch::Contains("train.csv line 2: field 2 holds"));
+  std::string wide = "id";
+  for (int c = 0; c < 100000; ++c) wide += ",c" + std::to_string(c);
+  CHECK_THAT(error_of(wide + "\n"), Catch::Contains("train.csv line 1: a record with more than 100,000 fields"));
+  // Exactly at the limits: read.
+  std::string at_limit = "id";
+  for (int c = 1; c < 100000; ++c) at_limit += ",c" + std::to_string(c);
+  CHECK(parse_csv(at_limit + "\n", "t.csv").header.size() == 100000);
+  CHECK(parse_csv("a\n" + std::string(size_t{16} << 20, 'z') + "\n", "t.csv").rows[0][0].size() == (size_t{16} << 20));
+}
