@@ -37,7 +37,15 @@ void lock_run_dir(const std::string& dir, const std::string& command, LockMode m
   std::lock_guard<std::mutex> g(mu);
   if (held().count(ec ? dir : key)) return;
   const std::string path = dir + "/.kgtrain.lock";
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0 && mode == LockMode::shared) {
+    // A reader of a run on a read-only file system (a Kaggle input dataset): flock works on a read-only descriptor,
+    // and where not even the lock file exists no kgtrain can be writing the run.
+    const int err = errno;
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && (err == EROFS || err == EACCES)) return;
+    errno = err;
+  }
   KG_CHECK(fd >= 0, DataError, "cannot create the run lock ", path, ": ", std::strerror(errno));
   if (::flock(fd, (mode == LockMode::exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
     const int err = errno;
@@ -53,8 +61,12 @@ void lock_run_dir(const std::string& dir, const std::string& command, LockMode m
   }
   // Who holds it, for the message a refused process prints (readers: the latest of them).
   const std::string me = "kgtrain " + command + " (pid " + std::to_string(::getpid()) + ")\n";
-  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) < 0) {
-    // The lock holds without the note; a refusal then names "another kgtrain process".
+  const bool writable = (::fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDWR;
+  if (writable && (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) < 0)) {
+    // A disk that refuses these bytes would fail the command at its first output: say so now, naming the file.
+    const int err = errno;
+    ::close(fd);
+    throw DataError("cannot write the run lock " + path + ": " + std::strerror(err));
   }
   held()[ec ? dir : key] = fd;
 }

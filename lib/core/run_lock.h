@@ -14,7 +14,8 @@ enum class LockMode { exclusive, shared };
 
 // Takes the lock of folder `dir` (which must exist) for `command` ("fit", "tta-predict", ...). UsageError
 // naming the folder and the holder (command, pid) when another process holds a conflicting lock;
-// DataError when the lock file cannot be created.
+// DataError when the lock file cannot be created or written. A reader of a folder on a read-only
+// file system takes no lock where it cannot create the file (no process can be writing there).
 void lock_run_dir(const std::string& dir, const std::string& command, LockMode mode = LockMode::exclusive);
 
 }  // namespace kg

@@ -58,6 +58,18 @@ using Clock = std::chrono::steady_clock;
 
 namespace kg::jobs {
 namespace {
+
+// Whether a fit trained or wrote results in `dir` (a checkpoint, a fold's folder, metrics, a summary).
+bool has_fit_output(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const auto name = e.path().filename().string();
+    if (name == "checkpoints" || name.rfind("fold_", 0) == 0 || name == "metrics.jsonl" || name == "summary.json")
+      return true;
+  }
+  return false;
+}
+
 std::string fmt(double v, int prec = 4) { return format_significant(v, prec); }
 }  // namespace
 
@@ -229,9 +241,17 @@ void FitRun::open_run_dir() {
     run_dir_ = scratch_.path();
   } else if (resuming_) {
     run_dir_ = target_.run_dir;
+    const bool made_by_kgtrain = fs::exists(fs::path(run_dir_) / ".kgtrain.lock");  // before the lock makes one
     lock_run_dir(run_dir_, "fit --resume");  // refused at once while another process writes it
-    KG_CHECK(fs::exists(fs::path(run_dir_) / "folds.csv"), UsageError, "--resume: ", run_dir_,
-             " is not a kgtrain fit run (no folds.csv)");
+    if (!fs::exists(fs::path(run_dir_) / "folds.csv")) {
+      // A fit killed, or stopped by a full disk, while it prepared its folder has trained nothing: finish
+      // preparing it and start from the beginning. Any other folder without folds.csv is not a fit run.
+      KG_CHECK(made_by_kgtrain && !has_fit_output(run_dir_), UsageError, "--resume: ", run_dir_,
+               " is not a kgtrain fit run (no folds.csv)");
+      log("  resume  " + run_dir_ + ": it stopped before its first update; starting it from the beginning");
+      write_split_files();
+      return;  // still resuming: every fold finds no checkpoint and starts fresh, on every rank alike
+    }
     if (fs::exists(fs::path(run_dir_) / "recipe.toml")) {
       auto diff =
           changed_lines(read_file((fs::path(run_dir_) / "recipe.toml").string()), config::to_toml(o_.recipe, false));
@@ -246,14 +266,19 @@ void FitRun::open_run_dir() {
   } else {
     run_dir_ = prepare_run_dir(o_);
     log("  run dir " + run_dir_);
-    write_file_atomic((fs::path(run_dir_) / "classes.json").string(), s_.classes.to_json().dump(2) + "\n");
-    std::string f = data::csv_line({"id", "fold"});
-    for (int64_t i = 0; i < table.size(); ++i)
-      f += data::csv_line({table.rows[static_cast<size_t>(i)].id, std::to_string(s_.folds[static_cast<size_t>(i)])});
-    write_file_atomic((fs::path(run_dir_) / "folds.csv").string(), f);
-    if (!table.dropped.empty())
-      write_file_atomic((fs::path(run_dir_) / "bad_rows.csv").string(), data::bad_rows_csv(table.dropped));
+    write_split_files();
   }
+}
+
+void FitRun::write_split_files() const {
+  const auto& table = s_.table;
+  write_file_atomic((fs::path(run_dir_) / "classes.json").string(), s_.classes.to_json().dump(2) + "\n");
+  std::string f = data::csv_line({"id", "fold"});
+  for (int64_t i = 0; i < table.size(); ++i)
+    f += data::csv_line({table.rows[static_cast<size_t>(i)].id, std::to_string(s_.folds[static_cast<size_t>(i)])});
+  write_file_atomic((fs::path(run_dir_) / "folds.csv").string(), f);
+  if (!table.dropped.empty())
+    write_file_atomic((fs::path(run_dir_) / "bad_rows.csv").string(), data::bad_rows_csv(table.dropped));
 }
 
 void FitRun::lr_from_finder() {

@@ -38,6 +38,7 @@ class FitRun {
   void plot_schedule(const train::Plan& plan) const;
   // The run directory: resumed (checked against the recipe and the split) or created (folds.csv, classes).
   void open_run_dir();
+  void write_split_files() const;  // classes.json, folds.csv, bad_rows.csv
   // optim.lr = "find": the finder's lr (or the resumed run's) into the recipe.
   void lr_from_finder();
   FoldOutcome train_fold(size_t index, int64_t k);
