@@ -139,12 +139,21 @@ void resume_fold(train::Trainer& trainer, const ResumeTarget& target, const std:
     return;
   }
   train::Checkpoint c = given ? std::move(*given) : train::load_checkpoint(ck, false);
+  KG_CHECK(!c.state.contains("weights") || c.state["weights"] == "model", UsageError, "--resume: ", ck, " holds the ",
+           c.state["weights"].dump(),
+           " weights, which won that epoch, beside the model's training state: training "
+           "cannot continue from them exactly. Resume from the run folder or its checkpoints/last; use ",
+           ck, " for predictions (tta-predict --checkpoint) or as --weights");
   const int64_t saved_fold = c.state.value("fold", int64_t{-1});
   KG_CHECK(saved_fold < 0 || saved_fold == k, UsageError, "--resume: ", ck, " is fold ", saved_fold,
            "'s checkpoint but the recipe trains fold ", k,
            " here (cv.fold changed?): resume with the run's cv.fold, "
            "or start a new run");
   trainer.resume(c);
+  // Resumed from a checkpoint newer than checkpoints/last (best saved, then killed before last): a fold with epochs
+  // left rewrites last at its next save; one without makes this state its last now, as the uninterrupted run did.
+  if (writer && fs::path(ck).filename() != "last" && trainer.state().epoch >= trainer.plan().epochs())
+    trainer.store().save_last(trainer.checkpoint_files());
   log(o, label + "resumed from " + ck + " (epoch " + std::to_string(trainer.state().epoch) + ", update " +
              std::to_string(trainer.state().step) + ", batch " + std::to_string(trainer.state().batch) + ")");
 }

@@ -21,6 +21,7 @@ class CheckpointCallback : public Callback {
       if (winner) {
         auto best = files;
         best.model = *winner;
+        best.state["weights"] = r.best_from;  // not the model's: find_latest resumes from it no run
         t.store().save_best(best);
       } else {
         t.store().save_best(files);
