@@ -32,7 +32,12 @@ using nlohmann::json;
 
 namespace {
 
-json golden() { return json::parse(kg::read_file(KGTRAIN_SOURCE_DIR "/tests/golden/lr_find.json")); }
+// A reference to one parsed copy: `for (auto& c : golden()["sweeps"])` over a returned temporary would iterate a
+// destroyed object (AddressSanitizer caught it: heap-use-after-free).
+const json& golden() {
+  static const json g = json::parse(kg::read_file(KGTRAIN_SOURCE_DIR "/tests/golden/lr_find.json"));
+  return g;
+}
 
 std::vector<double> doubles(const json& a) {
   std::vector<double> out;
