@@ -1,5 +1,6 @@
 #include "report/tb_events.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -185,25 +186,38 @@ EventWriter::EventWriter(const std::string& dir) {
   const double now = wall_time_now();
   path_ = dir + "/events.out.tfevents." + std::to_string(static_cast<int64_t>(now)) + "." + host + "." +
           std::to_string(getpid()) + "." + std::to_string(seq++);
-  f_ = std::fopen(path_.c_str(), "wb");
-  if (!f_) throw DataError("cannot create the TensorBoard event file " + path_ + ": " + std::strerror(errno));
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw DataError("cannot create the TensorBoard event file " + path_ + ": " + std::strerror(errno));
   write(event_file_version(now));
   flush();
 }
 
 EventWriter::~EventWriter() {
-  if (f_) std::fclose(f_);
+  try {
+    flush();  // callers flush at every epoch's end and the run's: this is what an exception left behind
+  } catch (const Error&) {
+  }
+  ::close(fd_);
 }
 
 void EventWriter::write(const std::string& event) {
-  const std::string rec = tfrecord(event);
-  if (std::fwrite(rec.data(), 1, rec.size(), f_) != rec.size())
-    throw DataError("cannot write the TensorBoard event file " + path_ + ": " + std::strerror(errno));
+  pending_ += tfrecord(event);
+  if (pending_.size() >= (size_t{1} << 16)) flush();
 }
 
 void EventWriter::flush() {
-  if (std::fflush(f_) != 0)
-    throw DataError("cannot write the TensorBoard event file " + path_ + ": " + std::strerror(errno));
+  size_t done = 0;
+  while (done < pending_.size()) {
+    const ssize_t n = ::write(fd_, pending_.data() + done, pending_.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EIO;
+      pending_.erase(0, done);
+      throw DataError("cannot write the TensorBoard event file " + path_ + ": " + std::strerror(err));
+    }
+    done += static_cast<size_t>(n);
+  }
+  pending_.clear();
 }
 
 }  // namespace kg::report

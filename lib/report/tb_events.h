@@ -49,14 +49,16 @@ class EventWriter {
   EventWriter& operator=(const EventWriter&) = delete;
 
   const std::string& path() const { return path_; }
-  // Appends one serialized Event (event_*()); DataError naming the file on a write error.
+  // Appends one serialized Event (event_*()), buffered; DataError naming the file on a write error.
   void write(const std::string& event);
-  // Flushes to the OS (TensorBoard sees everything written so far); DataError on failure.
+  // Hands what is buffered to the OS with write(2) (TensorBoard sees everything written so far); DataError naming
+  // the file on failure. Plain write(2), not stdio, so a failing disk (tests/support/fault_inject.cpp) reaches it.
   void flush();
 
  private:
   std::string path_;
-  std::FILE* f_ = nullptr;
+  int fd_ = -1;
+  std::string pending_;
 };
 
 // Seconds since the Unix epoch, with sub-second resolution.
