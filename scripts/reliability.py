@@ -460,7 +460,7 @@ def sigterm(n):
     rc, out = kg(["fit", recipe, "--run-dir", ref, "--quiet"])
     assert rc == 0, out
     wall, want = time.time() - t0, final_weights(ref)
-    totals = {"sigterms": 0, "saved": 0, "resumed_identical": 0}
+    totals = {"sigterms": 0, "saved": 0, "finished_first": 0, "resumed_identical": 0}
     for k in range(n):
         run = os.path.join(WORK, f"term_{k}")
         p, f = start(["fit", recipe, "--run-dir", run, "--quiet"], run + ".log")
@@ -475,13 +475,20 @@ def sigterm(n):
         rc = p.wait()
         f.close()
         last = os.path.join(run, "checkpoints", "last")
-        saved = rc == 143 and os.path.isdir(last) and checkpoint_problem(last) == ""
+        # Stopped with 143 and a complete checkpoint, or the signal came during the last writes of a run that was
+        # done (exit 0 with summary.json "completed": everything saved).
+        try:
+            completed = rc == 0 and json.load(open(os.path.join(run, "summary.json")))["status"] == "completed"
+        except (OSError, ValueError, KeyError):
+            completed = False
+        saved = (rc == 143 or completed) and os.path.isdir(last) and checkpoint_problem(last) == ""
+        totals["finished_first"] += completed
         rc2, _ = kg_fit_resume(run)
         same = rc2 == 0 and final_weights(run) == want
         totals["sigterms"] += 1
         totals["saved"] += saved
         totals["resumed_identical"] += same
-        print(f"{'ok  ' if saved and same else 'FAIL'} SIGTERM #{k}: exit {rc}, checkpoint saved {saved}, "
+        print(f"{'ok  ' if saved and same else 'FAIL'} SIGTERM #{k}: exit {rc}{' (it had finished)' if completed else ''}, checkpoint saved {saved}, "
               f"resumed identical {same}", flush=True)
     return totals
 

@@ -41,14 +41,18 @@ rows = [
      f"{h['hostile_tried']} / {h['hostile_refused_cleanly']}, peak RSS at most {h['max_peak_rss_mb']} MB"),
     (f"faults injected (ENOSPC sticky / EIO once at the N-th of a fit's {calls['write']} writes, {calls['fsync']} "
      f"fsyncs, {calls['rename']} renames) / clear error naming the file, exit 3",
-     f"{f['faults_injected']} / {f['clean_errors']}"),
+     f"{f['faults_injected']} / {f['clean_errors']}" +
+     (f" ({f['recovered_without_error']} needed none: a failed rename of a rotated-out checkpoint before its "
+      "deletion, which then deletes it in place)" if f["recovered_without_error"] else "")),
     ("corrupt checkpoints loaded", str(f["corrupt_loads"])),
     ("checkpoints lost", str(f["checkpoints_lost"])),
     ("faulted runs resumed to the uninterrupted run's weights", f"{f['resumed_identical']} / {f['faults_injected']}"),
     ("SIGKILLs (mid-step, mid-checkpoint, fold switches, --nproc 2) / bit-identical after --resume",
      f"{k['kills']} / {k['bit_identical']}"),
-    ("SIGTERM: exit 143 with a complete checkpoint", f"{t['saved']} / {t['sigterms']} "
-     f"({100 * t['saved'] // max(1, t['sigterms'])}%), {t['resumed_identical']} resumed identical"),
+    ("SIGTERM at a random moment: exit 143 with a complete checkpoint (or, arriving during a finished run's last "
+     "writes, exit 0 with everything saved)", f"{t['saved']} / {t['sigterms']} "
+     f"({100 * t['saved'] // max(1, t['sigterms'])}%; {t['finished_first']} had finished), "
+     f"{t['resumed_identical']} resumed to identical weights"),
     ("a second writer or reader of a run in use: refused at once (exit 2)",
      f"{l['refused']} / {l['attempts']}; resume after SIGKILL of the holder: {'yes' if l['resume_after_kill'] else 'NO'}"),
 ]

@@ -158,8 +158,21 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
   if (!st.stop_reason.empty()) out.summary["stop_reason"] = st.stop_reason;
   if (trainer.scaler().enabled()) out.summary["loss_scaler"] = trainer.scaler().state();
   if (st.oom_halvings > 0) out.summary["oom_backoff"] = {{"halvings", st.oom_halvings}, {"events", st.oom_events}};
+  // A signal after the last update (the fold is trained and its checkpoints saved) stops before the out-of-fold
+  // predictions, which --resume makes again: SIGTERM means stop now, however long prediction would take. (With
+  // several processes only the loop's vote shares a signal between ranks: they predict together as before.)
+  if (outcome.status != "interrupted" && !s_.group && stop_signal().load() != 0) {
+    out.status = outcome.status = "interrupted";
+    out.signal = stop_signal().load();
+    out.summary["status"] = "interrupted";
+  }
   if (outcome.status == "interrupted") return out;
-  predict_oof(*net, valid_rows, k, dir.string(), out);
+  if (s_.group) {
+    predict_oof(*net, valid_rows, k, dir.string(), out);
+  } else {
+    train::PredictionsStopOnSignal stop;  // the fold is saved: a signal may stop its prediction
+    predict_oof(*net, valid_rows, k, dir.string(), out);
+  }
   return out;
 }
 

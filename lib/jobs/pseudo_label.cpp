@@ -24,6 +24,7 @@
 #include "jobs/ensemble.h"
 #include "jobs/fit.h"
 #include "jobs/job.h"
+#include "train/engine.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -121,6 +122,7 @@ RoundResult predict_and_select(const JobOptions& o, const ModelSources& members,
   EnsemblePredictor predictor(o, e.classes, t.feature_dim);
   std::vector<at::Tensor> member_probs;
   int64_t predicted = 0;
+  train::PredictionsStopOnSignal stop;  // SIGTERM / Ctrl-C stop the prediction between batches (not a round's fit)
   for (auto& m : e.members) {
     auto mp = predictor.predict(m, t, [&] {
       std::vector<int64_t> rows(static_cast<size_t>(t.size()));

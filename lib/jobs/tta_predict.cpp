@@ -23,6 +23,7 @@
 #include "jobs/job.h"
 #include "jobs/oof.h"
 #include "metric/metric_set.h"
+#include "train/engine.h"
 #include "tta/view.h"
 
 namespace fs = std::filesystem;
@@ -139,6 +140,7 @@ int run_oof(const TtaPredictRequest& o, const Ensemble& e, const std::string& ru
 
 int run_tta_predict(const TtaPredictRequest& o) {
   auto t0 = std::chrono::steady_clock::now();
+  train::PredictionsStopOnSignal stop;  // SIGTERM / Ctrl-C stop the prediction between batches
   KG_CHECK(!o.oof || !o.models.from_runs.empty(), UsageError,
            "--oof needs --from-run RUN_DIR (the fold models and their split)");
   auto same_file = [](const std::string& a, const std::string& b) {

@@ -1,15 +1,35 @@
 #include "train/engine.h"
 
+#include <atomic>
+#include <csignal>
 #include <chrono>
 
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "core/stop.h"
 #include "device/distributed.h"
 #include "metric/metric.h"
 #include "train/step.h"
 
 namespace kg::train {
+
+namespace {
+
+std::atomic<bool> g_predictions_stop{false};
+
+void stop_if_signalled() {
+  if (!g_predictions_stop.load()) return;
+  if (const int sig = stop_signal().load())
+    throw Interrupted(sig == SIGTERM ? kExitSigterm : kExitSigint,
+                      "stopped by signal " + std::to_string(sig) +
+                          " while predicting; no prediction file was written (kgtrain fit --resume redoes a fit's "
+                          "out-of-fold predictions; other commands start again)");
+}
+
+}  // namespace
+
+void set_predictions_stop_on_signal(bool on) { g_predictions_stop.store(on); }
 
 Predictions predict(model::Network& net, data::Loader& loader, const c10::Device& device, const loss::Loss* loss,
                     const std::string& task, device::Precision precision) {
@@ -21,6 +41,7 @@ Predictions predict(model::Network& net, data::Loader& loader, const c10::Device
   double loss_sum = 0;
   data::Batch b;
   while (loader.next(b)) {
+    stop_if_signalled();
     at::Tensor f = b.features.defined() ? b.features.to(device, /*non_blocking=*/true) : at::Tensor();
     const at::Tensor logits = forward_float32(net, data::to_model_input(b, device), f, precision, device.type());
     if (loss && b.targets.defined())
@@ -74,6 +95,7 @@ ViewOutputs predict_views(model::Network& net, data::Loader& loader, const c10::
   std::vector<at::Tensor> targets;
   data::Batch b;
   while (loader.next(b)) {
+    stop_if_signalled();
     at::Tensor f = b.features.defined() ? b.features.to(device, /*non_blocking=*/true) : at::Tensor();
     auto x = data::to_model_input(b, device);
     for (size_t v = 0; v < views.size(); ++v) {

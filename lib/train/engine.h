@@ -29,6 +29,19 @@ struct Predictions {
   double seconds = 0;
 };
 
+// With it on, prediction loops (predict, predict_views) check for SIGINT / SIGTERM between batches and throw
+// Interrupted (exit 130 / 143): tta-predict and pseudo-label, whose whole job is prediction, and fit's out-of-fold
+// predictions after its last update. Off (the default) inside the training loop, whose validation is followed by
+// the checkpoint a signal must not skip.
+void set_predictions_stop_on_signal(bool on);
+// On for its scope.
+struct PredictionsStopOnSignal {
+  PredictionsStopOnSignal() { set_predictions_stop_on_signal(true); }
+  ~PredictionsStopOnSignal() { set_predictions_stop_on_signal(false); }
+  PredictionsStopOnSignal(const PredictionsStopOnSignal&) = delete;
+  PredictionsStopOnSignal& operator=(const PredictionsStopOnSignal&) = delete;
+};
+
 // Evaluation mode, no gradients. Runs every batch of `loader`; `task` picks the output activation.
 // `precision`: the forward pass under autocast (device.precision); outputs are converted to float32.
 Predictions predict(model::Network& net, data::Loader& loader, const c10::Device& device, const loss::Loss* loss,

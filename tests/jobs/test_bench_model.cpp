@@ -8,6 +8,7 @@
 
 #include "core/fs.h"
 #include "support/fixtures.h"
+#include "support/heap.h"
 
 using nlohmann::json;
 
@@ -36,6 +37,8 @@ TEST_CASE("bench-model times training steps of the recipe's model in both layout
   CHECK(j["models"][0]["summary"]["gflops_per_image"].get<double>() > 0);
   REQUIRE(j["runs"].size() == 4);  // 2 layouts x checkpointing off/on
   std::set<std::pair<std::string, bool>> configs;
+  const bool heap_stats = kg::test::heap_statistics_available();  // kgtrain runs with this process's allocator
+  if (!heap_stats) WARN("held_after_forward_bytes not checked: this allocator keeps no malloc statistics");
   for (auto& run : j["runs"]) {
     INFO(run.dump());
     configs.insert({run["layout"].get<std::string>(), run["grad_checkpointing"].get<bool>()});
@@ -44,12 +47,12 @@ TEST_CASE("bench-model times training steps of the recipe's model in both layout
     CHECK(run["step_seconds"].size() == 2);
     CHECK(run["median_step_seconds"].get<double>() > 0);
     CHECK(run["images_per_s"].get<double>() == Approx(16 / run["median_step_seconds"].get<double>()));
-    CHECK(run["held_after_forward_bytes"].get<int64_t>() > 0);
+    if (heap_stats) CHECK(run["held_after_forward_bytes"].get<int64_t>() > 0);
   }
   CHECK(configs == std::set<std::pair<std::string, bool>>{
                        {"nchw", false}, {"nchw", true}, {"channels_last", false}, {"channels_last", true}});
   // Checkpointing drops the activations of resnet9's two checkpointed stages: well under the plain run.
-  for (size_t i = 0; i < 4; i += 2) {
+  for (size_t i = 0; heap_stats && i < 4; i += 2) {
     const auto plain = j["runs"][i]["held_after_forward_bytes"].get<int64_t>();
     const auto ckpt = j["runs"][i + 1]["held_after_forward_bytes"].get<int64_t>();
     CHECK(ckpt < plain * 3 / 4);
