@@ -4,6 +4,7 @@
 
 #include "config/resolve.h"
 #include "core/error.h"
+#include "core/strings.h"
 
 namespace kg::config {
 
@@ -124,6 +125,10 @@ class Interpolator {
         return std::nullopt;
       }
       auto it = environ_.find(name);
+      if (it != environ_.end() && invalid_utf8_at(it->second) != std::string::npos) {
+        problem(ctx, "environment variable " + name + " is not UTF-8 text: ${" + ref + "} cannot use it");
+        return std::nullopt;
+      }
       if (it != environ_.end()) return json(it->second);
       if (comma != std::string::npos) return json(trim(body.substr(comma + 1)));
       problem(ctx, "environment variable " + name + " is not set and ${" + ref +

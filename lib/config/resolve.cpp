@@ -1,10 +1,12 @@
 // Layering: env layer -> recipe files (each after its extends chain) -> config groups -> overrides,
 // then interpolation. Problems are collected while the tree is still meaningful, then thrown together.
+#include <cstdio>
 #include <filesystem>
 #include <set>
 
 #include "config/resolve.h"
 #include "core/error.h"
+#include "core/strings.h"
 
 namespace kg::config {
 
@@ -95,6 +97,15 @@ class Resolver {
   }
 
   void classify(const std::string& word) {
+    // Recipes are UTF-8 (toml++ checks files); a command-line word is checked here, before any of it becomes a
+    // JSON string (whose output would throw on it: found by tests/fuzz).
+    if (const size_t bad = invalid_utf8_at(word); bad != std::string::npos) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned>(static_cast<unsigned char>(word[bad])));
+      problems_.push_back("the override starting \"" + word.substr(0, bad) + "\" is not UTF-8 text (byte " + hex +
+                          " at position " + std::to_string(bad + 1) + ")");
+      return;
+    }
     Override o{Override::Kind::Set, word, "", json()};
     size_t eq = word.find('=');
     if (word.compare(0, 1, "~") == 0) {

@@ -215,3 +215,17 @@ TEST_CASE("a key of more than 64 dotted parts is refused before toml++ parses it
             .value == dots);
   CHECK(parse_override_value(parts) == parts);  // a plain string, as any text that is not one TOML value
 }
+
+TEST_CASE("an override or environment variable that is not UTF-8 is a recipe error, not a crash", "[unit]") {
+  // A non-UTF-8 byte reached nlohmann::json's dump in a validation message and threw type_error 316 (tests/fuzz).
+  kg::test::TempDir dir;
+  ResolveInput in;
+  in.recipe_files = {dir.write("r.toml", "[run]\nname = \"${env:NAME,x}\"\n")};
+  in.args = {"run.tag=ok\xF6"};
+  in.path_exists = [](const std::string&) { return false; };
+  CHECK_THAT(error_of([&] { resolve(in); }),
+             Catch::Contains("the override starting \"run.tag=ok\" is not UTF-8 text (byte 0xF6 at position 11)"));
+  in.args.clear();
+  in.environ = {{"NAME", "caf\xE9"}};
+  CHECK_THAT(error_of([&] { resolve(in); }), Catch::Contains("environment variable NAME is not UTF-8 text"));
+}
