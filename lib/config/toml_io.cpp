@@ -154,12 +154,20 @@ size_t first_control_char(std::string_view s) {
   return std::string_view::npos;
 }
 
-// The most dotted parts one key (or table header) has, counting dots outside strings and comments. toml++'s parser
-// and this file's reader recurse once per part: a key of a million parts overflows the stack (found by
-// scripts/reliability_hostile.py), so such text never reaches them. Values hold at most one dot (1.5, 1e-3).
-size_t deepest_key(std::string_view s) {
-  size_t deepest = 0, dots = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
+// What a light pass over the text outside strings and comments finds before toml++ parses it:
+//  - the most dotted parts of one key or table name: toml++'s parser and this file's reader recurse once per part, and
+//    a key of a million parts overflowed the stack (scripts/reliability.py hostile). Values hold at most one dot.
+//  - the first non-ASCII byte there (a leading BOM aside): TOML allows none outside strings and comments, and toml++
+//    3.3's whitespace test reaches __builtin_unreachable on some such characters (U+FEFC, found by tests/fuzz).
+struct Lexed {
+  size_t key_parts = 1;
+  size_t non_ascii_at = std::string_view::npos;
+};
+
+Lexed lex(std::string_view s) {
+  Lexed out;
+  size_t dots = 0;
+  for (size_t i = s.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0; i < s.size(); ++i) {
     const char c = s[i];
     if (c == '#') {
       while (i < s.size() && s[i] != '\n') ++i;
@@ -178,12 +186,21 @@ size_t deepest_key(std::string_view s) {
         }
       }
     } else if (c == '.') {
-      deepest = std::max(deepest, ++dots);
+      out.key_parts = std::max(out.key_parts, ++dots + 1);
     } else if (c == '=' || c == '\n' || c == '[' || c == ']' || c == '{' || c == '}' || c == ',') {
       dots = 0;
+    } else if (static_cast<unsigned char>(c) >= 0x80 && out.non_ascii_at == std::string_view::npos) {
+      out.non_ascii_at = i;
     }
   }
-  return deepest + 1;
+  return out;
+}
+
+// "line:column" (1-based) of byte `at`.
+std::string position_of(std::string_view text, size_t at) {
+  const size_t nl = at == 0 ? std::string_view::npos : text.rfind('\n', at - 1);
+  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+  return std::to_string(line) + ":" + std::to_string(nl == std::string_view::npos ? at + 1 : at - nl);
 }
 
 constexpr size_t kMaxKeyParts = 64;
@@ -203,19 +220,19 @@ bool is_dotted_key(const std::string& key) {
 
 Tree parse_toml_string(const std::string& text, const std::string& name_for_errors) {
   if (const size_t at = first_control_char(text); at != std::string_view::npos) {
-    const size_t nl = text.rfind('\n', at);  // text[at] is not a line feed
-    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
-    const size_t column = nl == std::string::npos ? at + 1 : at - nl;
     char code[8];
     std::snprintf(code, sizeof code, "%04X", static_cast<unsigned>(static_cast<unsigned char>(text[at])));
-    throw ConfigError(name_for_errors + ":" + std::to_string(line) + ":" + std::to_string(column) +
-                      ": control character U+" + code +
+    throw ConfigError(name_for_errors + ":" + position_of(text, at) + ": control character U+" + code +
                       " is not allowed in TOML (only tab, line feed and carriage return; inside a string write it "
                       "escaped, \\u" +
                       code + ")");
   }
-  KG_CHECK(deepest_key(text) <= kMaxKeyParts, ConfigError, name_for_errors, ": a key or table name of more than ",
+  const Lexed lexed = lex(text);
+  KG_CHECK(lexed.key_parts <= kMaxKeyParts, ConfigError, name_for_errors, ": a key or table name of more than ",
            kMaxKeyParts, " dotted parts (recipe keys are section.key, a component's a part or two more)");
+  KG_CHECK(lexed.non_ascii_at == std::string_view::npos, ConfigError, name_for_errors, ":",
+           position_of(text, lexed.non_ascii_at),
+           ": a non-ASCII character outside a string or comment (TOML keys are ASCII: put text in quotes)");
   toml::table doc;
   try {
     doc = toml::parse(text, name_for_errors);
@@ -241,8 +258,10 @@ Tree parse_toml_file(const std::string& path) {
 }
 
 json parse_override_value(const std::string& text) {
-  if (first_control_char(text) != std::string_view::npos || deepest_key(text) > kMaxKeyParts)
-    return text;  // not a TOML value kgtrain reads: a verbatim string
+  const Lexed lexed = lex(text);
+  if (first_control_char(text) != std::string_view::npos || lexed.key_parts > kMaxKeyParts ||
+      lexed.non_ascii_at != std::string_view::npos)
+    return text;  // not a TOML value kgtrain reads (toml++ never sees it): a verbatim string
   try {
     toml::table t = toml::parse("v = " + text);
     // More than one key means the text smuggled in a newline and more TOML: not one value.

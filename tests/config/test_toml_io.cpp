@@ -229,3 +229,14 @@ TEST_CASE("an override or environment variable that is not UTF-8 is a recipe err
   in.environ = {{"NAME", "caf\xE9"}};
   CHECK_THAT(error_of([&] { resolve(in); }), Catch::Contains("environment variable NAME is not UTF-8 text"));
 }
+
+TEST_CASE("non-ASCII text outside strings and comments is refused before toml++ sees it", "[unit]") {
+  // toml++ 3.3's whitespace test reached __builtin_unreachable on U+FEFC there (tests/fuzz/regressions/recipe).
+  CHECK_THAT(error_of([] { parse_toml_string("\xEF\xBB\xBC[run]\nname = \"x\"\n", "u.toml"); }),
+             Catch::Contains("u.toml:1:1: a non-ASCII character outside a string or comment"));
+  CHECK_THAT(error_of([] { parse_toml_string("[run]\nn\xC3\xA9 = 1\n", "u.toml"); }), Catch::Contains("u.toml:2:2:"));
+  // In strings and comments, and after a byte-order mark, it is text like any other.
+  auto t = parse_toml_string("\xEF\xBB\xBF# caf\xC3\xA9\n[run]\nname = \"caf\xC3\xA9 \xEF\xBB\xBC\"\n", "u.toml");
+  CHECK(t.at("run.name").value == "caf\xC3\xA9 \xEF\xBB\xBC");
+  CHECK(parse_override_value("caf\xC3\xA9") == "caf\xC3\xA9");  // a plain string, never parsed by toml++
+}
