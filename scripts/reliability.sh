@@ -30,35 +30,5 @@ part faults "$SHIM"
 part kills "$KILLS"
 part sigterm 10
 part locks
-python3 - "$OUT" "$(( $(date +%s) - t0 ))" <<'EOF' | tee "$OUT/table.md"
-import json, os, platform, sys
-out, seconds = sys.argv[1], sys.argv[2]
-r = {m: json.load(open(os.path.join(out, m + ".json"))) for m in ("hostile", "faults", "kills", "sigterm", "locks")}
-h, f, k, t, l = r["hostile"], r["faults"], r["kills"], r["sigterm"], r["locks"]
-calls = f["calls"]
-rows = [
-    ("hostile inputs tried / refused cleanly (exit 2/3, message naming the limit)",
-     f"{h['hostile_tried']} / {h['hostile_refused_cleanly']}, peak RSS at most {h['max_peak_rss_mb']} MB"),
-    (f"faults injected (ENOSPC sticky / EIO once at the N-th of a fit's {calls['write']} writes, {calls['fsync']} "
-     f"fsyncs, {calls['rename']} renames) / clear error naming the file, exit 3",
-     f"{f['faults_injected']} / {f['clean_errors']}" +
-     (f" ({f['recovered_without_error']} needed none: a failed rename of a rotated-out checkpoint before its "
-      "deletion, which then deletes it in place)" if f["recovered_without_error"] else "")),
-    ("corrupt checkpoints loaded", str(f["corrupt_loads"])),
-    ("checkpoints lost", str(f["checkpoints_lost"])),
-    ("faulted runs resumed to the uninterrupted run's weights", f"{f['resumed_identical']} / {f['faults_injected']}"),
-    ("SIGKILLs (mid-step, mid-checkpoint, fold switches, --nproc 2) / bit-identical after --resume",
-     f"{k['kills']} / {k['bit_identical']}"),
-    ("SIGTERM at a random moment: exit 143 with a complete checkpoint (or, arriving during a finished run's last "
-     "writes, exit 0 with everything saved)", f"{t['saved']} / {t['sigterms']} "
-     f"({100 * t['saved'] // max(1, t['sigterms'])}%; {t['finished_first']} had finished), "
-     f"{t['resumed_identical']} resumed to identical weights"),
-    ("a second writer or reader of a run in use: refused at once (exit 2)",
-     f"{l['refused']} / {l['attempts']}; resume after SIGKILL of the holder: {'yes' if l['resume_after_kill'] else 'NO'}"),
-]
-print(f"| check ({platform.machine()}, {os.cpu_count()} cores, {seconds} s) | result |")
-print("|---|---|")
-for a, b in rows:
-    print(f"| {a} | {b} |")
-EOF
+python3 scripts/reliability.py table "$KG" "$OUT" "$(( $(date +%s) - t0 ))" | tee "$OUT/table.md"
 exit $status

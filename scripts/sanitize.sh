@@ -8,13 +8,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD_DIR:-build-asan}
-command -v clang++ >/dev/null || { echo "sanitize.sh: needs clang (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
 # Dependencies and Debian's LibTorch as the ordinary build has them.
 bash scripts/setup.sh --torch debian --packages-only
-if ! dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "install ok installed"; then
+if ! command -v clang++ >/dev/null || ! dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "install ok installed"; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get install -y -q --no-install-recommends clang libclang-rt-14-dev
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends clang libclang-rt-14-dev
 fi
 # -O1 keeps stack traces exact. NDEBUG as LibTorch was built (its headers lay structs out differently without it);
 # CMake keeps nlohmann/json's and toml++'s assertions on in this build (KGTRAIN_SANITIZE).
