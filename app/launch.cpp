@@ -41,6 +41,26 @@ void on_signal(int sig) {
 
 }  // namespace
 
+std::vector<std::string> environment_with(const std::vector<std::string>& assignments) {
+  auto name_of = [](const std::string& kv) { return kv.substr(0, kv.find('=')); };
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv(*e);
+    bool replaced = false;
+    for (const auto& a : assignments) replaced = replaced || name_of(a) == name_of(kv);
+    if (!replaced) env.push_back(kv);
+  }
+  env.insert(env.end(), assignments.begin(), assignments.end());
+  return env;
+}
+
+std::vector<char*> c_pointers(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
 int exit_code_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -72,24 +92,23 @@ int launch_local(int nproc, const std::vector<std::string>& args) {
   ::sigaction(SIGTERM, &sa, nullptr);
   std::cerr << "launching " << nproc << " processes (ranks 0.." << nproc - 1 << ", rendezvous 127.0.0.1:" << port
             << "); rank 0 writes the outputs\n";
+  std::vector<std::string> argv_strings = args;
+  const std::vector<char*> cargv = c_pointers(argv_strings);
   for (int r = 0; r < nproc; ++r) {
+    // Everything the child needs is made before fork: only async-signal-safe calls may follow it.
+    std::vector<std::string> env = environment_with(
+        {"RANK=" + std::to_string(r), "LOCAL_RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(nproc),
+         "LOCAL_WORLD_SIZE=" + std::to_string(nproc), "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)});
+    const std::vector<char*> envp = c_pointers(env);
+    const std::string exec_failed = "error: --nproc: cannot start rank " + std::to_string(r) + "\n";
     pid_t pid = ::fork();
     KG_CHECK(pid >= 0, DeviceError, "--nproc: fork failed for rank ", r, ": ", std::strerror(errno));
     if (pid == 0) {
       // Its own process group: a terminal's Ctrl-C reaches this launcher alone, which passes each signal on
       // once (a rank's second signal kills it at once, so it must not get the terminal's copy too).
       ::setpgid(0, 0);
-      ::setenv("RANK", std::to_string(r).c_str(), 1);
-      ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
-      ::setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
-      ::setenv("LOCAL_WORLD_SIZE", std::to_string(nproc).c_str(), 1);
-      ::setenv("MASTER_ADDR", "127.0.0.1", 1);
-      ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-      std::vector<char*> cargv;
-      for (auto& a : args) cargv.push_back(const_cast<char*>(a.c_str()));
-      cargv.push_back(nullptr);
-      ::execv("/proc/self/exe", cargv.data());
-      std::cerr << "error: --nproc: cannot start rank " << r << ": " << std::strerror(errno) << "\n";
+      ::execve("/proc/self/exe", cargv.data(), envp.data());
+      [[maybe_unused]] auto n = ::write(2, exec_failed.data(), exec_failed.size());
       ::_exit(kExitDevice);
     }
     ::setpgid(pid, pid);  // also here: whichever of the two runs first (no window for a terminal signal)

@@ -10,6 +10,13 @@ namespace kg::app {
 // argv without the --nproc option (both "--nproc N" and "--nproc=N").
 std::vector<std::string> without_nproc(int argc, char** argv);
 
+// This process's environment with `assignments` ("NAME=value") replacing or adding those names: a child's
+// environment, built before fork (setenv after fork in a threaded parent is not async-signal-safe).
+std::vector<std::string> environment_with(const std::vector<std::string>& assignments);
+
+// Null-terminated pointers into `strings`, for execv/execve (`strings` must outlive them).
+std::vector<char*> c_pointers(std::vector<std::string>& strings);
+
 // A child's waitpid status as a process exit code: its exit status, or 128 + the signal that ended it.
 int exit_code_of(int status);
 

@@ -46,17 +46,11 @@ pid_t start_run(const std::vector<std::string>& args, const std::string& log, in
   KG_CHECK(fd >= 0, DataError, "cannot open ", log, ": ", std::strerror(errno));
   std::vector<std::string> all{"kgtrain"};
   all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  const std::vector<char*> argv = c_pointers(all);
   // The child's environment, built before fork: only async-signal-safe calls may follow it.
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e)
-    if (gpu < 0 || std::strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) != 0) env.emplace_back(*e);
-  if (gpu >= 0) env.push_back("CUDA_VISIBLE_DEVICES=" + std::to_string(gpu));
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  std::vector<std::string> env =
+      gpu >= 0 ? environment_with({"CUDA_VISIBLE_DEVICES=" + std::to_string(gpu)}) : environment_with({});
+  const std::vector<char*> envp = c_pointers(env);
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fd);

@@ -15,19 +15,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 // kgtrain with the fault library preloaded and the given KGTRAIN_FAULT* variables.
-kg::test::RunResult run_with_faults(const std::vector<std::string>& env, const std::vector<std::string>& args) {
-  std::string cmd = "env LD_PRELOAD=" + quoted(KGTRAIN_FAULT_INJECT);
-  for (const auto& e : env) cmd += " " + quoted(e);
-  cmd += " " + quoted(KGTRAIN_BINARY);
-  for (const auto& a : args) cmd += " " + quoted(a);
-  return kg::test::run_shell(cmd);
+kg::test::RunResult run_with_faults(std::vector<std::string> env, const std::vector<std::string>& args) {
+  env.insert(env.begin(), std::string("LD_PRELOAD=") + KGTRAIN_FAULT_INJECT);
+  return kg::test::run_kgtrain_env(env, args);
 }
 
 // Every published checkpoint folder under `run` (temp folders excluded) and what is wrong with it ("" = complete).

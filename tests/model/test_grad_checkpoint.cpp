@@ -3,8 +3,6 @@
 // gradients for stages behind a frozen stem, a finite-difference check of the node, and the memory it saves.
 #include <catch2/catch.hpp>
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <functional>
 #include <set>
@@ -126,17 +124,6 @@ std::pair<kg::model::NetworkPtr, kg::model::NetworkPtr> twins(const std::string&
   REQUIRE_FALSE(plain->grad_checkpointing());
   REQUIRE(ckpt->grad_checkpointing());
   return {plain, ckpt};
-}
-
-// Bytes malloc has handed out (heap + mmap); glibc before 2.33 only has the int-sized mallinfo().
-size_t heap_in_use() {
-#if __GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33)
-  struct mallinfo2 m = mallinfo2();
-  return m.uordblks + m.hblkhd;
-#else
-  struct mallinfo m = mallinfo();
-  return static_cast<size_t>(static_cast<unsigned>(m.uordblks)) + static_cast<size_t>(static_cast<unsigned>(m.hblkhd));
-#endif
 }
 
 }  // namespace
@@ -341,9 +328,9 @@ TEST_CASE("checkpointing keeps far less activation memory (resnet18, 64 px, batc
   }
   auto held = [&](bool on) {
     net->set_grad_checkpointing(on);
-    const size_t before = heap_in_use();
+    const size_t before = kg::test::heap_in_use();
     auto y = net->forward(x);
-    const size_t after = heap_in_use();
+    const size_t after = kg::test::heap_in_use();
     if (on) y.sum().backward();  // the checkpointed graph is usable
     return static_cast<double>(after) - static_cast<double>(before);
   };

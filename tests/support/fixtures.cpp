@@ -122,13 +122,19 @@ RunResult run_shell(const std::string& command) {
   return r;
 }
 
-RunResult run_kgtrain(const std::vector<std::string>& args) {
-  std::string cmd = "'" KGTRAIN_BINARY "'";
-  for (auto& a : args) {
-    std::string q;
-    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    cmd += " '" + q + "'";
-  }
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+RunResult run_kgtrain(const std::vector<std::string>& args) { return run_kgtrain_env({}, args); }
+
+RunResult run_kgtrain_env(const std::vector<std::string>& env, const std::vector<std::string>& args) {
+  std::string cmd = env.empty() ? "" : "env";
+  for (const auto& e : env) cmd += " " + shell_quote(e);
+  cmd += (cmd.empty() ? "" : " ") + shell_quote(KGTRAIN_BINARY);
+  for (const auto& a : args) cmd += " " + shell_quote(a);
   return run_shell(cmd);
 }
 

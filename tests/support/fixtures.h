@@ -42,6 +42,10 @@ struct RunResult {
 };
 // Runs the kgtrain binary with `args` (shell-quoted here).
 RunResult run_kgtrain(const std::vector<std::string>& args);
+// kgtrain with environment assignments ("NAME=value") set for it alone, as env(1) does.
+RunResult run_kgtrain_env(const std::vector<std::string>& env, const std::vector<std::string>& args);
+// `s` as one single-quoted shell word.
+std::string shell_quote(const std::string& s);
 // Runs a /bin/sh command line (environment assignments, pipes, background jobs).
 RunResult run_shell(const std::string& command);
 
