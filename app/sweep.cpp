@@ -48,8 +48,9 @@ pid_t start_run(const std::vector<std::string>& args, const std::string& log, in
   all.insert(all.end(), args.begin(), args.end());
   const std::vector<char*> argv = c_pointers(all);
   // The child's environment, built before fork: only async-signal-safe calls may follow it.
-  std::vector<std::string> env =
-      gpu >= 0 ? environment_with({"CUDA_VISIBLE_DEVICES=" + std::to_string(gpu)}) : environment_with({});
+  std::vector<std::string> pinned;
+  if (gpu >= 0) pinned.push_back("CUDA_VISIBLE_DEVICES=" + std::to_string(gpu));
+  std::vector<std::string> env = environment_with(pinned);
   const std::vector<char*> envp = c_pointers(env);
   const pid_t pid = ::fork();
   if (pid < 0) {

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "config/resolve.h"
@@ -167,12 +168,9 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
     out.summary["status"] = "interrupted";
   }
   if (outcome.status == "interrupted") return out;
-  if (s_.group) {
-    predict_oof(*net, valid_rows, k, dir.string(), out);
-  } else {
-    train::PredictionsStopOnSignal stop;  // the fold is saved: a signal may stop its prediction
-    predict_oof(*net, valid_rows, k, dir.string(), out);
-  }
+  std::optional<train::PredictionsStopOnSignal> stop;
+  if (!s_.group) stop.emplace();  // the fold is saved: a signal may stop its prediction
+  predict_oof(*net, valid_rows, k, dir.string(), out);
   return out;
 }
 

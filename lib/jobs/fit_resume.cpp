@@ -139,7 +139,7 @@ void resume_fold(train::Trainer& trainer, const ResumeTarget& target, const std:
     return;
   }
   train::Checkpoint c = given ? std::move(*given) : train::load_checkpoint(ck, false);
-  KG_CHECK(!c.state.contains("weights") || c.state["weights"] == "model", UsageError, "--resume: ", ck, " holds the ",
+  KG_CHECK(!train::holds_averaged_weights(c.state), UsageError, "--resume: ", ck, " holds the ",
            c.state["weights"].dump(),
            " weights, which won that epoch, beside the model's training state: training "
            "cannot continue from them exactly. Resume from the run folder or its checkpoints/last; use ",

@@ -56,4 +56,10 @@ Checkpoint load_checkpoint(const std::string& dir, bool verify = true);
 // `deep` only the manifest and file sizes are checked (no hashing).
 std::string checkpoint_problem(const std::string& dir, bool deep = true);
 
+// Whether a checkpoint's state.json says its model.safetensors holds a weight average's weights (a best won by EMA or
+// SWA: state["weights"] names it) beside the model's training state: such a checkpoint resumes no run exactly.
+inline bool holds_averaged_weights(const nlohmann::json& state) {
+  return state.is_object() && state.contains("weights") && state["weights"] != "model";
+}
+
 }  // namespace kg::train

@@ -16,21 +16,22 @@ namespace {
 // A folder name inside the checkpoints folder: no separators, no hidden or parent entries.
 bool plain_folder(const std::string& n) { return !n.empty() && n[0] != '.' && n.find('/') == std::string::npos; }
 
-// The update a checkpoint's state.json holds; nullopt when it is unreadable or lacks one. `variant`: the folder
-// holds a weight average's weights (checkpoints/best won by EMA or SWA) beside the model's training state, which
-// resumes no run exactly.
-std::optional<int64_t> state_step(const fs::path& dir, bool& variant) {
+// A checkpoint's state.json; an empty object when it is missing, unreadable or not a JSON object.
+json read_state(const fs::path& dir) {
   std::error_code ec;
-  variant = false;
-  if (!fs::exists(dir / "state.json", ec)) return std::nullopt;
+  if (!fs::exists(dir / "state.json", ec)) return json::object();
   try {
-    const json j = json::parse(read_file((dir / "state.json").string()));
-    if (!j.is_object()) return std::nullopt;
-    variant = j.contains("weights") && j["weights"] != "model";
-    if (j.contains("step") && j["step"].is_number_integer()) return j["step"].get<int64_t>();
+    json j = json::parse(read_file((dir / "state.json").string()));
+    if (j.is_object()) return j;
   } catch (const Error&) {            // unreadable
   } catch (const json::exception&) {  // not JSON
   }
+  return json::object();
+}
+
+// The update a state.json holds; nullopt when it has none.
+std::optional<int64_t> step_of(const json& state) {
+  if (state.contains("step") && state["step"].is_number_integer()) return state["step"].get<int64_t>();
   return std::nullopt;
 }
 
@@ -66,9 +67,9 @@ std::optional<std::string> find_latest(const std::string& checkpoints_dir, std::
       skip(d, why);
       continue;
     }
-    bool variant = false;
-    auto step = state_step(d, variant);
-    if (variant) continue;  // complete, but not a state to resume from
+    const json state = read_state(d);
+    if (holds_averaged_weights(state)) continue;  // complete, but not a state to resume from
+    const auto step = step_of(state);
     if (!step) {
       skip(d, "state.json has no integer \"step\"");
       continue;
@@ -106,8 +107,7 @@ void CheckpointStore::save_last(const CheckpointFiles& f) {
   const fs::path last = fs::path(dir_) / "last";
   std::string rotate_to;
   if (keep_last_ > 1) {
-    bool variant = false;
-    auto prev = state_step(last, variant);
+    const auto prev = step_of(read_state(last));
     if (prev && *prev != f.state["step"].get<int64_t>()) rotate_to = "step-" + padded(*prev, 9);
   }
   save_checkpoint(last.string(), f, rotate_to);

@@ -328,9 +328,9 @@ TEST_CASE("checkpointing keeps far less activation memory (resnet18, 64 px, batc
   }
   auto held = [&](bool on) {
     net->set_grad_checkpointing(on);
-    const size_t before = kg::test::heap_in_use();
+    const int64_t before = kg::device::heap_in_use();
     auto y = net->forward(x);
-    const size_t after = kg::test::heap_in_use();
+    const int64_t after = kg::device::heap_in_use();
     if (on) y.sum().backward();  // the checkpointed graph is usable
     return static_cast<double>(after) - static_cast<double>(before);
   };
