@@ -14,6 +14,8 @@
 #include "core/error.h"
 #include "core/stop.h"
 #include "core/strings.h"
+#include "jobs/latest_run.h"
+#include "train/options.h"
 #include "test_hooks.h"
 
 extern char** environ;
@@ -122,17 +124,21 @@ std::vector<std::string> RecipeFlags::words_with_flags() const {
   return w;
 }
 
-jobs::JobOptions RecipeFlags::resolve(const std::string& command) const {
+namespace {
+bool is_recipe_file(const std::string& w) {
+  return ends_with(w, ".toml") && w.find('=') == std::string::npos && !starts_with(w, "~");
+}
+
+config::ResolveInput resolve_input(const RecipeFlags& f) {
   config::ResolveInput in;
-  for (auto& w : words) {
-    bool is_file = ends_with(w, ".toml") && w.find('=') == std::string::npos && !starts_with(w, "~");
+  for (auto& w : f.words) {
+    bool is_file = is_recipe_file(w);
     if (is_file && !in.args.empty())
       throw UsageError("recipe file " + w + " comes after an override; give recipe files first, then overrides");
     (is_file ? in.recipe_files : in.args).push_back(w);
   }
-  if (in.recipe_files.empty()) throw UsageError(command + " needs at least one RECIPE.toml before the overrides");
-  if (!device.empty()) in.args.push_back("device.name=" + device);
-  if (seed >= 0) in.args.push_back("run.seed=" + std::to_string(seed));
+  if (!f.device.empty()) in.args.push_back("device.name=" + f.device);
+  if (f.seed >= 0) in.args.push_back("run.seed=" + std::to_string(f.seed));
   in.environ = environment();
   in.builtin_recipes_dir = builtin_recipes_dir(in.environ);
   in.path_exists = [](const std::string& p) {
@@ -140,6 +146,38 @@ jobs::JobOptions RecipeFlags::resolve(const std::string& command) const {
     return fs::exists(p, ec);
   };
   in.default_of_in_tree = &config::default_of;
+  return in;
+}
+}  // namespace
+
+bool RecipeFlags::has_recipe_file() const { return std::any_of(words.begin(), words.end(), is_recipe_file); }
+
+std::string RecipeFlags::runs_root() const {
+  const auto resolved = config::resolve(resolve_input(*this));
+  const config::Entry* runs = resolved.tree.find("paths.runs");
+  if (runs && runs->value.is_string()) return runs->value.get<std::string>();
+  return train::PathsOptions{}.runs;
+}
+
+std::string RecipeFlags::run_folder(const std::string& run) const {
+  if (run != jobs::kLatestWord) return run;
+  const std::string dir = jobs::resolve_latest(runs_root());
+  if (!quiet) std::cerr << "latest: " << dir << "\n";
+  return dir;
+}
+
+bool RecipeFlags::use_run_recipe(const std::string& run) {
+  if (has_recipe_file()) return false;
+  fs::path p(run);
+  for (int up = 0; up < 4 && !p.empty() && !fs::exists(p / "recipe.toml"); ++up) p = p.parent_path();
+  if (p.empty() || !fs::exists(p / "recipe.toml")) return false;
+  words.insert(words.begin(), (p / "recipe.toml").string());
+  return true;
+}
+
+jobs::JobOptions RecipeFlags::resolve(const std::string& command) const {
+  config::ResolveInput in = resolve_input(*this);
+  if (in.recipe_files.empty()) throw UsageError(command + " needs at least one RECIPE.toml before the overrides");
   auto resolved = config::resolve(in);
   auto validated = config::validate(resolved.tree);
   for (auto& w : validated.warnings) std::cerr << "warning: " << w << "\n";

@@ -63,6 +63,18 @@ struct RecipeFlags {
   jobs::JobOptions resolve(const std::string& command) const;
   // The words with --device and --seed as overrides (the command line a suggestion repeats).
   std::vector<std::string> words_with_flags() const;
+
+  // Whether the words name a RECIPE.toml (the rest are overrides).
+  bool has_recipe_file() const;
+  // paths.runs as these words set it: their recipe files and overrides over the environment layer (no
+  // recipe file: the environment layer's, e.g. /kaggle/working/runs on Kaggle).
+  std::string runs_root() const;
+  // `run` itself, or for the word `latest` the folder <runs_root()>/latest points at (printed to stderr
+  // unless quiet); UsageError when there is no run yet.
+  std::string run_folder(const std::string& run) const;
+  // Without a RECIPE.toml among the words: puts the recipe.toml of run folder `run` (or of the run holding
+  // folder `run`, e.g. a checkpoint) first, so overrides apply on top of it. False when none is found.
+  bool use_run_recipe(const std::string& run);
 };
 
 // This process's argv, as main() received it (fit --nproc runs it again as each rank).

@@ -20,9 +20,9 @@ class FitCommand : public Command {
                    "initial weights (safetensors, timm/torchvision names), as model.pretrained: "
                    "a head of another shape is re-initialised");
     cmd.add_option("--resume", req_.resume,
-                   "auto (the newest unfinished run of run.name, or --run-dir), a run directory, or a "
-                   "checkpoint directory: continue exactly where it stopped (RECIPE optional: the "
-                   "run's recipe.toml is used when none is given)");
+                   "auto (the newest unfinished run of run.name, or --run-dir), a run directory, latest "
+                   "(<paths.runs>/latest, the newest fit), or a checkpoint directory: continue exactly where it "
+                   "stopped (RECIPE optional: the run's recipe.toml is used when none is given)");
     cmd.add_option("--nproc", nproc_,
                    "train on N processes of this machine (data parallel, torch.distributed: Gloo on the "
                    "CPU, NCCL on GPUs; one GPU each), as torchrun --no-python --nproc-per-node N would")
@@ -60,13 +60,9 @@ class FitCommand : public Command {
  private:
   // --resume DIR without a recipe: the run's own resolved recipe (it holds every key, defaults included).
   void add_run_recipe() {
-    bool has_recipe = false;
-    for (auto& w : flags_.words) has_recipe = has_recipe || (ends_with(w, ".toml") && w.find('=') == std::string::npos);
-    if (has_recipe || req_.resume.empty() || req_.resume == "auto") return;
-    std::filesystem::path p(req_.resume);
-    for (int up = 0; up < 4 && !std::filesystem::exists(p / "recipe.toml"); ++up) p = p.parent_path();
-    if (std::filesystem::exists(p / "recipe.toml"))
-      flags_.words.insert(flags_.words.begin(), (p / "recipe.toml").string());
+    if (req_.resume.empty() || req_.resume == "auto") return;
+    req_.resume = flags_.run_folder(req_.resume);
+    flags_.use_run_recipe(req_.resume);
   }
 
   int run_multirun() {

@@ -5,6 +5,7 @@
 #include "command.h"
 #include "core/error.h"
 #include "jobs/interpret.h"
+#include "jobs/latest_run.h"
 
 namespace kg::app {
 namespace {
@@ -12,7 +13,9 @@ namespace {
 class InterpretCommand : public Command {
  public:
   void add_flags(CLI::App& cmd) override {
-    cmd.add_option("RUN", run_, "a fit run folder (its recipe.toml, classes.json and oof.csv / oof_fold.csv)")
+    cmd.add_option("RUN", run_,
+                   "a fit run folder (its recipe.toml, classes.json and oof.csv / oof_fold.csv), or latest "
+                   "(<paths.runs>/latest, the newest fit)")
         ->required();
     cmd.add_option("OVERRIDE", overrides_, "overrides on the run's recipe (e.g. paths.data=... on another machine)");
     cmd.add_option("--out", req_.out, "output folder (default RUN/interpret)");
@@ -26,6 +29,11 @@ class InterpretCommand : public Command {
     cmd.add_flag("--quiet,-q", flags_.quiet, "no progress output");
   }
   int run() override {
+    if (run_ == jobs::kLatestWord) {
+      RecipeFlags where = flags_;  // the runs root of the environment layer and the overrides
+      where.words = overrides_;
+      run_ = where.run_folder(run_);
+    }
     const std::filesystem::path recipe = std::filesystem::path(run_) / "recipe.toml";
     KG_CHECK(std::filesystem::is_directory(run_), UsageError, "interpret: ", run_,
              " is not a folder (give a fit run folder)");

@@ -8,10 +8,16 @@ namespace {
 class MergeOofCommand : public Command {
  public:
   void add_flags(CLI::App& cmd) override {
-    cmd.add_option("dirs", dirs_, "run directories or fold directories holding oof_fold.csv + fold.json")->required();
+    cmd.add_option("dirs", dirs_,
+                   "run directories or fold directories holding oof_fold.csv + fold.json (latest: "
+                   "<paths.runs>/latest of the environment layer)")
+        ->required();
     cmd.add_option("--out", out_, "folder for oof.csv and cv.json")->required();
   }
-  int run() override { return jobs::run_merge_oof(dirs_, out_); }
+  int run() override {
+    for (auto& d : dirs_) d = RecipeFlags{}.run_folder(d);
+    return jobs::run_merge_oof(dirs_, out_);
+  }
 
  private:
   std::vector<std::string> dirs_;

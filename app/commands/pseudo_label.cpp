@@ -12,7 +12,8 @@ class PseudoLabelCommand : public Command {
     flags_.add(cmd, RecipeFlags::Kind::predicting);
     cmd.add_option("--checkpoint", req_.models.checkpoints, "checkpoint directory (repeat to ensemble)");
     cmd.add_option("--from-run", req_.models.from_runs,
-                   "a fit run directory: every fold's checkpoint (repeat to ensemble runs)");
+                   "a fit run directory, or latest (the newest fit): every fold's checkpoint (repeat to ensemble "
+                   "runs)");
     cmd.add_option("--out", req_.out, "output folder for pseudo.csv, pseudo.toml and the rounds")->required();
     cmd.add_option("--rounds", req_.rounds,
                    "predict -> select -> retrain cycles: each retrains the recipe with the pseudo rows "
@@ -22,6 +23,7 @@ class PseudoLabelCommand : public Command {
   }
   int run() override {
     install_signal_handlers();
+    for (auto& run : req_.models.from_runs) run = flags_.run_folder(run);
     static_cast<jobs::JobOptions&>(req_) = flags_.resolve("pseudo-label");
     return jobs::run_pseudo_label(req_);
   }

@@ -17,14 +17,15 @@ class TtaPredictCommand : public Command {
     cmd.add_option("--out", req_.out, "submission CSV path (default RUN_DIR/submission.csv)");
     cmd.add_option("--probs", req_.probs, "also write per-class probabilities to this CSV");
     cmd.add_option("--from-run", req_.models.from_runs,
-                   "a fit run directory: every fold's checkpoint (tta.weights picks best, last, "
-                   "ema or swa); repeat to ensemble runs");
+                   "a fit run directory, or latest (<paths.runs>/latest, the newest fit): every fold's checkpoint "
+                   "(tta.weights picks best, last, ema or swa); repeat to ensemble runs");
     cmd.add_flag("--oof", req_.oof,
                  "with --from-run: predict each fold's validation rows with its own model and the views; "
                  "writes oof_tta.csv and cv_tta.json (TTA measured on CV)");
   }
   int run() override {
     install_signal_handlers();
+    for (auto& run : req_.models.from_runs) run = flags_.run_folder(run);
     static_cast<jobs::JobOptions&>(req_) = flags_.resolve("tta-predict");
     return jobs::run_tta_predict(req_);
   }

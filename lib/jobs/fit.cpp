@@ -30,6 +30,7 @@
 #include "jobs/fit_resume.h"
 #include "jobs/fit_setup.h"
 #include "jobs/job.h"
+#include "jobs/latest_run.h"
 #include "jobs/model_setup.h"
 #include "jobs/oof.h"
 #include "loss/loss.h"
@@ -266,6 +267,11 @@ void FitRun::open_run_dir() {
   } else {
     run_dir_ = prepare_run_dir(o_);
     log("  run dir " + run_dir_);
+    // A folder fit named itself becomes <paths.runs>/latest (not an explicit --run-dir, e.g. a sweep's runs).
+    if (o_.run_dir.empty()) {
+      const auto w = point_latest(train::load_paths_options(o_.recipe).runs, run_dir_);
+      if (!w.empty()) log("  warning: " + w);
+    }
     write_split_files();
   }
 }
