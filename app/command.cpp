@@ -100,7 +100,7 @@ void install_signal_handlers() {
 void RecipeFlags::add(CLI::App& cmd, Kind kind) {
   auto* w =
       cmd.add_option("RECIPE", words, "RECIPE.toml files, then overrides: key=value, +key=value, ~key, group=option");
-  if (kind != Kind::training) w->required();
+  if (kind == Kind::other) w->required();
   cmd.add_option("--run-dir", run_dir, "write every output exactly into DIR");
   cmd.add_option("--device", device, "auto | cpu | cuda | cuda:N (same as device.name=...)");
   cmd.add_option("--seed", seed, "same as run.seed=N")->check(kCountOrZero);

@@ -55,7 +55,7 @@ struct RecipeFlags {
 
   enum class Kind {
     training,    // fit: RECIPE optional (--resume), --smoke and --check-data
-    predicting,  // tta-predict, pseudo-label: --smoke predicts 2 batches
+    predicting,  // tta-predict, pseudo-label: RECIPE optional (--from-run), --smoke predicts 2 batches
     other,       // the rest: no --smoke (a command may add its own)
   };
   void add(CLI::App& cmd, Kind kind);

@@ -1,6 +1,7 @@
-// `kgtrain pseudo-label RECIPE... (--from-run RUN | --checkpoint DIR)... --out DIR [--rounds N]`
+// `kgtrain pseudo-label [RECIPE...] (--from-run RUN | --checkpoint DIR)... --out DIR [--rounds N]`
 #include "cli_checks.h"
 #include "command.h"
+#include "core/error.h"
 #include "jobs/pseudo_label.h"
 
 namespace kg::app {
@@ -24,6 +25,10 @@ class PseudoLabelCommand : public Command {
   int run() override {
     install_signal_handlers();
     for (auto& run : req_.models.from_runs) run = flags_.run_folder(run);
+    // No RECIPE.toml: the first --from-run's recipe.toml, overrides on top (its rounds retrain that recipe).
+    if (!req_.models.from_runs.empty()) flags_.use_run_recipe(req_.models.from_runs.front());
+    KG_CHECK(flags_.has_recipe_file(), UsageError,
+             "pseudo-label needs RECIPE.toml files (or --from-run RUN, which reuses the run's recipe.toml)");
     static_cast<jobs::JobOptions&>(req_) = flags_.resolve("pseudo-label");
     return jobs::run_pseudo_label(req_);
   }

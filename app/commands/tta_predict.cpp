@@ -1,5 +1,6 @@
-// `kgtrain tta-predict RECIPE... (--from-run RUN | --checkpoint DIR | --weights FILE)... [--out F] [--probs F] [--oof]`
+// `kgtrain tta-predict [RECIPE...] (--from-run RUN | --checkpoint DIR | --weights F)... [--out F] [--probs F] [--oof]`
 #include "command.h"
+#include "core/error.h"
 #include "jobs/tta_predict.h"
 
 namespace kg::app {
@@ -26,6 +27,10 @@ class TtaPredictCommand : public Command {
   int run() override {
     install_signal_handlers();
     for (auto& run : req_.models.from_runs) run = flags_.run_folder(run);
+    // No RECIPE.toml: the first --from-run's recipe.toml (fit wrote it resolved), overrides on top.
+    if (!req_.models.from_runs.empty()) flags_.use_run_recipe(req_.models.from_runs.front());
+    KG_CHECK(flags_.has_recipe_file(), UsageError,
+             "tta-predict needs RECIPE.toml files (or --from-run RUN, which reuses the run's recipe.toml)");
     static_cast<jobs::JobOptions&>(req_) = flags_.resolve("tta-predict");
     return jobs::run_tta_predict(req_);
   }

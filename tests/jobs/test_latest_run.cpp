@@ -1,5 +1,5 @@
-// <paths.runs>/latest: the link fit keeps to its newest run (lib/jobs/latest_run.h), and the word `latest` in
-// place of a run folder (tta-predict / pseudo-label --from-run, fit --resume, interpret, merge-oof).
+// <paths.runs>/latest: the link fit keeps to its newest run (lib/jobs/latest_run.h), the word `latest` in place of a
+// run folder (tta-predict / pseudo-label --from-run, fit --resume, interpret), and --from-run without a recipe.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -139,4 +139,37 @@ TEST_CASE("latest: fit --run-dir leaves the link alone", "[integration][jobs]") 
       {"fit", s.recipe, s.runs_word, "train.epochs=1", "--run-dir", s.runs + "/tiny/explicit", "--quiet"});
   REQUIRE(r.exit_code == 0);
   CHECK(fs::read_symlink(s.runs + "/latest") == before);
+}
+
+TEST_CASE("tta-predict and pseudo-label --from-run without a recipe use the run's recipe.toml", "[integration][jobs]") {
+  auto& s = latest_shared();
+  const std::string with = s.dir / "with_recipe.csv", without = s.dir / "without_recipe.csv";
+  auto a = kg::test::run_kgtrain({"tta-predict", s.recipe, s.runs_word, "--from-run", "latest", "--out", with, "-q"});
+  INFO(a.output);
+  REQUIRE(a.exit_code == 0);
+  auto b = kg::test::run_kgtrain({"tta-predict", "--from-run", "latest", s.runs_word, "--out", without, "-q"});
+  INFO(b.output);
+  REQUIRE(b.exit_code == 0);
+  CHECK(kg::read_file(without) == kg::read_file(with));
+
+  // Overrides still apply on top of the run's recipe.
+  auto c = kg::test::run_kgtrain({"tta-predict", "--from-run", "latest", s.runs_word,
+                                  "tta.views=[\"identity\", \"hflip\"]", "--run-dir", s.dir / "pred_views", "-q"});
+  INFO(c.output);
+  REQUIRE(c.exit_code == 0);
+  CHECK(kg::test::read_json(s.dir / "pred_views/summary.json")["views"].size() == 2);
+
+  auto p = kg::test::run_kgtrain({"pseudo-label", "--from-run", "latest", s.runs_word, "--out", s.dir / "pl", "-q"});
+  INFO(p.output);
+  CHECK(p.exit_code == 0);
+  CHECK(fs::exists(s.dir / "pl/pseudo.csv"));
+
+  for (auto args : std::vector<std::vector<std::string>>{{"tta-predict", "--checkpoint", s.dir / "nowhere"},
+                                                         {"tta-predict"},
+                                                         {"pseudo-label", "--out", s.dir / "pl2"}}) {
+    auto r = kg::test::run_kgtrain(args);
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Catch::Contains("needs RECIPE.toml files (or --from-run RUN"));
+  }
 }
