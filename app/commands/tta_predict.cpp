@@ -15,7 +15,7 @@ class TtaPredictCommand : public Command {
     cmd.add_option("--weights", req_.models.weights,
                    "a safetensors weights file for the recipe's model and the classes of its "
                    "data (repeat to ensemble; mixes with --checkpoint)");
-    cmd.add_option("--out", req_.out, "submission CSV path (default RUN_DIR/submission.csv)");
+    cmd.add_option("--out", req_.out, "submission CSV path (default paths.submission, else RUN_DIR/submission.csv)");
     cmd.add_option("--probs", req_.probs, "also write per-class probabilities to this CSV");
     cmd.add_option("--from-run", req_.models.from_runs,
                    "a fit run directory, or latest (<paths.runs>/latest, the newest fit): every fold's checkpoint "

@@ -24,6 +24,7 @@
 #include "jobs/oof.h"
 #include "metric/metric_set.h"
 #include "train/engine.h"
+#include "train/options.h"
 #include "tta/view.h"
 
 namespace fs = std::filesystem;
@@ -231,7 +232,11 @@ int run_tta_predict(const TtaPredictRequest& o) {
     for (auto& l : lines) std::cout << l << "\n";
     for (auto& n : metrics.names()) std::cout << n << " on " << test.csv_path << ": " << values.at(n) << "\n";
   }
-  std::string out = o.out.empty() ? (fs::path(run_dir) / "submission.csv").string() : o.out;
+  // --out, else paths.submission (the kaggle layer: /kaggle/working/submission.csv; never a smoke run's), else
+  // the run folder.
+  const std::string key = o.smoke ? "" : train::load_paths_options(o.recipe).submission;
+  const std::string out = !o.out.empty() ? o.out : !key.empty() ? key : (fs::path(run_dir) / "submission.csv").string();
+  const std::string chosen_by = !o.out.empty() ? "--out" : !key.empty() ? "paths.submission" : "default";
   data::DataOptions fmt = dopt;
   if (o.smoke) fmt.sample_submission.clear();  // a partial prediction cannot follow the full sample
   data::SubmissionFormat sf{topt.output, tta::thresholds(topt, e.classes.outputs())};
@@ -244,7 +249,7 @@ int run_tta_predict(const TtaPredictRequest& o) {
   summary["status"] = "completed";
   summary["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   write_summary(run_dir, summary);
-  std::cout << "submission: " << out << " (" << predicted << " rows)\n";
+  std::cout << "submission: " << out << " (" << predicted << " rows; " << chosen_by << ")\n";
   return kExitOk;
 }
 

@@ -12,7 +12,7 @@ namespace kg::jobs {
 struct TtaPredictRequest : JobOptions {
   ModelSources models;
   bool oof = false;   // --oof: each fold's model on its own validation rows with the views
-  std::string out;    // --out: submission path ("" = RUN_DIR/submission.csv)
+  std::string out;    // --out: submission path ("" = paths.submission, else RUN_DIR/submission.csv)
   std::string probs;  // --probs: per-class probabilities path ("" = none)
 };
 

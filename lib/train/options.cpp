@@ -48,6 +48,9 @@ config::Fields<PathsOptions> paths_fields() {
   config::Fields<PathsOptions> f;
   f.field("data", &PathsOptions::data, "datasets root (set by the environment layer: local, kaggle, colab)");
   f.field("runs", &PathsOptions::runs, "run folders root (set by the environment layer)");
+  f.field("submission", &PathsOptions::submission,
+          "tta-predict's submission file when --out is not given (\"\" = RUN_DIR/submission.csv; the kaggle layer "
+          "sets /kaggle/working/submission.csv, the file a notebook submits; --smoke ignores it)");
   return f;
 }
 config::Fields<TrainOptions> train_fields() {

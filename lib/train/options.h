@@ -20,6 +20,7 @@ double parse_duration(const std::string& text, const std::string& key = "run.tim
 struct PathsOptions {
   std::string data = "data";
   std::string runs = "runs";
+  std::string submission;
 };
 
 // Recipe section [train]; each field's doc is in train_fields() (train/options.cpp) and docs/reference.md.

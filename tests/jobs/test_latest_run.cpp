@@ -173,3 +173,31 @@ TEST_CASE("tta-predict and pseudo-label --from-run without a recipe use the run'
     CHECK_THAT(r.output, Catch::Contains("needs RECIPE.toml files (or --from-run RUN"));
   }
 }
+
+TEST_CASE("tta-predict's submission: --out, else paths.submission (the kaggle layer's), else the run folder",
+          "[integration][jobs]") {
+  auto& s = latest_shared();
+  auto show = kg::test::run_kgtrain({"show", s.recipe, "env=kaggle"});
+  REQUIRE(show.exit_code == 0);
+  CHECK_THAT(show.output, Catch::Contains("paths.submission = \"/kaggle/working/submission.csv\"  # env layer kaggle"));
+
+  const std::string key_path = s.dir / "kaggle_working/submission.csv";
+  auto k = kg::test::run_kgtrain({"tta-predict", "--from-run", "latest", s.runs_word, "paths.submission=" + key_path,
+                                  "--run-dir", s.dir / "pred_key"});
+  INFO(k.output);
+  REQUIRE(k.exit_code == 0);
+  CHECK(fs::exists(key_path));
+  CHECK(!fs::exists(s.dir / "pred_key/submission.csv"));
+  CHECK_THAT(k.output, Catch::Contains("submission: " + key_path + " (8 rows; paths.submission)"));
+
+  const std::string out = s.dir / "given.csv";
+  auto o = kg::test::run_kgtrain({"tta-predict", "--from-run", "latest", s.runs_word, "paths.submission=" + key_path,
+                                  "--out", out, "--run-dir", s.dir / "pred_out"});
+  REQUIRE(o.exit_code == 0);
+  CHECK_THAT(o.output, Catch::Contains("submission: " + out + " (8 rows; --out)"));
+  CHECK(kg::read_file(out) == kg::read_file(key_path));
+
+  auto d = kg::test::run_kgtrain({"tta-predict", "--from-run", "latest", s.runs_word, "--run-dir", s.dir / "pred_d"});
+  REQUIRE(d.exit_code == 0);
+  CHECK_THAT(d.output, Catch::Contains("submission: " + s.dir / "pred_d/submission.csv (8 rows; default)"));
+}
