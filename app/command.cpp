@@ -1,6 +1,7 @@
 #include "command.h"
 
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "core/strings.h"
 #include "jobs/latest_run.h"
 #include "train/options.h"
+#include "train/progress.h"
 #include "test_hooks.h"
 
 extern char** environ;
@@ -45,6 +47,14 @@ std::string builtin_recipes_dir(const std::map<std::string, std::string>& env) {
       return (dir / "share" / "kgtrain" / "recipes").string();
   }
   return "";
+}
+
+// stderr's terminal width: the terminal's own, else COLUMNS, else 0 (unknown).
+int terminal_columns(const std::map<std::string, std::string>& env) {
+  struct winsize ws {};
+  if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  const auto it = env.find("COLUMNS");
+  return it == env.end() ? 0 : std::max(0, std::atoi(it->second.c_str()));
 }
 
 void on_signal(int sig) { stop_signal().store(sig); }
@@ -191,7 +201,9 @@ jobs::JobOptions RecipeFlags::resolve(const std::string& command) const {
   o.check_data = check_data;
   o.smoke = smoke;
   o.quiet = quiet;
-  o.tty = ::isatty(STDERR_FILENO);
+  // A notebook's `!kgtrain` runs under a pseudo-terminal that re-renders \r poorly: plain lines there.
+  o.tty = ::isatty(STDERR_FILENO) && !train::in_notebook(in.environ);
+  o.columns = terminal_columns(in.environ);
   if (command == "fit") {
     o.dist = device::dist_env_from(in.environ);
     if (o.dist.active() && !o.dist.writer()) o.quiet = true;  // rank 0 alone reports progress

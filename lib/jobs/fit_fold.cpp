@@ -96,7 +96,7 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
                      {"input", {{"channels", s_.geom.channels}, {"height", s_.geom.height}, {"width", s_.geom.width}}},
                      {"fold", k},
                      {"folds", s_.cv.folds}};
-  io.progress = {o_.quiet, o_.tty, s_.topt.log_every_s};
+  io.progress = {o_.quiet, o_.tty, s_.topt.log_every_s, o_.columns};
   io.log = [this](const std::string& l) { log(l); };
   if (const double budget = train::parse_duration(s_.run.time_limit); budget > 0) {
     // The budget left is shared by the folds still to train.

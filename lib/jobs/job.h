@@ -21,7 +21,8 @@ struct JobOptions {
   bool check_data = false;          // fit: load the table and decode every image, report bad rows, train nothing
   bool smoke = false;               // two training, two validation and two prediction batches
   bool quiet = false;
-  bool tty = false;           // stderr is a terminal: live progress bar
+  bool tty = false;           // stderr is a terminal (not a notebook's pseudo-terminal): live progress bar
+  int columns = 0;            // that terminal's width (0 = unknown)
   nlohmann::json auto_batch;  // fit, lr-find: what train.batch_size = "auto" tried and chose (null = a fixed size)
   device::DistEnv dist;       // fit: torchrun's RANK/WORLD_SIZE/... (world_size 1 = one process)
   bool emulate_graphs =

@@ -146,7 +146,7 @@ json run_lr_finder(FitSetup& s, model::Network& net, int64_t fold, const std::st
     return train::loader_source(s.train_loader(rows, epoch, n_epochs));
   };
   parts.mix = s.mix_fn();
-  train::Progress progress({s.o.quiet, s.o.tty, s.topt.log_every_s}, "lr find", opts.num_steps);
+  train::Progress progress({s.o.quiet, s.o.tty, s.topt.log_every_s, s.o.columns}, "lr find", opts.num_steps);
   const int64_t per_update = s.topt.batch_size * s.topt.accum_steps;
   parts.progress = [&](const train::LrFindResult& so_far) {
     progress.update(

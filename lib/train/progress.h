@@ -3,6 +3,8 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <map>
 #include <string>
 
 namespace kg::train {
@@ -11,7 +13,17 @@ struct ProgressStyle {
   bool quiet = false;
   bool tty = false;          // live bar (\r) instead of lines
   double line_every_s = 10;  // plain-line interval
+  int columns = 0;           // terminal width (0 = unknown); the bar never passes min(columns, 100) - 1
+  std::FILE* out = nullptr;  // nullptr = stderr (tests give a temporary file)
 };
+
+// Seconds between two redraws of the live bar: a pseudo-terminal a notebook renders gets at most two a second.
+inline constexpr double kRedrawEveryS = 0.5;
+inline constexpr int kMaxColumns = 100;
+
+// Whether `environ` is a notebook kernel's (Kaggle, Colab, Jupyter/IPython): `!kgtrain ...` runs under a
+// pseudo-terminal there that re-renders carriage returns poorly, so the app prints plain lines instead.
+bool in_notebook(const std::map<std::string, std::string>& environ);
 
 class Progress {
  public:
@@ -37,7 +49,7 @@ class Progress {
   int64_t total_, done_ = 0, images_ = 0;
   double loss_ = 0, lr_ = 0;
   std::chrono::steady_clock::time_point start_, last_;
-  bool open_ = false;
+  size_t shown_ = 0;  // length of the bar now on screen (a shorter redraw blanks the rest)
 };
 
 }  // namespace kg::train
