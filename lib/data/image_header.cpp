@@ -168,7 +168,7 @@ void set_max_image_pixels(int64_t pixels) {
 
 int64_t max_image_pixels() { return g_max_image_pixels.load(); }
 
-void check_image_header(std::string_view bytes, const std::string& name) {
+ImageHeader check_image_header(std::string_view bytes, const std::string& name) {
   const ImageHeader h = read_image_header(bytes);
   if (h.format == ImageFormat::unknown) {
     std::string first;
@@ -187,6 +187,7 @@ void check_image_header(std::string_view bytes, const std::string& name) {
            image_format_name(h.format), " header declares ", h.width, " x ", h.height, " pixels, more than ",
            "data.max_image_pixels = ", limit,
            " (a guard against decompression bombs, as PIL's); raise it if the image is real");
+  return h;
 }
 
 }  // namespace kg::data

@@ -28,7 +28,7 @@ void set_max_image_pixels(int64_t pixels);
 int64_t max_image_pixels();
 
 // DataError naming `name` when `bytes` are not PNG, JPEG, BMP, WebP, TIFF or PNM/PAM, or declare more pixels than
-// max_image_pixels().
-void check_image_header(std::string_view bytes, const std::string& name);
+// max_image_pixels(); else the header (its format picks the decoder).
+ImageHeader check_image_header(std::string_view bytes, const std::string& name);
 
 }  // namespace kg::data

@@ -1,11 +1,11 @@
 // Image headers read before decoding (data/image_header.h): formats and sizes, the pixel limit, unknown formats.
 #include <catch2/catch.hpp>
 #include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
 
 #include "core/error.h"
 #include "data/image_header.h"
 #include "data/image_io.h"
+#include "support/encode.h"
 
 using kg::data::ImageFormat;
 
@@ -13,9 +13,13 @@ namespace {
 
 std::string encode(const std::string& ext, int channels, int w, int h) {
   cv::Mat m(h, w, channels == 1 ? CV_8UC1 : CV_8UC3, cv::Scalar::all(90));
-  std::vector<uchar> buf;
-  REQUIRE(cv::imencode(ext, m, buf));
-  return std::string(buf.begin(), buf.end());
+  if (ext == ".png") return kg::test::encode_png(m);
+  if (ext == ".jpg") return kg::test::encode_jpeg(m);
+  if (ext == ".bmp") return kg::test::encode_bmp(m);
+  if (ext == ".webp") return kg::test::encode_webp(m, -1);  // lossless: VP8L
+  if (ext == ".webp-lossy") return kg::test::encode_webp(m, 80);
+  if (ext == ".tiff") return kg::test::encode_tiff(m);
+  return kg::test::encode_pnm(m, false, ext == ".pam");  // .ppm, .pgm (by channels), .pam
 }
 
 std::string decode_error(const std::string& bytes) {
@@ -45,14 +49,18 @@ TEST_CASE("image headers: every format kgtrain decodes gives its size before dec
         Case{".webp", ImageFormat::webp, 3}, Case{".tiff", ImageFormat::tiff, 1}, Case{".ppm", ImageFormat::pnm, 3},
         Case{".pgm", ImageFormat::pnm, 1}, Case{".pam", ImageFormat::pnm, 3}}) {
     INFO(c.ext);
+    const std::string formats = kg::data::image_formats();
+    const bool writable = (c.format != ImageFormat::webp || formats.find("webp") != std::string::npos) &&
+                          (c.format != ImageFormat::tiff || formats.find("tiff") != std::string::npos);
+    if (!writable) continue;  // this build has no libwebp / libtiff to write the fixture with
     const auto h = kg::data::read_image_header(encode(c.ext, c.channels, 7, 5));
     CHECK(h.format == c.format);
     CHECK(h.width == 7);
     CHECK(h.height == 5);
   }
-  // Lossless WebP (VP8L) too, and a PNM header with a comment.
-  const auto lossless = encode(".webp", 3, 9, 4);
-  CHECK(kg::data::read_image_header(lossless).width == 9);
+  // Lossy WebP (VP8) too, and a PNM header with a comment.
+  if (kg::data::image_formats().find("webp") != std::string::npos)
+    CHECK(kg::data::read_image_header(encode(".webp-lossy", 3, 9, 4)).width == 9);
   const auto pgm = kg::data::read_image_header("P5\n# made by hand\n 12 34\n255\n");
   CHECK((pgm.format == ImageFormat::pnm && pgm.width == 12 && pgm.height == 34));
   CHECK(kg::data::read_image_header("GIF89a....").format == ImageFormat::unknown);

@@ -8,11 +8,11 @@
 #include <vector>
 
 #include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include "data/image_io.h"
 #include "data/jpeg_window.h"
+#include "support/encode.h"
 #include "support/gpu.h"  // KG_TEST_SKIPPED_MARKER
 
 using kg::data::Window;
@@ -34,9 +34,7 @@ cv::Mat scene(int h, int w) {
 }
 
 std::string encode(const cv::Mat& m, const std::string& ext = ".jpg") {
-  std::vector<uint8_t> buf;
-  cv::imencode(ext, m, buf, {cv::IMWRITE_JPEG_QUALITY, 90});
-  return std::string(buf.begin(), buf.end());
+  return ext == ".png" ? kg::test::encode_png(m) : kg::test::encode_jpeg(m);  // quality 90, 4:2:0
 }
 
 int max_abs_diff(const cv::Mat& a, const cv::Mat& b) {

@@ -7,13 +7,13 @@
 #include <vector>
 
 #include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include "core/random.h"
 #include "data/image_io.h"
 #include "data/jpeg_header.h"
 #include "data/transform.h"
+#include "support/encode.h"
 
 using kg::config::json;
 
@@ -33,9 +33,9 @@ cv::Mat photo(int h, int w) {
 }
 
 std::string jpeg(const cv::Mat& m) {
-  std::vector<uint8_t> buf;
-  cv::imencode(".jpg", m, buf, {cv::IMWRITE_JPEG_QUALITY, 92});
-  return std::string(buf.begin(), buf.end());
+  kg::test::JpegOptions o;
+  o.quality = 92;
+  return kg::test::encode_jpeg(m, o);
 }
 
 // The bytes with an APP1 Exif segment (orientation 1) inserted after SOI.
@@ -83,9 +83,7 @@ TEST_CASE("jpeg_info reads the frame header and notices EXIF", "[unit][data]") {
   REQUIRE(e);
   CHECK(e->exif);
   CHECK(e->width == 640);
-  std::vector<uint8_t> png;
-  cv::imencode(".png", photo(8, 8), png);
-  CHECK_FALSE(kg::data::jpeg_info(std::string(png.begin(), png.end())));
+  CHECK_FALSE(kg::data::jpeg_info(kg::test::encode_png(photo(8, 8))));
   CHECK_FALSE(kg::data::jpeg_info(j.substr(0, 20)));  // cut before the frame header
   CHECK_FALSE(kg::data::jpeg_info(""));
 }
@@ -118,9 +116,7 @@ TEST_CASE("reduced decoding: the same crops as a full decode, decoded at 1/2..1/
   SECTION("EXIF, PNG and a crop smaller than 2x the output decode in full: identical to process()") {
     const std::string e = with_exif(j);
     for (uint64_t seed = 1; seed <= 5; ++seed) CHECK(run(reduced, e, seed, true) == run(full, e, seed, false));
-    std::vector<uint8_t> png;
-    cv::imencode(".png", photo(64, 64), png);
-    const std::string p(png.begin(), png.end());
+    const std::string p = kg::test::encode_png(photo(64, 64));
     for (uint64_t seed = 1; seed <= 5; ++seed) CHECK(run(reduced, p, seed, true) == run(full, p, seed, false));
     const std::string small = jpeg(photo(40, 40));  // every window < 64 px: factor 1
     for (uint64_t seed = 1; seed <= 5; ++seed) CHECK(run(reduced, small, seed, true) == run(full, small, seed, false));

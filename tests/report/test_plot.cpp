@@ -6,9 +6,10 @@
 #include <filesystem>
 
 #include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include "core/error.h"
+#include "data/image_io.h"
 #include "report/plot.h"
 #include "support/temp_dir.h"
 
@@ -51,8 +52,9 @@ Series line(const std::string& label, std::function<double(double)> f, int n = 2
 }
 
 cv::Mat read(const std::string& path) {
-  cv::Mat m = cv::imread(path, cv::IMREAD_COLOR);
+  cv::Mat m = kg::data::decode_image(path, 3);
   REQUIRE_FALSE(m.empty());
+  cv::cvtColor(m, m, cv::COLOR_RGB2BGR);  // the checks below name colours in OpenCV's BGR
   return m;
 }
 
