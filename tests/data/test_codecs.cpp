@@ -111,3 +111,13 @@ TEST_CASE("damaged and truncated files of each format are DataErrors naming the 
   png[png.size() - 13] = static_cast<char>(png[png.size() - 13] ^ 1);  // the IDAT chunk's CRC
   CHECK_THAT(decode_error(png), Catch::StartsWith("cannot decode image x.img: not a supported image or damaged (libpng: "));
 }
+
+TEST_CASE("a PNG's eXIf orientation is applied, as imdecode applied it", "[unit][data][codecs]") {
+  const cv::Mat rgb = kg::test::ramp(3, 5, 3);  // 5 wide, 3 high
+  const std::string png = kg::test::with_png_exif_orientation(kg::test::encode_png(rgb), 6);  // 90 degrees clockwise
+  const cv::Mat up = kg::data::decode_image_bytes(png, "exif.png", 3);
+  REQUIRE(up.cols == 3);
+  REQUIRE(up.rows == 5);
+  for (int y = 0; y < up.rows; ++y)
+    for (int x = 0; x < up.cols; ++x) CHECK(up.at<cv::Vec3b>(y, x) == rgb.at<cv::Vec3b>(rgb.rows - 1 - x, y));
+}

@@ -107,13 +107,17 @@ TEST_CASE("codecs vs imdecode: JPEG (subsampling, gray, progressive, EXIF, reduc
   }
 }
 
-TEST_CASE("codecs vs imdecode: PNG (depths, alpha, palette, tRNS, interlace)", "[unit][data][codecs]") {
+TEST_CASE("codecs vs imdecode: PNG (depths, alpha, palette, tRNS, interlace, eXIf)", "[unit][data][codecs]") {
   for (int depth : {CV_8U, CV_16U})
     for (int channels : {1, 2, 3, 4})
       for (bool interlace : {false, true}) {
         INFO("depth " << depth << ", channels " << channels << ", interlace " << interlace);
         CHECK(worst_difference(kg::test::encode_png(photo(19, 23, channels, depth), interlace)) == 0);
       }
+  for (int orientation = 1; orientation <= 8; ++orientation) {
+    INFO("eXIf orientation " << orientation);
+    CHECK(worst_difference(kg::test::with_png_exif_orientation(kg::test::encode_png(photo(11, 14, 3)), orientation)) == 0);
+  }
   cv::Mat indices(13, 17, CV_8UC1);
   for (int i = 0; i < indices.rows * indices.cols; ++i) indices.data[i] = static_cast<uint8_t>(i * 7 % 16);
   std::vector<uint8_t> palette, alpha;

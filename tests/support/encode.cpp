@@ -8,6 +8,7 @@
 
 #include <jpeglib.h>
 #include <png.h>
+#include <zlib.h>
 
 namespace kg::test {
 namespace {
@@ -128,6 +129,15 @@ std::string with_exif_orientation(const std::string& jpeg, int orientation) {
   const size_t len = body.size() + 2;
   const std::string seg = std::string("\xFF\xE1") + static_cast<char>(len >> 8) + static_cast<char>(len & 0xFF);
   return jpeg.substr(0, 2) + seg + body + jpeg.substr(2);
+}
+
+std::string with_png_exif_orientation(const std::string& png, int orientation) {
+  const std::string exif = std::string("MM\0\x2a\0\0\0\x08\0\x01\x01\x12\0\x03\0\0\0\x01\0", 19) +
+                           static_cast<char>(orientation) + std::string(6, '\0');
+  std::string chunk = std::string("\0\0\0", 3) + static_cast<char>(exif.size()) + "eXIf" + exif;
+  const uLong crc = crc32(0, reinterpret_cast<const Bytef*>(chunk.data() + 4), static_cast<uInt>(4 + exif.size()));
+  for (int shift = 24; shift >= 0; shift -= 8) chunk += static_cast<char>((crc >> shift) & 0xFF);
+  return png.substr(0, 8 + 25) + chunk + png.substr(8 + 25);  // after the signature and IHDR
 }
 
 std::string encode_png(const cv::Mat& m, bool interlace) {

@@ -23,6 +23,8 @@ std::string with_exif_orientation(const std::string& jpeg, int orientation);
 
 // 1..4 channels (gray, gray+alpha, RGB, RGBA), 8- or 16-bit; Adam7 when interlace.
 std::string encode_png(const cv::Mat& pixels, bool interlace = false);
+// `png` with an eXIf chunk saying `orientation` (1..8) inserted after IHDR.
+std::string with_png_exif_orientation(const std::string& png, int orientation);
 // A palette PNG: `indices` (8-bit, 1 channel) into `palette` (RGB triples), with per-entry alpha (tRNS) when given,
 // packed at bit_depth 1, 2, 4 or 8.
 std::string encode_png_palette(const cv::Mat& indices, const std::vector<uint8_t>& palette,
