@@ -123,8 +123,10 @@ command -v ninja >/dev/null && GEN=(-G Ninja)
 
 cmake -S . -B "$BUILD_DIR" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PREFIXES" \
   -DKGTRAIN_BUILD_TESTS="$TESTS" -DKG_TORCH_CUDA="$CUDA_MODE" "${EXTRA[@]}" ||
-  missing "cmake could not configure (see above). Header-only libraries: --fetch-deps / --deps; OpenCV (optional):" \
-          "apt-get install libopencv-dev, or conda install -c conda-forge opencv and add its prefix with -- -DOpenCV_DIR=..."
+  missing "cmake could not configure (see above). Header-only libraries: --fetch-deps / --deps; image codecs:" \
+          "apt-get install libjpeg-turbo8-dev libpng-dev (Debian: libjpeg62-turbo-dev), optionally libwebp-dev libtiff-dev;" \
+          "OpenCV (optional): apt-get install libopencv-dev, or conda install -c conda-forge opencv and add its prefix" \
+          "with -- -DOpenCV_DIR=..."
 [ "$CONFIGURE_ONLY" = 1 ] && { echo "build_cuda: configured $BUILD_DIR"; exit 0; }
 cmake --build "$BUILD_DIR" -j "$JOBS" || exit 1
 echo "build_cuda: built $BUILD_DIR/kgtrain"

@@ -4,8 +4,8 @@
 #   - --version says OpenCV is not built;
 #   - import-idx --packs, then fit with the recipe's transforms (pad_crop, hflip, normalize) from RAM and
 #     device-resident (data.cache = device), then tta-predict;
-#   - a transform that needs OpenCV, PNG input and --plot-schedule fail with their documented exit codes
-#     and say OpenCV is missing;
+#   - a transform that needs OpenCV and --plot-schedule fail with their documented exit codes and say OpenCV is
+#     missing; a damaged PNG reaches the decoder (decoding needs no OpenCV: lib/data/codecs) and is exit 3;
 #   - with a normal build at build/kgtrain (or KGTRAIN_FULL), the same 1-epoch fit gives bit-identical
 #     weights in both builds (the flips, pad_crop and normalize do the same arithmetic without OpenCV).
 #   bash scripts/check_no_opencv.sh            (BUILD_DIR=build-noopencv, EPOCHS=1)
@@ -62,7 +62,7 @@ mkdir -p "$T/png/train"
 printf 'id,label\na,0\nb,1\n' >"$T/png/train.csv"
 printf '\x89PNG\r\n\x1a\n' >"$T/png/train/a.png"
 cp "$T/png/train/a.png" "$T/png/train/b.png"
-expect 3 "built without OpenCV" "$K" fit recipes/fashion_mnist.toml "data.root=$T/png" data.sample_submission= \
+expect 3 "cannot decode image" "$K" fit recipes/fashion_mnist.toml "data.root=$T/png" data.sample_submission= \
   data.cache=none cv.folds=2 --quiet --run-dir "$T/png_run"
 
 if [ -x "$FULL" ]; then
