@@ -159,7 +159,8 @@ TEST_CASE("tta-predict and pseudo-label --from-run without a recipe use the run'
   REQUIRE(c.exit_code == 0);
   CHECK(kg::test::read_json(s.dir / "pred_views/summary.json")["views"].size() == 2);
 
-  auto p = kg::test::run_kgtrain({"pseudo-label", "--from-run", "latest", s.runs_word, "--out", s.dir / "pl", "-q"});
+  auto p = kg::test::run_kgtrain(
+      {"pseudo-label", "--from-run", "latest", s.runs_word, "pseudo.threshold=0", "--out", s.dir / "pl", "-q"});
   INFO(p.output);
   CHECK(p.exit_code == 0);
   CHECK(fs::exists(s.dir / "pl/pseudo.csv"));
