@@ -20,14 +20,21 @@
 namespace kg::app {
 namespace {
 
+// The LibTorch this process loaded (a wheel runs on whatever torch its launcher found), and the one it was compiled
+// against when they differ.
+std::string libtorch_line() {
+  const std::string built = compat::torch_version(), loaded = device::math_libs().torch_version;
+  if (loaded.empty() || loaded == built) return "LibTorch " + built;
+  return "LibTorch " + loaded + " (loaded at run time; built against " + built + ")";
+}
+
 std::string version_text() {
   const std::string cv = data::opencv_version();
   std::string s =
-      std::string("kgtrain ") + KGTRAIN_VERSION + "\nLibTorch " + compat::torch_version() + "\n" +
-      (cv.empty()
-           ? "OpenCV: not built (no image decoding, no resizing/colour/warp transforms, no PNG charts)"
-           : "OpenCV " + cv + (data::can_decode_images() ? "" : " (no image codecs: PNG/JPEG decoding disabled)")) +
-      "\n";
+      std::string("kgtrain ") + KGTRAIN_VERSION + "\n" + libtorch_line() + "\n" +
+      (cv.empty() ? "OpenCV: not built (no resizing/colour/warp transforms, no PNG charts)"
+                  : "OpenCV " + cv + " (core, imgproc)") +
+      "\nimage formats: " + data::image_formats() + "\n";
   std::string cuda = device::cuda_build_info();
   s += cuda.empty() ? "CUDA: not built (CPU-only LibTorch)\n" : cuda + "\n";
   s += device::math_libs_text();

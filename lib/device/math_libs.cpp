@@ -140,6 +140,7 @@ MathLibs detect() {
       m.onednn = "oneDNN";
   }
   m.cpu_capability = config_line(config, "CPU capability usage:");
+  m.torch_version = build_setting(config, "TORCH_VERSION");
   return m;
 }
 

@@ -16,6 +16,7 @@ struct MathLibs {
   std::string onednn;           // "oneDNN 2.7.3", or "" when LibTorch was built without it
   std::string cpu_capability;   // LibTorch's vectorised kernels: "AVX512", "AVX2", ... ("" when not reported)
   bool reference_blas = false;  // the Netlib reference BLAS: matrix products 10-25x slower than an optimised one
+  std::string torch_version;    // the LibTorch loaded at run time (its build settings' TORCH_VERSION; "" if absent)
 };
 
 // What this process has loaded; computed once.
