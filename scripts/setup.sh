@@ -37,13 +37,15 @@ fi
 
 # An optimised BLAS always: without one, Debian's LibTorch calls the reference BLAS (convnext_tiny 0.4 img/s).
 # libopenblas0-openmp shares LibTorch's OpenMP thread pool (docs/performance.md: openmp vs pthread).
-# libjpeg62-turbo-dev: random_resized_crop decodes only a JPEG's crop window (the library OpenCV already links).
-PACKAGES=(build-essential cmake ninja-build ccache pkg-config libopencv-dev libjpeg62-turbo-dev zlib1g-dev
-          libopenblas0-openmp dataset-fashion-mnist)
+# Images are decoded by libjpeg-turbo, libpng, libwebp and libtiff directly (lib/data/codecs); OpenCV's core and
+# imgproc run the transforms. OpenCV's imgcodecs (which pulls GDAL and ~140 other libraries) is never linked by
+# kgtrain: the Debian build installs it only so that the tests compare the decoders' pixels with OpenCV's.
+PACKAGES=(build-essential cmake ninja-build ccache pkg-config libopencv-core-dev libopencv-imgproc-dev
+          libjpeg62-turbo-dev libpng-dev libwebp-dev libtiff-dev zlib1g-dev libopenblas0-openmp dataset-fashion-mnist)
 [ "$HEADERS" = 1 ] && PACKAGES+=(libtomlplusplus-dev libcli11-dev nlohmann-json3-dev catch2)
 # libgloo-dev: Gloo's headers, which multi-process CPU training (fit --nproc) compiles against; PyPI's wheel lacks them.
 PACKAGES+=(libgloo-dev)
-[ "$FLAVOR" = debian ] && PACKAGES+=(libtorch-dev)
+[ "$FLAVOR" = debian ] && PACKAGES+=(libtorch-dev libopencv-imgcodecs-dev)
 # Debian's own python3 makes venvs only with python3-venv (its ensurepip is split out); another Python has its own.
 if [ "$FLAVOR" = pip ] && { ! command -v python3 >/dev/null || [ "$(command -v python3)" = /usr/bin/python3 ]; }; then
   PACKAGES+=(python3-venv)
