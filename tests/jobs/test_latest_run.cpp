@@ -97,7 +97,7 @@ TEST_CASE("latest: no run yet is a usage error naming the runs folder", "[integr
   }
 }
 
-TEST_CASE("latest: fit links its run; tta-predict, fit --resume and interpret take the word", "[integration][jobs]") {
+TEST_CASE("latest: fit links its run, and tta-predict, fit --resume and interpret take the word", "[integration][jobs]") {
   auto& s = latest_shared();
   REQUIRE(fs::is_symlink(s.runs + "/latest"));
   const fs::path run = fs::read_symlink(s.runs + "/latest");
