@@ -95,7 +95,8 @@ TEST_CASE("damaged and truncated files of each format are DataErrors naming the 
     for (size_t keep : {bytes.size() / 2, bytes.size() - 40, size_t{30}}) {
       INFO("first " << keep << " bytes");
       std::string message;
-      const std::string printed = stderr_of([&] { message = decode_error(bytes.substr(0, keep)); });
+      const std::string head = bytes.substr(0, keep);  // clang: a lambda cannot capture a structured binding
+      const std::string printed = stderr_of([&] { message = decode_error(head); });
       CHECK_THAT(message, Catch::StartsWith("cannot decode image x.img: "));
       CHECK(printed.empty());
     }
