@@ -1,11 +1,6 @@
-// Precompiled for every lib/ translation unit: LibTorch's headers dominate build time on 2 cores.
+// Precompiled for kgtrain_torch's files (lib/ with LibTorch), app/ and the tests: LibTorch's headers dominate build
+// time on 2 cores. Only what most of its users include: toml++ (3 files) and the codecs' C libraries stay out.
 #pragma once
 #include <torch/torch.h>
-#if KG_WITH_OPENCV
-#include <opencv2/core.hpp>
-#endif
-#include <nlohmann/json.hpp>
-#include <toml++/toml.h>
-#include <map>
-#include <string>
-#include <vector>
+
+#include "pch_base.h"

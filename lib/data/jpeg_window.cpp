@@ -6,9 +6,9 @@
 #include <vector>
 
 #if KG_WITH_LIBJPEG
-#include <csetjmp>
-
 #include <jpeglib.h>
+
+#include "data/codecs/jpeg_errors.h"
 #endif
 
 namespace kg::data {
@@ -25,24 +25,11 @@ bool can_decode_jpeg_windows() { return true; }
 
 namespace {
 
-// libjpeg reports errors through a callback that must not return: jump back to the setjmp in run(). Warnings
-// (corrupt data it would paper over) jump too: the whole-file decoder then handles the file as it always has.
-struct ErrorManager {
-  jpeg_error_mgr pub;
-  std::jmp_buf jump;
-};
-
-[[noreturn]] void on_error(j_common_ptr c) { std::longjmp(reinterpret_cast<ErrorManager*>(c->err)->jump, 1); }
-
-void on_message(j_common_ptr c, int level) {
-  if (level < 0) on_error(c);
-}
-
 // Everything run() touches lives here, in memory the longjmp cannot roll back; run() itself holds no objects
 // with destructors.
 struct Job {
   jpeg_decompress_struct cinfo{};
-  ErrorManager err{};
+  codecs::JpegErrors err{};
   std::string_view bytes;
   int channels = 3, scale_num = 8;
   Window win;
@@ -96,9 +83,8 @@ std::optional<JpegWindow> decode_jpeg_window(std::string_view bytes, int channel
   job.channels = channels;
   job.scale_num = scale_num;
   job.win = win;
-  job.cinfo.err = jpeg_std_error(&job.err.pub);
-  job.err.pub.error_exit = on_error;
-  job.err.pub.emit_message = on_message;
+  // Warnings (corrupt data libjpeg would paper over) fail too: the whole-file decoder then handles the file.
+  codecs::install_jpeg_errors(&job.cinfo, &job.err, /*warnings_fail=*/true);
   jpeg_create_decompress(&job.cinfo);
   const bool ok = run(&job);
   jpeg_destroy_decompress(&job.cinfo);  // frees libjpeg's memory in every state, after an error too

@@ -12,6 +12,7 @@
 #include "data/image_io.h"
 #include "data/jpeg_header.h"
 #include "data/jpeg_window.h"
+#include "transform_names.h"
 
 namespace kg::data {
 
@@ -22,14 +23,14 @@ TransformRegistry& transform_registry() {
 
 #if !KG_WITH_OPENCV
 namespace {
-// The transforms that compute new pixels are OpenCV calls: named in a recipe, they say so.
+// The transforms that compute new pixels are OpenCV calls (KG_TRANSFORMS_NEED_OPENCV): named in a recipe, they say so.
 const bool kMarked = [] {
-  for (const char* name : {"affine", "center_crop", "color_jitter", "gaussian_blur", "grayscale", "random_erasing",
-                           "random_resized_crop", "resize"})
+  std::string plain;
+  for (const char* name : {KG_PLAIN_TRANSFORM_NAMES}) plain += (plain.empty() ? "" : ", ") + std::string(name);
+  for (const char* name : {KG_OPENCV_TRANSFORM_NAMES})
     transform_registry().mark_unavailable(
-        name,
-        "it needs OpenCV, which this kgtrain was built without (Debian/Ubuntu: apt-get install libopencv-dev, then "
-        "rebuild); this build has hflip, vflip, pad_crop and normalize");
+        name, "it needs OpenCV, which this kgtrain was built without (Debian/Ubuntu: apt-get install libopencv-dev, "
+              "then rebuild); this build has " + plain);
   return true;
 }();
 }  // namespace

@@ -60,6 +60,14 @@ void resize_to(Image& img, const ImageGeometry& g);
 void apply_index_map(const Transform& t, Image& img, Rng& rng);
 TransformRegistry& transform_registry();
 
+// A transform file that computes new pixels with OpenCV says so once, at file scope, naming what it registers:
+//   KG_TRANSFORMS_NEED_OPENCV("affine", "rotate");
+// CMake reads these lines (a build without OpenCV leaves the file out, and its names are refused in a recipe with the
+// reason) and writes every transform's name into generated/transform_names.h; tests/data/test_transform_names.cpp
+// checks the registry and the docs against them.
+#define KG_TRANSFORMS_NEED_OPENCV(...) \
+  static_assert(KG_WITH_OPENCV, "a file marked KG_TRANSFORMS_NEED_OPENCV is compiled only with OpenCV")
+
 class Pipeline {
  public:
   // `augment` is the data.augment array; `train` false keeps only deterministic transforms.

@@ -2,8 +2,7 @@
 // imdecode(IMREAD_ANYCOLOR) and IMREAD_REDUCED_COLOR_N, so the pixels are the ones kgtrain always trained on:
 // gray files stay gray (reduced: RGB), CMYK and YCCK (libjpeg turns YCCK into CMYK) become RGB by OpenCV's formula,
 // the first APP1 segment's EXIF orientation is applied. libjpeg's error exit jumps back to run(), which holds no
-// objects with destructors (the pattern of data/jpeg_window.cpp); warnings are silent, except running out of data.
-#include <csetjmp>
+// objects with destructors (codecs/jpeg_errors.h); warnings are silent, except running out of data.
 #include <cstdio>  // jpeglib.h needs FILE
 #include <vector>
 
@@ -11,28 +10,10 @@
 #include <jerror.h>
 
 #include "data/codecs/codecs.h"
+#include "data/codecs/jpeg_errors.h"
 
 namespace kg::data::codecs {
 namespace {
-
-struct ErrorManager {
-  jpeg_error_mgr pub;
-  std::jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-  bool truncated;
-};
-
-[[noreturn]] void on_error(j_common_ptr c) {
-  auto* e = reinterpret_cast<ErrorManager*>(c->err);
-  c->err->format_message(c, e->message);
-  std::longjmp(e->jump, 1);
-}
-
-// Corrupt-data warnings (extraneous bytes, a bad Huffman code) are what libjpeg papers over and OpenCV decoded
-// anyway; a file that ends early is refused, as PIL refuses it.
-void on_message(j_common_ptr c, int level) {
-  if (level < 0 && c->err->msg_code == JWRN_JPEG_EOF) reinterpret_cast<ErrorManager*>(c->err)->truncated = true;
-}
 
 // OpenCV's icvCvt_CMYK2BGR_8u_C4C3R, written to RGB.
 void cmyk_to_rgb(const uint8_t* cmyk, uint8_t* rgb, int width) {
@@ -44,7 +25,7 @@ void cmyk_to_rgb(const uint8_t* cmyk, uint8_t* rgb, int width) {
 
 struct Job {
   jpeg_decompress_struct cinfo{};
-  ErrorManager err{};
+  JpegErrors err{};
   std::string_view bytes;
   int reduce = 1;
   int orientation = 0;
@@ -88,9 +69,9 @@ Image decode_jpeg(std::string_view bytes, const std::string& name, int reduce) {
   Job job;
   job.bytes = bytes;
   job.reduce = reduce;
-  job.cinfo.err = jpeg_std_error(&job.err.pub);
-  job.err.pub.error_exit = on_error;
-  job.err.pub.emit_message = on_message;
+  // Corrupt-data warnings (extraneous bytes, a bad Huffman code) are what libjpeg papers over and OpenCV decoded
+  // anyway; a file that ends early is refused, as PIL refuses it.
+  install_jpeg_errors(&job.cinfo, &job.err, /*warnings_fail=*/false);
   jpeg_create_decompress(&job.cinfo);
   const bool ok = run(&job);
   jpeg_destroy_decompress(&job.cinfo);  // frees libjpeg's memory in every state, after an error too

@@ -98,6 +98,8 @@ config::Fields<AffineOptions> affine_fields() {
   f.field("p", &AffineOptions::p, "probability of applying").range(0, 1);
   return f;
 }
+KG_TRANSFORMS_NEED_OPENCV("affine", "rotate");
+
 KG_REGISTER(transform_registry(), "affine",
             "random rotation, translation, scale and shear about the centre (torchvision RandomAffine)",
             "[[data.augment]]\nname = \"affine\"\ndegrees = 10\ntranslate = [0.1, 0.1]\nscale = [0.9, 1.1]\nshear = 5",

@@ -54,6 +54,8 @@ config::Fields<CenterCropOptions> center_crop_fields() {
           "border value where the image is smaller (0..255 on 8-bit images, as given on float ones)");
   return f;
 }
+KG_TRANSFORMS_NEED_OPENCV("center_crop");
+
 KG_REGISTER(transform_registry(), "center_crop",
             "crop the central data.image_size window (after scaling to image_size / crop_pct)",
             "[[data.augment]]\nname = \"center_crop\"\ncrop_pct = 0.875", center_crop_fields(),

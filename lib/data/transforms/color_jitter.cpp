@@ -113,6 +113,8 @@ config::Fields<ColorJitterOptions> color_jitter_fields() {
   f.field("p", &ColorJitterOptions::p, "probability of applying").range(0, 1);
   return f;
 }
+KG_TRANSFORMS_NEED_OPENCV("color_jitter");
+
 KG_REGISTER(transform_registry(), "color_jitter",
             "random brightness, contrast, saturation and hue in a random order (torchvision ColorJitter)",
             "[[data.augment]]\nname = \"color_jitter\"\nbrightness = 0.4\ncontrast = 0.4\nsaturation = 0.4\nhue = 0.1",

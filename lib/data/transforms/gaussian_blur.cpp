@@ -49,6 +49,8 @@ config::Fields<GaussianBlurOptions> gaussian_blur_fields() {
   f.field("p", &GaussianBlurOptions::p, "probability of blurring").range(0, 1);
   return f;
 }
+KG_TRANSFORMS_NEED_OPENCV("gaussian_blur");
+
 KG_REGISTER(transform_registry(), "gaussian_blur",
             "Gaussian blur with sigma drawn uniformly from [lo, hi], with probability p",
             "[[data.augment]]\nname = \"gaussian_blur\"\nkernel_size = 5\nsigma = [0.1, 2.0]", gaussian_blur_fields(),

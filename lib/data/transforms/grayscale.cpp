@@ -36,6 +36,8 @@ config::Fields<GrayscaleOptions> grayscale_fields() {
   f.field("p", &GrayscaleOptions::p, "probability of converting (default: torchvision RandomGrayscale's)").range(0, 1);
   return f;
 }
+KG_TRANSFORMS_NEED_OPENCV("grayscale");
+
 KG_REGISTER(transform_registry(), "grayscale",
             "replace RGB by its luma (0.299 R + 0.587 G + 0.114 B) with probability p, keeping 3 channels",
             "[[data.augment]]\nname = \"grayscale\"\np = 0.2", grayscale_fields(),

@@ -105,6 +105,8 @@ config::Fields<RandomErasingOptions> random_erasing_fields() {
   f.field("value", &RandomErasingOptions::value, "const mode's value (0..255 on 8-bit images, as given on float ones)");
   return f;
 }
+KG_TRANSFORMS_NEED_OPENCV("random_erasing");
+
 KG_REGISTER(transform_registry(), "random_erasing",
             "overwrite random boxes with a constant or random values (timm RandomErasing)",
             "[[data.augment]]\nname = \"random_erasing\"\np = 0.25\nmode = \"pixel\"", random_erasing_fields(),

@@ -97,6 +97,8 @@ config::Fields<RandomResizedCropOptions> random_resized_crop_fields() {
       .range(0, 1);
   return f;
 }
+KG_TRANSFORMS_NEED_OPENCV("random_resized_crop");
+
 KG_REGISTER(
     transform_registry(), "random_resized_crop",
     "crop a random area fraction and aspect ratio, resize it to data.image_size (torchvision RandomResizedCrop)",

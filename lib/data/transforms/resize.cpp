@@ -70,6 +70,8 @@ config::Fields<ResizeOptions> resize_fields() {
   f.field("fill", &ResizeOptions::fill, "pad mode's border value (0..255 on 8-bit images, as given on float ones)");
   return f;
 }
+KG_TRANSFORMS_NEED_OPENCV("resize");
+
 KG_REGISTER(transform_registry(), "resize",
             "resize the decoded image to data.image_size (stretch, shorter side + centre crop, or letterbox)",
             "[[data.augment]]\nname = \"resize\"\nmode = \"shorter\"", resize_fields(),
