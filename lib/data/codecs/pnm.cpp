@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "data/codecs/codecs.h"
+#include "data/image_header.h"
 
 namespace kg::data::codecs {
 namespace {
@@ -30,7 +31,9 @@ struct Reader {
     const size_t start = at;
     while (at < s.size() && std::isdigit(static_cast<unsigned char>(s[at])) && v <= UINT32_MAX)
       v = v * 10 + static_cast<uint64_t>(s[at++] - '0');
-    if (at == start || v > UINT32_MAX) damaged(name, std::string("the PNM file has no valid ") + what);
+    // Tokens end at white space, a comment or the end (as data/image_header.cpp reads the header: "999P1" is no size).
+    const bool ends = at == s.size() || std::isspace(static_cast<unsigned char>(s[at])) || s[at] == '#';
+    if (at == start || v > UINT32_MAX || !ends) damaged(name, std::string("the PNM file has no valid ") + what);
     return static_cast<uint32_t>(v);
   }
   // A plain bitmap's sample: one digit, with or without space between them.
@@ -81,6 +84,10 @@ Image decode_pnm(std::string_view bytes, const std::string& name) {
   }
   if (h.width == 0 || h.height == 0 || h.width > INT32_MAX / 4 || h.height > INT32_MAX / 4)
     damaged(name, "the PNM header gives no usable image size");
+  // data.max_image_pixels again, on the size this reader found (check_image_header read it first).
+  if (uint64_t{h.width} * h.height > static_cast<uint64_t>(max_image_pixels()))
+    damaged(name, "the PNM header declares " + std::to_string(h.width) + " x " + std::to_string(h.height) +
+                      " pixels, more than data.max_image_pixels = " + std::to_string(max_image_pixels()));
   if (h.maxval == 0 || h.maxval > 65535) damaged(name, "a PNM maxval of " + std::to_string(h.maxval));
   if (h.depth < 1 || h.depth > 4) damaged(name, "a PAM depth of " + std::to_string(h.depth));
   const bool plain = h.kind <= 3, bitmap = h.kind == 1 || h.kind == 4, wide = h.maxval > 255;
