@@ -134,6 +134,10 @@ void from_json_value(const json& j, std::optional<T>& out) {
 }
 }  // namespace detail
 
+// The options of a component with no keys of its own (a callback whose section another component reads, a data
+// source configured by [data]): Fields<NoOptions>().
+struct NoOptions {};
+
 template <class T>
 class Fields {
  public:

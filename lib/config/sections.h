@@ -32,4 +32,4 @@ void check_sections();
 
 // KG_REGISTER_SECTION("optim", "doc", fields.schema(), "optimizer")
 #define KG_REGISTER_SECTION(name, doc, schema, kind) \
-  static const bool KG_CONCAT(kg_section_, __LINE__) = ::kg::config::add_section({name, doc, schema, kind, {}})
+  static const bool KG_CONCAT(kg_section_, __COUNTER__) = ::kg::config::add_section({name, doc, schema, kind, {}})

@@ -12,7 +12,7 @@
 
 namespace kg::data {
 namespace {
-config::Fields<PseudoOptions> fields() {
+config::Fields<PseudoOptions> pseudo_fields() {
   config::Fields<PseudoOptions> f;
   f.field("threshold", &PseudoOptions::threshold,
           "keep an unlabeled row when the ensemble's confidence (multiclass max probability, binary max(p, 1-p), "
@@ -32,11 +32,11 @@ config::Fields<PseudoOptions> fields() {
   return f;
 }
 KG_REGISTER_SECTION("pseudo", "pseudo-labelling: which confident unlabeled rows kgtrain pseudo-label keeps",
-                    fields().schema(), "");
+                    pseudo_fields().schema(), "");
 }  // namespace
 
 PseudoOptions load_pseudo_options(const config::Tree& recipe) {
-  return fields().load(config::Options(&recipe, "pseudo"));
+  return pseudo_fields().load(config::Options(&recipe, "pseudo"));
 }
 
 PseudoSelection select_pseudo(const at::Tensor& probs_in, const std::string& task, const PseudoOptions& o) {

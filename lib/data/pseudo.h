@@ -11,7 +11,7 @@
 
 namespace kg::data {
 
-// Recipe section [pseudo]; each field's doc is in fields() (data/pseudo.cpp) and docs/reference.md.
+// Recipe section [pseudo]; each field's doc is in pseudo_fields() (data/pseudo.cpp) and docs/reference.md.
 struct PseudoOptions {
   double threshold = 0.9;
   double top_fraction = 0;

@@ -64,4 +64,4 @@ bool register_backend(std::unique_ptr<Backend> b);
 }  // namespace kg::device
 
 #define KG_REGISTER_BACKEND(Type) \
-  static const bool KG_CONCAT(kg_backend_, __LINE__) = ::kg::device::register_backend(std::make_unique<Type>())
+  static const bool KG_CONCAT(kg_backend_, __COUNTER__) = ::kg::device::register_backend(std::make_unique<Type>())

@@ -17,7 +17,7 @@
 
 namespace kg::device {
 namespace {
-config::Fields<DeviceOptions> fields() {
+config::Fields<DeviceOptions> device_fields() {
   config::Fields<DeviceOptions> f;
   f.field("name", &DeviceOptions::name, "auto | cpu | cuda | cuda:N (auto: CUDA when available)")
       .check([](const config::json& v) -> std::string {
@@ -82,10 +82,10 @@ config::Fields<DeviceOptions> fields() {
           "ranks (torch.nn.SyncBatchNorm): small per-GPU batches then train like one large batch");
   return f;
 }
-KG_REGISTER_SECTION("device", "where the model runs", fields().schema(), "");
+KG_REGISTER_SECTION("device", "where the model runs", device_fields().schema(), "");
 }  // namespace
 
-DeviceOptions load_options(const config::Tree& recipe) { return fields().load(config::Options(&recipe, "device")); }
+DeviceOptions load_options(const config::Tree& recipe) { return device_fields().load(config::Options(&recipe, "device")); }
 
 int available_cores() {
   cpu_set_t set;

@@ -11,7 +11,7 @@
 
 namespace kg::device {
 
-// Recipe section [device]; each field's doc is in fields() (device/device.cpp) and docs/reference.md.
+// Recipe section [device]; each field's doc is in device_fields() (device/device.cpp) and docs/reference.md.
 struct DeviceOptions {
   std::string name = "auto";
   int64_t threads = 0;

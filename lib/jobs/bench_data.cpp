@@ -29,12 +29,10 @@ using nlohmann::json;
 namespace kg::jobs {
 namespace {
 
-constexpr int kBenchSchema = 1;
 using bench::Clock;
 using bench::rate_json;
 using bench::seconds_since;
 
-std::string num(double v, int decimals = 0) { return bench::fixed(v, decimals); }
 
 struct LoaderTiming {
   double seconds = 0;
@@ -71,13 +69,13 @@ LoaderTiming time_loader(const data::Table& t, const std::vector<int64_t>& rows,
 }
 
 std::string verdict_text(double loader_ips, int workers, double compute_ips) {
-  std::string x = num(loader_ips, 1);
+  std::string x = bench::fixed(loader_ips, 1);
   if (compute_ips <= 0)
     return "loader delivers " + x + " img/s with " + std::to_string(workers) +
            " workers; give --compute-rate IMG_PER_S (fit's train_images_per_s, or kgtrain_compute_bench) to compare "
            "with the model";
-  return "loader delivers " + x + " img/s, the model consumes " + num(compute_ips, 1) + " img/s: the loader " +
-         (loader_ips < compute_ips ? "is" : "is not") + " the bottleneck (" + num(loader_ips / compute_ips, 2) +
+  return "loader delivers " + x + " img/s, the model consumes " + bench::fixed(compute_ips, 1) + " img/s: the loader " +
+         (loader_ips < compute_ips ? "is" : "is not") + " the bottleneck (" + bench::fixed(loader_ips / compute_ips, 2) +
          "x the model's rate with " + std::to_string(workers) + " workers)";
 }
 
@@ -272,7 +270,7 @@ int run_bench_data(const BenchDataRequest& o) {
     return kExitOk;
   }
 
-  json report = {{"schema_version", kBenchSchema},
+  json report = {{"schema_version", bench::kSchemaVersion},
                  {"command", "bench-data"},
                  {"recipe", o.layers},
                  {"split", o.bench_split},

@@ -35,7 +35,6 @@ using nlohmann::json;
 namespace kg::jobs {
 namespace {
 
-constexpr int kBenchSchema = 1;
 using bench::Clock;
 using bench::fixed;
 using bench::median;
@@ -256,7 +255,7 @@ int run_bench_model(const BenchModelRequest& o) {
 
   std::cout << head << table << (notes.empty() ? "" : "\n" + notes);
   if (!o.bench_model_json.empty()) {
-    json report = {{"schema_version", kBenchSchema},
+    json report = {{"schema_version", bench::kSchemaVersion},
                    {"command", "bench-model"},
                    {"recipe", o.layers},
                    {"device", dev.description},

@@ -20,6 +20,8 @@ class ImageCache;
 namespace kg::jobs::bench {
 
 using Clock = std::chrono::steady_clock;
+// schema_version of the JSON reports bench-data and bench-model write (--json).
+constexpr int kSchemaVersion = 1;
 
 double seconds_since(Clock::time_point t0);
 double median(std::vector<double> v);

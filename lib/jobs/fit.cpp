@@ -71,17 +71,16 @@ bool has_fit_output(const std::string& dir) {
   return false;
 }
 
-std::string fmt(double v, int prec = 4) { return format_significant(v, prec); }
 }  // namespace
 
 int run_merge_oof(const std::vector<std::string>& dirs, const std::string& out_dir) {
   auto cv = merge_oof(dirs, out_dir);
-  std::cout << "cv " << cv["metric"].get<std::string>() << ": oof " << fmt(cv["oof"].get<double>()) << ", mean "
-            << fmt(cv["mean"].get<double>()) << " +- " << fmt(cv["std"].get<double>()) << " over " << cv["folds"].size()
+  std::cout << "cv " << cv["metric"].get<std::string>() << ": oof " << format_significant(cv["oof"].get<double>(), 4) << ", mean "
+            << format_significant(cv["mean"].get<double>(), 4) << " +- " << format_significant(cv["std"].get<double>(), 4) << " over " << cv["folds"].size()
             << " folds (" << cv["rows"].get<int64_t>() << " rows"
             << (cv["complete"].get<bool>() ? "" : "; not every fold present") << ")\n";
   for (auto& f : cv["folds"])
-    std::cout << "  fold " << f["fold"].get<int64_t>() << ": " << fmt(f["value"].get<double>()) << "\n";
+    std::cout << "  fold " << f["fold"].get<int64_t>() << ": " << format_significant(f["value"].get<double>(), 4) << "\n";
   std::cout << "wrote " << (fs::path(out_dir) / "oof.csv").string() << " and cv.json\n";
   return kExitOk;
 }
@@ -221,7 +220,7 @@ void FitRun::plot_schedule(const train::Plan& plan) const {
   lo.momentum_file = true;  // <stem>_momentum.png (docs/commands.md)
   const auto drawn = report::plot_lr_curve(o_.plot_schedule, plan, plan.total_steps(), lo);
   std::cout << "wrote " << drawn.lr_png << (drawn.momentum_png.empty() ? "" : " and " + drawn.momentum_png) << " ("
-            << plan.total_steps() << " updates, peak lr " << fmt(drawn.peak_lr) << ")\n";
+            << plan.total_steps() << " updates, peak lr " << format_significant(drawn.peak_lr, 4) << ")\n";
 }
 
 void FitRun::open_run_dir() {
@@ -335,8 +334,8 @@ int FitRun::finish(double best_single) {
   if (multi_) {
     auto cvj = merge_oof({run_dir_}, run_dir_);
     summary_["cv"] = cvj;
-    log("cv " + cvj["metric"].get<std::string>() + ": oof " + fmt(cvj["oof"].get<double>()) + ", folds mean " +
-        fmt(cvj["mean"].get<double>()) + " +- " + fmt(cvj["std"].get<double>()));
+    log("cv " + cvj["metric"].get<std::string>() + ": oof " + format_significant(cvj["oof"].get<double>(), 4) + ", folds mean " +
+        format_significant(cvj["mean"].get<double>(), 4) + " +- " + format_significant(cvj["std"].get<double>(), 4));
   }
   if (o_.smoke) smoke_predict();
   std::string finish = "completed";  // or why a fold ended early: early_stopped, time_budget
@@ -356,12 +355,12 @@ int FitRun::finish(double best_single) {
   const auto& folds = s_.cv.run_folds;
   std::cout << "fit completed: " << folds.size() << (multi_ ? " folds" : " fold") << ", " << s_.monitor << " ";
   if (multi_)
-    std::cout << "oof " << fmt(summary_["cv"]["oof"].get<double>()) << " (folds mean "
-              << fmt(summary_["cv"]["mean"].get<double>()) << ")";
+    std::cout << "oof " << format_significant(summary_["cv"]["oof"].get<double>(), 4) << " (folds mean "
+              << format_significant(summary_["cv"]["mean"].get<double>(), 4) << ")";
   else
-    std::cout << "best " << (std::isnan(best_single) ? std::string("n/a") : fmt(best_single)) << " (epoch "
+    std::cout << "best " << (std::isnan(best_single) ? std::string("n/a") : format_significant(best_single, 4)) << " (epoch "
               << last["best"]["epoch"] << ")";
-  std::cout << ", " << fmt(last["train_images_per_s"].get<double>(), 5) << " train img/s, " << fmt(elapsed(), 4)
+  std::cout << ", " << format_significant(last["train_images_per_s"].get<double>(), 5) << " train img/s, " << format_significant(elapsed(), 4)
             << " s\n"
             << "run dir: " << run_dir_ << "\n";
   return kExitOk;

@@ -23,12 +23,6 @@
 #include "train/step_graphs.h"
 
 namespace kg::jobs {
-namespace {
-
-std::string fmt(double v, int prec = 4) { return format_significant(v, prec); }
-
-}  // namespace
-
 FitSetup::FitSetup(const JobOptions& opts, const std::string& command, std::vector<std::string> initial_weights)
     : o(opts), initial_weights(std::move(initial_weights)) {
   run = train::load_run_options(o.recipe);
@@ -76,7 +70,7 @@ FitSetup::FitSetup(const JobOptions& opts, const std::string& command, std::vect
                                                       std::max(threads, dev.threads), cache.get());
     cache.reset();
     log(o, "  cache   device: " + std::to_string(resident->size()) + " images, " +
-               fmt(static_cast<double>(resident->bytes()) / (1 << 20), 3) + " MiB uint8 on " + dev.device.str() +
+               format_significant(static_cast<double>(resident->bytes()) / (1 << 20), 3) + " MiB uint8 on " + dev.device.str() +
                "; batches are gathered, augmented and normalized there");
   }
   pin = dopt.pin_memory && dev.device.is_cuda();
@@ -243,7 +237,7 @@ std::string FitSetup::data_line() const {
   std::string sizes;
   for (auto& st : stages)
     sizes += (sizes.empty() ? "" : ", ") + std::to_string(st.size.height) + "x" + std::to_string(st.size.width) +
-             (stages.size() > 1 ? " from " + fmt(st.start * 100, 3) + "%" : "");
+             (stages.size() > 1 ? " from " + format_significant(st.start * 100, 3) + "%" : "");
   std::string fold_text;
   for (auto k : cv.run_folds) fold_text += (fold_text.empty() ? "" : ",") + std::to_string(k);
   return "  data    " + table.csv_path + " (" + data::resolve_format(dopt) + "): " + std::to_string(table.size()) +

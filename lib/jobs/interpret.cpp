@@ -25,8 +25,6 @@ using nlohmann::json;
 namespace kg::jobs {
 namespace {
 
-std::string fmt(double v) { return format_significant(v, 4); }
-
 void write_confusion(const metric::Interpretation& in, const std::string& out) {
   const int64_t K = in.confusion.size(0);
   std::vector<std::vector<double>> counts(static_cast<size_t>(K)), norm(static_cast<size_t>(K));
@@ -57,8 +55,8 @@ void write_per_class(const metric::Interpretation& in, const std::string& out) {
   if (in.task == "multilabel") header.push_back("auc");
   std::string csv = data::csv_line(header);
   for (auto& r : in.rows) {
-    std::vector<std::string> line{r.name, fmt(r.precision), fmt(r.recall), fmt(r.f1), std::to_string(r.support)};
-    if (in.task == "multilabel") line.push_back(std::isfinite(r.auc) ? fmt(r.auc) : "");
+    std::vector<std::string> line{r.name, format_significant(r.precision, 4), format_significant(r.recall, 4), format_significant(r.f1, 4), std::to_string(r.support)};
+    if (in.task == "multilabel") line.push_back(std::isfinite(r.auc) ? format_significant(r.auc, 4) : "");
     csv += data::csv_line(line);
   }
   write_file_atomic(out + "/per_class.csv", csv);
@@ -98,11 +96,11 @@ void print_summary(const metric::Interpretation& in, const std::string& source, 
   std::cout << "interpret: " << rows << " out-of-fold rows from " << source << ", " << in.task << "\n";
   if (in.task == "regression") {
     for (size_t k = 0; k < in.names.size(); ++k)
-      std::cout << "  " << in.names[k] << ": MAE " << fmt(in.mae[k]) << ", RMSE " << fmt(in.rmse[k]) << ", R2 "
-                << fmt(in.r2[k]) << "\n";
+      std::cout << "  " << in.names[k] << ": MAE " << format_significant(in.mae[k], 4) << ", RMSE " << format_significant(in.rmse[k], 4) << ", R2 "
+                << format_significant(in.r2[k], 4) << "\n";
     return;
   }
-  std::cout << "  accuracy " << fmt(in.accuracy) << ", macro F1 " << fmt(in.macro_f1) << "\n";
+  std::cout << "  accuracy " << format_significant(in.accuracy, 4) << ", macro F1 " << format_significant(in.macro_f1, 4) << "\n";
   size_t w = 5;
   for (auto& r : in.rows) w = std::max(w, r.name.size());
   std::cout << "  " << std::string(w - 5, ' ') << "class  precision  recall  f1      support"
@@ -111,7 +109,7 @@ void print_summary(const metric::Interpretation& in, const std::string& source, 
   for (auto& r : in.rows) {
     std::snprintf(b, sizeof b, "  %*s  %9.4f  %6.4f  %6.4f  %7lld", static_cast<int>(w), r.name.c_str(), r.precision,
                   r.recall, r.f1, static_cast<long long>(r.support));
-    std::cout << b << (in.task == "multilabel" ? "  " + fmt(r.auc) : "") << "\n";
+    std::cout << b << (in.task == "multilabel" ? "  " + format_significant(r.auc, 4) : "") << "\n";
   }
   if (!in.most_confused.empty()) {
     std::cout << "  most confused (actual -> predicted: rows):";

@@ -28,8 +28,6 @@ using nlohmann::json;
 namespace kg::jobs {
 namespace {
 
-std::string fmt(double v) { return format_significant(v, 3); }
-
 // Validation images of table `rows`, in that order, as the model's input [k, C, H, W] (CPU), and the
 // normalization they carry.
 struct Shown {
@@ -67,7 +65,7 @@ std::vector<std::string> row_caption(const metric::Interpretation& in, const Oof
                             ? (p == 1 ? oof.preds[r][0].item<double>() : 1 - oof.preds[r][0].item<double>())
                             : oof.preds[r][p].item<double>();
     wrong = t != p;
-    c = {"true " + name(t), "pred " + name(p) + " " + fmt(prob)};
+    c = {"true " + name(t), "pred " + name(p) + " " + format_significant(prob, 3)};
   } else if (in.task == "multilabel") {
     std::string t, p;
     for (int64_t k = 0; k < oof.preds.size(1); ++k) {
@@ -78,9 +76,9 @@ std::vector<std::string> row_caption(const metric::Interpretation& in, const Oof
     c = {"true " + (t.empty() ? "-" : t), "pred " + (p.empty() ? "-" : p)};
   } else {
     wrong = false;
-    c = {"y " + fmt(oof.targets[r][0].item<double>()), "pred " + fmt(oof.preds[r][0].item<double>())};
+    c = {"y " + format_significant(oof.targets[r][0].item<double>(), 3), "pred " + format_significant(oof.preds[r][0].item<double>(), 3)};
   }
-  c.push_back("loss " + fmt(in.losses[r].item<double>()));
+  c.push_back("loss " + format_significant(in.losses[r].item<double>(), 3));
   return c;
 }
 

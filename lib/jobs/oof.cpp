@@ -21,11 +21,9 @@ using nlohmann::json;
 namespace kg::jobs {
 namespace {
 
-std::string num(double v) { return format_significant(v, 9); }
-
 std::string joined_values(const at::Tensor& row) {
   std::string s;
-  for (int64_t j = 0; j < row.size(0); ++j) s += (j ? " " : "") + num(row[j].item<double>());
+  for (int64_t j = 0; j < row.size(0); ++j) s += (j ? " " : "") + format_significant(row[j].item<double>(), 9);
   return s;
 }
 
@@ -138,9 +136,9 @@ void write_oof_fold(const std::string& dir, const data::Table& table, const data
                                std::to_string(fold), target_text(classes, targets, i),
                                prediction_text(classes, probs, i)};
     if (classes.task == data::Task::binary)
-      f.push_back(num(probs[i][0].item<double>()));
+      f.push_back(format_significant(probs[i][0].item<double>(), 9));
     else if (classes.task != data::Task::regression)
-      for (int64_t j = 0; j < probs.size(1); ++j) f.push_back(num(probs[i][j].item<double>()));
+      for (int64_t j = 0; j < probs.size(1); ++j) f.push_back(format_significant(probs[i][j].item<double>(), 9));
     text += data::csv_line(f);
   }
   write_file_atomic((fs::path(dir) / "oof_fold.csv").string(), text);

@@ -32,8 +32,6 @@ using nlohmann::json;
 namespace kg::jobs {
 namespace {
 
-std::string num(double v) { return format_significant(v, 9); }
-
 std::string toml_string(const std::string& s) {
   std::string out = "\"";
   for (char ch : s) {
@@ -75,7 +73,7 @@ std::string pseudo_csv(const data::DataOptions& d, const data::Table& t, const d
       f.push_back(
           fs::path(t.rows[static_cast<size_t>(i)].image).lexically_relative(fs::path(image_root)).generic_string());
     for (int64_t k = 0; k < t.feature_dim; ++k)
-      f.push_back(num(t.features[static_cast<size_t>(i * t.feature_dim + k)]));
+      f.push_back(format_significant(t.features[static_cast<size_t>(i * t.feature_dim + k)], 9));
     switch (task) {
       case data::Task::multiclass:
       case data::Task::binary:
@@ -92,13 +90,13 @@ std::string pseudo_csv(const data::DataOptions& d, const data::Table& t, const d
         }
         break;
       case data::Task::regression:
-        for (int64_t k = 0; k < K; ++k) f.push_back(num(r[k]));
+        for (int64_t k = 0; k < K; ++k) f.push_back(format_significant(r[k], 9));
         break;
     }
-    f.push_back(num(sel.confidence[j]));
+    f.push_back(format_significant(sel.confidence[j], 9));
     f.push_back(t.rows[static_cast<size_t>(i)].where);
     if (write_soft)
-      for (int64_t k = 0; k < K; ++k) f.push_back(num(r[k]));
+      for (int64_t k = 0; k < K; ++k) f.push_back(format_significant(r[k], 9));
     out += data::csv_line(f);
   }
   return out;
@@ -137,9 +135,9 @@ RoundResult predict_and_select(const JobOptions& o, const ModelSources& members,
   auto sel = data::select_pseudo(probs, predictor.task(), popt);
   if (sel.rows.empty()) {
     double best = predictor.task() == "regression" ? 0.0 : probs.max().item<double>();
-    throw DataError("pseudo-label: no row of " + t.csv_path + " passes pseudo.threshold = " + num(popt.threshold) +
-                    (popt.top_fraction > 0 ? " and pseudo.top_fraction = " + num(popt.top_fraction) : std::string()) +
-                    " (the highest probability is " + num(best) + "); lower the threshold");
+    throw DataError("pseudo-label: no row of " + t.csv_path + " passes pseudo.threshold = " + format_significant(popt.threshold, 9) +
+                    (popt.top_fraction > 0 ? " and pseudo.top_fraction = " + format_significant(popt.top_fraction, 9) : std::string()) +
+                    " (the highest probability is " + format_significant(best, 9) + "); lower the threshold");
   }
   make_directories(dir);
   const std::string csv = fs::absolute(fs::path(dir) / "pseudo.csv").lexically_normal().string();
@@ -180,7 +178,7 @@ RoundResult predict_and_select(const JobOptions& o, const ModelSources& members,
             {"top_fraction", popt.top_fraction},
             {"soft", popt.soft}};
   std::cout << "pseudo-label: kept " << sel.rows.size() << " of " << t.size() << " rows (mean confidence "
-            << num(mean_conf) << ") -> " << csv << "\n";
+            << format_significant(mean_conf, 9) << ") -> " << csv << "\n";
   return r;
 }
 

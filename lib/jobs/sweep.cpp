@@ -13,16 +13,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace kg::jobs {
-namespace {
-
-std::string num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.10g", v);
-  return b;
-}
-
-}  // namespace
-
 json SweepManifest::to_json() const {
   json runs_j = json::array();
   for (auto& r : runs) runs_j.push_back({{"index", r.index}, {"overrides", r.overrides}, {"dir", r.dir}});
@@ -92,8 +82,8 @@ void write_sweep_csv(const std::string& path, const SweepManifest& m, const std:
     const auto& r = results[i];
     text += std::to_string(run.index) + "," + data::csv_field(run.dir) + "," +
             data::csv_field(join(run.overrides, " ")) + "," + data::csv_field(r.status) + "," +
-            data::csv_field(r.metric) + "," + (r.value ? num(*r.value) : "") + "," +
-            (r.value ? std::to_string(r.best_epoch) : "") + "," + num(r.wall_s) + "," +
+            data::csv_field(r.metric) + "," + (r.value ? format_significant(*r.value, 10) : "") + "," +
+            (r.value ? std::to_string(r.best_epoch) : "") + "," + format_significant(r.wall_s, 10) + "," +
             (r.exit_code >= 0 ? std::to_string(r.exit_code) : "") + "\n";
   }
   write_file_atomic(path, text);

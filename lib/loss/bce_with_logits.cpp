@@ -8,7 +8,7 @@
 namespace kg::loss {
 namespace {
 
-// Keys of [loss] when name = "bce_with_logits"; each field's doc is in fields() below and docs/reference.md.
+// Keys of [loss] when name = "bce_with_logits"; each field's doc is in bce_with_logits_fields() below and docs/reference.md.
 struct BceOptions {
   config::json pos_weight = 1.0;
   double label_smoothing = 0.0;
@@ -41,7 +41,7 @@ class BceWithLogits : public Loss {
   DeviceConstant pos_weight_;
 };
 
-config::Fields<BceOptions> fields() {
+config::Fields<BceOptions> bce_with_logits_fields() {
   config::Fields<BceOptions> f;
   f.field("pos_weight", &BceOptions::pos_weight,
           "weight of the positive term: one number (> 0) or one per label; as BCEWithLogitsLoss(pos_weight=)")
@@ -63,7 +63,7 @@ config::Fields<BceOptions> fields() {
 
 KG_REGISTER(loss_registry(), "bce_with_logits",
             "sigmoid binary cross-entropy per label, with pos_weight and label smoothing (binary, multilabel)",
-            "[loss]\nname = \"bce_with_logits\"\npos_weight = 2.0\nlabel_smoothing = 0.05", fields(),
+            "[loss]\nname = \"bce_with_logits\"\npos_weight = 2.0\nlabel_smoothing = 0.05", bce_with_logits_fields(),
             [](const BceOptions& o, const LossContext& ctx) -> LossPtr {
               return std::make_unique<BceWithLogits>(o, ctx);
             });

@@ -11,7 +11,7 @@
 namespace kg::loss {
 namespace {
 
-// Keys of [loss] when name = "cross_entropy"; each field's doc is in fields() below and docs/reference.md.
+// Keys of [loss] when name = "cross_entropy"; each field's doc is in cross_entropy_fields() below and docs/reference.md.
 struct CrossEntropyOptions {
   double label_smoothing = 0.0;
   std::vector<double> class_weights;
@@ -51,7 +51,7 @@ class CrossEntropy : public Loss {
   DeviceConstant weight_;
 };
 
-config::Fields<CrossEntropyOptions> fields() {
+config::Fields<CrossEntropyOptions> cross_entropy_fields() {
   config::Fields<CrossEntropyOptions> f;
   f.field("label_smoothing", &CrossEntropyOptions::label_smoothing, "weight moved from the true class to all classes")
       .min(0)
@@ -64,7 +64,7 @@ config::Fields<CrossEntropyOptions> fields() {
 
 KG_REGISTER(loss_registry(), "cross_entropy",
             "softmax cross-entropy with label smoothing and class weights (multiclass; hard or soft targets)",
-            "[loss]\nname = \"cross_entropy\"\nlabel_smoothing = 0.1", fields(),
+            "[loss]\nname = \"cross_entropy\"\nlabel_smoothing = 0.1", cross_entropy_fields(),
             [](const CrossEntropyOptions& o, const LossContext& ctx) -> LossPtr {
               return std::make_unique<CrossEntropy>(o, ctx);
             });

@@ -10,7 +10,7 @@
 namespace kg::loss {
 namespace {
 
-// Keys of [loss] when name = "focal"; each field's doc is in fields() below and docs/reference.md.
+// Keys of [loss] when name = "focal"; each field's doc is in focal_fields() below and docs/reference.md.
 struct FocalOptions {
   double gamma = 2.0;
   double alpha = 0.25;
@@ -52,7 +52,7 @@ class Focal : public Loss {
   bool softmax_;
 };
 
-config::Fields<FocalOptions> fields() {
+config::Fields<FocalOptions> focal_fields() {
   config::Fields<FocalOptions> f;
   f.field("gamma", &FocalOptions::gamma, "focusing exponent on (1 - p_t); 0 gives cross-entropy").min(0);
   f.field("alpha", &FocalOptions::alpha,
@@ -67,7 +67,7 @@ config::Fields<FocalOptions> fields() {
 
 KG_REGISTER(loss_registry(), "focal",
             "focal loss: softmax (multiclass) or torchvision's sigmoid focal (binary, multilabel)",
-            "[loss]\nname = \"focal\"\ngamma = 2.0\nalpha = 0.25", fields(),
+            "[loss]\nname = \"focal\"\ngamma = 2.0\nalpha = 0.25", focal_fields(),
             [](const FocalOptions& o, const LossContext& ctx) -> LossPtr { return std::make_unique<Focal>(o, ctx); });
 KG_LOSS_TASKS("focal", {"multiclass", "binary", "multilabel"});
 

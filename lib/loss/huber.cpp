@@ -7,7 +7,7 @@
 namespace kg::loss {
 namespace {
 
-// Keys of [loss] when name = "huber"; each field's doc is in fields() below and docs/reference.md.
+// Keys of [loss] when name = "huber"; each field's doc is in huber_fields() below and docs/reference.md.
 struct HuberOptions {
   double delta = 1.0;
 };
@@ -23,7 +23,7 @@ class Huber : public Loss {
   double delta_;
 };
 
-config::Fields<HuberOptions> fields() {
+config::Fields<HuberOptions> huber_fields() {
   config::Fields<HuberOptions> f;
   f.field("delta", &HuberOptions::delta, "error size where the loss turns from quadratic to linear (target units)")
       .positive();
@@ -31,7 +31,7 @@ config::Fields<HuberOptions> fields() {
 }
 
 KG_REGISTER(loss_registry(), "huber", "Huber loss, quadratic near 0 and linear beyond delta (regression)",
-            "[loss]\nname = \"huber\"\ndelta = 1.0", fields(),
+            "[loss]\nname = \"huber\"\ndelta = 1.0", huber_fields(),
             [](const HuberOptions& o, const LossContext&) -> LossPtr { return std::make_unique<Huber>(o); });
 KG_LOSS_TASKS("huber", {"regression"});
 

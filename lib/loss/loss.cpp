@@ -25,7 +25,7 @@ TaskTable& task_table() {
   return t;
 }
 
-config::Fields<LossOptions> fields() {
+config::Fields<LossOptions> loss_fields() {
   config::Fields<LossOptions> f;
   f.field("name", &LossOptions::name,
           "loss function; when not set, fit uses the task's default: cross_entropy (multiclass), "
@@ -42,7 +42,7 @@ std::string task_default_loss(const config::Tree& t) {
                                                                     : "";  // else: reported at data.task
 }
 const bool kLossSection =
-    config::add_section({"loss", "the training loss", fields().schema(), "loss", task_default_loss});
+    config::add_section({"loss", "the training loss", loss_fields().schema(), "loss", task_default_loss});
 
 }  // namespace
 
@@ -75,7 +75,7 @@ LossPtr build(const config::Tree& recipe, const LossContext& ctx) {
   // validate() fills in data.task's default loss; a tree that skipped validation gets it here too.
   const config::Entry* set = recipe.find("loss.name");
   const bool explicit_name = set && set->origin.kind != config::Origin::Kind::Default;
-  const std::string name = explicit_name ? fields().load(opts).name : default_loss(ctx.task);
+  const std::string name = explicit_name ? loss_fields().load(opts).name : default_loss(ctx.task);
   const auto& tasks = supported_tasks(name);
   if (loss_registry().find_info(name) && !tasks.empty()) {
     bool ok = false;

@@ -50,7 +50,7 @@ const std::vector<std::string>& supported_tasks(const std::string& name);  // em
 // Losses that apply to `task`, sorted.
 std::vector<std::string> losses_for(const std::string& task);
 
-// Recipe section [loss]; each field's doc is in fields() (loss/loss.cpp) and docs/reference.md.
+// Recipe section [loss]; each field's doc is in loss_fields() (loss/loss.cpp) and docs/reference.md.
 struct LossOptions {
   std::string name = "cross_entropy";
 };
@@ -74,4 +74,4 @@ at::Tensor dense_targets(const at::Tensor& logits, const at::Tensor& targets, co
 
 // KG_LOSS_TASKS("bce_with_logits", {"binary", "multilabel"})
 #define KG_LOSS_TASKS(name, ...) \
-  static const bool KG_CONCAT(kg_loss_tasks_, __LINE__) = ::kg::loss::add_loss_tasks(name, __VA_ARGS__)
+  static const bool KG_CONCAT(kg_loss_tasks_, __COUNTER__) = ::kg::loss::add_loss_tasks(name, __VA_ARGS__)

@@ -77,4 +77,4 @@ class RowsMetric : public Metric {
 
 // KG_METRIC_TASKS("auc", {"binary", "multilabel", "multiclass"})
 #define KG_METRIC_TASKS(name, ...) \
-  static const bool KG_CONCAT(kg_metric_tasks_, __LINE__) = ::kg::metric::add_metric_tasks(name, __VA_ARGS__)
+  static const bool KG_CONCAT(kg_metric_tasks_, __COUNTER__) = ::kg::metric::add_metric_tasks(name, __VA_ARGS__)

@@ -12,7 +12,7 @@
 namespace kg::metric {
 namespace {
 
-config::Fields<MetricOptions> fields() {
+config::Fields<MetricOptions> metric_set_fields() {
   config::Fields<MetricOptions> f;
   f.field("names", &MetricOptions::names,
           "metrics computed every validation; empty = the task's defaults: accuracy, log_loss (multiclass); "
@@ -33,11 +33,11 @@ config::Fields<MetricOptions> fields() {
       .choices({"auto", "max", "min"});
   return f;
 }
-KG_REGISTER_SECTION("metric", "validation metrics and the one that selects the best epoch", fields().schema(), "");
+KG_REGISTER_SECTION("metric", "validation metrics and the one that selects the best epoch", metric_set_fields().schema(), "");
 
 }  // namespace
 
-MetricOptions load_options(const config::Tree& recipe) { return fields().load(config::Options(&recipe, "metric")); }
+MetricOptions load_options(const config::Tree& recipe) { return metric_set_fields().load(config::Options(&recipe, "metric")); }
 
 std::vector<std::string> default_metrics(const std::string& task) {
   if (task == "multiclass") return {"accuracy", "log_loss"};
@@ -49,7 +49,7 @@ std::vector<std::string> default_metrics(const std::string& task) {
 MetricSet::MetricSet(const config::Tree& recipe, const std::string& task, int64_t num_outputs)
     : task_(task), num_outputs_(num_outputs) {
   const config::Options src(&recipe, "metric");
-  const MetricOptions o = fields().load(src);
+  const MetricOptions o = metric_set_fields().load(src);
   names_ = o.names.empty() ? default_metrics(task) : o.names;
   std::vector<std::string> problems;
   std::set<std::string> seen;

@@ -11,7 +11,7 @@
 
 namespace kg::metric {
 
-// Recipe section [metric]; each field's doc is in fields() (metric/metric_set.cpp) and docs/reference.md.
+// Recipe section [metric]; each field's doc is in metric_set_fields() (metric/metric_set.cpp) and docs/reference.md.
 struct MetricOptions {
   std::vector<std::string> names;
   std::string monitor;

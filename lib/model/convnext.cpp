@@ -160,7 +160,7 @@ void add_convnext(const char* name, const char* doc, std::array<int64_t, 4> dept
       });
 }
 
-const bool kRegistered = [] {
+const bool kConvnextRegistered = [] {
   add_convnext("convnext_tiny",
                "ConvNeXt-T (timm names; 28.6M parameters at 1000 classes; 4x4 patch stem, needs >= 32 px)",
                {3, 3, 9, 3});

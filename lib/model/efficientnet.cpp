@@ -198,7 +198,7 @@ void add_efficientnet(const char* name, const char* doc, double width, double de
 }
 
 // (channel multiplier, depth multiplier) from the paper, as timm's efficientnet_b*.
-const bool kRegistered = [] {
+const bool kEfficientnetRegistered = [] {
   add_efficientnet("efficientnet_b0", "EfficientNet-B0 (timm names; 5.3M parameters at 1000 classes)", 1.0, 1.0);
   add_efficientnet("efficientnet_b1", "EfficientNet-B1 (timm names; 7.8M parameters at 1000 classes)", 1.0, 1.1);
   add_efficientnet("efficientnet_b2", "EfficientNet-B2 (timm names; 9.1M parameters at 1000 classes)", 1.1, 1.2);

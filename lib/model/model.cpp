@@ -16,7 +16,7 @@ ModelRegistry& model_registry() {
 }
 
 namespace {
-config::Fields<ModelOptions> fields() {
+config::Fields<ModelOptions> model_fields() {
   auto positive_list = [](const config::json& v) -> std::string {
     for (auto& x : v)
       if (!x.is_number_integer() || x.get<int64_t>() < 1)
@@ -62,10 +62,10 @@ config::Fields<ModelOptions> fields() {
       });
   return f;
 }
-KG_REGISTER_SECTION("model", "the network", fields().schema(), "model");
+KG_REGISTER_SECTION("model", "the network", model_fields().schema(), "model");
 }  // namespace
 
-ModelOptions load_options(const config::Tree& recipe) { return fields().load(config::Options(&recipe, "model")); }
+ModelOptions load_options(const config::Tree& recipe) { return model_fields().load(config::Options(&recipe, "model")); }
 std::string model_name(const config::Tree& recipe) { return load_options(recipe).name; }
 
 int64_t LayerGroup::numel() const {

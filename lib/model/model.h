@@ -22,7 +22,7 @@
 namespace kg::model {
 
 // The keys every model shares (`[model]`); a family adds its own (resnet's small_input, ...).
-// Recipe section [model]; each field's doc is in fields() (model/model.cpp) and docs/reference.md.
+// Recipe section [model]; each field's doc is in model_fields() (model/model.cpp) and docs/reference.md.
 struct ModelOptions {
   std::string name = "resnet9";
   std::string pretrained;

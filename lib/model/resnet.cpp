@@ -10,7 +10,7 @@
 namespace kg::model {
 namespace {
 
-// Keys of [model] for the resnet family; each field's doc is in fields() below and docs/reference.md.
+// Keys of [model] for the resnet family; each field's doc is in resnet_fields() below and docs/reference.md.
 struct ResNetOptions {
   bool small_input = false;
 };
@@ -120,7 +120,7 @@ class ResNet final : public Network {
   std::array<torch::nn::Sequential, 4> layers{nullptr, nullptr, nullptr, nullptr};
 };
 
-config::Fields<ResNetOptions> fields() {
+config::Fields<ResNetOptions> resnet_fields() {
   config::Fields<ResNetOptions> f;
   f.field("small_input", &ResNetOptions::small_input,
           "3x3 stride-1 stem without max-pool for 28-64 px images, instead of torchvision's 7x7/2 stem + pool (its "
@@ -130,13 +130,13 @@ config::Fields<ResNetOptions> fields() {
 
 template <class Block>
 void add_resnet(const char* name, const char* doc, std::array<int64_t, 4> depths) {
-  model_registry().add(name, doc, std::string("[model]\nname = \"") + name + "\"\nsmall_input = true", fields(),
+  model_registry().add(name, doc, std::string("[model]\nname = \"") + name + "\"\nsmall_input = true", resnet_fields(),
                        [depths](const ResNetOptions& o, const ModelContext& ctx) -> NetworkPtr {
                          return std::make_shared<ResNet<Block>>(depths, o, ctx);
                        });
 }
 
-const bool kRegistered = [] {
+const bool kResnetRegistered = [] {
   add_resnet<BasicBlock>("resnet18", "ResNet-18 (torchvision/timm names; 11.7M parameters at 1000 classes)",
                          {2, 2, 2, 2});
   add_resnet<BasicBlock>("resnet34", "ResNet-34 (torchvision/timm names; 21.8M parameters at 1000 classes)",

@@ -17,7 +17,7 @@
 namespace kg::model {
 namespace {
 
-// Keys of [model] when name = "resnet9"; each field's doc is in fields() below and docs/reference.md.
+// Keys of [model] when name = "resnet9"; each field's doc is in resnet9_fields() below and docs/reference.md.
 struct Resnet9Options {
   int64_t width = 64;
 };
@@ -78,14 +78,14 @@ class Resnet9 final : public Network {
   static at::Tensor pool2(const at::Tensor& t) { return torch::max_pool2d(t, {2, 2}); }
 };
 
-config::Fields<Resnet9Options> fields() {
+config::Fields<Resnet9Options> resnet9_fields() {
   config::Fields<Resnet9Options> f;
   f.field("width", &Resnet9Options::width, "channels of the first block (later blocks 2x, 4x, 8x)").min(1);
   return f;
 }
 
 KG_REGISTER(model_registry(), "resnet9", "Page's DAWNBench ResNet-9 for small images (28-64 px)",
-            "[model]\nname = \"resnet9\"\nwidth = 16", fields(),
+            "[model]\nname = \"resnet9\"\nwidth = 16", resnet9_fields(),
             [](const Resnet9Options& o, const ModelContext& ctx) -> NetworkPtr {
               return std::make_shared<Resnet9>(o, ctx);
             });

@@ -23,7 +23,7 @@
 namespace kg::model {
 namespace {
 
-// Keys of [model] when name = "torchscript"; each field's doc is in fields() below and docs/reference.md.
+// Keys of [model] when name = "torchscript"; each field's doc is in torchscript_fields() below and docs/reference.md.
 struct TorchScriptOptions {
   std::string path;
   bool trust_torchscript = false;
@@ -156,7 +156,7 @@ class TorchScriptNet final : public Network {
   torch::jit::Module script_;
 };
 
-config::Fields<TorchScriptOptions> fields() {
+config::Fields<TorchScriptOptions> torchscript_fields() {
   config::Fields<TorchScriptOptions> f;
   f.field("path", &TorchScriptOptions::path,
           "required: TorchScript backbone file: torch.jit.trace(module, x).save(path), torch.jit.trace_module(model, "
@@ -171,7 +171,7 @@ config::Fields<TorchScriptOptions> fields() {
 
 KG_REGISTER(model_registry(), "torchscript",
             "a TorchScript backbone from Python (parameters keep their Python names; kgtrain's head on top)",
-            "[model]\nname = \"torchscript\"\npath = \"backbone.pt\"\ntrust_torchscript = true", fields(),
+            "[model]\nname = \"torchscript\"\npath = \"backbone.pt\"\ntrust_torchscript = true", torchscript_fields(),
             [](const TorchScriptOptions& o, const ModelContext& ctx) -> NetworkPtr {
               return std::make_shared<TorchScriptNet>(o, ctx);
             });

@@ -15,7 +15,7 @@
 namespace kg::optim {
 namespace {
 
-// Keys of [optim] when name = "adam" or "adamw"; each field's doc is in fields() below and docs/reference.md.
+// Keys of [optim] when name = "adam" or "adamw"; each field's doc is in adam_fields() below and docs/reference.md.
 struct AdamOptions {
   std::vector<double> betas{0.9, 0.999};
   double eps = 1e-8;
@@ -94,7 +94,7 @@ class Adam : public MultiTensorOptimizer {
   bool decoupled_;
 };
 
-config::Fields<AdamOptions> fields() {
+config::Fields<AdamOptions> adam_fields() {
   config::Fields<AdamOptions> f;
   f.field("betas", &AdamOptions::betas, "(beta1, beta2); beta1 is cycled by one_cycle").size(2).range(0, 1);
   f.field("eps", &AdamOptions::eps, "term added to the denominator").positive();
@@ -114,10 +114,10 @@ OptimizerPtr make_adam(const AdamOptions& o, const OptimContext& ctx, bool decou
 }
 
 KG_REGISTER(optimizer_registry(), "adam", "Adam with L2 weight decay added to the gradient (PyTorch Adam)",
-            "[optim]\nname = \"adam\"\nlr = 1e-3\nweight_decay = 0\nbetas = [0.9, 0.999]", fields(),
+            "[optim]\nname = \"adam\"\nlr = 1e-3\nweight_decay = 0\nbetas = [0.9, 0.999]", adam_fields(),
             [](const AdamOptions& o, const OptimContext& ctx) { return make_adam(o, ctx, false); });
 KG_REGISTER(optimizer_registry(), "adamw", "Adam with decoupled weight decay (PyTorch AdamW)",
-            "[optim]\nname = \"adamw\"\nlr = 3e-3\nweight_decay = 5e-4\nbetas = [0.9, 0.99]", fields(),
+            "[optim]\nname = \"adamw\"\nlr = 3e-3\nweight_decay = 5e-4\nbetas = [0.9, 0.99]", adam_fields(),
             [](const AdamOptions& o, const OptimContext& ctx) { return make_adam(o, ctx, true); });
 
 }  // namespace

@@ -10,7 +10,7 @@
 namespace kg::optim {
 namespace {
 
-// Keys of [optim] when name = "lamb"; each field's doc is in fields() below and docs/reference.md.
+// Keys of [optim] when name = "lamb"; each field's doc is in lamb_fields() below and docs/reference.md.
 struct LambOptions {
   std::vector<double> betas{0.9, 0.999};
   double eps = 1e-6;
@@ -53,7 +53,7 @@ class Lamb : public Optimizer {
   LambOptions o_;
 };
 
-config::Fields<LambOptions> fields() {
+config::Fields<LambOptions> lamb_fields() {
   config::Fields<LambOptions> f;
   f.field("betas", &LambOptions::betas, "(beta1, beta2); beta1 is cycled by one_cycle").size(2).range(0, 1);
   f.field("eps", &LambOptions::eps, "term added to the denominator").positive();
@@ -64,7 +64,7 @@ config::Fields<LambOptions> fields() {
 }
 
 KG_REGISTER(optimizer_registry(), "lamb", "LAMB: Adam with a per-tensor trust ratio, for large batches (timm Lamb)",
-            "[optim]\nname = \"lamb\"\nlr = 5e-3\nweight_decay = 0.02", fields(),
+            "[optim]\nname = \"lamb\"\nlr = 5e-3\nweight_decay = 0.02", lamb_fields(),
             [](const LambOptions& o, const OptimContext& ctx) -> OptimizerPtr {
               return std::make_unique<Lamb>(o, ctx);
             });

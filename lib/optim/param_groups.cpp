@@ -24,7 +24,7 @@ std::string check_lr(const config::json& v) {
   return "expected a number > 0, [lo, hi] with 0 < lo <= hi (fastai's lr slice) or \"find\", got " + v.dump();
 }
 
-config::Fields<OptimOptions> fields() {
+config::Fields<OptimOptions> param_groups_fields() {
   config::Fields<OptimOptions> f;
   f.field("name", &OptimOptions::name, "optimizer").kind("optimizer");
   f.field("lr", &OptimOptions::lr,
@@ -43,7 +43,7 @@ config::Fields<OptimOptions> fields() {
       .range(0, 1);
   return f;
 }
-KG_REGISTER_SECTION("optim", "the optimizer", fields().schema(), "optimizer");
+KG_REGISTER_SECTION("optim", "the optimizer", param_groups_fields().schema(), "optimizer");
 
 [[noreturn]] void lr_is_find() {
   throw ConfigError("optim.lr = \"find\" is resolved by fit/lr-find before the optimizer is built; give a number here");
@@ -51,7 +51,7 @@ KG_REGISTER_SECTION("optim", "the optimizer", fields().schema(), "optimizer");
 
 }  // namespace
 
-OptimOptions load_options(const config::Tree& recipe) { return fields().load(config::Options(&recipe, "optim")); }
+OptimOptions load_options(const config::Tree& recipe) { return param_groups_fields().load(config::Options(&recipe, "optim")); }
 
 double peak_lr(const OptimOptions& o) {
   if (o.lr.is_string()) lr_is_find();

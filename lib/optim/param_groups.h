@@ -15,7 +15,7 @@ class Network;
 
 namespace kg::optim {
 
-// Recipe section [optim]; each field's doc is in fields() (optim/param_groups.cpp) and docs/reference.md.
+// Recipe section [optim]; each field's doc is in param_groups_fields() (optim/param_groups.cpp) and docs/reference.md.
 struct OptimOptions {
   std::string name = "adamw";
   config::json lr = 1e-3;

@@ -12,7 +12,7 @@
 namespace kg::optim {
 namespace {
 
-// Keys of [optim] when name = "radam"; each field's doc is in fields() below and docs/reference.md.
+// Keys of [optim] when name = "radam"; each field's doc is in radam_fields() below and docs/reference.md.
 struct RAdamOptions {
   std::vector<double> betas{0.9, 0.999};
   double eps = 1e-8;
@@ -67,7 +67,7 @@ class RAdam : public MultiTensorOptimizer {
   RAdamOptions o_;
 };
 
-config::Fields<RAdamOptions> fields() {
+config::Fields<RAdamOptions> radam_fields() {
   config::Fields<RAdamOptions> f;
   f.field("betas", &RAdamOptions::betas, "(beta1, beta2); beta1 is cycled by one_cycle").size(2).range(0, 1);
   f.field("eps", &RAdamOptions::eps, "term added to the denominator").positive();
@@ -77,7 +77,7 @@ config::Fields<RAdamOptions> fields() {
 }
 
 KG_REGISTER(optimizer_registry(), "radam", "Rectified Adam (PyTorch RAdam), decoupled weight decay by default",
-            "[optim]\nname = \"radam\"\nlr = 1e-3\nweight_decay = 0.01\nbetas = [0.9, 0.999]", fields(),
+            "[optim]\nname = \"radam\"\nlr = 1e-3\nweight_decay = 0.01\nbetas = [0.9, 0.999]", radam_fields(),
             [](const RAdamOptions& o, const OptimContext& ctx) -> OptimizerPtr {
               return std::make_unique<RAdam>(o, ctx);
             });

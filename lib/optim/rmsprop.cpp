@@ -10,7 +10,7 @@
 namespace kg::optim {
 namespace {
 
-// Keys of [optim] when name = "rmsprop"; each field's doc is in fields() below and docs/reference.md.
+// Keys of [optim] when name = "rmsprop"; each field's doc is in rmsprop_fields() below and docs/reference.md.
 struct RmspropOptions {
   double alpha = 0.99;
   double eps = 1e-8;
@@ -63,7 +63,7 @@ class Rmsprop : public MultiTensorOptimizer {
   RmspropOptions o_;
 };
 
-config::Fields<RmspropOptions> fields() {
+config::Fields<RmspropOptions> rmsprop_fields() {
   config::Fields<RmspropOptions> f;
   f.field("alpha", &RmspropOptions::alpha, "smoothing constant of the squared-gradient average").range(0, 1);
   f.field("eps", &RmspropOptions::eps, "term added to the denominator").positive();
@@ -74,7 +74,7 @@ config::Fields<RmspropOptions> fields() {
 }
 
 KG_REGISTER(optimizer_registry(), "rmsprop", "RMSprop with optional momentum and centering (PyTorch RMSprop)",
-            "[optim]\nname = \"rmsprop\"\nlr = 1e-3\nweight_decay = 1e-5\nalpha = 0.9\nmomentum = 0.9", fields(),
+            "[optim]\nname = \"rmsprop\"\nlr = 1e-3\nweight_decay = 1e-5\nalpha = 0.9\nmomentum = 0.9", rmsprop_fields(),
             [](const RmspropOptions& o, const OptimContext& ctx) -> OptimizerPtr {
               return std::make_unique<Rmsprop>(o, ctx);
             });

@@ -35,7 +35,7 @@ int64_t steps_or_epochs(const std::optional<int64_t>& steps, const std::optional
 }
 
 namespace {
-config::Fields<ScheduleOptions> fields() {
+config::Fields<ScheduleOptions> schedule_fields() {
   config::Fields<ScheduleOptions> f;
   f.field("name", &ScheduleOptions::name, "learning-rate schedule (counts optimizer updates)").kind("schedule");
   f.field("warmup_steps", &ScheduleOptions::warmup_steps,
@@ -49,7 +49,7 @@ config::Fields<ScheduleOptions> fields() {
       .min(0);
   return f;
 }
-KG_REGISTER_SECTION("schedule", "the learning-rate schedule", fields().schema(), "schedule");
+KG_REGISTER_SECTION("schedule", "the learning-rate schedule", schedule_fields().schema(), "schedule");
 
 struct ConstantOptions {};
 class Constant : public Schedule {
@@ -97,7 +97,7 @@ class Warmup : public Schedule {
 
 SchedulePtr build_schedule(const config::Tree& recipe, const ScheduleContext& ctx) {
   const config::Options src(&recipe, "schedule");
-  auto o = fields().load(src);
+  auto o = schedule_fields().load(src);
   KG_CHECK(o.warmup_steps == 0 || o.warmup_epochs == 0.0, ConfigError,
            "schedule.warmup_steps and schedule.warmup_epochs are both set (", src.where("warmup_steps"), ", ",
            src.where("warmup_epochs"), "): give the warm-up in updates or in epochs, not both");

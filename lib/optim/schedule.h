@@ -43,7 +43,7 @@ using ScheduleRegistry = Registry<SchedulePtr(const ScheduleContext&)>;
 ScheduleRegistry& schedule_registry();
 
 // The [schedule] section's own keys; the selected schedule adds its keys next to them.
-// Recipe section [schedule]; each field's doc is in fields() (optim/schedule.cpp) and docs/reference.md.
+// Recipe section [schedule]; each field's doc is in schedule_fields() (optim/schedule.cpp) and docs/reference.md.
 struct ScheduleOptions {
   std::string name = "one_cycle";
   int64_t warmup_steps = 0;

@@ -11,7 +11,7 @@
 namespace kg::optim {
 namespace {
 
-// Keys of [optim] when name = "sgd"; each field's doc is in fields() below and docs/reference.md.
+// Keys of [optim] when name = "sgd"; each field's doc is in sgd_fields() below and docs/reference.md.
 struct SgdOptions {
   double momentum = 0.9;
   bool nesterov = false;
@@ -60,7 +60,7 @@ class Sgd : public MultiTensorOptimizer {
   SgdOptions o_;
 };
 
-config::Fields<SgdOptions> fields() {
+config::Fields<SgdOptions> sgd_fields() {
   config::Fields<SgdOptions> f;
   f.field("momentum", &SgdOptions::momentum, "momentum factor; one_cycle cycles it (0 = plain SGD, nothing to cycle)")
       .range(0, 1);
@@ -70,7 +70,7 @@ config::Fields<SgdOptions> fields() {
 }
 
 KG_REGISTER(optimizer_registry(), "sgd", "SGD with momentum / Nesterov and L2 weight decay (PyTorch SGD)",
-            "[optim]\nname = \"sgd\"\nlr = 0.1\nweight_decay = 5e-4\nmomentum = 0.9\nnesterov = true", fields(),
+            "[optim]\nname = \"sgd\"\nlr = 0.1\nweight_decay = 5e-4\nmomentum = 0.9\nnesterov = true", sgd_fields(),
             [](const SgdOptions& o, const OptimContext& ctx) -> OptimizerPtr {
               KG_CHECK(!o.nesterov || (o.momentum > 0 && o.dampening == 0), ConfigError, ctx.prefix,
                        ".nesterov = true needs ", ctx.prefix, ".momentum > 0 and ", ctx.prefix,

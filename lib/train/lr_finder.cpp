@@ -25,7 +25,7 @@
 namespace kg::train {
 namespace {
 
-config::Fields<LrFindOptions> fields() {
+config::Fields<LrFindOptions> lr_finder_fields() {
   config::Fields<LrFindOptions> f;
   f.field("start_lr", &LrFindOptions::start_lr, "lr of the sweep's first update").positive();
   f.field("end_lr", &LrFindOptions::end_lr,
@@ -52,17 +52,16 @@ config::Fields<LrFindOptions> fields() {
   return f;
 }
 KG_REGISTER_SECTION("lr_find", "the learning-rate finder (kgtrain lr-find, fit optim.lr = \"find\"; fastai lr_find)",
-                    fields().schema(), "");
+                    lr_finder_fields().schema(), "");
 
 // "0.00123", "1.2e-07": three significant digits.
-std::string num(double v) { return format_significant(v, 3); }
 
 }  // namespace
 
 LrFindOptions load_lr_find_options(const config::Tree& recipe) {
-  auto o = fields().load(config::Options(&recipe, "lr_find"));
-  KG_CHECK(o.start_lr < o.end_lr, ConfigError, "lr_find.start_lr = ", num(o.start_lr),
-           " must be below lr_find.end_lr = ", num(o.end_lr),
+  auto o = lr_finder_fields().load(config::Options(&recipe, "lr_find"));
+  KG_CHECK(o.start_lr < o.end_lr, ConfigError, "lr_find.start_lr = ", format_significant(o.start_lr, 3),
+           " must be below lr_find.end_lr = ", format_significant(o.end_lr, 3),
            " (the sweep goes up; fastai's defaults are 1e-7 and 10)");
   return o;
 }
@@ -102,7 +101,7 @@ LrFindResult sweep(const LrFindOptions& o, const LrUpdateFn& update, const LrPro
     if (s < best) best = s;
     if (o.stop_div && s > o.div_factor * best) {
       r.stopped_early = i + 1 < o.num_steps;
-      r.stop_reason = "smoothed loss " + num(s) + " > " + num(o.div_factor) + " x best " + num(best) + " at update " +
+      r.stop_reason = "smoothed loss " + format_significant(s, 3) + " > " + format_significant(o.div_factor, 3) + " x best " + format_significant(best, 3) + " at update " +
                       std::to_string(i + 1);
       break;
     }

@@ -38,7 +38,7 @@ class Network;
 
 namespace kg::train {
 
-// Recipe section [lr_find]; each field's doc is in fields() (train/lr_finder.cpp) and docs/reference.md.
+// Recipe section [lr_find]; each field's doc is in lr_finder_fields() (train/lr_finder.cpp) and docs/reference.md.
 struct LrFindOptions {
   double start_lr = 1e-7;
   double end_lr = 10;

@@ -10,7 +10,6 @@
 namespace kg::train {
 namespace {
 // "0.00123", "1.2e-07": three significant digits.
-std::string num(double v) { return format_significant(v, 3); }
 }  // namespace
 
 // --- suggestions ---------------------------------------------------------------------------------
@@ -123,7 +122,7 @@ void suggest(LrFindResult& r) {
   for (auto& [name, v] : r.suggestions)
     if (v) lo = std::min(lo, *v), hi = std::max(hi, *v);
   if (hi > 10 * lo)
-    r.notes.push_back("the suggestions disagree by more than 10x (" + num(lo) + " to " + num(hi) +
+    r.notes.push_back("the suggestions disagree by more than 10x (" + format_significant(lo, 3) + " to " + format_significant(hi, 3) +
                       "): look at lr_find.png before trusting one");
 }
 

@@ -92,7 +92,7 @@ std::string check_threshold(const config::json& v) {
   return "expected a number in [0, 1] or a non-empty array of them (one per class), got " + show(v);
 }
 
-config::Fields<TtaOptions> fields() {
+config::Fields<TtaOptions> view_fields() {
   config::Fields<TtaOptions> f;
   f.field("views", &TtaOptions::views,
           "test-time views, in order: names or { name = \"...\", options } tables, e.g. [\"identity\", \"hflip\"] "
@@ -118,7 +118,7 @@ config::Fields<TtaOptions> fields() {
 }
 
 KG_REGISTER_SECTION("tta", "test-time augmentation for tta-predict: views, how predictions merge, which weights",
-                    fields().schema(), "");
+                    view_fields().schema(), "");
 
 std::string entry_name(const config::json& t) {
   return t.is_string() ? t.get<std::string>() : t.at("name").get<std::string>();
@@ -126,7 +126,7 @@ std::string entry_name(const config::json& t) {
 
 }  // namespace
 
-TtaOptions load_tta_options(const config::Tree& recipe) { return fields().load(config::Options(&recipe, "tta")); }
+TtaOptions load_tta_options(const config::Tree& recipe) { return view_fields().load(config::Options(&recipe, "tta")); }
 
 std::vector<double> thresholds(const TtaOptions& o, int64_t outputs) {
   if (o.threshold.is_number()) return std::vector<double>(static_cast<size_t>(outputs), o.threshold.get<double>());

@@ -16,7 +16,7 @@
 namespace kg::tta {
 
 // The [tta] recipe section; field names are the recipe keys.
-// Recipe section [tta]; each field's doc is in fields() (tta/view.cpp) and docs/reference.md.
+// Recipe section [tta]; each field's doc is in view_fields() (tta/view.cpp) and docs/reference.md.
 struct TtaOptions {
   config::json views = config::json::array({"identity"});
   std::string merge = "mean";

@@ -6,6 +6,9 @@
 #include "test_paths.h"
 
 namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace {
 
 // COMPREPLY for a command line typed up to its end, split into words as bash would (`words`, cword).
 std::string complete(const std::string& line, const std::string& words, int cword) {
@@ -46,3 +49,6 @@ TEST_CASE("completion: zsh loads the bash function, other shells exit 2", "[inte
   CHECK(fish.exit_code == 2);
   CHECK(fish.output.find("expected bash or zsh") != std::string::npos);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -3,6 +3,9 @@
 #include "config/resolve.h"
 #include "core/error.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using namespace kg::config;
 
 namespace {
@@ -163,3 +166,6 @@ TEST_CASE("keys absent from the tree fall back to defaults, which may interpolat
   CHECK(t.at("out.dir").value == "runs/resnet18-baseline");
   CHECK_FALSE(t.has("run.name"));  // defaults are looked up, not added
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -22,6 +22,9 @@
 #include "tta/view.h"
 
 namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace {
 
 kg::config::Tree example_recipe(const kg::ComponentInfo& c) {
   return kg::config::validate(kg::config::parse_toml_string(c.example, c.name + " example")).tree;
@@ -131,3 +134,6 @@ TEST_CASE("an unknown component name lists the known ones", "[unit][registry]") 
     CHECK(m.find("resnet9") != std::string::npos);
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

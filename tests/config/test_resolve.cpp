@@ -4,6 +4,9 @@
 #include "core/error.h"
 #include "support/temp_dir.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using namespace kg::config;
 using kg::test::TempDir;
 
@@ -277,3 +280,6 @@ TEST_CASE("interpolation runs after overrides and consults defaults", "[unit]") 
   CHECK(p[1] == "data.root: ${nope} refers to an unknown key (command line)");
   CHECK_THAT(p[2], Catch::Contains("${run.name} refers to an unknown key"));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

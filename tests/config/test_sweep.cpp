@@ -5,6 +5,9 @@
 #include "config/sweep.h"
 #include "core/error.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::config::parse_sweep;
 
 namespace {
@@ -65,3 +68,6 @@ TEST_CASE("sweep: malformed words are recipe errors that name them", "[unit][con
   CHECK(problem({"a=range(0,20)", "b=range(0,20)"}).find("400 runs; at most 100") != std::string::npos);
   CHECK(problem({"a=1,2", "~b", "c"}).empty());
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -6,6 +6,9 @@
 #include "core/error.h"
 #include "support/temp_dir.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using namespace kg::config;
 
 namespace {
@@ -240,3 +243,6 @@ TEST_CASE("non-ASCII text outside strings and comments is refused before toml++ 
   CHECK(t.at("run.name").value == "caf\xC3\xA9 \xEF\xBB\xBC");
   CHECK(parse_override_value("caf\xC3\xA9") == "caf\xC3\xA9");  // a plain string, never parsed by toml++
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

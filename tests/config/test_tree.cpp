@@ -4,6 +4,9 @@
 #include "config/tree.h"
 #include "core/error.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using namespace kg::config;
 
 namespace {
@@ -97,3 +100,6 @@ name = "rotate"
   // The replaced array's element origins go with it.
   CHECK(base.at("data.augment").inner.count("[1]") == 0);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -6,6 +6,9 @@
 #include "core/error.h"
 #include "support/fixtures.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::config::validate;
 
 namespace {
@@ -160,3 +163,6 @@ TEST_CASE("a section given a value is named as a section, not an unknown key", "
   CHECK_THAT(problems_of("train = 3\n"), Catch::Contains("train: is a section of keys, not a value (r.toml:1:9)"));
   CHECK_THAT(problems_of("[[optim]]\nname = \"sgd\"\n"), Catch::Contains("optim: is a section of keys, not a value"));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -5,6 +5,9 @@
 
 #include "core/crc32c.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 TEST_CASE("crc32c matches the Castagnoli check values", "[unit][core]") {
   CHECK(kg::crc32c("") == 0x00000000u);
   CHECK(kg::crc32c("123456789") == 0xE3069283u);
@@ -19,3 +22,6 @@ TEST_CASE("masked crc32c rotates right by 15 and adds TFRecord's constant", "[un
   const uint32_t c = kg::crc32c("123456789");
   CHECK(kg::masked_crc32c("123456789") == ((c >> 15) | (c << 17)) + 0xa282ead8u);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -6,6 +6,9 @@
 #include "core/fs.h"
 #include "support/temp_dir.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 namespace stdfs = std::filesystem;
 
 namespace {
@@ -140,3 +143,6 @@ TEST_CASE("remove_tree removes a tree, never follows links, accepts a missing pa
   CHECK(!std::filesystem::exists(d / "file"));
   CHECK(entries(d.str()) == std::set<std::string>{"keep"});
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

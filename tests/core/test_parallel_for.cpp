@@ -11,6 +11,9 @@
 #include "core/error.h"
 #include "core/parallel_for.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 TEST_CASE("parallel_for visits every index once", "[unit][core]") {
   for (int threads : {0, 1, 2, 4, 16}) {
     for (size_t n : {0, 1, 3, 1000}) {
@@ -96,3 +99,6 @@ TEST_CASE("parallel_for: when every item throws, one exception comes back", "[un
   CHECK(calls >= 1);
   CHECK(calls <= 8);  // each worker fails at most once before the counter is spent
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

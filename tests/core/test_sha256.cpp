@@ -9,6 +9,9 @@
 #include "support/temp_dir.h"
 
 namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace {
 const std::string k448 = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
 const std::string k896 =
     "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu";
@@ -64,3 +67,6 @@ TEST_CASE("sha256: files", "[unit][sha256]") {
   CHECK(kg::sha256_file_hex(d.write("e", "")) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   CHECK_THROWS_AS(kg::sha256_file_hex(d / "absent"), kg::DataError);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

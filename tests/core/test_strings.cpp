@@ -6,6 +6,9 @@
 
 #include "core/strings.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::invalid_utf8_at;
 constexpr size_t kOk = std::string_view::npos;
 
@@ -40,3 +43,6 @@ TEST_CASE("strings: invalid_utf8_at finds the first ill-formed byte", "[unit]") 
   CHECK(invalid_utf8_at("\xF0\x9F\x90"
                         "a") == 0);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

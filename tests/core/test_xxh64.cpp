@@ -6,6 +6,9 @@
 #include "core/xxh64.h"
 
 namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace {
 std::string three_runs_of_every_byte() {
   std::string s;
   for (int r = 0; r < 3; ++r)
@@ -36,3 +39,6 @@ TEST_CASE("xxh64 streamed in pieces of any size equals the one-shot hash", "[uni
   h.update("c");
   CHECK(h.digest() == 0x44bc2cf5ad770999ULL);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

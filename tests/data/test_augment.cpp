@@ -16,6 +16,9 @@
 #include "data/transform.h"
 #include "support/images.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::config::json;
 using kg::data::ImageGeometry;
 
@@ -466,3 +469,6 @@ TEST_CASE("augment: each transform's documented example validates and runs on 8-
     }
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

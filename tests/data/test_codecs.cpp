@@ -15,6 +15,9 @@
 #include "support/images.h"
 
 namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace {
 
 // What `f` writes to file descriptor 2 (libpng, libjpeg and libtiff write there by default).
 template <class F>
@@ -122,3 +125,6 @@ TEST_CASE("a PNG's eXIf orientation is applied, as imdecode applied it", "[unit]
   for (int y = 0; y < up.rows; ++y)
     for (int x = 0; x < up.cols; ++x) CHECK(up.at<cv::Vec3b>(y, x) == rgb.at<cv::Vec3b>(rgb.rows - 1 - x, y));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -201,3 +201,9 @@ TEST_CASE("codecs vs imencode: encode_png writes the bytes OpenCV's PNG encoder 
 }
 
 #endif  // KG_TEST_IMGCODECS
+
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+}  // namespace KG_UNITY_ID
+}  // namespace

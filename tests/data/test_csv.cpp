@@ -7,6 +7,9 @@
 #include "core/fs.h"
 #include "data/csv.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::data::CsvTable;
 using kg::data::parse_csv;
 using Rows = std::vector<std::vector<std::string>>;
@@ -159,3 +162,6 @@ TEST_CASE("csv: a field over 16 MiB and a record over 100,000 columns are refuse
   CHECK(parse_csv(at_limit + "\n", "t.csv").header.size() == 100000);
   CHECK(parse_csv("a\n" + std::string(size_t{16} << 20, 'z') + "\n", "t.csv").rows[0][0].size() == (size_t{16} << 20));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -19,6 +19,9 @@
 #include "data/transform.h"
 #include "support/fixtures.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using kg::data::Split;
 using kg::data::Table;
@@ -368,3 +371,6 @@ TEST_CASE("bad extra rows follow data.on_bad_row", "[unit][data][pseudo]") {
     CHECK(tr4 == 1);
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

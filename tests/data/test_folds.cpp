@@ -5,6 +5,9 @@
 #include "core/error.h"
 #include "data/folds.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::data::random_folds;
 using kg::data::stratified_folds;
 
@@ -86,3 +89,6 @@ TEST_CASE("folds: impossible fold counts are ConfigErrors", "[unit]") {
   CHECK_THROWS_AS(random_folds(5, 0, 0), kg::ConfigError);
   CHECK_NOTHROW(stratified_folds(y, 3, 0));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -17,6 +17,9 @@
 #include "support/temp_dir.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 namespace stdfs = std::filesystem;
 using kg::data::IdxImportOptions;
 
@@ -314,3 +317,6 @@ TEST_CASE("prepare_fashion_mnist.sh takes a plain output folder and refuses NAME
   CHECK(r.exit_code == 3);
   CHECK_THAT(r.output, Catch::Contains(tmp.path().string() + "/none has no Fashion-MNIST"));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

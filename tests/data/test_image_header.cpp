@@ -7,6 +7,9 @@
 #include "data/image_io.h"
 #include "support/encode.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::data::ImageFormat;
 
 namespace {
@@ -101,3 +104,6 @@ TEST_CASE("image headers: formats kgtrain does not decode are refused by name, D
   CHECK_THAT(msg, Catch::Contains("convert others (DICOM, EXR, GIF, ...) to PNG first"));
   CHECK_THAT(decode_error("#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n"), Catch::Contains("it starts with 23 3f 52 41"));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

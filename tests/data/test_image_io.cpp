@@ -6,6 +6,9 @@
 #include "support/encode.h"
 #include "support/temp_dir.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::data::decode_image;
 
 namespace {
@@ -139,3 +142,6 @@ TEST_CASE("encode_png / write_png_atomic store RGB correctly and deterministical
   CHECK(same(kg::data::decode_image_bytes(a, "mem", 1), g));
   CHECK_THROWS_AS(kg::data::encode_png(cv::Mat(2, 2, CV_16UC1), a), kg::InternalError);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

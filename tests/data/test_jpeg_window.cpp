@@ -15,6 +15,9 @@
 #include "support/encode.h"
 #include "support/gpu.h"  // KG_TEST_SKIPPED_MARKER
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::data::Window;
 
 namespace {
@@ -122,3 +125,6 @@ TEST_CASE("decode_jpeg_window leaves damaged files and other formats to the full
   CHECK_FALSE(kg::data::decode_jpeg_window(j, 3, {0, 0, 0, 10}, 8));  // an empty window
   CHECK_FALSE(kg::data::decode_jpeg_window(j, 3, {0, 0, 10, 10}, 9));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

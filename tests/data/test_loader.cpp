@@ -11,6 +11,9 @@
 #include "support/fixtures.h"
 
 namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace {
 
 using Setup = kg::test::TinyTable;  // 37 rows
 
@@ -197,3 +200,6 @@ TEST_CASE("start_batch resumes mid-epoch: the tail of the same epoch, true batch
   while (l.next(b)) ++n;
   CHECK(n == 4);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

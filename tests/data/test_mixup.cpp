@@ -10,6 +10,9 @@
 #include "core/error.h"
 #include "data/mixup.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::data::apply_mixup;
 using kg::data::MixupOptions;
 
@@ -297,3 +300,6 @@ TEST_CASE("mixup recipe keys are checked", "[unit][data]") {
   CHECK(
       problems_of("[mixup]\nmixup_alpha = 0.8\ncutmix_alpha = 1.0\nmode = \"elem\"\nlabel_smoothing = 0.1\n").empty());
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -16,6 +16,9 @@
 #include "support/fixtures.h"
 #include "support/temp_dir.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::data::PackKind;
 using kg::data::PackReader;
 using kg::data::PackWriter;
@@ -464,3 +467,6 @@ TEST_CASE("the tiny dataset as raw packs trains the weights its PNG files train"
   };
   CHECK(fit(png.root, png_dir / "run", {}) == fit(pack.root, pack_dir / "run", {"data.format=pack"}));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -12,6 +12,9 @@
 #include "data/pseudo.h"
 #include "support/fixtures.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::data::PseudoOptions;
 using kg::data::select_pseudo;
 
@@ -187,3 +190,6 @@ TEST_CASE("the [pseudo] recipe section", "[unit][data][pseudo]") {
   CHECK_THROWS_AS(kg::test::resolve_recipe({recipe}, {"pseudo.top_fraction=-0.1"}), kg::ConfigError);
   CHECK_THROWS_AS(kg::test::resolve_recipe({recipe}, {"pseudo.treshold=0.5"}), kg::ConfigError);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -15,6 +15,9 @@
 #include "data/transform.h"
 #include "support/encode.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::config::json;
 
 namespace {
@@ -122,3 +125,6 @@ TEST_CASE("reduced decoding: the same crops as a full decode, decoded at 1/2..1/
     for (uint64_t seed = 1; seed <= 5; ++seed) CHECK(run(reduced, small, seed, true) == run(full, small, seed, false));
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

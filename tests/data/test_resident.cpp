@@ -21,6 +21,9 @@
 #include "support/gpu.h"
 
 namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace {
 
 // 29 gray images of 4 classes: PNG files + train.csv, or (raw_pack) one raw pack holding pixels and
 // table, which needs no image codecs (the GPU build without them runs the [gpu] test on it).
@@ -229,3 +232,6 @@ TEST_CASE("device-resident batches on CUDA equal the CPU ones", "[unit][gpu][dat
   CHECK(b.is_cuda());
   CHECK(torch::allclose(a, b.cpu(), 1e-6, 1e-6));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -16,6 +16,9 @@
 #include "data/table.h"
 #include "support/temp_dir.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using kg::data::DataOptions;
 using kg::data::Split;
@@ -414,3 +417,6 @@ TEST_CASE("bad rows: the error's hint fits the policy", "[unit][data]") {
   // tta-predict: skipping a test row would leave the submission without it, whatever the recipe says.
   CHECK(message("required") == listed + "(fix the rows: every row of this table needs a prediction)");
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

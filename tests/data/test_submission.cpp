@@ -13,6 +13,9 @@
 #include "data/table.h"
 #include "support/temp_dir.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::data::ClassList;
 using kg::data::DataOptions;
 using kg::data::format_submission;
@@ -267,3 +270,6 @@ TEST_CASE("the probabilities file: id, then one column per output in output orde
   CHECK(kg::data::format_probabilities(s.o, s.test, p, s.classes) == "id,cat,dog,eel\na,0.7,0.2,0.1\nb,0.1,0.3,0.6\n");
   CHECK(kg::data::output_names(s.classes) == std::vector<std::string>{"cat", "dog", "eel"});
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

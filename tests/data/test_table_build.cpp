@@ -7,6 +7,9 @@
 #include "data/table.h"
 
 namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace {
 
 std::string classes_error(const std::string& csv_text, const std::string& task, int64_t max_classes = 100000) {
   const auto csv = kg::data::parse_csv(csv_text, "train.csv");
@@ -45,3 +48,6 @@ TEST_CASE("class inference refuses more classes than data.max_classes before mak
   // Binary tasks have two classes whatever the integers (0/1 checked per row).
   CHECK(classes_error("id,label\n1,0\n2,1\n", "binary", 2) == "(2 classes)");
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

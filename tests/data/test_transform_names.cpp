@@ -15,6 +15,9 @@
 #include "transform_names.h"
 
 namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace {
 
 std::string read_doc(const std::string& rel) {
   std::ifstream in(std::string(KGTRAIN_SOURCE_DIR) + "/" + rel);
@@ -64,3 +67,6 @@ TEST_CASE("the transforms' OpenCV needs are stated once: registry and docs follo
   listed.erase("data.augment");
   for (const auto& n : all) CHECK(listed.count(n) == 1);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

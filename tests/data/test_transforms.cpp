@@ -8,6 +8,9 @@
 #include "support/images.h"
 
 namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace {
 
 using kg::test::ramp;
 
@@ -74,3 +77,6 @@ TEST_CASE("images of another size are resized to data.image_size", "[unit][data]
   auto v = run("[]", g, 0, true, ramp(12, 12, 1));
   CHECK(v.size() == 36);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -12,6 +12,9 @@
 #include "device/device.h"
 #include "support/fixtures.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::device::DeviceDescription;
 using kg::device::DeviceOptions;
 using kg::device::Precision;
@@ -163,3 +166,6 @@ TEST_CASE("device setup through the recipe: cpu, auto, and CUDA absent", "[devic
   CHECK(mem.peak_reserved >= mem.reserved);
   CHECK(mem.reserved > 0);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

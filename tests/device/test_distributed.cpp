@@ -31,6 +31,9 @@
 #include "test_paths.h"
 
 namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace {
 
 std::string rank_env(int rank, int world, int port) {
   return "RANK=" + std::to_string(rank) + " LOCAL_RANK=" + std::to_string(rank) +
@@ -412,3 +415,6 @@ TEST_CASE("OOM back-off on 2 processes retries the update the same with buckets 
   CHECK(kg::read_file(dir / "on/checkpoints/last/model.safetensors") ==
         kg::read_file(dir / "off/checkpoints/last/model.safetensors"));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

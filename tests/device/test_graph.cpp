@@ -11,6 +11,9 @@
 #include "support/gpu.h"
 
 namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace {
 
 struct Linear {
   at::Tensor w = torch::tensor({1.0f, 2.0f}).requires_grad_(true);
@@ -102,3 +105,6 @@ TEST_CASE("CUDA graph capture: the same contract on the device", "[unit][gpu][de
   CHECK(graph->grads()[0].cpu().equal(torch::tensor({-1.0f, 5.0f})));
   CHECK(graph->outputs()[0].data_ptr() == out.data_ptr());
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -13,6 +13,9 @@
 #include "train/checkpoint.h"
 #include "train/trainer_rig.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::device::LossScaler;
 using kg::device::LossScalerOptions;
 
@@ -157,3 +160,6 @@ TEST_CASE("Trainer with the loss scaler: overflowing updates are skipped and the
   CHECK(again.trainer->scaler().scale() == sc.scale());
   CHECK(again.trainer->scaler().overflow_skips() == skips);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

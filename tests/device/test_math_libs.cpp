@@ -5,6 +5,9 @@
 #include "device/math_libs.h"
 #include "support/fixtures.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::device::classify_math_library;
 
 TEST_CASE("BLAS and LAPACK files are named by the folder Debian's alternatives put them in", "[unit][device]") {
@@ -42,3 +45,6 @@ TEST_CASE("kgtrain --version names the BLAS, LAPACK and oneDNN it runs with", "[
   CHECK((r.output.find("warning: LibTorch is calling the reference BLAS") != std::string::npos) ==
         kg::device::math_libs().reference_blas);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

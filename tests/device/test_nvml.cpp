@@ -9,6 +9,9 @@
 #include "test_paths.h"
 #include "train/trainer_rig.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 TEST_CASE("NVML monitor: samples utilization and memory in the background", "[unit][device][nvml]") {
   kg::device::NvmlMonitor m(0, 0.01, KGTRAIN_FAKE_NVML);
   REQUIRE(m.available());
@@ -58,3 +61,6 @@ TEST_CASE("gpu_monitor callback: per-epoch utilization in the epoch report", "[i
   off.trainer->fit();
   CHECK_FALSE(off.trainer->state().history[0].contains("gpu_util_pct"));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

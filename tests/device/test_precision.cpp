@@ -10,6 +10,9 @@
 #include "support/fixtures.h"
 #include "train/trainer_rig.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::device::AutocastScope;
 using kg::device::Precision;
 
@@ -76,3 +79,6 @@ TEST_CASE("bf16 training: float32 weights, a different but equally good run",
   CHECK(diff < 0.5);  // ... and trained the same model
   CHECK(acc16 >= acc32 - 0.2);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

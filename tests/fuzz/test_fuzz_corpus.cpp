@@ -19,6 +19,9 @@
 #include "support/temp_dir.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -191,3 +194,6 @@ TEST_CASE("write the fuzz seed corpora", "[.fuzz-seeds]") {
   seed("submission", "binary", flag(2 | 4, "id,label\n1,no\n2,no\nx,no\n"));
   seed("submission", "regression", flag(3, "id,a,b,c\n2,0,0,0\n1,0,0,0\nx,0,0,0\n"));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

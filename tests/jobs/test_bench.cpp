@@ -17,6 +17,9 @@
 #include "support/fixtures.h"
 #include "support/job_helpers.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 
 namespace {
@@ -226,3 +229,6 @@ TEST_CASE("a configuration that throws is a failed or skipped row, never an abor
   CHECK(ok.status == "timed");
   CHECK(ok.timing.train_images_per_s > 0);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

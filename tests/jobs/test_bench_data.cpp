@@ -7,6 +7,9 @@
 #include "core/fs.h"
 #include "support/fixtures.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 
 TEST_CASE("bench-data times decode, augmentation and the loader on the recipe", "[integration][jobs]") {
@@ -84,3 +87,6 @@ TEST_CASE("bench-data times decode, augmentation and the loader on the recipe", 
     CHECK(kg::test::run_kgtrain({"bench-data", recipe, "--sections", "model"}).exit_code == 2);
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

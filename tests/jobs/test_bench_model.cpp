@@ -10,6 +10,9 @@
 #include "support/fixtures.h"
 #include "support/heap.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 
 TEST_CASE("bench-model times training steps of the recipe's model in both layouts", "[integration][jobs]") {
@@ -110,3 +113,6 @@ TEST_CASE("bench-model times training steps of the recipe's model in both layout
     CHECK(d.output.find("would time 4 configurations") != std::string::npos);
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -16,6 +16,9 @@
 #include "support/job_helpers.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -250,3 +253,6 @@ TEST_CASE("cv.fold = [0, 2] trains two folds, cv.json says the OOF is incomplete
   CHECK(cv["oof"].get<double>() == Approx(accuracy(oof, label)).margin(1e-9));
   CHECK(read_json(P + "/summary.json")["cv"]["complete"] == false);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

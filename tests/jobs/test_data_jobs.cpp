@@ -14,6 +14,9 @@
 #include "data/image_io.h"
 #include "support/fixtures.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -183,3 +186,6 @@ TEST_CASE("a binary task trains with its own loss and metrics, and checks", "[in
   CHECK(fs::exists(dir / "run/oof_fold.csv"));
   CHECK(kg::test::run_kgtrain({"fit", recipe, "data.task=binary", "--check-data"}).exit_code == 0);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -11,6 +11,9 @@
 #include "test_paths.h"
 #include "train/checkpoint.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -86,3 +89,6 @@ TEST_CASE("a failing disk stops fit with exit 3 naming the file, checkpoints sta
     if (i == 0) CHECK_THAT(resumed.output, Catch::Contains("it stopped before its first update; starting it from"));
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

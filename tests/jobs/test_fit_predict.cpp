@@ -13,6 +13,9 @@
 #include "support/fixtures.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -207,3 +210,6 @@ TEST_CASE("SIGTERM and SIGINT save checkpoints/last and exit 143 / 130", "[integ
     CHECK(fs::exists(run + "/checkpoints/last/model.safetensors"));
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -14,6 +14,9 @@
 #include "model/safetensors.h"
 #include "support/fixtures.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -123,3 +126,6 @@ TEST_CASE("fit trains on images plus numeric features, --weights seeds fit and s
     CHECK(r.output.find("unknown model") != std::string::npos);
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

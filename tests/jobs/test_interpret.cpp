@@ -14,6 +14,9 @@
 #include "support/job_helpers.h"
 #include "support/marks.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 namespace fs = std::filesystem;
 
 TEST_CASE("interpret on a k-fold run agrees with a recomputation from oof.csv", "[integration][jobs]") {
@@ -161,3 +164,6 @@ TEST_CASE("interpret refuses what is not a finished run", "[integration][jobs]")
   CHECK(missing.exit_code == 3);
   CHECK(missing.output.find("no out-of-fold predictions") != std::string::npos);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

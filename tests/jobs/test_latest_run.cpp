@@ -13,6 +13,9 @@
 #include "support/fixtures.h"
 #include "support/job_helpers.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using kg::jobs::point_latest;
 using kg::jobs::resolve_latest;
@@ -202,3 +205,6 @@ TEST_CASE("tta-predict's submission: --out, else paths.submission (the kaggle la
   REQUIRE(d.exit_code == 0);
   CHECK_THAT(d.output, Catch::Contains("submission: " + s.dir / "pred_d/submission.csv (8 rows; default)"));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

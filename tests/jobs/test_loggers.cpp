@@ -15,6 +15,9 @@
 #include "support/process.h"
 #include "support/tb_reader.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -140,3 +143,6 @@ TEST_CASE("log.loggers: unknown loggers and a list without jsonl are recipe erro
   CHECK(problem("[\"jsonl\", \"tensorboard\"]").empty());
   CHECK_THROWS_AS(kg::test::resolve_recipe({recipe}, {"log.every_n_steps=0"}), kg::ConfigError);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -9,6 +9,9 @@
 #include "support/fixtures.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -99,3 +102,6 @@ TEST_CASE("fit optim.lr=find trains bit-identically to fit with the lr it found"
         kg::read_file(given + "/checkpoints/last/model.safetensors"));
   CHECK(read_json(found + "/summary.json")["best"] == read_json(given + "/summary.json")["best"]);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

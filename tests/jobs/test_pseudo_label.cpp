@@ -18,6 +18,9 @@
 #include "support/job_helpers.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -297,3 +300,6 @@ TEST_CASE("pseudo-label with data.path_col: the retrain finds the pseudo rows' i
   INFO(again.output);
   CHECK(again.exit_code == 0);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

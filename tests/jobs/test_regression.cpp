@@ -11,6 +11,9 @@
 #include "model/safetensors.h"
 #include "support/fixtures.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -126,3 +129,6 @@ TEST_CASE("regression: target_transform is fitted on the training fold and every
     CHECK(q.output.find("regression") != std::string::npos);
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

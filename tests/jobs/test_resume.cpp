@@ -28,6 +28,9 @@
 #include "support/process.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -410,3 +413,6 @@ TEST_CASE("Lookahead: mid-epoch checkpoints do not change training", "[integrati
     check_same_tensors_file(ref + "/checkpoints/last/model.safetensors", run + "/checkpoints/last/model.safetensors");
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -9,6 +9,9 @@
 #include "train/checkpoint.h"
 #include "train/checkpoint_store.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -87,3 +90,6 @@ TEST_CASE("a checkpoint holding a weight average's weights is never resumed from
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Catch::Contains("holds the \"ema\" weights") && Catch::Contains("checkpoints/last"));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

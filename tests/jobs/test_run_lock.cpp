@@ -13,6 +13,9 @@
 #include "support/job_helpers.h"
 #include "support/process.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 TEST_CASE("a run folder in use by one process is refused to a second, and a killed holder leaves no lock",
           "[integration][resume]") {
   kg::test::TempDir dir;
@@ -55,3 +58,6 @@ TEST_CASE("lock_run_dir: a folder this process holds is taken again without a co
   CHECK(kg::read_file(dir.path().string() + "/.kgtrain.lock").find("kgtrain fit (pid") == 0);
   CHECK_THROWS_AS(kg::lock_run_dir(dir.path().string() + "/missing", "fit"), kg::DataError);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -13,6 +13,9 @@
 #include "support/fixtures.h"
 #include "support/job_helpers.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 namespace fs = std::filesystem;
 
 TEST_CASE("batch_tiles undoes the normalization to the original 8-bit pixels", "[unit][jobs]") {
@@ -96,3 +99,6 @@ TEST_CASE("show-batch writes a grid of augmented, mixed training images, bad fla
   CHECK(taken.exit_code == 3);
   CHECK(taken.output.find("taken.png") != std::string::npos);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

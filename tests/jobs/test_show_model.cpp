@@ -6,6 +6,9 @@
 
 #include "support/fixtures.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 
 namespace {
@@ -93,3 +96,6 @@ TEST_CASE("show --model without the data uses the recipe's data.num_classes, or 
   CHECK(g["outputs"] == 3);
   CHECK(g["summary"]["input"]["height"] == 16);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -11,6 +11,9 @@
 #include "support/job_helpers.h"
 #include "support/process.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -123,3 +126,6 @@ TEST_CASE("bad sweeps exit 2 before any run starts", "[integration][jobs][sweep]
   CHECK(kg::test::run_kgtrain({"fit", "-m", recipe, "optim.lr=0.1,0.2", "--jobs", "0"}).exit_code == 2);
   CHECK(kg::test::run_kgtrain({"fit", "-m", recipe, "optim.lr=0.1,0.2", "--nproc", "2"}).exit_code == 2);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

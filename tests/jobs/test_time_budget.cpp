@@ -10,6 +10,9 @@
 #include "core/strings.h"
 #include "support/fixtures.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -41,3 +44,6 @@ TEST_CASE("a time budget shortens the run and still leaves checkpoints and predi
     if (!l.empty()) last_lr = json::parse(l)["lr"].get<double>();
   if (s["finish"] == "completed") CHECK(last_lr < 0.02 / 100);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

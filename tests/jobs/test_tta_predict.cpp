@@ -17,6 +17,9 @@
 #include "support/job_helpers.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -331,3 +334,6 @@ TEST_CASE("tta-predict refuses an ensemble of different classes or tasks (exit 2
     CHECK(r.output.find("no summary.json") != std::string::npos);
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

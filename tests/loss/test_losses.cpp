@@ -17,6 +17,9 @@
 #include "loss/loss.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 
 namespace {
@@ -244,3 +247,6 @@ TEST_CASE("every loss builds from its documented example for each task it suppor
     }
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

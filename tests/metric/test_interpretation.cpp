@@ -9,6 +9,9 @@
 #include "metric/interpretation.h"
 #include "metric/metric.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::metric::interpret;
 
 TEST_CASE("interpret multiclass: confusion, per-class P/R/F1, most confused, cross-entropy", "[unit][metric]") {
@@ -63,3 +66,6 @@ TEST_CASE("interpret binary, multilabel and regression", "[unit][metric]") {
   CHECK(r.r2[0] == Approx(1 - 2.0 / 8.0));  // mean 3: ss_tot 8, ss_res 2
   CHECK(r.losses[1].item<double>() == Approx(1.0));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

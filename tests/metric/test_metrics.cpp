@@ -20,6 +20,9 @@
 #include "metric/metric_set.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 
 namespace {
@@ -275,3 +278,6 @@ TEST_CASE("every metric builds from its documented example for each task it supp
     }
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -19,6 +19,9 @@
 #include "support/det_weights.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 
 namespace {
@@ -229,3 +232,6 @@ TEST_CASE("convnext refuses images smaller than 32 px with a config error", "[un
   ctx.height = ctx.width = 32;
   CHECK(kg::model::build(recipe, ctx)->num_features() == 768);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

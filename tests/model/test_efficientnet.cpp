@@ -17,6 +17,9 @@
 #include "support/det_weights.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 
 namespace {
@@ -200,3 +203,6 @@ TEST_CASE("efficientnet stages run under gradient checkpointing with the same gr
     CHECK(pg[n].grad().abs().max().item<double>() > 0);
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -11,6 +11,9 @@
 #include "model/model.h"
 
 namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace {
 
 kg::model::NetworkPtr build(const std::string& name, const std::string& extra = "") {
   auto recipe =
@@ -40,3 +43,6 @@ TEST_CASE("Grad-CAM runs on every CNN family and keeps the model as it was", "[u
     CHECK(!net->parameters()[0].grad().defined());      // no gradient left on the weights
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -27,6 +27,9 @@
 #include "support/heap.h"
 
 namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace {
 
 kg::model::NetworkPtr build(const std::string& toml, int64_t in_chans, int64_t outputs, int64_t size) {
   auto recipe = kg::config::validate(kg::config::parse_toml_string(toml, "test.toml")).tree;
@@ -379,3 +382,6 @@ TEST_CASE("kgtrain fit trains with model.grad_checkpointing = true", "[integrati
   CHECK(summary["status"] == "completed");
   CHECK(summary["best"]["value"].get<double>() >= 0.9);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -14,6 +14,9 @@
 #include "support/det_weights.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 
 namespace {
@@ -109,3 +112,6 @@ TEST_CASE("resnet options: small_input stem, in_chans, drop_path, groups", "[uni
   dp->eval();
   CHECK(torch::equal(dp->forward(x), dp->forward(x)));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

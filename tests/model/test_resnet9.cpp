@@ -15,6 +15,9 @@
 #include "model/safetensors.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 
 namespace {
@@ -78,3 +81,6 @@ TEST_CASE("resnet9 width 16 on 1-channel images with 10 classes has the peer's 4
   torch::NoGradGuard no_grad;
   CHECK(net->forward(torch::zeros({3, 1, 28, 28})).sizes() == c10::IntArrayRef{3, 10});
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -18,6 +18,9 @@
 #include "support/temp_dir.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::model::TensorMap;
 using nlohmann::json;
 
@@ -382,3 +385,6 @@ TEST_CASE("load_state_dict copies by name and reports missing, unexpected and mi
                Catch::Contains("shape mismatch (1): bn.weight"));
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -13,6 +13,9 @@
 #include "test_paths.h"
 
 namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace {
 
 kg::model::NetworkPtr build(const std::string& model_toml, kg::model::ModelContext ctx) {
   auto recipe = kg::config::validate(kg::config::parse_toml_string(model_toml, "summary.toml")).tree;
@@ -204,3 +207,6 @@ TEST_CASE("every registered model family can be summarized", "[unit][model]") {
     CHECK(s.activation_bytes > 0);
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

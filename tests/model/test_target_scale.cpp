@@ -11,6 +11,9 @@
 #include "model/target_scale.h"
 
 namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace {
 
 struct Owner : torch::nn::Module {};
 
@@ -127,3 +130,6 @@ TEST_CASE("target scale in a network: buffers beside the classifier, classificat
     CHECK_THROWS_WITH(tiny_net(false, "none", {0.0, 1.0}), Catch::Contains("model.y_range"));
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -19,6 +19,9 @@
 #include "support/det_weights.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 
 namespace {
@@ -123,3 +126,6 @@ TEST_CASE("resnet18/34/50, efficientnet_b0/b2, convnext_tiny have timm's state_d
     }
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

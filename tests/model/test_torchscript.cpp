@@ -19,6 +19,9 @@
 #include "support/fixtures.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 
 namespace {
@@ -260,3 +263,6 @@ TEST_CASE("kgtrain fit trains a traced backbone end to end", "[integration][mode
     CHECK_THAT(refused.output, Catch::Contains("trust_torchscript"));
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -14,6 +14,9 @@
 #include "model/weights.h"
 #include "support/temp_dir.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::model::TensorMap;
 
 namespace {
@@ -158,3 +161,6 @@ TEST_CASE("saved weights load back into a fresh model with identical outputs", "
   });
   CHECK(e.find("fc.weight") != std::string::npos);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -15,6 +15,9 @@
 #include "optim/schedule.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 
 namespace {
@@ -141,3 +144,6 @@ TEST_CASE("one_cycle recipe keys are checked", "[unit][one_cycle]") {
   CHECK_THAT(problems("pct_start = 1.5\n"), Catch::Contains("schedule.pct_start"));
   CHECK_THAT(problems("div = 0.0\n"), Catch::Contains("schedule.div"));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -19,6 +19,9 @@
 #include "support/gpu.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::optim::ParamGroup;
 using nlohmann::json;
 
@@ -466,3 +469,6 @@ TEST_CASE("optim.fused on CUDA: PyTorch's fused kernel gives the multi-tensor up
                           1e-5, 1e-9));
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -15,6 +15,9 @@
 #include "optim/optimizer.h"
 
 namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace {
 
 kg::config::Tree recipe(const std::string& optim_keys) {
   return kg::config::validate(kg::config::parse_toml_string(
@@ -146,3 +149,6 @@ TEST_CASE("optim.lr is a positive number, [lo, hi] or \"find\"", "[unit][optim]"
   CHECK(problems("\"fnd\"").find("optim.lr") != std::string::npos);
   CHECK(problems("1e-3\nlayer_decay = 1.5").find("optim.layer_decay") != std::string::npos);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -14,6 +14,9 @@
 #include "optim/schedule.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 
 namespace {
@@ -276,3 +279,6 @@ TEST_CASE("every schedule builds from its documented example", "[unit][schedule]
     for (int64_t t = 0; t < 100; ++t) CHECK(again->lr_at(t) == s->lr_at(t));
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -14,6 +14,9 @@
 #include "support/fixtures.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -153,3 +156,6 @@ TEST_CASE("docs/reference.md is the registry's", "[integration][recipes]") {
   };
   CHECK(rstrip(readme.substr(i + begin.size(), j - i - begin.size())) == rstrip(r.output));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -15,6 +15,9 @@
 #include "support/temp_dir.h"
 
 namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace {
 
 kg::optim::SchedulePtr build(const std::string& schedule_keys) {
   auto recipe = kg::config::validate(
@@ -88,3 +91,6 @@ TEST_CASE("sample_lr_curve samples every update", "[unit][schedule]") {
   CHECK(p.peak_lr == Approx(0.07));
   CHECK(png_size(d / "ramp.png") == std::make_pair(900, 560 + 360));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

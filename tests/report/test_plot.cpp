@@ -13,6 +13,9 @@
 #include "report/plot.h"
 #include "support/temp_dir.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::report::Marker;
 using kg::report::PlotOptions;
 using kg::report::Series;
@@ -203,3 +206,6 @@ TEST_CASE("plot errors: too small is a ConfigError, an unwritable path a DataErr
     CHECK_THAT(e.what(), Catch::Contains("chart.png"));
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -14,6 +14,9 @@
 #include "test_paths.h"
 
 namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace {
 
 const double T0 = 1700000000.5;
 
@@ -74,3 +77,6 @@ TEST_CASE("EventWriter names the file it cannot create", "[unit][report]") {
   kg::write_file_atomic(tmp.path() + "/file", "x");
   CHECK_THROWS_AS(kg::report::EventWriter(tmp.path() + "/file/tb"), kg::DataError);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -7,6 +7,9 @@
 #include "train/bn_net_fixture.h"
 #include "train/bn_recalibrate.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using namespace kg::test::bn;
 
 TEST_CASE("BN recalibration is one cumulative-average pass over the training batches", "[unit][callbacks]") {
@@ -86,3 +89,6 @@ TEST_CASE("BN recalibration without BatchNorm layers runs nothing", "[unit][call
   CHECK(loader->next(b));  // untouched
   CHECK(b.index == 0);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

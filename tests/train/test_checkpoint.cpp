@@ -17,6 +17,9 @@
 #include "support/temp_dir.h"
 #include "train/checkpoint_store.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using kg::train::CheckpointFiles;
 using nlohmann::json;
@@ -345,3 +348,6 @@ TEST_CASE("checkpoint store: top-k keeps the k best, either direction, and its s
     CHECK(store.state() == json::array());
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -14,6 +14,9 @@
 #include "train/callbacks/ema.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::train::EmaCallback;
 using kg::train::EmaOptions;
 using nlohmann::json;
@@ -267,3 +270,6 @@ TEST_CASE("[ema] section: off by default, validated, builds the callback", "[uni
   CHECK_THROWS_AS(recipe("[ema]\nevery = 0\n"), kg::ConfigError);
   CHECK_THROWS_AS(recipe("[ema]\ndecy = 0.9\n"), kg::ConfigError);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -11,6 +11,9 @@
 #include "train/grad_reducer.h"
 
 namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace {
 
 // A three-layer MLP as plain tensors (no shared generator between the rank threads) plus one
 // parameter the loss never uses (first: the reducer's last bucket, which waits for backward's end).
@@ -189,3 +192,6 @@ TEST_CASE("after the first reduced backward the buckets follow the order the gra
     CHECK(o.diff.empty());
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -27,6 +27,9 @@
 #include "train/options.h"
 #include "train/rng_state.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::train::LrFindOptions;
 using nlohmann::json;
 
@@ -414,3 +417,6 @@ TEST_CASE("lr finder: a linear model on separable data gets a valley inside the 
     CHECK(mean_loss(net, *loss, pts) < initial * 2 / 3);
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -11,6 +11,9 @@
 #include "support/job_helpers.h"
 #include "train/trainer_rig.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 namespace fs = std::filesystem;
 
 using kg::test::EnvVar;
@@ -145,3 +148,6 @@ TEST_CASE("train.batch_size = auto: the largest power of two that ran, never an 
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.output, Catch::Contains("train.batch_size") && Catch::Contains("\"auto\""));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -10,6 +10,9 @@
 #include "test_paths.h"
 #include "train/plan.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using nlohmann::json;
 
 namespace {
@@ -87,3 +90,6 @@ TEST_CASE("a rescaled plan (time budget) still completes its schedule", "[unit][
   q.load_state(st);
   CHECK(q.epochs() == 4);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

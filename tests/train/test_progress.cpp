@@ -11,6 +11,9 @@
 
 #include "train/progress.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::train::Progress;
 using kg::train::ProgressStyle;
 
@@ -100,3 +103,6 @@ TEST_CASE("in_notebook: Kaggle, Colab and Jupyter kernels, not a plain shell", "
   CHECK_FALSE(in_notebook({{"MPLBACKEND", "Agg"}, {"TERM", "xterm-256color"}, {"COLUMNS", "80"}}));
   CHECK_FALSE(in_notebook({}));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -8,6 +8,9 @@
 #include "train/rng_state.h"
 #include "support/temp_dir.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 TEST_CASE("rng: capture, draw, restore, draw again gives identical numbers", "[unit][rng]") {
   torch::manual_seed(1234);
   torch::rand({3});  // move off the seed's start
@@ -72,3 +75,6 @@ TEST_CASE("rng: absent or malformed states are CheckpointErrors", "[unit][rng]")
   moved["rng.cuda.7"] = torch::zeros({16}, torch::kByte);
   if (torch::cuda::device_count() <= 7) CHECK_NOTHROW(kg::train::restore_rng(moved));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

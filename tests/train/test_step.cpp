@@ -12,6 +12,9 @@
 #include "train/step.h"
 #include "train/trainer_rig.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::test::Rig;
 
 namespace {
@@ -191,3 +194,6 @@ TEST_CASE("forward_float32: the output is float32 under bf16 autocast", "[unit][
   CHECK(out.scalar_type() == torch::kFloat);
   CHECK(out.sizes() == at::IntArrayRef({2, 3}));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

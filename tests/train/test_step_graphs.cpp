@@ -18,6 +18,9 @@
 #include "train/step_graphs.h"
 #include "train/trainer_rig.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 namespace fs = std::filesystem;
 
 using kg::test::EnvVar;
@@ -265,3 +268,6 @@ TEST_CASE("fit --nproc 2 with cuda graphs (emulated): gradients summed after bac
   CHECK_THAT(out, Catch::Contains("cuda graphs: training step captured for input [6, 1, 12, 12]"));
   CHECK(same_weights(dir.str()));
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -28,6 +28,9 @@
 #include "train/bn_net_fixture.h"
 #include "test_paths.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::train::SwaCallback;
 using kg::train::SwaOptions;
 using nlohmann::json;
@@ -322,3 +325,6 @@ TEST_CASE("ema and swa in the training loop: lr annealing, averaged final weight
     CHECK(history[e].contains("ema_valid_loss"));
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

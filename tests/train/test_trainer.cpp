@@ -9,6 +9,9 @@
 #include "support/fixtures.h"
 #include "train/trainer_rig.h"
 
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
 using kg::test::Rig;
 
 namespace {
@@ -139,3 +142,6 @@ TEST_CASE("freezing trains only the last groups, gradual unfreezing thaws one pe
     CHECK_THROWS_AS(Rig(ds.root, dir.path().string(), {"train.freeze=2"}, 32), kg::ConfigError);
   }
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -12,6 +12,9 @@
 #include "tta/merge.h"
 
 namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace {
 
 using kg::config::json;
 
@@ -164,3 +167,6 @@ TEST_CASE("tta apply_threshold: one threshold or one per class", "[unit][tta]") 
   CHECK_THROWS_AS(apply_threshold(p, "high"), kg::ConfigError);
   CHECK_THROWS_AS(apply_threshold(p, json::array({0.5, "x", 0.5})), kg::ConfigError);
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

@@ -14,6 +14,9 @@
 #include "tta/view.h"
 
 namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace {
 
 using kg::config::json;
 using kg::data::ImageGeometry;
@@ -330,3 +333,6 @@ TEST_CASE("tta: recipe validation checks the [tta] section", "[unit][tta]") {
   REQUIRE(v.size() == 2);
   CHECK(v[1]->name() == "five_crop");
 }
+
+}  // namespace KG_UNITY_ID
+}  // namespace

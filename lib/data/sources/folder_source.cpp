@@ -13,8 +13,6 @@ namespace fs = std::filesystem;
 namespace kg::data {
 namespace {
 
-struct NoOptions {};
-
 bool is_image(const fs::path& p) {
   std::string e = p.extension().string();
   for (char& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -84,8 +82,8 @@ class FolderSource : public Source {
 
 KG_REGISTER(source_registry(), "folder",
             "one sub-folder of images per class: image_dir/<class>/*.jpg (id = relative path)",
-            "[data]\nformat = \"folder\"\nimage_dir = \"train\"", config::Fields<NoOptions>(),
-            [](const NoOptions&) -> SourcePtr { return std::make_unique<FolderSource>(); });
+            "[data]\nformat = \"folder\"\nimage_dir = \"train\"", config::Fields<config::NoOptions>(),
+            [](const config::NoOptions&) -> SourcePtr { return std::make_unique<FolderSource>(); });
 
 }  // namespace
 }  // namespace kg::data

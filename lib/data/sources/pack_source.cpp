@@ -13,8 +13,6 @@
 namespace kg::data {
 namespace {
 
-struct NoOptions {};
-
 // Checks the pack's content hash the first time this process opens that file as it is now (path, size,
 // modification time, stored hash): a flipped label or pixel is a DataError, not silent training on it.
 // Hashing runs at several GB/s and reads the file ahead of the first epoch; folds and TTA members that
@@ -51,8 +49,8 @@ class PackSource : public Source {
 
 KG_REGISTER(source_registry(), "pack",
             "a kgtrain pack file (train_pack / test_pack): table and images in one memory-mapped file",
-            "[data]\nformat = \"pack\"\ntrain_pack = \"train.kgpack\"", config::Fields<NoOptions>(),
-            [](const NoOptions&) -> SourcePtr { return std::make_unique<PackSource>(); });
+            "[data]\nformat = \"pack\"\ntrain_pack = \"train.kgpack\"", config::Fields<config::NoOptions>(),
+            [](const config::NoOptions&) -> SourcePtr { return std::make_unique<PackSource>(); });
 
 }  // namespace
 }  // namespace kg::data

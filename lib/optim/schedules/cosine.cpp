@@ -11,7 +11,7 @@
 namespace kg::optim {
 namespace {
 
-// Keys of [schedule] when name = "cosine"; each field's doc is in fields() below and docs/reference.md.
+// Keys of [schedule] when name = "cosine"; each field's doc is in cosine_fields() below and docs/reference.md.
 struct CosineOptions {
   double min_lr = 0.0;
   int64_t cycle_steps = 0;
@@ -70,7 +70,7 @@ class CosineSchedule : public Schedule {
   int64_t cycle_ = 0;
 };
 
-config::Fields<CosineOptions> fields() {
+config::Fields<CosineOptions> cosine_fields() {
   config::Fields<CosineOptions> f;
   f.field("min_lr", &CosineOptions::min_lr,
           "lr at the bottom of the cosine (reached at the last update without restarts)")
@@ -91,7 +91,7 @@ config::Fields<CosineOptions> fields() {
 }
 
 KG_REGISTER(schedule_registry(), "cosine", "cosine annealing to min_lr, optionally with warm restarts (SGDR)",
-            "[schedule]\nname = \"cosine\"\nmin_lr = 1e-6\nwarmup_epochs = 1", fields(),
+            "[schedule]\nname = \"cosine\"\nmin_lr = 1e-6\nwarmup_epochs = 1", cosine_fields(),
             [](const CosineOptions& o, const ScheduleContext& c) -> SchedulePtr {
               return std::make_unique<CosineSchedule>(o, c);
             });

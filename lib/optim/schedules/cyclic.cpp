@@ -9,7 +9,7 @@
 namespace kg::optim {
 namespace {
 
-// Keys of [schedule] when name = "cyclic"; each field's doc is in fields() below and docs/reference.md.
+// Keys of [schedule] when name = "cyclic"; each field's doc is in cyclic_fields() below and docs/reference.md.
 struct CyclicOptions {
   double base_lr = 0.0;
   std::optional<int64_t> step_size_up;
@@ -74,7 +74,7 @@ class CyclicSchedule : public Schedule {
   double max_lr_, base_lr_ = 0, total_ = 2, ratio_ = 0.5;
 };
 
-config::Fields<CyclicOptions> fields() {
+config::Fields<CyclicOptions> cyclic_fields() {
   config::Fields<CyclicOptions> f;
   f.field("base_lr", &CyclicOptions::base_lr, "lr at the bottom of each cycle; the top is optim.lr (0 = optim.lr / 10)")
       .min(0);
@@ -98,7 +98,7 @@ config::Fields<CyclicOptions> fields() {
 }
 
 KG_REGISTER(schedule_registry(), "cyclic", "cyclical lr between base_lr and optim.lr (PyTorch CyclicLR)",
-            "[schedule]\nname = \"cyclic\"\nstep_epochs_up = 2\nmode = \"triangular2\"", fields(),
+            "[schedule]\nname = \"cyclic\"\nstep_epochs_up = 2\nmode = \"triangular2\"", cyclic_fields(),
             [](const CyclicOptions& o, const ScheduleContext& c) -> SchedulePtr {
               return std::make_unique<CyclicSchedule>(o, c);
             });

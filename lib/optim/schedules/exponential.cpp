@@ -8,7 +8,7 @@
 namespace kg::optim {
 namespace {
 
-// Keys of [schedule] when name = "exponential"; each field's doc is in fields() below and docs/reference.md.
+// Keys of [schedule] when name = "exponential"; each field's doc is in exponential_fields() below and docs/reference.md.
 struct ExponentialOptions {
   std::optional<double> gamma;
   std::optional<double> gamma_per_epoch;
@@ -37,7 +37,7 @@ class ExponentialSchedule : public Schedule {
   double lr_, gamma_ = 1.0, per_ = 1.0;
 };
 
-config::Fields<ExponentialOptions> fields() {
+config::Fields<ExponentialOptions> exponential_fields() {
   config::Fields<ExponentialOptions> f;
   f.field("gamma", &ExponentialOptions::gamma, "lr factor per optimizer update (or gamma_per_epoch)").positive();
   f.field("gamma_per_epoch", &ExponentialOptions::gamma_per_epoch,
@@ -47,7 +47,7 @@ config::Fields<ExponentialOptions> fields() {
 }
 
 KG_REGISTER(schedule_registry(), "exponential", "multiply the lr by gamma every update (PyTorch ExponentialLR)",
-            "[schedule]\nname = \"exponential\"\ngamma_per_epoch = 0.8", fields(),
+            "[schedule]\nname = \"exponential\"\ngamma_per_epoch = 0.8", exponential_fields(),
             [](const ExponentialOptions& o, const ScheduleContext& c) -> SchedulePtr {
               return std::make_unique<ExponentialSchedule>(o, c);
             });

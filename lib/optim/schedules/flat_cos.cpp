@@ -9,7 +9,7 @@
 namespace kg::optim {
 namespace {
 
-// Keys of [schedule] when name = "flat_cos"; each field's doc is in fields() below and docs/reference.md.
+// Keys of [schedule] when name = "flat_cos"; each field's doc is in flat_cos_fields() below and docs/reference.md.
 struct FlatCosOptions {
   double pct_start = 0.75;
   double div_final = 1e5;
@@ -32,7 +32,7 @@ class FlatCosSchedule : public Schedule {
   double lr_, last_;
 };
 
-config::Fields<FlatCosOptions> fields() {
+config::Fields<FlatCosOptions> flat_cos_fields() {
   config::Fields<FlatCosOptions> f;
   f.field("pct_start", &FlatCosOptions::pct_start, "fraction of the run at the flat lr, in [0, 1)")
       .min(0)
@@ -44,7 +44,7 @@ config::Fields<FlatCosOptions> fields() {
 }
 
 KG_REGISTER(schedule_registry(), "flat_cos", "fastai fit_flat_cos: flat optim.lr, then a cosine to lr/div_final",
-            "[schedule]\nname = \"flat_cos\"\npct_start = 0.75", fields(),
+            "[schedule]\nname = \"flat_cos\"\npct_start = 0.75", flat_cos_fields(),
             [](const FlatCosOptions& o, const ScheduleContext& c) -> SchedulePtr {
               return std::make_unique<FlatCosSchedule>(o, c);
             });

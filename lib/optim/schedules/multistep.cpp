@@ -8,7 +8,7 @@
 namespace kg::optim {
 namespace {
 
-// Keys of [schedule] when name = "multistep"; each field's doc is in fields() below and docs/reference.md.
+// Keys of [schedule] when name = "multistep"; each field's doc is in multistep_fields() below and docs/reference.md.
 struct MultiStepOptions {
   std::optional<std::vector<int64_t>> milestones;
   std::optional<std::vector<double>> milestone_epochs;
@@ -59,7 +59,7 @@ class MultiStepSchedule : public Schedule {
   std::vector<int64_t> at_;
 };
 
-config::Fields<MultiStepOptions> fields() {
+config::Fields<MultiStepOptions> multistep_fields() {
   config::Fields<MultiStepOptions> f;
   f.field("milestones", &MultiStepOptions::milestones,
           "optimizer updates at which the lr is multiplied by gamma (or milestone_epochs)")
@@ -72,7 +72,7 @@ config::Fields<MultiStepOptions> fields() {
 }
 
 KG_REGISTER(schedule_registry(), "multistep", "multiply the lr by gamma at each milestone (PyTorch MultiStepLR)",
-            "[schedule]\nname = \"multistep\"\nmilestone_epochs = [3, 6, 8]\ngamma = 0.1", fields(),
+            "[schedule]\nname = \"multistep\"\nmilestone_epochs = [3, 6, 8]\ngamma = 0.1", multistep_fields(),
             [](const MultiStepOptions& o, const ScheduleContext& c) -> SchedulePtr {
               return std::make_unique<MultiStepSchedule>(o, c);
             });

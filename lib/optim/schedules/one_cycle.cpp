@@ -9,7 +9,7 @@
 namespace kg::optim {
 namespace {
 
-// Keys of [schedule] when name = "one_cycle"; each field's doc is in fields() below and docs/reference.md.
+// Keys of [schedule] when name = "one_cycle"; each field's doc is in one_cycle_fields() below and docs/reference.md.
 struct OneCycleOptions {
   double pct_start = 0.25;
   double div = 25.0;
@@ -54,7 +54,7 @@ class OneCycle : public Schedule {
   double warm_end_;
 };
 
-config::Fields<OneCycleOptions> fields() {
+config::Fields<OneCycleOptions> one_cycle_fields() {
   config::Fields<OneCycleOptions> f;
   f.field("pct_start", &OneCycleOptions::pct_start, "fraction of updates spent warming up").range(0, 1);
   f.field("div", &OneCycleOptions::div, "start lr = optim.lr / div").positive();
@@ -66,7 +66,7 @@ config::Fields<OneCycleOptions> fields() {
 }
 
 KG_REGISTER(schedule_registry(), "one_cycle", "fastai fit_one_cycle: warm up to optim.lr, anneal to lr/div_final",
-            "[schedule]\nname = \"one_cycle\"\npct_start = 0.25", fields(),
+            "[schedule]\nname = \"one_cycle\"\npct_start = 0.25", one_cycle_fields(),
             [](const OneCycleOptions& o, const ScheduleContext& c) -> SchedulePtr {
               return std::make_unique<OneCycle>(o, c);
             });

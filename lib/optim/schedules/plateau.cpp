@@ -12,7 +12,7 @@
 namespace kg::optim {
 namespace {
 
-// Keys of [schedule] when name = "plateau"; each field's doc is in fields() below and docs/reference.md.
+// Keys of [schedule] when name = "plateau"; each field's doc is in plateau_fields() below and docs/reference.md.
 struct PlateauOptions {
   std::string monitor = "valid_loss";
   std::string mode = "auto";
@@ -120,7 +120,7 @@ class PlateauSchedule : public Schedule {
   std::vector<std::pair<int64_t, double>> history_;  // (first update, lr) of every reduction
 };
 
-config::Fields<PlateauOptions> fields() {
+config::Fields<PlateauOptions> plateau_fields() {
   config::Fields<PlateauOptions> f;
   f.field("monitor", &PlateauOptions::monitor, "the epoch value watched: valid_loss, train_loss or a metric name");
   f.field("mode", &PlateauOptions::mode,
@@ -141,7 +141,7 @@ config::Fields<PlateauOptions> fields() {
 }
 
 KG_REGISTER(schedule_registry(), "plateau", "reduce the lr when a monitored value stops improving (ReduceLROnPlateau)",
-            "[schedule]\nname = \"plateau\"\nmonitor = \"valid_loss\"\npatience = 2\nfactor = 0.1", fields(),
+            "[schedule]\nname = \"plateau\"\nmonitor = \"valid_loss\"\npatience = 2\nfactor = 0.1", plateau_fields(),
             [](const PlateauOptions& o, const ScheduleContext& c) -> SchedulePtr {
               return std::make_unique<PlateauSchedule>(o, c);
             });

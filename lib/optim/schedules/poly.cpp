@@ -8,7 +8,7 @@
 namespace kg::optim {
 namespace {
 
-// Keys of [schedule] when name = "poly"; each field's doc is in fields() below and docs/reference.md.
+// Keys of [schedule] when name = "poly"; each field's doc is in poly_fields() below and docs/reference.md.
 struct PolyOptions {
   double power = 1.0;
   double min_lr = 0.0;
@@ -32,7 +32,7 @@ class PolySchedule : public Schedule {
   double lr_, last_;
 };
 
-config::Fields<PolyOptions> fields() {
+config::Fields<PolyOptions> poly_fields() {
   config::Fields<PolyOptions> f;
   f.field("power", &PolyOptions::power, "exponent of the decay (1 = linear)").positive();
   f.field("min_lr", &PolyOptions::min_lr, "lr at the last update").min(0);
@@ -40,7 +40,7 @@ config::Fields<PolyOptions> fields() {
 }
 
 KG_REGISTER(schedule_registry(), "poly", "polynomial decay from optim.lr to min_lr over the run (PyTorch PolynomialLR)",
-            "[schedule]\nname = \"poly\"\npower = 0.9", fields(),
+            "[schedule]\nname = \"poly\"\npower = 0.9", poly_fields(),
             [](const PolyOptions& o, const ScheduleContext& c) -> SchedulePtr {
               return std::make_unique<PolySchedule>(o, c);
             });

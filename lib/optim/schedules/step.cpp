@@ -7,7 +7,7 @@
 namespace kg::optim {
 namespace {
 
-// Keys of [schedule] when name = "step"; each field's doc is in fields() below and docs/reference.md.
+// Keys of [schedule] when name = "step"; each field's doc is in step_fields() below and docs/reference.md.
 struct StepOptions {
   std::optional<int64_t> step_size;
   std::optional<double> step_epochs;
@@ -29,7 +29,7 @@ class StepSchedule : public Schedule {
   int64_t size_;
 };
 
-config::Fields<StepOptions> fields() {
+config::Fields<StepOptions> step_fields() {
   config::Fields<StepOptions> f;
   f.field("step_size", &StepOptions::step_size, "optimizer updates between two decays (or step_epochs)").min(1);
   f.field("step_epochs", &StepOptions::step_epochs,
@@ -40,7 +40,7 @@ config::Fields<StepOptions> fields() {
 }
 
 KG_REGISTER(schedule_registry(), "step", "multiply the lr by gamma every step_size updates (PyTorch StepLR)",
-            "[schedule]\nname = \"step\"\nstep_epochs = 3\ngamma = 0.1", fields(),
+            "[schedule]\nname = \"step\"\nstep_epochs = 3\ngamma = 0.1", step_fields(),
             [](const StepOptions& o, const ScheduleContext& c) -> SchedulePtr {
               return std::make_unique<StepSchedule>(o, c);
             });

@@ -33,12 +33,11 @@ class CheckpointCallback : public Callback {
   }
 };
 
-struct NoOptions {};
 KG_REGISTER(
     callback_registry(), "checkpoint",
     "checkpoints/last every epoch (older ones rotated), checkpoints/best, top-k (keys in [checkpoint]); always on",
-    "[checkpoint]\nkeep_last = 3\ntop_k = 2", config::Fields<NoOptions>(),
-    [](const NoOptions&, const config::Tree&) -> CallbackPtr { return std::make_unique<CheckpointCallback>(); });
+    "[checkpoint]\nkeep_last = 3\ntop_k = 2", config::Fields<config::NoOptions>(),
+    [](const config::NoOptions&, const config::Tree&) -> CallbackPtr { return std::make_unique<CheckpointCallback>(); });
 
 }  // namespace
 }  // namespace kg::train

@@ -47,10 +47,9 @@ class CsvLog : public Callback {
   }
 };
 
-struct NoOptions {};
 KG_REGISTER(callback_registry(), "csv_log", "metrics.csv, one row per epoch (log.loggers has \"csv\")",
-            "[log]\nloggers = [\"jsonl\", \"csv\"]", config::Fields<NoOptions>(),
-            [](const NoOptions&, const config::Tree& recipe) -> CallbackPtr {
+            "[log]\nloggers = [\"jsonl\", \"csv\"]", config::Fields<config::NoOptions>(),
+            [](const config::NoOptions&, const config::Tree& recipe) -> CallbackPtr {
               return has_logger(load_log_options(recipe), "csv") ? std::make_unique<CsvLog>() : nullptr;
             });
 

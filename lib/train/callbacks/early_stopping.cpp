@@ -9,7 +9,7 @@
 namespace kg::train {
 namespace {
 
-// Recipe section [early_stopping]; each field's doc is in fields() below and docs/reference.md.
+// Recipe section [early_stopping]; each field's doc is in early_stopping_fields() below and docs/reference.md.
 struct EarlyStoppingOptions {
   bool enabled = false;
   std::string monitor;
@@ -19,7 +19,7 @@ struct EarlyStoppingOptions {
   bool check_finite = true;
 };
 
-config::Fields<EarlyStoppingOptions> fields() {
+config::Fields<EarlyStoppingOptions> early_stopping_fields() {
   config::Fields<EarlyStoppingOptions> f;
   f.field("enabled", &EarlyStoppingOptions::enabled, "stop when the monitored value stops improving");
   f.field("monitor", &EarlyStoppingOptions::monitor,
@@ -32,7 +32,7 @@ config::Fields<EarlyStoppingOptions> fields() {
   return f;
 }
 KG_REGISTER_SECTION("early_stopping", "stop when the monitored value stops improving (Lightning EarlyStopping)",
-                    fields().schema(), "");
+                    early_stopping_fields().schema(), "");
 
 bool higher_is_better_name(const std::string& n) {
   std::string base = n.rfind("ema_", 0) == 0 ? n.substr(4) : n.rfind("swa_", 0) == 0 ? n.substr(4) : n;
@@ -95,12 +95,11 @@ class EarlyStopping : public Callback {
   int64_t bad_ = 0;
 };
 
-struct NoOptions {};
 KG_REGISTER(callback_registry(), "early_stopping",
             "stop when the monitored value stops improving (keys in [early_stopping])",
-            "[early_stopping]\nenabled = true\npatience = 3", config::Fields<NoOptions>(),
-            [](const NoOptions&, const config::Tree& recipe) -> CallbackPtr {
-              auto o = fields().load(config::Options(&recipe, "early_stopping"));
+            "[early_stopping]\nenabled = true\npatience = 3", config::Fields<config::NoOptions>(),
+            [](const config::NoOptions&, const config::Tree& recipe) -> CallbackPtr {
+              auto o = early_stopping_fields().load(config::Options(&recipe, "early_stopping"));
               return o.enabled ? std::make_unique<EarlyStopping>(o) : nullptr;
             });
 

@@ -17,7 +17,7 @@ namespace {
 
 constexpr const char* kPrefix = "cb.ema.";
 
-config::Fields<EmaOptions> fields() {
+config::Fields<EmaOptions> ema_fields() {
   config::Fields<EmaOptions> f;
   f.field("enabled", &EmaOptions::enabled,
           "keep an exponential moving average of the weights, evaluated each epoch as ema_* metrics");
@@ -38,13 +38,12 @@ config::Fields<EmaOptions> fields() {
   return f;
 }
 
-KG_REGISTER_SECTION("ema", "exponential moving average of the weights (timm ModelEmaV3)", fields().schema(), "");
+KG_REGISTER_SECTION("ema", "exponential moving average of the weights (timm ModelEmaV3)", ema_fields().schema(), "");
 
-struct NoOptions {};
 KG_REGISTER(callback_registry(), "ema",
             "exponential moving average of the weights, evaluated and checkpointed beside them (keys in [ema])",
-            "[ema]\nenabled = true\ndecay = 0.999", config::Fields<NoOptions>(),
-            [](const NoOptions&, const config::Tree& recipe) -> CallbackPtr {
+            "[ema]\nenabled = true\ndecay = 0.999", config::Fields<config::NoOptions>(),
+            [](const config::NoOptions&, const config::Tree& recipe) -> CallbackPtr {
               auto o = load_ema_options(recipe);
               return o.enabled ? std::make_unique<EmaCallback>(o) : nullptr;
             });
@@ -65,7 +64,7 @@ std::string first_names(const std::vector<std::string>& v) {
 
 }  // namespace
 
-EmaOptions load_ema_options(const config::Tree& recipe) { return fields().load(config::Options(&recipe, "ema")); }
+EmaOptions load_ema_options(const config::Tree& recipe) { return ema_fields().load(config::Options(&recipe, "ema")); }
 
 double ema_decay(const EmaOptions& o, int64_t step) {
   const int64_t s = std::max<int64_t>(0, step - 1);

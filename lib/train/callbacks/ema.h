@@ -18,7 +18,7 @@ class Module;
 
 namespace kg::train {
 
-// Recipe section [ema]; each field's doc is in fields() (train/callbacks/ema.cpp) and docs/reference.md.
+// Recipe section [ema]; each field's doc is in ema_fields() (train/callbacks/ema.cpp) and docs/reference.md.
 struct EmaOptions {
   bool enabled = false;
   double decay = 0.9998;

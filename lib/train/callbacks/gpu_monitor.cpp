@@ -12,7 +12,7 @@
 namespace kg::train {
 namespace {
 
-// Recipe section [gpu_monitor]; each field's doc is in fields() below and docs/reference.md.
+// Recipe section [gpu_monitor]; each field's doc is in gpu_monitor_fields() below and docs/reference.md.
 struct GpuMonitorOptions {
   bool enabled = true;
   double interval_s = 0.5;
@@ -53,7 +53,7 @@ class GpuMonitor : public Callback {
   std::unique_ptr<device::NvmlMonitor> mon_;
 };
 
-config::Fields<GpuMonitorOptions> fields() {
+config::Fields<GpuMonitorOptions> gpu_monitor_fields() {
   config::Fields<GpuMonitorOptions> f;
   f.field("enabled", &GpuMonitorOptions::enabled,
           "sample GPU utilization and memory during training epochs (NVML; "
@@ -64,15 +64,14 @@ config::Fields<GpuMonitorOptions> fields() {
 }
 
 KG_REGISTER_SECTION("gpu_monitor", "GPU utilization and memory per epoch from NVML (nvidia-smi's library)",
-                    fields().schema(), "");
+                    gpu_monitor_fields().schema(), "");
 
-struct NoOptions {};
 KG_REGISTER(callback_registry(), "gpu_monitor",
             "GPU utilization and memory per epoch from NVML (metrics.jsonl gpu_util_pct, gpu_mem_used_gib; keys in "
             "[gpu_monitor])",
-            "[gpu_monitor]\nenabled = true\ninterval_s = 0.5", config::Fields<NoOptions>(),
-            [](const NoOptions&, const config::Tree& recipe) -> CallbackPtr {
-              auto o = fields().load(config::Options(&recipe, "gpu_monitor"));
+            "[gpu_monitor]\nenabled = true\ninterval_s = 0.5", config::Fields<config::NoOptions>(),
+            [](const config::NoOptions&, const config::Tree& recipe) -> CallbackPtr {
+              auto o = gpu_monitor_fields().load(config::Options(&recipe, "gpu_monitor"));
               return o.enabled ? std::make_unique<GpuMonitor>(o) : nullptr;
             });
 

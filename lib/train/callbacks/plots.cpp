@@ -10,17 +10,17 @@
 namespace kg::train {
 namespace {
 
-// Recipe section [plots]; each field's doc is in fields() below and docs/reference.md.
+// Recipe section [plots]; each field's doc is in plots_fields() below and docs/reference.md.
 struct PlotsOptions {
   bool enabled = true;
 };
-config::Fields<PlotsOptions> fields() {
+config::Fields<PlotsOptions> plots_fields() {
   config::Fields<PlotsOptions> f;
   f.field("enabled", &PlotsOptions::enabled,
           "draw loss.png, metrics.png and lr.png in the run directory after every epoch");
   return f;
 }
-KG_REGISTER_SECTION("plots", "training curves as PNG files in the run directory", fields().schema(), "");
+KG_REGISTER_SECTION("plots", "training curves as PNG files in the run directory", plots_fields().schema(), "");
 
 class Plots : public Callback {
  public:
@@ -67,12 +67,11 @@ class Plots : public Callback {
   }
 };
 
-struct NoOptions {};
 KG_REGISTER(callback_registry(), "plots",
             "loss, metric and learning-rate curves as PNG in the run directory (keys in [plots])",
-            "[plots]\nenabled = true", config::Fields<NoOptions>(),
-            [](const NoOptions&, const config::Tree& recipe) -> CallbackPtr {
-              return fields().load(config::Options(&recipe, "plots")).enabled ? std::make_unique<Plots>() : nullptr;
+            "[plots]\nenabled = true", config::Fields<config::NoOptions>(),
+            [](const config::NoOptions&, const config::Tree& recipe) -> CallbackPtr {
+              return plots_fields().load(config::Options(&recipe, "plots")).enabled ? std::make_unique<Plots>() : nullptr;
             });
 
 }  // namespace

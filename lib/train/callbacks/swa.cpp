@@ -19,7 +19,7 @@ namespace {
 
 constexpr const char* kPrefix = "cb.swa.";
 
-config::Fields<SwaOptions> fields() {
+config::Fields<SwaOptions> swa_fields() {
   config::Fields<SwaOptions> f;
   f.field("enabled", &SwaOptions::enabled,
           "average the weights of the last epochs (SWA); the average becomes the final model");
@@ -52,14 +52,13 @@ config::Fields<SwaOptions> fields() {
 }
 
 KG_REGISTER_SECTION("swa", "stochastic weight averaging of the last epochs (Lightning StochasticWeightAveraging)",
-                    fields().schema(), "");
+                    swa_fields().schema(), "");
 
-struct NoOptions {};
 KG_REGISTER(callback_registry(), "swa",
             "stochastic weight averaging: lr annealed to swa_lr, weights averaged per epoch, BatchNorm recomputed "
             "(keys in [swa])",
-            "[swa]\nenabled = true\nswa_lr = 0.01", config::Fields<NoOptions>(),
-            [](const NoOptions&, const config::Tree& recipe) -> CallbackPtr {
+            "[swa]\nenabled = true\nswa_lr = 0.01", config::Fields<config::NoOptions>(),
+            [](const config::NoOptions&, const config::Tree& recipe) -> CallbackPtr {
               auto o = load_swa_options(recipe);
               return o.enabled ? std::make_unique<SwaCallback>(o) : nullptr;
             });
@@ -99,7 +98,7 @@ std::string format_values(const std::map<std::string, double>& values) {
 
 }  // namespace
 
-SwaOptions load_swa_options(const config::Tree& recipe) { return fields().load(config::Options(&recipe, "swa")); }
+SwaOptions load_swa_options(const config::Tree& recipe) { return swa_fields().load(config::Options(&recipe, "swa")); }
 
 int64_t swa_start_epoch(const SwaOptions& o, int64_t epochs) {
   if (o.swa_epoch_start < 1) return static_cast<int64_t>(std::floor(o.swa_epoch_start * static_cast<double>(epochs)));

@@ -19,7 +19,7 @@ class Module;
 
 namespace kg::train {
 
-// Recipe section [swa]; each field's doc is in fields() (train/callbacks/swa.cpp) and docs/reference.md.
+// Recipe section [swa]; each field's doc is in swa_fields() (train/callbacks/swa.cpp) and docs/reference.md.
 struct SwaOptions {
   bool enabled = false;
   double swa_epoch_start = 0.8;

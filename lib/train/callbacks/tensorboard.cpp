@@ -104,11 +104,10 @@ class TensorBoard : public Callback {
   int64_t images0_ = 0;
 };
 
-struct NoOptions {};
 KG_REGISTER(callback_registry(), "tensorboard",
             "TensorBoard event files: per-update and per-epoch scalars, hparams (log.loggers has \"tensorboard\")",
-            "[log]\nloggers = [\"jsonl\", \"csv\", \"tensorboard\"]", config::Fields<NoOptions>(),
-            [](const NoOptions&, const config::Tree& recipe) -> CallbackPtr {
+            "[log]\nloggers = [\"jsonl\", \"csv\", \"tensorboard\"]", config::Fields<config::NoOptions>(),
+            [](const config::NoOptions&, const config::Tree& recipe) -> CallbackPtr {
               const LogOptions o = load_log_options(recipe);
               if (!has_logger(o, "tensorboard")) return nullptr;
               return std::make_unique<TensorBoard>(o, recipe_hparams(recipe));

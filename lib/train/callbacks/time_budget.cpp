@@ -63,11 +63,10 @@ class TimeBudget : public Callback {
   double end_seconds_ = 0;  // validation + bookkeeping at an epoch end
 };
 
-struct NoOptions {};
 KG_REGISTER(callback_registry(), "time_budget",
             "plans the epochs to finish inside run.time_limit and stops in time to save and predict",
-            "[run]\ntime_limit = \"8h45m\"", config::Fields<NoOptions>(),
-            [](const NoOptions&, const config::Tree& recipe) -> CallbackPtr {
+            "[run]\ntime_limit = \"8h45m\"", config::Fields<config::NoOptions>(),
+            [](const config::NoOptions&, const config::Tree& recipe) -> CallbackPtr {
               return load_run_options(recipe).time_limit.empty() ? nullptr : std::make_unique<TimeBudget>();
             });
 

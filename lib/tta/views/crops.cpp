@@ -10,7 +10,7 @@
 namespace kg::tta {
 namespace {
 
-// Keys of the five_crop and ten_crop TTA views (tta.views); field docs: fields() below, docs/reference.md.
+// Keys of the five_crop and ten_crop TTA views (tta.views); field docs: crops_fields() below, docs/reference.md.
 struct CropOptions {
   config::json size = 0;
   bool resize = true;
@@ -67,7 +67,7 @@ std::string check_size(const config::json& v) {
          v.dump();
 }
 
-config::Fields<CropOptions> fields() {
+config::Fields<CropOptions> crops_fields() {
   config::Fields<CropOptions> f;
   f.field("size", &CropOptions::size,
           "crop side N or [height, width] in pixels; 0 = round(0.875 x the shorter image side)")
@@ -94,12 +94,12 @@ ViewPtr make(const std::string& name, const CropOptions& o, const data::ImageGeo
 
 KG_REGISTER(view_registry(), "five_crop",
             "the four corner crops and the centre crop (torchvision FiveCrop order: tl, tr, bl, br, center)",
-            "[tta]\nviews = [{ name = \"five_crop\", size = 14 }]", fields(),
+            "[tta]\nviews = [{ name = \"five_crop\", size = 14 }]", crops_fields(),
             [](const CropOptions& o, const data::ImageGeometry& g) { return make("five_crop", o, g, false); });
 
 KG_REGISTER(view_registry(), "ten_crop",
             "five_crop of the image, then five_crop of its horizontal mirror (torchvision TenCrop)",
-            "[tta]\nviews = [{ name = \"ten_crop\" }]", fields(),
+            "[tta]\nviews = [{ name = \"ten_crop\" }]", crops_fields(),
             [](const CropOptions& o, const data::ImageGeometry& g) { return make("ten_crop", o, g, true); });
 
 }  // namespace

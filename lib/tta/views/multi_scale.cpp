@@ -7,7 +7,7 @@
 namespace kg::tta {
 namespace {
 
-// Keys of the multi_scale TTA view (tta.views); each field's doc is in fields() below and docs/reference.md.
+// Keys of the multi_scale TTA view (tta.views); each field's doc is in multi_scale_fields() below and docs/reference.md.
 struct MultiScaleOptions {
   config::json sizes;
 };
@@ -38,7 +38,7 @@ std::string check_sizes(const config::json& v) {
   return ok ? "" : "expected a non-empty array of positive sizes, each N or [height, width], got " + v.dump();
 }
 
-config::Fields<MultiScaleOptions> fields() {
+config::Fields<MultiScaleOptions> multi_scale_fields() {
   config::Fields<MultiScaleOptions> f;
   f.field("sizes", &MultiScaleOptions::sizes,
           "required: sizes to predict at, each N (square) or [height, width], e.g. [224, 256, 288]")
@@ -47,7 +47,7 @@ config::Fields<MultiScaleOptions> fields() {
 }
 
 KG_REGISTER(view_registry(), "multi_scale", "the batch resized (bilinear) to each of several sizes",
-            "[tta]\nviews = [{ name = \"multi_scale\", sizes = [16, 20, [16, 24]] }]", fields(),
+            "[tta]\nviews = [{ name = \"multi_scale\", sizes = [16, 20, [16, 24]] }]", multi_scale_fields(),
             [](const MultiScaleOptions& o, const data::ImageGeometry&) -> ViewPtr {
               KG_CHECK(!o.sizes.is_null(), ConfigError, "sizes: required, e.g. sizes = [224, 256, 288]");
               std::vector<std::pair<int64_t, int64_t>> sizes;

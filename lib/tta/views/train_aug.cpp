@@ -7,7 +7,7 @@
 namespace kg::tta {
 namespace {
 
-// Keys of the train_aug TTA view (tta.views); each field's doc is in fields() below and docs/reference.md.
+// Keys of the train_aug TTA view (tta.views); each field's doc is in train_aug_fields() below and docs/reference.md.
 struct TrainAugOptions {
   int64_t n = 4;
   double beta = 0.25;
@@ -27,7 +27,7 @@ class TrainAugView : public View {
   TrainAugOptions o_;
 };
 
-config::Fields<TrainAugOptions> fields() {
+config::Fields<TrainAugOptions> train_aug_fields() {
   config::Fields<TrainAugOptions> f;
   f.field("n", &TrainAugOptions::n, "passes with the training augmentation (data.augment), one seed each").min(1);
   f.field("beta", &TrainAugOptions::beta,
@@ -39,7 +39,7 @@ config::Fields<TrainAugOptions> fields() {
 KG_REGISTER(
     view_registry(), "train_aug",
     "fastai TTA: n passes with the training augmentation, averaged, then lerp toward the plain prediction by beta",
-    "[tta]\nviews = [{ name = \"train_aug\", n = 4, beta = 0.25 }]", fields(),
+    "[tta]\nviews = [{ name = \"train_aug\", n = 4, beta = 0.25 }]", train_aug_fields(),
     [](const TrainAugOptions& o, const data::ImageGeometry&) -> ViewPtr { return std::make_unique<TrainAugView>(o); });
 
 }  // namespace
