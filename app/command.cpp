@@ -57,7 +57,7 @@ int terminal_columns(const std::map<std::string, std::string>& env) {
   return it == env.end() ? 0 : std::max(0, std::atoi(it->second.c_str()));
 }
 
-void on_signal(int sig) { stop_signal().store(sig); }
+void store_signal(int sig) { stop_signal().store(sig); }
 
 std::pair<int, char**>& args() {
   static std::pair<int, char**> a{0, nullptr};
@@ -100,7 +100,7 @@ std::map<std::string, std::string> environment() {
 
 void install_signal_handlers() {
   struct sigaction sa {};
-  sa.sa_handler = on_signal;
+  sa.sa_handler = store_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESETHAND;  // a second Ctrl-C kills at once
   sigaction(SIGINT, &sa, nullptr);

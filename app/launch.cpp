@@ -34,7 +34,7 @@ int free_port() {
 }
 
 volatile sig_atomic_t last_signal = 0, signals_seen = 0;
-void on_signal(int sig) {
+void count_signal(int sig) {
   last_signal = sig;
   signals_seen = signals_seen + 1;
 }
@@ -86,7 +86,7 @@ int launch_local(int nproc, const std::vector<std::string>& args) {
   const int port = free_port();
   std::vector<pid_t> pids;
   struct sigaction sa {};
-  sa.sa_handler = on_signal;
+  sa.sa_handler = count_signal;
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
