@@ -102,4 +102,5 @@ class Registry<R(Args...)> : public RegistryBase {
 }  // namespace kg
 
 // KG_REGISTER(model_registry(), "resnet9", doc, example, fields(), make)
-#define KG_REGISTER(registry, ...) static const bool KG_CONCAT(kg_registered_, __COUNTER__) = (registry).add(__VA_ARGS__)
+#define KG_REGISTER(registry, ...) \
+  static const bool KG_CONCAT(kg_registered_, __COUNTER__) = (registry).add(__VA_ARGS__)

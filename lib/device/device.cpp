@@ -85,7 +85,9 @@ config::Fields<DeviceOptions> device_fields() {
 KG_REGISTER_SECTION("device", "where the model runs", device_fields().schema(), "");
 }  // namespace
 
-DeviceOptions load_options(const config::Tree& recipe) { return device_fields().load(config::Options(&recipe, "device")); }
+DeviceOptions load_options(const config::Tree& recipe) {
+  return device_fields().load(config::Options(&recipe, "device"));
+}
 
 int available_cores() {
   cpu_set_t set;

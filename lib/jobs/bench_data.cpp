@@ -33,7 +33,6 @@ using bench::Clock;
 using bench::rate_json;
 using bench::seconds_since;
 
-
 struct LoaderTiming {
   double seconds = 0;
   int64_t batches = 0, images = 0;
@@ -75,8 +74,8 @@ std::string verdict_text(double loader_ips, int workers, double compute_ips) {
            " workers; give --compute-rate IMG_PER_S (fit's train_images_per_s, or kgtrain_compute_bench) to compare "
            "with the model";
   return "loader delivers " + x + " img/s, the model consumes " + bench::fixed(compute_ips, 1) + " img/s: the loader " +
-         (loader_ips < compute_ips ? "is" : "is not") + " the bottleneck (" + bench::fixed(loader_ips / compute_ips, 2) +
-         "x the model's rate with " + std::to_string(workers) + " workers)";
+         (loader_ips < compute_ips ? "is" : "is not") + " the bottleneck (" +
+         bench::fixed(loader_ips / compute_ips, 2) + "x the model's rate with " + std::to_string(workers) + " workers)";
 }
 
 // The decode and decode + transforms sections on `sample` shuffled rows, on one thread and on `threads`,

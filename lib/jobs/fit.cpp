@@ -75,12 +75,14 @@ bool has_fit_output(const std::string& dir) {
 
 int run_merge_oof(const std::vector<std::string>& dirs, const std::string& out_dir) {
   auto cv = merge_oof(dirs, out_dir);
-  std::cout << "cv " << cv["metric"].get<std::string>() << ": oof " << format_significant(cv["oof"].get<double>(), 4) << ", mean "
-            << format_significant(cv["mean"].get<double>(), 4) << " +- " << format_significant(cv["std"].get<double>(), 4) << " over " << cv["folds"].size()
-            << " folds (" << cv["rows"].get<int64_t>() << " rows"
-            << (cv["complete"].get<bool>() ? "" : "; not every fold present") << ")\n";
+  std::cout << "cv " << cv["metric"].get<std::string>() << ": oof " << format_significant(cv["oof"].get<double>(), 4)
+            << ", mean " << format_significant(cv["mean"].get<double>(), 4) << " +- "
+            << format_significant(cv["std"].get<double>(), 4) << " over " << cv["folds"].size() << " folds ("
+            << cv["rows"].get<int64_t>() << " rows" << (cv["complete"].get<bool>() ? "" : "; not every fold present")
+            << ")\n";
   for (auto& f : cv["folds"])
-    std::cout << "  fold " << f["fold"].get<int64_t>() << ": " << format_significant(f["value"].get<double>(), 4) << "\n";
+    std::cout << "  fold " << f["fold"].get<int64_t>() << ": " << format_significant(f["value"].get<double>(), 4)
+              << "\n";
   std::cout << "wrote " << (fs::path(out_dir) / "oof.csv").string() << " and cv.json\n";
   return kExitOk;
 }
@@ -334,8 +336,9 @@ int FitRun::finish(double best_single) {
   if (multi_) {
     auto cvj = merge_oof({run_dir_}, run_dir_);
     summary_["cv"] = cvj;
-    log("cv " + cvj["metric"].get<std::string>() + ": oof " + format_significant(cvj["oof"].get<double>(), 4) + ", folds mean " +
-        format_significant(cvj["mean"].get<double>(), 4) + " +- " + format_significant(cvj["std"].get<double>(), 4));
+    log("cv " + cvj["metric"].get<std::string>() + ": oof " + format_significant(cvj["oof"].get<double>(), 4) +
+        ", folds mean " + format_significant(cvj["mean"].get<double>(), 4) + " +- " +
+        format_significant(cvj["std"].get<double>(), 4));
   }
   if (o_.smoke) smoke_predict();
   std::string finish = "completed";  // or why a fold ended early: early_stopped, time_budget
@@ -358,10 +361,10 @@ int FitRun::finish(double best_single) {
     std::cout << "oof " << format_significant(summary_["cv"]["oof"].get<double>(), 4) << " (folds mean "
               << format_significant(summary_["cv"]["mean"].get<double>(), 4) << ")";
   else
-    std::cout << "best " << (std::isnan(best_single) ? std::string("n/a") : format_significant(best_single, 4)) << " (epoch "
-              << last["best"]["epoch"] << ")";
-  std::cout << ", " << format_significant(last["train_images_per_s"].get<double>(), 5) << " train img/s, " << format_significant(elapsed(), 4)
-            << " s\n"
+    std::cout << "best " << (std::isnan(best_single) ? std::string("n/a") : format_significant(best_single, 4))
+              << " (epoch " << last["best"]["epoch"] << ")";
+  std::cout << ", " << format_significant(last["train_images_per_s"].get<double>(), 5) << " train img/s, "
+            << format_significant(elapsed(), 4) << " s\n"
             << "run dir: " << run_dir_ << "\n";
   return kExitOk;
 }

@@ -70,8 +70,8 @@ FitSetup::FitSetup(const JobOptions& opts, const std::string& command, std::vect
                                                       std::max(threads, dev.threads), cache.get());
     cache.reset();
     log(o, "  cache   device: " + std::to_string(resident->size()) + " images, " +
-               format_significant(static_cast<double>(resident->bytes()) / (1 << 20), 3) + " MiB uint8 on " + dev.device.str() +
-               "; batches are gathered, augmented and normalized there");
+               format_significant(static_cast<double>(resident->bytes()) / (1 << 20), 3) + " MiB uint8 on " +
+               dev.device.str() + "; batches are gathered, augmented and normalized there");
   }
   pin = dopt.pin_memory && dev.device.is_cuda();
   if (dev_opts.cuda_graphs) {

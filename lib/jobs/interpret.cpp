@@ -55,7 +55,8 @@ void write_per_class(const metric::Interpretation& in, const std::string& out) {
   if (in.task == "multilabel") header.push_back("auc");
   std::string csv = data::csv_line(header);
   for (auto& r : in.rows) {
-    std::vector<std::string> line{r.name, format_significant(r.precision, 4), format_significant(r.recall, 4), format_significant(r.f1, 4), std::to_string(r.support)};
+    std::vector<std::string> line{r.name, format_significant(r.precision, 4), format_significant(r.recall, 4),
+                                  format_significant(r.f1, 4), std::to_string(r.support)};
     if (in.task == "multilabel") line.push_back(std::isfinite(r.auc) ? format_significant(r.auc, 4) : "");
     csv += data::csv_line(line);
   }
@@ -96,11 +97,12 @@ void print_summary(const metric::Interpretation& in, const std::string& source, 
   std::cout << "interpret: " << rows << " out-of-fold rows from " << source << ", " << in.task << "\n";
   if (in.task == "regression") {
     for (size_t k = 0; k < in.names.size(); ++k)
-      std::cout << "  " << in.names[k] << ": MAE " << format_significant(in.mae[k], 4) << ", RMSE " << format_significant(in.rmse[k], 4) << ", R2 "
-                << format_significant(in.r2[k], 4) << "\n";
+      std::cout << "  " << in.names[k] << ": MAE " << format_significant(in.mae[k], 4) << ", RMSE "
+                << format_significant(in.rmse[k], 4) << ", R2 " << format_significant(in.r2[k], 4) << "\n";
     return;
   }
-  std::cout << "  accuracy " << format_significant(in.accuracy, 4) << ", macro F1 " << format_significant(in.macro_f1, 4) << "\n";
+  std::cout << "  accuracy " << format_significant(in.accuracy, 4) << ", macro F1 "
+            << format_significant(in.macro_f1, 4) << "\n";
   size_t w = 5;
   for (auto& r : in.rows) w = std::max(w, r.name.size());
   std::cout << "  " << std::string(w - 5, ' ') << "class  precision  recall  f1      support"

@@ -76,7 +76,8 @@ std::vector<std::string> row_caption(const metric::Interpretation& in, const Oof
     c = {"true " + (t.empty() ? "-" : t), "pred " + (p.empty() ? "-" : p)};
   } else {
     wrong = false;
-    c = {"y " + format_significant(oof.targets[r][0].item<double>(), 3), "pred " + format_significant(oof.preds[r][0].item<double>(), 3)};
+    c = {"y " + format_significant(oof.targets[r][0].item<double>(), 3),
+         "pred " + format_significant(oof.preds[r][0].item<double>(), 3)};
   }
   c.push_back("loss " + format_significant(in.losses[r].item<double>(), 3));
   return c;

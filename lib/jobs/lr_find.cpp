@@ -87,12 +87,12 @@ void write_outputs(const train::LrFindResult& r, const std::string& dir) {
     auto it = r.suggestions.find(n);
     if (it == r.suggestions.end() || !it->second) continue;
     const double lr = *it->second;
-    markers.push_back(
-        {lr, interp(std::log10(lr), log_lr, finite_loss), (n == r.chosen ? "* " : "") + n + " " + format_significant(lr, 3)});
+    markers.push_back({lr, interp(std::log10(lr), log_lr, finite_loss),
+                       (n == r.chosen ? "* " : "") + n + " " + format_significant(lr, 3)});
   }
   report::PlotOptions po;
-  po.title = "lr finder: " + r.chosen + " " + format_significant(r.lr, 3) + " (" + std::to_string(r.steps()) + " updates" +
-             (r.stopped_early ? ", stopped early" : "") + ")";
+  po.title = "lr finder: " + r.chosen + " " + format_significant(r.lr, 3) + " (" + std::to_string(r.steps()) +
+             " updates" + (r.stopped_early ? ", stopped early" : "") + ")";
   po.xlabel = "learning rate";
   po.ylabel = "smoothed loss";
   po.log_x = true;
@@ -101,9 +101,11 @@ void write_outputs(const train::LrFindResult& r, const std::string& dir) {
 
 // The short table on stdout: the chosen suggestion first.
 void print_table(const train::LrFindResult& r, const std::string& dir) {
-  std::cout << "lr finder: " << r.steps() << " updates from " << format_significant(r.options.start_lr, 3) << " to " << format_significant(r.lrs.back(), 3)
-            << (r.stopped_early ? " (stopped early: " + r.stop_reason + ")" : "") << ", " << format_significant(r.seconds, 4) << " s ("
-            << format_significant(r.seconds / static_cast<double>(std::max<int64_t>(1, r.steps())), 3) << " s per update)\n";
+  std::cout << "lr finder: " << r.steps() << " updates from " << format_significant(r.options.start_lr, 3) << " to "
+            << format_significant(r.lrs.back(), 3) << (r.stopped_early ? " (stopped early: " + r.stop_reason + ")" : "")
+            << ", " << format_significant(r.seconds, 4) << " s ("
+            << format_significant(r.seconds / static_cast<double>(std::max<int64_t>(1, r.steps())), 3)
+            << " s per update)\n";
   std::cout << "  suggestion  lr\n";
   std::vector<std::string> order{r.chosen};
   for (auto& n : train::suggestion_names())
@@ -112,8 +114,8 @@ void print_table(const train::LrFindResult& r, const std::string& dir) {
     auto& v = r.suggestions.at(n);
     std::string name = n;
     name.resize(10, ' ');
-    std::cout << "  " << name << "  " << (v ? format_significant(*v, 3) : std::string("n/a")) << (n == r.chosen ? "  <- chosen" : "")
-              << "\n";
+    std::cout << "  " << name << "  " << (v ? format_significant(*v, 3) : std::string("n/a"))
+              << (n == r.chosen ? "  <- chosen" : "") << "\n";
   }
   for (auto& note : r.notes) std::cout << "note: " << note << "\n";
   std::cout << "wrote " << (fs::path(dir) / "lr_find.csv").string() << ", lr_find.json"
@@ -128,11 +130,13 @@ json run_lr_finder(FitSetup& s, model::Network& net, int64_t fold, const std::st
   if (s.o.smoke) opts.num_steps = std::min<int64_t>(opts.num_steps, 20);
   const auto rows = s.split_of(fold).first;
   const int64_t n_epochs = plan_epochs(s, net, static_cast<int64_t>(rows.size()));
-  log(s.o, "  lr find " + std::to_string(opts.num_steps) + " updates, lr " + format_significant(opts.start_lr, 3) + " to " +
-               format_significant(opts.end_lr, 3) + " (exponential), on fold " + std::to_string(fold) + "'s " +
+  log(s.o, "  lr find " + std::to_string(opts.num_steps) + " updates, lr " + format_significant(opts.start_lr, 3) +
+               " to " + format_significant(opts.end_lr, 3) + " (exponential), on fold " + std::to_string(fold) + "'s " +
                std::to_string(rows.size()) + " training rows; batch " + std::to_string(s.topt.batch_size) +
                (s.topt.accum_steps > 1 ? " x " + std::to_string(s.topt.accum_steps) + " accumulated" : "") +
-               (opts.stop_div ? "; stops when the smoothed loss exceeds " + format_significant(opts.div_factor, 3) + "x its best" : ""));
+               (opts.stop_div
+                    ? "; stops when the smoothed loss exceeds " + format_significant(opts.div_factor, 3) + "x its best"
+                    : ""));
   train::FinderParts parts;
   parts.net = &net;
   parts.recipe = &s.recipe;

@@ -135,8 +135,10 @@ RoundResult predict_and_select(const JobOptions& o, const ModelSources& members,
   auto sel = data::select_pseudo(probs, predictor.task(), popt);
   if (sel.rows.empty()) {
     double best = predictor.task() == "regression" ? 0.0 : probs.max().item<double>();
-    throw DataError("pseudo-label: no row of " + t.csv_path + " passes pseudo.threshold = " + format_significant(popt.threshold, 9) +
-                    (popt.top_fraction > 0 ? " and pseudo.top_fraction = " + format_significant(popt.top_fraction, 9) : std::string()) +
+    throw DataError("pseudo-label: no row of " + t.csv_path +
+                    " passes pseudo.threshold = " + format_significant(popt.threshold, 9) +
+                    (popt.top_fraction > 0 ? " and pseudo.top_fraction = " + format_significant(popt.top_fraction, 9)
+                                           : std::string()) +
                     " (the highest probability is " + format_significant(best, 9) + "); lower the threshold");
   }
   make_directories(dir);

@@ -8,7 +8,8 @@
 namespace kg::loss {
 namespace {
 
-// Keys of [loss] when name = "bce_with_logits"; each field's doc is in bce_with_logits_fields() below and docs/reference.md.
+// Keys of [loss] when name = "bce_with_logits"; each field's doc is in bce_with_logits_fields() below and
+// docs/reference.md.
 struct BceOptions {
   config::json pos_weight = 1.0;
   double label_smoothing = 0.0;

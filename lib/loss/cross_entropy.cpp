@@ -11,7 +11,8 @@
 namespace kg::loss {
 namespace {
 
-// Keys of [loss] when name = "cross_entropy"; each field's doc is in cross_entropy_fields() below and docs/reference.md.
+// Keys of [loss] when name = "cross_entropy"; each field's doc is in cross_entropy_fields() below and
+// docs/reference.md.
 struct CrossEntropyOptions {
   double label_smoothing = 0.0;
   std::vector<double> class_weights;

@@ -33,11 +33,14 @@ config::Fields<MetricOptions> metric_set_fields() {
       .choices({"auto", "max", "min"});
   return f;
 }
-KG_REGISTER_SECTION("metric", "validation metrics and the one that selects the best epoch", metric_set_fields().schema(), "");
+KG_REGISTER_SECTION("metric", "validation metrics and the one that selects the best epoch",
+                    metric_set_fields().schema(), "");
 
 }  // namespace
 
-MetricOptions load_options(const config::Tree& recipe) { return metric_set_fields().load(config::Options(&recipe, "metric")); }
+MetricOptions load_options(const config::Tree& recipe) {
+  return metric_set_fields().load(config::Options(&recipe, "metric"));
+}
 
 std::vector<std::string> default_metrics(const std::string& task) {
   if (task == "multiclass") return {"accuracy", "log_loss"};

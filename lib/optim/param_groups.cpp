@@ -51,7 +51,9 @@ KG_REGISTER_SECTION("optim", "the optimizer", param_groups_fields().schema(), "o
 
 }  // namespace
 
-OptimOptions load_options(const config::Tree& recipe) { return param_groups_fields().load(config::Options(&recipe, "optim")); }
+OptimOptions load_options(const config::Tree& recipe) {
+  return param_groups_fields().load(config::Options(&recipe, "optim"));
+}
 
 double peak_lr(const OptimOptions& o) {
   if (o.lr.is_string()) lr_is_find();

@@ -74,8 +74,8 @@ config::Fields<RmspropOptions> rmsprop_fields() {
 }
 
 KG_REGISTER(optimizer_registry(), "rmsprop", "RMSprop with optional momentum and centering (PyTorch RMSprop)",
-            "[optim]\nname = \"rmsprop\"\nlr = 1e-3\nweight_decay = 1e-5\nalpha = 0.9\nmomentum = 0.9", rmsprop_fields(),
-            [](const RmspropOptions& o, const OptimContext& ctx) -> OptimizerPtr {
+            "[optim]\nname = \"rmsprop\"\nlr = 1e-3\nweight_decay = 1e-5\nalpha = 0.9\nmomentum = 0.9",
+            rmsprop_fields(), [](const RmspropOptions& o, const OptimContext& ctx) -> OptimizerPtr {
               return std::make_unique<Rmsprop>(o, ctx);
             });
 

@@ -101,8 +101,8 @@ LrFindResult sweep(const LrFindOptions& o, const LrUpdateFn& update, const LrPro
     if (s < best) best = s;
     if (o.stop_div && s > o.div_factor * best) {
       r.stopped_early = i + 1 < o.num_steps;
-      r.stop_reason = "smoothed loss " + format_significant(s, 3) + " > " + format_significant(o.div_factor, 3) + " x best " + format_significant(best, 3) + " at update " +
-                      std::to_string(i + 1);
+      r.stop_reason = "smoothed loss " + format_significant(s, 3) + " > " + format_significant(o.div_factor, 3) +
+                      " x best " + format_significant(best, 3) + " at update " + std::to_string(i + 1);
       break;
     }
     if (!std::isfinite(loss) || !std::isfinite(s)) {

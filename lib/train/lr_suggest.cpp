@@ -122,8 +122,8 @@ void suggest(LrFindResult& r) {
   for (auto& [name, v] : r.suggestions)
     if (v) lo = std::min(lo, *v), hi = std::max(hi, *v);
   if (hi > 10 * lo)
-    r.notes.push_back("the suggestions disagree by more than 10x (" + format_significant(lo, 3) + " to " + format_significant(hi, 3) +
-                      "): look at lr_find.png before trusting one");
+    r.notes.push_back("the suggestions disagree by more than 10x (" + format_significant(lo, 3) + " to " +
+                      format_significant(hi, 3) + "): look at lr_find.png before trusting one");
 }
 
 nlohmann::json LrFindResult::to_json() const {

@@ -21,7 +21,8 @@ class CsvSource : public Source {
 KG_REGISTER(source_registry(), "csv",
             "a CSV table + an image folder: image = image_dir/<id><image_ext> or image_dir/<path_col>",
             "[data]\nformat = \"csv\"\ntrain_csv = \"train.csv\"\nid_col = \"image_id\"\nlabel_cols = [\"label\"]",
-            config::Fields<config::NoOptions>(), [](const config::NoOptions&) -> SourcePtr { return std::make_unique<CsvSource>(); });
+            config::Fields<config::NoOptions>(),
+            [](const config::NoOptions&) -> SourcePtr { return std::make_unique<CsvSource>(); });
 
 }  // namespace
 }  // namespace kg::data

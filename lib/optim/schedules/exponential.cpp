@@ -8,7 +8,8 @@
 namespace kg::optim {
 namespace {
 
-// Keys of [schedule] when name = "exponential"; each field's doc is in exponential_fields() below and docs/reference.md.
+// Keys of [schedule] when name = "exponential"; each field's doc is in exponential_fields() below and
+// docs/reference.md.
 struct ExponentialOptions {
   std::optional<double> gamma;
   std::optional<double> gamma_per_epoch;

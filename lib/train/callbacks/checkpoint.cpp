@@ -37,7 +37,9 @@ KG_REGISTER(
     callback_registry(), "checkpoint",
     "checkpoints/last every epoch (older ones rotated), checkpoints/best, top-k (keys in [checkpoint]); always on",
     "[checkpoint]\nkeep_last = 3\ntop_k = 2", config::Fields<config::NoOptions>(),
-    [](const config::NoOptions&, const config::Tree&) -> CallbackPtr { return std::make_unique<CheckpointCallback>(); });
+    [](const config::NoOptions&, const config::Tree&) -> CallbackPtr {
+      return std::make_unique<CheckpointCallback>();
+    });
 
 }  // namespace
 }  // namespace kg::train

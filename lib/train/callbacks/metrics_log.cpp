@@ -21,23 +21,26 @@ class MetricsLog : public Callback {
     for (auto& line : t.state().history) text += line.dump() + "\n";
     write_file_atomic((std::filesystem::path(t.io().dir) / "metrics.jsonl").string(), text);
     std::string l = (t.io().label.empty() ? "" : t.io().label + " ") + "epoch " + std::to_string(r.epoch) + "/" +
-                    std::to_string(t.plan().epochs()) + "  train_loss " + format_significant(r.values["train_loss"], 4) +
-                    "  valid_loss " + format_significant(r.values["valid_loss"], 4);
+                    std::to_string(t.plan().epochs()) + "  train_loss " +
+                    format_significant(r.values["train_loss"], 4) + "  valid_loss " +
+                    format_significant(r.values["valid_loss"], 4);
     for (auto& n : t.metrics().names()) l += "  " + n + " " + format_significant(r.values[n], 4);
     for (auto& v : r.variants) {
       auto it = v.values.find(t.metrics().monitor());
       if (it != v.values.end()) l += "  " + v.name + "_" + it->first + " " + format_significant(it->second, 4);
     }
     if (r.improved) l += " *" + (r.best_from == "model" ? std::string() : " (" + r.best_from + ")");
-    l += "  " + format_significant(r.values["train_images_per_s"], 5) + " img/s  " + format_significant(r.values["epoch_seconds"], 3) + " s";
+    l += "  " + format_significant(r.values["train_images_per_s"], 5) + " img/s  " +
+         format_significant(r.values["epoch_seconds"], 3) + " s";
     t.log(l);
   }
 };
 
 KG_REGISTER(callback_registry(), "metrics_log",
             "metrics.jsonl (one line per epoch) and an epoch line in the log; always on", "[train]\nepochs = 5",
-            config::Fields<config::NoOptions>(),
-            [](const config::NoOptions&, const config::Tree&) -> CallbackPtr { return std::make_unique<MetricsLog>(); });
+            config::Fields<config::NoOptions>(), [](const config::NoOptions&, const config::Tree&) -> CallbackPtr {
+              return std::make_unique<MetricsLog>();
+            });
 
 }  // namespace
 }  // namespace kg::train

@@ -7,7 +7,8 @@
 namespace kg::tta {
 namespace {
 
-// Keys of the multi_scale TTA view (tta.views); each field's doc is in multi_scale_fields() below and docs/reference.md.
+// Keys of the multi_scale TTA view (tta.views); each field's doc is in multi_scale_fields() below and
+// docs/reference.md.
 struct MultiScaleOptions {
   config::json sizes;
 };
