@@ -17,11 +17,9 @@ std::string type_label(const config::KeySpec& spec) {
     case config::Type::Float:
       return "FLOAT";
     case config::Type::IntList:
-      return "INT,...";
+      return "INT";  // CLI11 adds " ..." to a list
     case config::Type::FloatList:
-      return "FLOAT,...";
-    case config::Type::StringList:
-      return (label.empty() ? "TEXT" : label) + ",...";
+      return "FLOAT";
     default:
       return label.empty() ? "TEXT" : label;
   }
@@ -54,7 +52,10 @@ CLI::Option* add_table_flag(CLI::App& cmd, const config::KeySpec& spec, FlagWord
   const std::string name = config::flag_name(spec.key);
   if (spec.type == config::Type::Bool) return cmd.add_flag(name, sink.on, spec.doc);
   CLI::Option* opt = cmd.add_option(name, sink.words, spec.doc)->type_name(type_label(spec));
-  if (is_list(spec.type)) opt->delimiter(',');
+  if (is_list(spec.type))
+    opt->delimiter(',');
+  else
+    opt->expected(1);  // one word per use (a second use is refused in flag_value)
   const std::string d = config::flag_default_text(spec);
   if (!d.empty()) opt->default_str(d);
   return opt;
