@@ -117,8 +117,10 @@ std::string check_value(const KeySpec& spec, const json& v) {
   } else if (auto e = check_number(v); !e.empty()) {
     return e;
   }
-  if (!spec.choices.empty() && v.is_string()) {
-    auto s = v.get<std::string>();
+  // Choices hold for a string and for each string of a list.
+  for (const json& x : v.is_array() ? v : json::array({v})) {
+    if (spec.choices.empty() || !x.is_string()) continue;
+    auto s = x.get<std::string>();
     bool ok = false;
     for (auto& c : spec.choices) ok = ok || c == s;
     if (!ok)

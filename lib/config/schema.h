@@ -152,6 +152,7 @@ class Fields {
     s.default_value = detail::to_json_value(T{}.*member);
     specs_.push_back(std::move(s));
     loaders_.push_back([member](const json& j, T& out) { detail::from_json_value(j, out.*member); });
+    savers_.push_back([member](const T& in) { return detail::to_json_value(in.*member); });
     return *this;
   }
   // Constraints on the key declared last.
@@ -185,6 +186,13 @@ class Fields {
 
   const Schema& schema() const { return specs_; }
 
+  // The value of each key in `v` ({"steps": 5, ...}; a key with dots stays one name).
+  json values_of(const T& v) const {
+    json out = json::object();
+    for (size_t i = 0; i < specs_.size(); ++i) out[specs_[i].key] = savers_[i](v);
+    return out;
+  }
+
   // Values were validated against the schema before any component is built, so loading cannot fail.
   T load(const Options& src) const {
     T out{};
@@ -197,6 +205,7 @@ class Fields {
   KeySpec& last() { return specs_.back(); }
   Schema specs_;
   std::vector<std::function<void(const json&, T&)>> loaders_;
+  std::vector<std::function<json(const T&)>> savers_;
 };
 
 }  // namespace kg::config

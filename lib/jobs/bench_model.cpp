@@ -14,6 +14,7 @@
 
 #include <torch/torch.h>
 
+#include "config/flags.h"
 #include "config/sections.h"
 #include "core/error.h"
 #include "core/fs.h"
@@ -113,9 +114,9 @@ json time_config(const BenchModelRequest& o, const config::Tree& tree, model::Ne
                  const std::string& name, const std::string& layout, bool ckpt, int64_t batch) {
   // A fresh optimizer per configuration: its moments take each layout's memory format.
   auto opt = optim::build(tree, net);
-  for (int64_t i = 0; i < o.bench_model_warmup; ++i) train_step(net, *opt, x, feats, loss_fn, sync_param, precision);
+  for (int64_t i = 0; i < o.flags.warmup; ++i) train_step(net, *opt, x, feats, loss_fn, sync_param, precision);
   std::vector<double> secs, held;
-  for (int64_t i = 0; i < o.bench_model_steps; ++i) {
+  for (int64_t i = 0; i < o.flags.steps; ++i) {
     Step s = train_step(net, *opt, x, feats, loss_fn, sync_param, precision);
     secs.push_back(s.seconds);
     held.push_back(static_cast<double>(s.held_bytes));
@@ -127,8 +128,8 @@ json time_config(const BenchModelRequest& o, const config::Tree& tree, model::Ne
           {"layout", layout},
           {"grad_checkpointing", ckpt},
           {"batch_size", batch},
-          {"warmup_steps", o.bench_model_warmup},
-          {"steps", o.bench_model_steps},
+          {"warmup_steps", o.flags.warmup},
+          {"steps", o.flags.steps},
           {"step_seconds", secs},
           {"median_step_seconds", med},
           {"images_per_s", ips},
@@ -142,7 +143,7 @@ std::string checkpoint_notes(const BenchModelRequest& o, const std::string& name
                              std::map<std::pair<std::string, bool>, json>& by_config, bool measure_heap,
                              const std::string& device) {
   std::string notes;
-  for (const auto& layout : o.bench_model_layouts) {
+  for (const auto& layout : o.flags.layouts) {
     const json& off = by_config[{layout, false}];
     const json& on = by_config[{layout, true}];
     const double speed = on["images_per_s"].get<double>() / std::max(1e-12, off["images_per_s"].get<double>());
@@ -159,17 +160,30 @@ std::string checkpoint_notes(const BenchModelRequest& o, const std::string& name
 
 }  // namespace
 
+const config::Fields<BenchModelFlags>& bench_model_flags() {
+  static const config::Fields<BenchModelFlags> f = [] {
+    using F = BenchModelFlags;
+    config::Fields<F> t;
+    t.field("models", &F::models, "model names, e.g. resnet18,efficientnet_b0 (none: the recipe's model)");
+    t.field("size", &F::size, "square input side in pixels (0: data.image_size)").min(0);
+    t.field("batch", &F::batch, "images per step (0: train.batch_size)").min(0);
+    t.field("steps", &F::steps, "timed steps per configuration; the median is reported").min(1);
+    t.field("warmup", &F::warmup, "untimed steps before them").min(0);
+    t.field("layouts", &F::layouts, "memory layouts to time")
+        .choices({"nchw", "channels_last"})
+        .check([](const json& v) { return v.empty() ? std::string("expected at least one layout") : std::string(); });
+    t.field("grad_checkpointing", &F::grad_checkpointing,
+            "also time each configuration with gradient checkpointing, with the activation memory held after forward");
+    t.field("json", &F::json, "also write the report as JSON (schema_version 1) to this file");
+    return t;
+  }();
+  return f;
+}
+
 int run_bench_model(const BenchModelRequest& o) {
   const auto& recipe = o.recipe;
-  KG_CHECK(o.bench_model_steps > 0, UsageError, "--steps must be positive, got ", o.bench_model_steps);
-  KG_CHECK(o.bench_model_warmup >= 0, UsageError, "--warmup must be >= 0, got ", o.bench_model_warmup);
-  KG_CHECK(o.bench_model_size >= 0, UsageError, "--size must be positive, got ", o.bench_model_size);
-  KG_CHECK(o.bench_model_batch >= 0, UsageError, "--batch must be positive, got ", o.bench_model_batch);
-  KG_CHECK(!o.bench_model_layouts.empty(), UsageError, "--layouts needs at least one of nchw, channels_last");
-  for (const auto& l : o.bench_model_layouts)
-    KG_CHECK(l == "nchw" || l == "channels_last", UsageError, "--layouts: unknown layout \"", l,
-             "\" (known: nchw, channels_last)");
-  std::vector<std::string> names = o.bench_model_models;
+  config::check_flags(bench_model_flags(), o.flags);
+  std::vector<std::string> names = o.flags.models;
   if (names.empty()) names.push_back(model::model_name(recipe));
   for (const auto& n : names)
     if (!model::model_registry().find_info(n)) model::model_registry().unknown(n, "--models");
@@ -178,10 +192,10 @@ int run_bench_model(const BenchModelRequest& o) {
   const auto dev = device::setup(device::load_options(recipe));
   const auto run = train::load_run_options(recipe);
   auto ctx = in.ctx;
-  if (o.bench_model_size > 0) ctx.height = ctx.width = o.bench_model_size;
-  const int64_t batch = o.bench_model_batch > 0 ? o.bench_model_batch : train::load_train_options(recipe).batch_size;
+  if (o.flags.size > 0) ctx.height = ctx.width = o.flags.size;
+  const int64_t batch = o.flags.batch > 0 ? o.flags.batch : train::load_train_options(recipe).batch_size;
   std::vector<bool> ckpt_modes{false};
-  if (o.bench_model_grad_checkpointing) ckpt_modes.push_back(true);
+  if (o.flags.grad_checkpointing) ckpt_modes.push_back(true);
   const bool measure_heap = dev.device.is_cpu() && device::heap_in_use() >= 0;
 
   const std::string optim_name = recipe.at("optim.name").value.get<std::string>();
@@ -190,13 +204,13 @@ int run_bench_model(const BenchModelRequest& o) {
   std::string head = "bench-model: " + join(o.layers, " + ") + ": " + join(names, ", ") + "; input " + shape +
                      (ctx.num_features > 0 ? " + " + std::to_string(ctx.num_features) + " features" : "") + ", " +
                      std::to_string(ctx.num_outputs) + " outputs (" + data::task_name(in.classes.task) + "), batch " +
-                     std::to_string(batch) + ", " + std::to_string(o.bench_model_warmup) + " warm-up + " +
-                     std::to_string(o.bench_model_steps) + " timed steps (median), " + dev.description +
+                     std::to_string(batch) + ", " + std::to_string(o.flags.warmup) + " warm-up + " +
+                     std::to_string(o.flags.steps) + " timed steps (median), " + dev.description +
                      "; forward + backward + " + optim_name + " step (kgtrain's, as fit runs it) on synthetic data\n";
   if (o.dry_run) {
-    std::cout << head << "dry run: would time " << names.size() * o.bench_model_layouts.size() * ckpt_modes.size()
-              << " configurations (layouts " << join(o.bench_model_layouts, ", ")
-              << (o.bench_model_grad_checkpointing ? "; grad checkpointing off and on" : "") << "); nothing timed\n";
+    std::cout << head << "dry run: would time " << names.size() * o.flags.layouts.size() * ckpt_modes.size()
+              << " configurations (layouts " << join(o.flags.layouts, ", ")
+              << (o.flags.grad_checkpointing ? "; grad checkpointing off and on" : "") << "); nothing timed\n";
     return kExitOk;
   }
 
@@ -230,12 +244,12 @@ int run_bench_model(const BenchModelRequest& o) {
     KG_CHECK(sync_param.defined(), UsageError, "bench-model: ", name, " has no trainable parameter to train");
     net->train();
     std::map<std::pair<std::string, bool>, json> by_config;
-    for (const auto& layout : o.bench_model_layouts) {
+    for (const auto& layout : o.flags.layouts) {
       net->set_channels_last(layout == "channels_last");
       for (bool ckpt : ckpt_modes) {
         net->set_grad_checkpointing(ckpt);
         log(o, "  " + name + ", " + layout + (ckpt ? ", grad checkpointing" : "") + ": " +
-                   std::to_string(o.bench_model_warmup) + " + " + std::to_string(o.bench_model_steps) + " steps...");
+                   std::to_string(o.flags.warmup) + " + " + std::to_string(o.flags.steps) + " steps...");
         const json row = time_config(o, tree, *net, x, feats, loss_fn, sync_param, dev.precision, measure_heap,
                                      summary.gflops, name, layout, ckpt, batch);
         const double med = row["median_step_seconds"].get<double>(), ips = row["images_per_s"].get<double>();
@@ -250,11 +264,11 @@ int run_bench_model(const BenchModelRequest& o) {
     }
     net->set_channels_last(false);
     net->set_grad_checkpointing(false);
-    if (o.bench_model_grad_checkpointing) notes += checkpoint_notes(o, name, by_config, measure_heap, dev.description);
+    if (o.flags.grad_checkpointing) notes += checkpoint_notes(o, name, by_config, measure_heap, dev.description);
   }
 
   std::cout << head << table << (notes.empty() ? "" : "\n" + notes);
-  if (!o.bench_model_json.empty()) {
+  if (!o.flags.json.empty()) {
     json report = {{"schema_version", bench::kSchemaVersion},
                    {"command", "bench-model"},
                    {"recipe", o.layers},
@@ -266,16 +280,16 @@ int run_bench_model(const BenchModelRequest& o) {
                    {"outputs", ctx.num_outputs},
                    {"task", data::task_name(in.classes.task)},
                    {"batch_size", batch},
-                   {"warmup_steps", o.bench_model_warmup},
-                   {"steps", o.bench_model_steps},
-                   {"layouts", o.bench_model_layouts},
+                   {"warmup_steps", o.flags.warmup},
+                   {"steps", o.flags.steps},
+                   {"layouts", o.flags.layouts},
                    {"optimizer", optim_name},
                    {"held_after_forward", measure_heap ? "glibc mallinfo2 uordblks + hblkhd delta over the forward pass"
                                                        : "not measured (CPU only)"},
                    {"models", models},
                    {"runs", rows}};
-    write_file_atomic(o.bench_model_json, report.dump(2) + "\n");
-    log(o, "report: " + o.bench_model_json);
+    write_file_atomic(o.flags.json, report.dump(2) + "\n");
+    log(o, "report: " + o.flags.json);
   }
   return kExitOk;
 }

@@ -5,19 +5,28 @@
 #include <string>
 #include <vector>
 
+#include "config/schema.h"
 #include "jobs/job.h"
 
 namespace kg::jobs {
 
+// bench-model's flags, declared once in bench_model_flags() as recipe keys are (key, type, default, range, doc):
+// app/flag_table.h makes them CLI11 options with --help and completion, run_bench_model checks them with the keys'
+// own checks, and tests/jobs/test_bench_model.cpp holds --help and docs/commands.md to the table.
+struct BenchModelFlags {
+  std::vector<std::string> models;                         // --models (empty = the recipe's model)
+  int64_t size = 0;                                        // --size (0 = data.image_size)
+  int64_t batch = 0;                                       // --batch (0 = train.batch_size)
+  int64_t steps = 5;                                       // --steps
+  int64_t warmup = 1;                                      // --warmup
+  std::vector<std::string> layouts{"nchw", "channels_last"};  // --layouts
+  bool grad_checkpointing = false;                         // --grad-checkpointing
+  std::string json;                                        // --json ("" = none)
+};
+const config::Fields<BenchModelFlags>& bench_model_flags();
+
 struct BenchModelRequest : JobOptions {
-  std::vector<std::string> bench_model_models;  // --models: model names (empty = the recipe's model)
-  int64_t bench_model_size = 0;                 // --size: square input side in pixels (0 = data.image_size)
-  int64_t bench_model_batch = 0;                // --batch: images per step (0 = train.batch_size)
-  int64_t bench_model_steps = 5;                // --steps: timed steps per configuration; the median is reported
-  int64_t bench_model_warmup = 1;               // --warmup: untimed steps before them
-  std::vector<std::string> bench_model_layouts{"nchw", "channels_last"};  // --layouts: memory layouts
-  bool bench_model_grad_checkpointing = false;  // --grad-checkpointing: also every configuration with it on
-  std::string bench_model_json;                 // --json: JSON report path ("" = none)
+  BenchModelFlags flags;
 };
 
 int run_bench_model(const BenchModelRequest& o);

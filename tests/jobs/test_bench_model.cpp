@@ -6,7 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/flags.h"
 #include "core/fs.h"
+#include "jobs/bench_model.h"
+#include "test_paths.h"
 #include "support/fixtures.h"
 #include "support/heap.h"
 
@@ -104,14 +107,42 @@ TEST_CASE("bench-model times training steps of the recipe's model in both layout
     auto u = kg::test::run_kgtrain({"bench-model", recipe, "--models", "resnet19"});
     CHECK(u.exit_code == 2);
     CHECK(u.output.find("resnet18") != std::string::npos);  // the known names are listed
-    CHECK(kg::test::run_kgtrain({"bench-model", recipe, "--layouts", "nhwc"}).exit_code == 2);
-    CHECK(kg::test::run_kgtrain({"bench-model", recipe, "--steps", "0"}).exit_code == 2);
+    auto l = kg::test::run_kgtrain({"bench-model", recipe, "--layouts", "nchw,nhwc"});
+    CHECK(l.exit_code == 2);
+    CHECK(l.output.find("--layouts: expected one of nchw, channels_last, got \"nhwc\"") != std::string::npos);
+    auto s = kg::test::run_kgtrain({"bench-model", recipe, "--steps", "0"});
+    CHECK(s.exit_code == 2);
+    CHECK(s.output.find("--steps: expected an integer >= 1, got 0") != std::string::npos);
+    auto w = kg::test::run_kgtrain({"bench-model", recipe, "--warmup", "two"});
+    CHECK(w.exit_code == 2);
+    CHECK(w.output.find("--warmup: expected an integer, got \"two\"") != std::string::npos);
   }
   SECTION("--dry-run times nothing") {
     auto d = kg::test::run_kgtrain({"bench-model", recipe, "--dry-run", "--grad-checkpointing"});
     CHECK(d.exit_code == 0);
     CHECK(d.output.find("would time 4 configurations") != std::string::npos);
   }
+}
+
+TEST_CASE("bench-model's --help and docs/commands.md follow its flag table", "[integration][jobs]") {
+  // The table (jobs::bench_model_flags()) is where each flag is declared; --help and the docs must not drift from it.
+  auto h = kg::test::run_kgtrain({"bench-model", "--help"});
+  REQUIRE(h.exit_code == 0);
+  const std::string docs = kg::read_file(std::string(KGTRAIN_SOURCE_DIR) + "/docs/commands.md");
+  const auto at = docs.find("## `kgtrain bench-model`");
+  REQUIRE(at != std::string::npos);
+  const std::string section = docs.substr(at, docs.find("\n## ", at + 1) - at);
+  REQUIRE(!kg::jobs::bench_model_flags().schema().empty());
+  for (const auto& spec : kg::jobs::bench_model_flags().schema()) {
+    const std::string flag = kg::config::flag_name(spec.key);
+    INFO(flag);
+    CHECK(h.output.find(flag) != std::string::npos);
+    CHECK(h.output.find(spec.doc) != std::string::npos);
+    const std::string d = kg::config::flag_default_text(spec);
+    if (!d.empty()) CHECK(h.output.find("=" + d) != std::string::npos);
+    CHECK(section.find("[" + flag) != std::string::npos);
+  }
+  CHECK(h.output.find("AdamW") == std::string::npos);  // it steps the recipe's optimizer
 }
 
 }  // namespace KG_UNITY_ID
