@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "cli.h"
 #include "cli_checks.h"
 #include "config/resolve.h"
 #include "config/sections.h"
@@ -86,6 +87,15 @@ std::vector<const CommandSpec*> commands_in_order() {
 }
 
 void set_process_args(int argc, char** argv) { args() = {argc, argv}; }
+
+namespace {
+std::string& executable_path() {
+  static std::string path = "/proc/self/exe";
+  return path;
+}
+}  // namespace
+void set_executable(const std::string& path) { executable_path() = path; }
+const std::string& executable() { return executable_path(); }
 std::pair<int, char**> process_args() { return args(); }
 
 std::map<std::string, std::string> environment() {

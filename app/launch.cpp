@@ -12,6 +12,7 @@
 #include <iostream>
 #include <thread>
 
+#include "cli.h"
 #include "core/error.h"
 
 namespace kg::app {
@@ -92,6 +93,7 @@ int launch_local(int nproc, const std::vector<std::string>& args) {
   ::sigaction(SIGTERM, &sa, nullptr);
   std::cerr << "launching " << nproc << " processes (ranks 0.." << nproc - 1 << ", rendezvous 127.0.0.1:" << port
             << "); rank 0 writes the outputs\n";
+  const char* exe = executable().c_str();
   std::vector<std::string> argv_strings = args;
   const std::vector<char*> cargv = c_pointers(argv_strings);
   for (int r = 0; r < nproc; ++r) {
@@ -107,7 +109,7 @@ int launch_local(int nproc, const std::vector<std::string>& args) {
       // Its own process group: a terminal's Ctrl-C reaches this launcher alone, which passes each signal on
       // once (a rank's second signal kills it at once, so it must not get the terminal's copy too).
       ::setpgid(0, 0);
-      ::execve("/proc/self/exe", cargv.data(), envp.data());
+      ::execve(exe, cargv.data(), envp.data());
       [[maybe_unused]] auto n = ::write(2, exec_failed.data(), exec_failed.size());
       ::_exit(kExitDevice);
     }

@@ -17,6 +17,7 @@
 #include <torch/cuda.h>
 
 #include "config/sweep.h"
+#include "cli.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/run_lock.h"
@@ -52,6 +53,7 @@ pid_t start_run(const std::vector<std::string>& args, const std::string& log, in
   if (gpu >= 0) pinned.push_back("CUDA_VISIBLE_DEVICES=" + std::to_string(gpu));
   std::vector<std::string> env = environment_with(pinned);
   const std::vector<char*> envp = c_pointers(env);
+  const char* exe = executable().c_str();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fd);
@@ -63,7 +65,7 @@ pid_t start_run(const std::vector<std::string>& args, const std::string& log, in
     if (::getppid() != parent) ::_exit(kExitSigterm);  // the sweep died before prctl
     ::dup2(fd, 1);
     ::dup2(fd, 2);
-    ::execve("/proc/self/exe", argv.data(), envp.data());
+    ::execve(exe, argv.data(), envp.data());
     ::_exit(kExitDevice);
   }
   ::setpgid(pid, pid);

@@ -1,12 +1,19 @@
 #include "support/fixtures.h"
 
+#include <fcntl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <stdexcept>
 #include <filesystem>
 #include <fstream>
 #include <opencv2/core.hpp>
 
+#include "cli.h"
 #include "config/resolve.h"
 #include "config/validate.h"
 #include "core/fs.h"
@@ -128,7 +135,58 @@ std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-RunResult run_kgtrain(const std::vector<std::string>& args) { return run_kgtrain_env({}, args); }
+RunResult run_kgtrain(const std::vector<std::string>& args) {
+  if (const char* spawn = std::getenv("KGTRAIN_TEST_SPAWN"); spawn && std::string(spawn) == "1")
+    return run_kgtrain_env({}, args);
+  std::vector<std::string> words{KGTRAIN_BINARY};  // argv[0]: fit --nproc and sweeps start it as their children
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+
+  // File descriptors 1 and 2 go to a file for the call: std::cout, C stdio and any child process write there.
+  char path[] = "/tmp/kgtrain-test-output-XXXXXX";
+  const int fd = ::mkstemp(path);
+  if (fd < 0) throw std::runtime_error(std::string("run_kgtrain: cannot create ") + path);
+  ::unlink(path);
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  const int saved_out = ::dup(1), saved_err = ::dup(2);
+  ::dup2(fd, 1);
+  ::dup2(fd, 2);
+  // What a command may leave behind in this process: stream formatting and its SIGINT/SIGTERM handlers.
+  std::ios cout_format(nullptr), cerr_format(nullptr);
+  cout_format.copyfmt(std::cout);
+  cerr_format.copyfmt(std::cerr);
+  struct sigaction old_int {}, old_term {};
+  ::sigaction(SIGINT, nullptr, &old_int);
+  ::sigaction(SIGTERM, nullptr, &old_term);
+
+  RunResult r;
+  kg::app::set_executable(KGTRAIN_BINARY);
+  r.exit_code = kg::app::run(static_cast<int>(words.size()), argv.data());
+
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  std::cout.copyfmt(cout_format);
+  std::cerr.copyfmt(cerr_format);
+  std::cout.clear();
+  std::cerr.clear();
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  ::dup2(saved_out, 1);
+  ::dup2(saved_err, 2);
+  ::close(saved_out);
+  ::close(saved_err);
+  ::lseek(fd, 0, SEEK_SET);
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) r.output.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return r;
+}
 
 RunResult run_kgtrain_env(const std::vector<std::string>& env, const std::vector<std::string>& args) {
   std::string cmd = env.empty() ? "" : "env";

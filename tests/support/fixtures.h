@@ -40,9 +40,12 @@ struct RunResult {
   int exit_code = -1;
   std::string output;  // stdout + stderr
 };
-// Runs the kgtrain binary with `args` (shell-quoted here).
+// Runs kgtrain's command line with `args` in this process (app/cli.h: the binary's code, linked into the tests), its
+// stdout and stderr captured: no process to start (LibTorch's libraries and static registries cost ~1 s each time, ~2 s
+// under ASan). What needs a process of its own (a signal, LD_PRELOAD, concurrency) uses run_kgtrain_env, run_shell
+// or spawn (support/process.h); KGTRAIN_TEST_SPAWN=1 runs these through the binary too.
 RunResult run_kgtrain(const std::vector<std::string>& args);
-// kgtrain with environment assignments ("NAME=value") set for it alone, as env(1) does.
+// The kgtrain binary, with environment assignments ("NAME=value") set for it alone, as env(1) does.
 RunResult run_kgtrain_env(const std::vector<std::string>& env, const std::vector<std::string>& args);
 // `s` as one single-quoted shell word.
 std::string shell_quote(const std::string& s);
