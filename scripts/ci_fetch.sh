@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# What CI downloads, fetched early so that the network runs beside the compilers (.ci/run):
+#   bash scripts/ci_fetch.sh packages    every Debian package the stages install, in one go (apt runs one at a time, so
+#                                        nothing after this installs any)
+#   bash scripts/ci_fetch.sh downloads   no apt and no compiler: PyPI's torch into .venv-torch (setup.sh), the pinned
+#                                        header-only .debs (build_cuda.sh --fetch-deps), torch's wheels and the tools
+#                                        venv of the wheel check (check_wheel.sh --fetch-only)
+# Each script still fetches what it finds missing when run on its own.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+case "${1:-}" in
+  packages)
+    bash scripts/setup.sh --torch debian --packages-only
+    # sanitize.sh's clang runtimes; setup.sh --torch pip's venv; the root file systems of the Docker and wheel
+    # checks; build_wheel.sh's reference BLAS; make_photo_jpegs.sh's photographs.
+    PKGS=(clang libclang-rt-14-dev python3-venv mmdebstrap libblas3 liblapack3 lomiri-wallpapers-16.04
+          lomiri-wallpapers-20.04 mate-backgrounds plasma-workspace-wallpapers)
+    missing=()
+    for p in "${PKGS[@]}"; do
+      dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+      SUDO=""
+      [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+      echo "ci_fetch: installing ${missing[*]}"
+      $SUDO apt-get update -q >/dev/null
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+    fi
+    ;;
+  downloads)
+    bash scripts/setup.sh --torch pip --packages-only --no-header-packages
+    bash scripts/build_cuda.sh --fetch-deps .deps/hdr
+    bash scripts/check_wheel.sh --fetch-only
+    ;;
+  *)
+    echo "usage: bash scripts/ci_fetch.sh packages|downloads" >&2
+    exit 2
+    ;;
+esac
