@@ -5,7 +5,7 @@
 # (tests/fuzz/regressions/<h>) and prints, per harness: executions, coverage (edges), features, corpus size, findings.
 #   bash scripts/fuzz.sh [SECONDS] [HARNESS...]     (default 60 s each, every harness)
 # A finding (crash, uncaught exception, sanitizer report, leak, timeout > 10 s, > 2 GB RSS) leaves its input in
-# build-asan/fuzz/findings/<h>/ and makes the script exit 1; replay one with build-asan/fuzz_<h> FILE. Fix it, then
+# build-asan/fuzz/findings/<h>/ and makes the script exit 1; replay one with KG_FUZZ_HARNESS=<h> build-asan/kgtrain_fuzz FILE. Fix it, then
 # commit the input to tests/fuzz/regressions/<h>/ so the ordinary test suite replays it forever.
 # The corpus libFuzzer grows is kept in build-asan/fuzz/corpus/<h> (not committed) and reused by the next run.
 # KGTRAIN_FUZZ_SEED=N fixes libFuzzer's random seed (CI does, so its short runs explore the same way each time).
@@ -24,7 +24,7 @@ done
 
 bash scripts/sanitize.sh --configure-only
 export CCACHE_BASEDIR="$PWD"
-cmake --build "$BUILD" -j "$(nproc)" --target "${HARNESSES[@]/#/fuzz_}"
+cmake --build "$BUILD" -j "$(nproc)" --target kgtrain_fuzz
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:detect_container_overflow=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -42,7 +42,7 @@ for h in "${HARNESSES[@]}"; do
   [ -d "tests/fuzz/regressions/$h" ] && seeds+=(tests/fuzz/regressions/"$h")
   before=$(find "$findings" -type f | wc -l)
   set +e
-  "$BUILD/fuzz_$h" "$work" "${seeds[@]}" "${dict[@]}" "${seed[@]}" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 \
+  KG_FUZZ_HARNESS=$h "$BUILD/kgtrain_fuzz" "$work" "${seeds[@]}" "${dict[@]}" "${seed[@]}" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 \
     -max_len=131072 -print_final_stats=1 -artifact_prefix="$findings/" >"$log" 2>&1
   rc=$?
   set -e

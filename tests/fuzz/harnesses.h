@@ -1,8 +1,8 @@
 // libFuzzer harnesses: one per kind of input a user hands kgtrain. Each takes arbitrary bytes, drives the same code
 // path the commands use, and treats a kg::Error with exit code 2 or 3 (a clean refusal) as success. Anything else
 // escaping (another exception type, an internal error, a crash, a sanitizer report, a hang) is a finding.
-// Built as fuzz_<name> executables by CMake (KGTRAIN_FUZZ=ON, scripts/fuzz.sh) and replayed over their committed
-// corpora and regression inputs by the Catch2 suite (tests/fuzz/test_fuzz_corpus.cpp).
+// Built into one executable, kgtrain_fuzz (KG_FUZZ_HARNESS=<name>; KGTRAIN_FUZZ=ON, scripts/fuzz.sh), and replayed
+// over their committed corpora and regression inputs by the Catch2 suite (tests/fuzz/test_fuzz_corpus.cpp).
 #pragma once
 #include <cstddef>
 #include <cstdint>
