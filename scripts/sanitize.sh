@@ -2,7 +2,7 @@
 # The test suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang; Debian's LibTorch): builds build-asan/
 # (lib/ also carries libFuzzer's coverage instrumentation, so scripts/fuzz.sh links its harnesses from the same
 # objects) and runs ctest there. Any sanitizer report fails the test it happens in (no recovery), leaks included.
-#   bash scripts/sanitize.sh [CTEST ARGS...]     e.g. -R csv, -E slow; default: every test
+#   bash scripts/sanitize.sh [CTEST ARGS...]     e.g. -R csv, -E integration; default: every test
 #   bash scripts/sanitize.sh --unit              the [unit] test cases only, in one process (what CI runs)
 #   bash scripts/sanitize.sh --configure-only    (what scripts/fuzz.sh calls)
 set -euo pipefail
@@ -17,9 +17,12 @@ if ! command -v clang++ >/dev/null || ! dpkg-query -W -f='${Status}' libclang-rt
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends clang libclang-rt-14-dev
 fi
 # -O1 keeps stack traces exact. NDEBUG as LibTorch was built (its headers lay structs out differently without it);
-# CMake keeps nlohmann/json's and toml++'s assertions on in this build (KGTRAIN_SANITIZE).
+# CMake keeps nlohmann/json's and toml++'s assertions on in this build (KGTRAIN_SANITIZE). UBSan without its vptr
+# check (a call through an object of the wrong dynamic type): the costliest of its checks to compile, a quarter of a
+# sanitized file's compile time (32 s -> 25 s for lib/'s transforms batch); every other UBSan check stays on.
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" -DKG_OPENCV=on -DKG_TORCH_FLAVOR=debian \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG -fno-sanitize=vptr" -DKG_OPENCV=on \
+  -DKG_TORCH_FLAVOR=debian \
   -DKGTRAIN_SANITIZE=address,undefined -DKGTRAIN_FUZZ=ON >/dev/null
 [ "${1:-}" = --configure-only ] && exit 0
 

@@ -10,7 +10,9 @@ secs() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]
 python3 -m venv /venv
 PIP=(/venv/bin/python -m pip install -q --disable-pip-version-check --no-index)
 t=$(now)
-"${PIP[@]}" --find-links /mnt/wheelhouse torch
+# --no-compile: torch's ~10,000 .py files are not byte-compiled up front (Python does it as modules are imported);
+# 25 s less here, with nothing else changed (kgtrain itself is installed the usual way below).
+"${PIP[@]}" --no-compile --find-links /mnt/wheelhouse torch
 echo "check_wheel: torch installed offline in $(secs "$t" "$(now)") s"
 export PATH=/venv/bin:$PATH
 
