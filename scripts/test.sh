@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs, builds and runs the whole test suite (unit + integration, CPU only; [gpu] tests skip themselves
-# without a GPU) against both LibTorch builds. This is what CI runs (bash .ci/run -> bash scripts/test.sh):
+# without a GPU) against both LibTorch builds (CI's .ci/run runs the same suite once, on Debian's LibTorch under
+# ASan + UBSan: scripts/sanitize.sh):
 #   1. Debian's libtorch-dev 1.13 with OpenBLAS                  -> build-debian/ (setup.sh --torch debian)
 #   2. PyPI's torch wheel (2.x, CUDA compiled in, CPU tests run) -> build-cuda/ (scripts/test_pip_torch.sh: the
 #      Kaggle/Colab route, header-only dependencies fetched, Debian's header packages hidden)
