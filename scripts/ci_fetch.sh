@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What CI downloads, fetched early so that the network runs beside the compilers (.ci/run):
-#   bash scripts/ci_fetch.sh packages    every Debian package the stages install, in one go (apt runs one at a time, so
-#                                        nothing after this installs any)
+#   bash scripts/ci_fetch.sh packages    the Debian packages of setup.sh --torch debian and of the stages that run in
+#                                        the background (apt runs one at a time)
 #   bash scripts/ci_fetch.sh downloads   no apt and no compiler: PyPI's torch into .venv-torch (setup.sh), the pinned
 #                                        header-only .debs (build_cuda.sh --fetch-deps), torch's wheels and the tools
 #                                        venv of the wheel check (check_wheel.sh --fetch-only)
@@ -11,10 +11,11 @@ cd "$(dirname "$0")/.."
 case "${1:-}" in
   packages)
     bash scripts/setup.sh --torch debian --packages-only
-    # sanitize.sh's clang runtimes; setup.sh --torch pip's venv; the root file systems of the Docker and wheel
-    # checks; build_wheel.sh's reference BLAS; make_photo_jpegs.sh's photographs.
-    PKGS=(clang libclang-rt-14-dev python3-venv mmdebstrap libblas3 liblapack3 lomiri-wallpapers-16.04
-          lomiri-wallpapers-20.04 mate-backgrounds plasma-workspace-wallpapers)
+    # What the background stages need (apt runs one at a time, so they may install nothing): setup.sh --torch pip's
+    # venv, the Docker check's root file system. The foreground scripts install what they lack themselves before or
+    # after them (.ci/run: sanitize.sh --configure-only's clang; build_wheel.sh's reference BLAS and
+    # make_photo_jpegs.sh's photographs, with only the fuzzers beside them).
+    PKGS=(python3-venv mmdebstrap)
     missing=()
     for p in "${PKGS[@]}"; do
       dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
