@@ -199,11 +199,10 @@ jobs::JobOptions RecipeFlags::resolve(const std::string& command) const {
   config::ResolveInput in = resolve_input(*this);
   if (in.recipe_files.empty()) throw UsageError(command + " needs at least one RECIPE.toml before the overrides");
   auto resolved = config::resolve(in);
-  auto validated = config::validate(resolved.tree);
-  for (auto& w : validated.warnings) std::cerr << "warning: " << w << "\n";
   jobs::JobOptions o;
+  o.recipe = config::Recipe::validate(resolved.tree);
+  for (auto& w : o.recipe.warnings()) std::cerr << "warning: " << w << "\n";
   o.command = command;
-  o.recipe = std::move(validated.tree);
   o.layers = resolved.layers;
   o.env_name = resolved.env_name + (resolved.env_file.empty() ? "" : " (" + resolved.env_file + ")");
   o.run_dir = run_dir;

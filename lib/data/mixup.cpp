@@ -137,7 +137,7 @@ MixPlan::Elem elem_for(const MixupOptions& o, Rng& rng, int64_t h, int64_t w) {
 
 }  // namespace
 
-MixupOptions load_mixup_options(const config::Tree& recipe) {
+MixupOptions MixupOptions::load(const config::Tree& recipe) {
   return mixup_fields().load(config::Options(&recipe, "mixup"));
 }
 

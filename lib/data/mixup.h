@@ -17,6 +17,7 @@ namespace kg::data {
 
 // Recipe section [mixup]; each field's doc is in mixup_fields() (data/mixup.cpp) and docs/reference.md.
 struct MixupOptions {
+  static MixupOptions load(const config::Tree& recipe);  // recipe.get<MixupOptions>() decodes it once
   double mixup_alpha = 0.0;
   double cutmix_alpha = 0.0;
   std::optional<std::vector<double>> cutmix_minmax;
@@ -27,8 +28,6 @@ struct MixupOptions {
   double label_smoothing = 0.0;
   int64_t off_epoch = 0;
 };
-
-MixupOptions load_mixup_options(const config::Tree& recipe);
 
 // Whether mixing can happen in `epoch`: an alpha (or cutmix_minmax) is set, prob > 0, and
 // off_epoch has not been reached. When false, apply_mixup only turns the targets into smoothed

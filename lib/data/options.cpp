@@ -172,7 +172,7 @@ KG_REGISTER_SECTION("cv", "cross-validation split", cv_fields().schema(), "");
 
 }  // namespace
 
-DataOptions load_data_options(const config::Tree& recipe) {
+DataOptions DataOptions::load(const config::Tree& recipe) {
   auto d = data_fields().load(config::Options(&recipe, "data"));
   // Decoding reads the limit process-wide (as PIL's Image.MAX_IMAGE_PIXELS): every job loads its data options here.
   set_max_image_pixels(d.max_image_pixels);
@@ -181,7 +181,7 @@ DataOptions load_data_options(const config::Tree& recipe) {
            "\" has classes: set it to \"none\"");
   return d;
 }
-CvOptions load_cv_options(const config::Tree& recipe) {
+CvOptions CvOptions::load(const config::Tree& recipe) {
   auto cv = cv_fields().load(config::Options(&recipe, "cv"));
   cv.run_folds.clear();
   if (cv.fold.is_string()) {

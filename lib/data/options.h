@@ -10,6 +10,7 @@ namespace kg::data {
 
 // Recipe section [data]; each field's doc is in data_fields() (data/options.cpp) and docs/reference.md.
 struct DataOptions {
+  static DataOptions load(const config::Tree& recipe);  // recipe.get<DataOptions>() decodes it once
   std::string format = "auto";
   std::string root = "data";
   std::string train_csv = "train.csv";
@@ -47,6 +48,7 @@ struct DataOptions {
 
 // Recipe section [cv]; each field's doc is in cv_fields() (data/options.cpp) and docs/reference.md.
 struct CvOptions {
+  static CvOptions load(const config::Tree& recipe);  // recipe.get<CvOptions>() decodes it once
   int64_t folds = 5;
   config::json fold = 0;
   std::vector<int64_t> run_folds;  // cv.fold expanded (filled by load_cv_options)
@@ -60,8 +62,6 @@ struct ImageGeometry {
   int64_t height = 0, width = 0, channels = 3;
 };
 
-DataOptions load_data_options(const config::Tree& recipe);
-CvOptions load_cv_options(const config::Tree& recipe);
 // The final (evaluation) input size: data.image_size, or its schedule's last stage.
 ImageGeometry geometry(const DataOptions& o);
 

@@ -35,7 +35,7 @@ KG_REGISTER_SECTION("pseudo", "pseudo-labelling: which confident unlabeled rows 
                     pseudo_fields().schema(), "");
 }  // namespace
 
-PseudoOptions load_pseudo_options(const config::Tree& recipe) {
+PseudoOptions PseudoOptions::load(const config::Tree& recipe) {
   return pseudo_fields().load(config::Options(&recipe, "pseudo"));
 }
 

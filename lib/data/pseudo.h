@@ -13,13 +13,13 @@ namespace kg::data {
 
 // Recipe section [pseudo]; each field's doc is in pseudo_fields() (data/pseudo.cpp) and docs/reference.md.
 struct PseudoOptions {
+  static PseudoOptions load(const config::Tree& recipe);  // recipe.get<PseudoOptions>() decodes it once
   double threshold = 0.9;
   double top_fraction = 0;
   bool soft = false;
   std::string source_csv;
   std::string source_image_dir;
 };
-PseudoOptions load_pseudo_options(const config::Tree& recipe);
 
 struct PseudoSelection {
   std::vector<int64_t> rows;       // selected row indices, ascending

@@ -85,7 +85,7 @@ config::Fields<DeviceOptions> device_fields() {
 KG_REGISTER_SECTION("device", "where the model runs", device_fields().schema(), "");
 }  // namespace
 
-DeviceOptions load_options(const config::Tree& recipe) {
+DeviceOptions DeviceOptions::load(const config::Tree& recipe) {
   return device_fields().load(config::Options(&recipe, "device"));
 }
 

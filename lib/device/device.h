@@ -13,6 +13,7 @@ namespace kg::device {
 
 // Recipe section [device]; each field's doc is in device_fields() (device/device.cpp) and docs/reference.md.
 struct DeviceOptions {
+  static DeviceOptions load(const config::Tree& recipe);  // recipe.get<DeviceOptions>() decodes it once
   std::string name = "auto";
   int64_t threads = 0;
   bool channels_last = false;
@@ -55,7 +56,6 @@ struct DeviceInfo {
 // Chooses the device and applies the process-wide settings. DeviceError for an unavailable device,
 // ConfigError for a precision the device cannot run.
 DeviceInfo setup(const DeviceOptions& opts);
-DeviceOptions load_options(const config::Tree& recipe);
 // What setup() decides for `hw`, without touching LibTorch (unit tests use fake hardware).
 DeviceInfo plan(const DeviceOptions& opts, const DeviceDescription& hw);
 // Applies `info`'s threads, deterministic algorithms (and CUBLAS_WORKSPACE_CONFIG), TF32 and cuDNN

@@ -38,14 +38,14 @@ void trial_step(model::Network& net, optim::Optimizer& opt, const model::ModelCo
 
 void resolve_auto_batch(JobOptions& o) {
   if (!train::batch_size_is_auto(o.recipe)) return;
-  const auto topt = train::load_train_options(o.recipe);
-  const auto dev = device::setup(device::load_options(o.recipe));
+  const auto topt = o.recipe.get<train::TrainOptions>();
+  const auto dev = device::setup(o.recipe.get<device::DeviceOptions>());
   const auto in = recipe_model_input(o.recipe);
   const auto& backend = device::backend_for(dev.device.type());
   const int index = dev.device.is_cuda() ? dev.device.index() : 0;
   const double limit = (1.0 - topt.auto_batch_margin) * static_cast<double>(dev.hardware.total_memory);
   // optim.lr = "find" has no number yet; any lr builds the same optimizer state.
-  const config::Tree recipe = lr_is_find(o.recipe) ? with_lr(o.recipe, 1.0) : o.recipe;
+  const config::Recipe recipe = lr_is_find(o.recipe) ? with_lr(o.recipe, 1.0) : o.recipe;
   log(o, "batch size auto: trying powers of two up to " + std::to_string(topt.auto_batch_max) + " on " +
              dev.description + " (input " + std::to_string(in.ctx.in_chans) + "x" + std::to_string(in.ctx.height) +
              "x" + std::to_string(in.ctx.width) + ", " + format_significant(topt.auto_batch_margin * 100, 3) + "% of " +
@@ -99,7 +99,7 @@ void resolve_auto_batch(JobOptions& o) {
   config::Entry e;
   if (const config::Entry* old = o.recipe.find("train.batch_size")) e = *old;
   e.value = chosen;
-  o.recipe.set("train.batch_size", e);
+  o.recipe = o.recipe.with_entries({{"train.batch_size", e}});
   o.auto_batch = {{"batch_size", chosen},
                   {"stopped", stopped},
                   {"margin", topt.auto_batch_margin},

@@ -20,17 +20,14 @@ namespace kg::jobs::bench {
 namespace {
 
 // The recipe with key=value `overrides` set as the command line sets them, validated again.
-config::Tree with_overrides(const config::Tree& recipe, const std::vector<std::string>& overrides) {
-  config::Tree t = recipe;
+config::Recipe with_overrides(const config::Recipe& recipe, const std::vector<std::string>& overrides) {
+  std::vector<std::pair<std::string, config::json>> changes;
   for (const auto& w : overrides) {
     const auto eq = w.find('=');
     KG_ASSERT(eq != std::string::npos, "bench override without '=': ", w);
-    config::Entry e;
-    e.value = config::parse_override_value(w.substr(eq + 1));
-    e.origin = config::Origin::command_line();
-    t.set(w.substr(0, eq), e);
+    changes.emplace_back(w.substr(0, eq), config::parse_override_value(w.substr(eq + 1)));
   }
-  return config::validate(t).tree;
+  return recipe.with(changes, config::Origin::command_line());
 }
 
 // The first line of an error: LibTorch's carry a backtrace below it.
@@ -162,14 +159,14 @@ Row Runner::time(const std::string& name, const std::vector<std::string>& overri
   KG_ASSERT(s.topt.batch_size > 0, "run_bench resolves train.batch_size = \"auto\" before timing");
   if (phases) {
     base_.dev = s.dev;
-    base_.device_options = device::load_options(s.recipe);
+    base_.device_options = s.recipe.get<device::DeviceOptions>();
     base_.fold = s.cv.run_folds.front();
     base_.num_workers = s.dopt.num_workers;
     base_.cache = s.dopt.cache;
     base_.batch_size = s.topt.batch_size;
     base_.accum_steps = s.topt.accum_steps;
     base_.eval_batch = train::eval_batch_size(s.topt);
-    base_.grad_checkpointing = model::load_options(s.recipe).grad_checkpointing;
+    base_.grad_checkpointing = s.recipe.get<model::ModelOptions>().grad_checkpointing;
     if (o_.dry_run) {
       r.timing = config_shape(s);
       return r;

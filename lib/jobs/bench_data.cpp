@@ -196,10 +196,10 @@ json loader_section(const BenchDataRequest& o, const data::Table& table, const s
 
 int run_bench_data(const BenchDataRequest& o) {
   const auto& recipe = o.recipe;
-  auto run = train::load_run_options(recipe);
-  auto topt = train::load_train_options(recipe);
-  auto dopt = data::load_data_options(recipe);
-  auto cv = data::load_cv_options(recipe);
+  auto run = recipe.get<train::RunOptions>();
+  auto topt = recipe.get<train::TrainOptions>();
+  auto dopt = recipe.get<data::DataOptions>();
+  auto cv = recipe.get<data::CvOptions>();
   const auto seed = static_cast<uint64_t>(run.seed);
   auto has = [&](const char* s) {
     return std::find(o.bench_sections.begin(), o.bench_sections.end(), s) != o.bench_sections.end();

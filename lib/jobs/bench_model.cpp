@@ -42,20 +42,18 @@ using bench::median;
 
 // The recipe with model.name = `name`. Another family keeps only the keys every model shares
 // (resnet9's width means nothing to convnext); no model loads model.pretrained here.
-config::Tree model_recipe(const config::Tree& recipe, const std::string& name) {
-  config::Tree t = recipe;
-  if (name != model::model_name(recipe)) {
-    std::set<std::string> shared;
-    for (const auto& k : config::sections().at("model").schema) shared.insert("model." + k.key);
-    for (const auto& key : t.keys_under("model"))
-      if (!shared.count(key)) t.erase(key);
-    config::Entry e;
-    e.value = name;
-    e.origin = config::Origin::command_line();
-    t.set("model.name", e);
-  }
-  t.erase("model.pretrained");
-  return t;
+config::Recipe model_recipe(const config::Recipe& recipe, const std::string& name) {
+  const bool other = name != model::model_name(recipe);
+  return recipe.edited([&](config::Tree& t) {
+    if (other) {
+      std::set<std::string> shared;
+      for (const auto& k : config::sections().at("model").schema) shared.insert("model." + k.key);
+      for (const auto& key : t.keys_under("model"))
+        if (!shared.count(key)) t.erase(key);
+      t.set("model.name", config::Entry{name, config::Origin::command_line(), {}, false});
+    }
+    t.erase("model.pretrained");
+  });
 }
 
 struct Step {
@@ -108,7 +106,7 @@ std::function<at::Tensor(const at::Tensor&)> synthetic_loss(data::Task task, int
 }
 
 // One configuration (layout, checkpointing) of one model: warm-up, then the timed steps; the report row.
-json time_config(const BenchModelRequest& o, const config::Tree& tree, model::Network& net, const at::Tensor& x,
+json time_config(const BenchModelRequest& o, const config::Recipe& tree, model::Network& net, const at::Tensor& x,
                  const at::Tensor& feats, const std::function<at::Tensor(const at::Tensor&)>& loss_fn,
                  const at::Tensor& sync_param, device::Precision precision, bool measure_heap, double gflops,
                  const std::string& name, const std::string& layout, bool ckpt, int64_t batch) {
@@ -189,11 +187,11 @@ int run_bench_model(const BenchModelRequest& o) {
     if (!model::model_registry().find_info(n)) model::model_registry().unknown(n, "--models");
 
   auto in = recipe_model_input(recipe);
-  const auto dev = device::setup(device::load_options(recipe));
-  const auto run = train::load_run_options(recipe);
+  const auto dev = device::setup(recipe.get<device::DeviceOptions>());
+  const auto run = recipe.get<train::RunOptions>();
   auto ctx = in.ctx;
   if (o.flags.size > 0) ctx.height = ctx.width = o.flags.size;
-  const int64_t batch = o.flags.batch > 0 ? o.flags.batch : train::load_train_options(recipe).batch_size;
+  const int64_t batch = o.flags.batch > 0 ? o.flags.batch : recipe.get<train::TrainOptions>().batch_size;
   std::vector<bool> ckpt_modes{false};
   if (o.flags.grad_checkpointing) ckpt_modes.push_back(true);
   const bool measure_heap = dev.device.is_cpu() && device::heap_in_use() >= 0;
@@ -230,7 +228,7 @@ int run_bench_model(const BenchModelRequest& o) {
   std::string notes;
   for (const auto& name : names) {
     log(o, "  building " + name + "...");
-    const config::Tree tree = model_recipe(recipe, name);
+    const config::Recipe tree = model_recipe(recipe, name);
     torch::manual_seed(static_cast<uint64_t>(run.seed));
     auto net = model::build(tree, ctx);
     net->to(dev.device);

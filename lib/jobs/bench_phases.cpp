@@ -149,7 +149,7 @@ void time_compute_phases(FitSetup& s, model::Network& net, const data::Batch& b,
   auto opt = optim::build(s.recipe, net);
   auto scaler = dev.make_scaler();
   const train::MicroStep micro{&net, s.loss.get(), dev.precision, dev.device.type(), scaler.enabled()};
-  const train::GradientPolicy policy(train::load_train_options(s.recipe));
+  const train::GradientPolicy policy(s.recipe.get<train::TrainOptions>());
   const auto params = net.parameters();
   const int64_t n = st.warmup + st.steps * st.repeats;
   std::vector<double> copy, fwd, bwd, step;

@@ -90,7 +90,7 @@ std::vector<std::string> run_checkpoints(const std::string& run, const std::stri
 Ensemble collect_members(const JobOptions& o, const ModelSources& m) {
   KG_CHECK(!m.checkpoints.empty() || !m.weights.empty() || !m.from_runs.empty(), UsageError, o.command,
            " needs --from-run RUN_DIR, --checkpoint DIR (e.g. RUN/checkpoints/best) or --weights FILE.safetensors");
-  const auto topt = tta::load_tta_options(o.recipe);
+  const auto topt = o.recipe.get<tta::TtaOptions>();
   Ensemble e;
   bool have = false;
   for (auto& run : m.from_runs) {
@@ -104,14 +104,14 @@ Ensemble collect_members(const JobOptions& o, const ModelSources& m) {
   }
   for (auto& dir : m.checkpoints) e.members.push_back(member_of(dir, topt.weights, e.classes, have));
   if (!m.weights.empty()) {
-    auto cl = data::infer_classes(data::load_data_options(o.recipe));
+    auto cl = data::infer_classes(o.recipe.get<data::DataOptions>());
     KG_CHECK(!have || (cl.names == e.classes.names && cl.task == e.classes.task), UsageError,
              "--weights use the recipe's classes (", cl.size(), ") but the checkpoints have ", e.classes.size(),
              "; an ensemble needs the same classes");
     e.classes = cl;
     for (auto& f : m.weights) e.members.push_back({f, model::read_safetensors(f), -1, ""});
   }
-  const auto dopt = data::load_data_options(o.recipe);
+  const auto dopt = o.recipe.get<data::DataOptions>();
   KG_CHECK(data::parse_task(dopt.task) == e.classes.task, UsageError, "the checkpoints predict a ",
            data::task_name(e.classes.task), " task but the recipe says data.task = \"", dopt.task,
            "\"; use the recipe the checkpoints were trained with");
@@ -140,10 +140,10 @@ struct EnsemblePredictor::Impl {
   Impl(const JobOptions& jo, const data::ClassList& cl, int64_t feature_dim)
       : o(jo),
         classes(cl),
-        dopt(data::load_data_options(jo.recipe)),
-        topt(train::load_train_options(jo.recipe)),
-        tta(tta::load_tta_options(jo.recipe)),
-        dev(device::setup(device::load_options(jo.recipe))),
+        dopt(jo.recipe.get<data::DataOptions>()),
+        topt(jo.recipe.get<train::TrainOptions>()),
+        tta(jo.recipe.get<tta::TtaOptions>()),
+        dev(device::setup(jo.recipe.get<device::DeviceOptions>())),
         geom(data::geometry(dopt)),
         task(data::task_name(cl.task)) {
     seed = static_cast<uint64_t>(jo.recipe.at("run.seed").value.get<int64_t>());
@@ -258,9 +258,9 @@ const std::vector<std::string>& EnsemblePredictor::view_labels() const { return 
 std::string EnsemblePredictor::task() const { return p_->task; }
 std::string EnsemblePredictor::device_description() const { return p_->dev.description; }
 
-at::Tensor merge_members(const std::vector<at::Tensor>& probs, const config::Tree& recipe, const std::string& task) {
+at::Tensor merge_members(const std::vector<at::Tensor>& probs, const config::Recipe& recipe, const std::string& task) {
   if (probs.size() == 1) return probs.front();
-  return tta::merge_probs(probs, tta::load_tta_options(recipe).merge, task);
+  return tta::merge_probs(probs, recipe.get<tta::TtaOptions>().merge, task);
 }
 
 }  // namespace kg::jobs

@@ -60,6 +60,6 @@ class EnsemblePredictor {
 };
 
 // Ensemble-level helpers.
-at::Tensor merge_members(const std::vector<at::Tensor>& probs, const config::Tree& recipe, const std::string& task);
+at::Tensor merge_members(const std::vector<at::Tensor>& probs, const config::Recipe& recipe, const std::string& task);
 
 }  // namespace kg::jobs

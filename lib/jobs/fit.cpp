@@ -121,7 +121,7 @@ void FitRun::log(const std::string& line) const { jobs::log(o_, line); }
 
 int FitRun::run() {
   if (lr_is_find(s_.recipe)) {
-    (void)train::load_lr_find_options(s_.recipe);  // lr_find.start_lr < end_lr before anything is built
+    (void)s_.recipe.get<train::LrFindOptions>();  // lr_find.start_lr < end_lr before anything is built
     KG_CHECK(o_.plot_schedule.empty(), UsageError,
              "--plot-schedule needs a number in optim.lr; with optim.lr = \"find\" the ",
              "lr is only known after the finder runs: run kgtrain lr-find first, then --plot-schedule with "
@@ -176,7 +176,7 @@ bool FitRun::preview() {
                                      s_.stages.back().batch_size > 0 ? s_.stages.back().batch_size : topt.batch_size,
                                      table.feature_dim);
   // optim.lr = "find": any number shows the plan's shape; the finder sets the real one before training.
-  const config::Tree shown = lr_find ? with_lr(recipe, 1.0) : recipe;
+  const config::Recipe shown = lr_find ? with_lr(recipe, 1.0) : recipe;
   const auto first_split = s_.split_of(s_.cv.run_folds.front());
   train::Plan plan(shown, s_.epochs, s_.steps_of(static_cast<int64_t>(first_split.first.size())), net->group_names());
   auto opt = optim::build(shown, *net);
@@ -255,8 +255,8 @@ void FitRun::open_run_dir() {
       return;  // still resuming: every fold finds no checkpoint and starts fresh, on every rank alike
     }
     if (fs::exists(fs::path(run_dir_) / "recipe.toml")) {
-      auto diff =
-          changed_lines(read_file((fs::path(run_dir_) / "recipe.toml").string()), config::to_toml(o_.recipe, false));
+      auto diff = changed_lines(read_file((fs::path(run_dir_) / "recipe.toml").string()),
+                                config::to_toml(o_.recipe.tree(), false));
       if (!diff.empty())
         log("  warning: the recipe differs from the run's recipe.toml; resuming with the new values: " +
             join(diff, " | "));
@@ -270,7 +270,7 @@ void FitRun::open_run_dir() {
     log("  run dir " + run_dir_);
     // A folder fit named itself becomes <paths.runs>/latest (not an explicit --run-dir, e.g. a sweep's runs).
     if (o_.run_dir.empty()) {
-      const auto w = point_latest(train::load_paths_options(o_.recipe).runs, run_dir_);
+      const auto w = point_latest(o_.recipe.get<train::PathsOptions>().runs, run_dir_);
       if (!w.empty()) log("  warning: " + w);
     }
     write_split_files();

@@ -87,7 +87,7 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
   train::TrainerIO io;
   io.dir = dir.string();
   io.label = multi_ ? "fold " + std::to_string(k) : "";
-  io.recipe_toml = config::to_toml(recipe, false);
+  io.recipe_toml = config::to_toml(recipe.tree(), false);
   io.provenance = provenance(o_);
   io.state_fields = {{"kgtrain", "fit"},
                      {"model", model::model_name(recipe)},
@@ -125,7 +125,7 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
     model::set_batchnorm_sync([g](const at::Tensor& t) { return g->differentiable_sum(t); });
   }
   // samples.png: the first training batch as the network sees it (log.images; the TensorBoard logger shows it).
-  if (train::load_log_options(recipe).images && report::can_plot() && !fs::exists(dir / "samples.png"))
+  if (recipe.get<train::LogOptions>().images && report::can_plot() && !fs::exists(dir / "samples.png"))
     write_file_atomic(
         (dir / "samples.png").string(),
         training_sample_png(s_, train_rows, 16, 0,

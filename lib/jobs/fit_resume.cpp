@@ -46,8 +46,8 @@ ResumeTarget resume_target(const FitRequest& o) {
       t.note = "--resume auto: " + o.run_dir + " does not exist yet: starting fresh";
     return t;
   }
-  auto run = train::load_run_options(o.recipe);
-  auto paths = train::load_paths_options(o.recipe);
+  auto run = o.recipe.get<train::RunOptions>();
+  auto paths = o.recipe.get<train::PathsOptions>();
   fs::path base = fs::path(paths.runs) / run.name;
   std::vector<fs::path> cands;
   if (fs::is_directory(base))

@@ -25,12 +25,12 @@
 namespace kg::jobs {
 FitSetup::FitSetup(const JobOptions& opts, const std::string& command, std::vector<std::string> initial_weights)
     : o(opts), initial_weights(std::move(initial_weights)) {
-  run = train::load_run_options(o.recipe);
-  topt = train::load_train_options(o.recipe);
-  copt = train::load_checkpoint_options(o.recipe);
-  dopt = data::load_data_options(o.recipe);
-  cv = data::load_cv_options(o.recipe);
-  dev_opts = device::load_options(o.recipe);
+  run = o.recipe.get<train::RunOptions>();
+  topt = o.recipe.get<train::TrainOptions>();
+  copt = o.recipe.get<train::CheckpointOptions>();
+  dopt = o.recipe.get<data::DataOptions>();
+  cv = o.recipe.get<data::CvOptions>();
+  dev_opts = o.recipe.get<device::DeviceOptions>();
   if (o.dist.active()) dev_opts = device::for_local_rank(dev_opts, o.dist.local_rank, o.dist.local_world_size);
   dev = device::setup(dev_opts);
   if (o.dist.active()) {
@@ -79,7 +79,7 @@ FitSetup::FitSetup(const JobOptions& opts, const std::string& command, std::vect
     cuda_graphs = why.empty();
     if (!cuda_graphs) log(o, "  cuda graphs: off (" + why + ")");
   }
-  mix = data::load_mixup_options(recipe);
+  mix = recipe.get<data::MixupOptions>();
   mixing_possible = classes.task != data::Task::regression;
   KG_CHECK(mixing_possible || !(mix.mixup_alpha > 0 || mix.cutmix_alpha > 0 || mix.cutmix_minmax.has_value()),
            ConfigError,
@@ -111,12 +111,7 @@ void FitSetup::fit_warmup_to_smoke_run() {
   int64_t total = 0, per_epoch = 1;
   for (int64_t e = 0; e < topt.epochs; ++e) total += per_epoch = updates_in_epoch(n_train, e, topt.epochs, -1);
   (void)optim::build_schedule(recipe, {1e-3, total, per_epoch});  // the real run's errors
-  config::Entry one, zero;
-  one.value = 1;
-  zero.value = 0.0;
-  one.origin = zero.origin = config::Origin::command_line();
-  recipe.set("schedule.warmup_steps", one);
-  recipe.set("schedule.warmup_epochs", zero);
+  recipe = recipe.with({{"schedule.warmup_steps", 1}, {"schedule.warmup_epochs", 0.0}}, config::Origin::command_line());
   log(o, "  smoke   the warm-up is cut to 1 update (the real run's warm-up fits its " + std::to_string(total) +
              " updates)");
 }
@@ -151,7 +146,7 @@ std::shared_ptr<model::Network> FitSetup::build_net(const std::vector<int64_t>& 
   auto net = model::build(recipe, model_context(geom, classes, table.feature_dim, dopt.target_transform));
   weight_notes.clear();
   if (auto& r = net->pretrained_report())
-    weight_notes.push_back("model.pretrained " + model::load_options(recipe).pretrained + ": " + r->str());
+    weight_notes.push_back("model.pretrained " + recipe.get<model::ModelOptions>().pretrained + ": " + r->str());
   if (net->target_scale().active())
     fit_target_scale(*net, train_rows.empty() ? split_of(cv.run_folds.front()).first : train_rows);
   for (auto& f : initial_weights)
@@ -249,19 +244,17 @@ std::string FitSetup::data_line() const {
          " valid; input " + std::to_string(geom.channels) + "x" + sizes;
 }
 
-bool lr_is_find(const config::Tree& recipe) {
+bool lr_is_find(const config::Recipe& recipe) {
   const config::Entry* e = recipe.find("optim.lr");
   return e && e->value.is_string() && e->value.get<std::string>() == "find";
 }
 
-config::Tree with_lr(const config::Tree& recipe, double lr) {
-  config::Tree r = recipe;
+config::Recipe with_lr(const config::Recipe& recipe, double lr) {
   config::Entry e;
   if (const config::Entry* old = recipe.find("optim.lr")) e = *old;
   e.value = lr;
   e.inner.clear();
-  r.set("optim.lr", e);
-  return r;
+  return recipe.with_entries({{"optim.lr", e}});
 }
 
 }  // namespace kg::jobs

@@ -12,7 +12,7 @@
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
 
-#include "config/tree.h"
+#include "config/recipe.h"
 #include "data/mixup.h"
 #include "data/options.h"
 #include "data/table.h"
@@ -59,7 +59,7 @@ struct FitSetup {
   int threads = 1;  // data.num_workers, at least 1 (table scan)
   data::ClassList classes;
   std::string task;
-  config::Tree recipe;  // o.recipe with the task's default loss (fit: optim.lr = "find" replaced here)
+  config::Recipe recipe;  // o.recipe with the task's default loss (fit: optim.lr = "find" replaced here)
   data::Table table;
   std::vector<int> folds;  // fold of every table row
   std::vector<data::SizeStage> stages;
@@ -115,9 +115,9 @@ struct FitSetup {
 };
 
 // optim.lr = "find" in `recipe`.
-bool lr_is_find(const config::Tree& recipe);
+bool lr_is_find(const config::Recipe& recipe);
 // `recipe` with optim.lr set to `lr` (its origin kept).
-config::Tree with_lr(const config::Tree& recipe, double lr);
+config::Recipe with_lr(const config::Recipe& recipe, double lr);
 
 // The lr finder (lib/jobs/lr_find.cpp) on fold `fold`'s training rows with `net` (on the device, state
 // restored afterwards): writes lr_find.csv, lr_find.json and lr_find.png into `dir`, prints the table

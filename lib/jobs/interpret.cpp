@@ -145,10 +145,8 @@ int run_interpret(const InterpretRequest& r) {
   const auto in = metric::interpret(data::task_name(classes.task), names, oof.preds, oof.targets);
 
   JobOptions o = r;
-  const auto set = [&](const std::string& key, config::json v) {
-    o.recipe.set(key, config::Entry{std::move(v), config::Origin::command_line(), {}, false});
-  };
-  set("data.cache", "none");  // only the rows shown are decoded
+  o.recipe =
+      o.recipe.with({{"data.cache", "none"}}, config::Origin::command_line());  // only the rows shown are decoded
   FitSetup s(o, "interpret");
   std::map<std::string, int64_t> row_of;
   for (int64_t i = 0; i < s.table.size(); ++i) row_of[s.table.rows[static_cast<size_t>(i)].id] = i;

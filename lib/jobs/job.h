@@ -6,14 +6,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config/tree.h"
+#include "config/recipe.h"
 #include "device/distributed.h"
 
 namespace kg::jobs {
 
 struct JobOptions {
   std::string command;              // fit | lr-find | tta-predict | ...
-  config::Tree recipe;              // validated, defaults filled in
+  config::Recipe recipe;            // validated, defaults filled in, immutable (a changed copy: recipe.with())
   std::vector<std::string> layers;  // recipe files applied, in order
   std::string env_name;             // environment layer chosen
   std::string run_dir;              // --run-dir ("" = <paths.runs>/<run.name>/<UTC time>-<command>)

@@ -53,7 +53,7 @@ double interp(double x, const std::vector<double>& xp, const std::vector<double>
 
 // The epochs of fit's plan (fine_tune adds its frozen epochs): the loaders' progressive-resizing stage.
 int64_t plan_epochs(const FitSetup& s, const model::Network& net, int64_t n_train) {
-  const config::Tree r = lr_is_find(s.recipe) ? with_lr(s.recipe, 1.0) : s.recipe;
+  const config::Recipe r = lr_is_find(s.recipe) ? with_lr(s.recipe, 1.0) : s.recipe;
   train::Plan plan(r, s.epochs, s.steps_of(n_train), net.group_names());
   return plan.epochs();
 }
@@ -126,7 +126,7 @@ void print_table(const train::LrFindResult& r, const std::string& dir) {
 }  // namespace
 
 json run_lr_finder(FitSetup& s, model::Network& net, int64_t fold, const std::string& dir) {
-  auto opts = train::load_lr_find_options(s.recipe);
+  auto opts = s.recipe.get<train::LrFindOptions>();
   if (s.o.smoke) opts.num_steps = std::min<int64_t>(opts.num_steps, 20);
   const auto rows = s.split_of(fold).first;
   const int64_t n_epochs = plan_epochs(s, net, static_cast<int64_t>(rows.size()));
@@ -167,7 +167,7 @@ int run_lr_find(const JobOptions& given) {
   resolve_auto_batch(o);
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t_start).count(); };
   FitSetup s(o, "lr-find");
-  (void)train::load_lr_find_options(s.recipe);  // start_lr < end_lr before anything is built
+  (void)s.recipe.get<train::LrFindOptions>();  // start_lr < end_lr before anything is built
   const int64_t fold = s.cv.run_folds.front();
   if (s.cv.run_folds.size() > 1)
     log(o, "  note    cv.fold names " + std::to_string(s.cv.run_folds.size()) + " folds: the finder sweeps fold " +

@@ -58,8 +58,8 @@ int64_t stated_classes(const data::DataOptions& d, data::Task task) {
 
 }  // namespace
 
-RecipeModelInput recipe_model_input(const config::Tree& recipe) {
-  const auto d = data::load_data_options(recipe);
+RecipeModelInput recipe_model_input(const config::Recipe& recipe) {
+  const auto d = recipe.get<data::DataOptions>();
   RecipeModelInput r;
   if (data_present(d)) {
     r.classes = data::infer_classes(d);

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "config/tree.h"
+#include "config/recipe.h"
 #include "data/options.h"
 #include "data/table.h"
 #include "model/model.h"
@@ -26,6 +26,6 @@ struct RecipeModelInput {
 
 // DataError (data::infer_classes's, plus a hint) when the data is absent and the recipe does not
 // state the number of outputs.
-RecipeModelInput recipe_model_input(const config::Tree& recipe);
+RecipeModelInput recipe_model_input(const config::Recipe& recipe);
 
 }  // namespace kg::jobs

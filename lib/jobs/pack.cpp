@@ -94,7 +94,7 @@ int64_t pack_split(const PackRequest& o, const data::DataOptions& dopt, data::Sp
 }  // namespace
 
 int run_pack(const PackRequest& o) {
-  auto dopt = data::load_data_options(o.recipe);
+  auto dopt = o.recipe.get<data::DataOptions>();
   KG_CHECK(o.pack_split == "train" || o.pack_split == "test" || o.pack_split == "both", UsageError,
            "--split must be train, test or both, got \"", o.pack_split, "\"");
   KG_CHECK(o.pack_split != "both" || o.out.empty(), UsageError,

@@ -110,8 +110,8 @@ struct RoundResult {
 // Predicts the unlabeled table with `members` and writes pseudo.csv + pseudo.toml into `dir`.
 RoundResult predict_and_select(const JobOptions& o, const ModelSources& members, const std::string& dir) {
   Ensemble e = collect_members(o, members);
-  const auto popt = data::load_pseudo_options(o.recipe);
-  auto src = data::load_data_options(o.recipe);
+  const auto popt = o.recipe.get<data::PseudoOptions>();
+  auto src = o.recipe.get<data::DataOptions>();
   if (!popt.source_csv.empty()) src.test_csv = popt.source_csv;
   if (!popt.source_image_dir.empty()) src.test_image_dir = popt.source_image_dir;
   src.on_bad_row = "skip";  // an unreadable unlabeled image is simply not pseudo-labelled (listed in summary.json)
@@ -216,10 +216,9 @@ int run_pseudo_label(const PseudoLabelRequest& o) {
       static_cast<JobOptions&>(fo) = o;
       fo.command = "fit";
       fo.run_dir = (dir / "fit").string();
-      fo.recipe.set("data.extra_train_csv",
-                    config::Entry{res.info["pseudo_csv"], config::Origin::command_line(), {}, false});
-      fo.recipe.set("data.extra_image_dir",
-                    config::Entry{res.info["image_dir"], config::Origin::command_line(), {}, false});
+      fo.recipe = o.recipe.with(
+          {{"data.extra_train_csv", res.info["pseudo_csv"]}, {"data.extra_image_dir", res.info["image_dir"]}},
+          config::Origin::command_line());
       log(o, "round " + std::to_string(r) + ": retraining with " + std::to_string(res.info["selected"].get<int64_t>()) +
                  " pseudo rows in " + fo.run_dir);
       int rc = run_fit(fo);

@@ -39,7 +39,7 @@ nlohmann::json file_input(const std::string& path) {
 
 nlohmann::json provenance(const JobOptions& o) {
   nlohmann::json keys = nlohmann::json::object();
-  for (auto& [k, e] : o.recipe.entries()) keys[k] = e.origin.str();
+  for (auto& [k, e] : o.recipe.tree().entries()) keys[k] = e.origin.str();
   return {{"schema_version", 1}, {"env", o.env_name}, {"layers", o.layers}, {"keys", keys}};
 }
 
@@ -48,8 +48,8 @@ std::string prepare_run_dir(const JobOptions& o) {
   if (!o.run_dir.empty()) {
     dir = o.run_dir;
   } else {
-    auto run = train::load_run_options(o.recipe);
-    auto paths = train::load_paths_options(o.recipe);
+    auto run = o.recipe.get<train::RunOptions>();
+    auto paths = o.recipe.get<train::PathsOptions>();
     fs::path base = fs::path(paths.runs) / run.name / (utc_stamp() + "-" + o.command);
     dir = base;
     for (int i = 2; fs::exists(dir); ++i) dir = base.string() + "-" + std::to_string(i);
@@ -70,7 +70,7 @@ std::string prepare_run_dir(const JobOptions& o) {
              "kgtrain fit --resume ",
              o.run_dir);
   }
-  write_file_atomic((dir / "recipe.toml").string(), config::to_toml(o.recipe, false));
+  write_file_atomic((dir / "recipe.toml").string(), config::to_toml(o.recipe.tree(), false));
   write_file_atomic((dir / "provenance.json").string(), provenance(o).dump(2) + "\n");
   return dir.string();
 }

@@ -57,7 +57,7 @@ void keys_table(std::string& out, const std::string& prefix, const config::Schem
 std::string show_recipe(const JobOptions& o) {
   std::string out = "# kgtrain resolved recipe\n# env: " + o.env_name + "\n";
   for (auto& l : o.layers) out += "# layer: " + l + "\n";
-  return out + "\n" + config::to_toml(o.recipe, true);
+  return out + "\n" + config::to_toml(o.recipe.tree(), true);
 }
 
 std::string reference(bool md) {
@@ -99,11 +99,11 @@ std::string show_model(const JobOptions& o, bool as_json) {
   const auto in = recipe_model_input(o.recipe);
   const auto& ctx = in.ctx;
   auto net = model::build(o.recipe, ctx);
-  if (device::load_options(o.recipe).channels_last) net->set_channels_last(true);
+  if (o.recipe.get<device::DeviceOptions>().channels_last) net->set_channels_last(true);
   // The memory estimate is for the largest training stage's batch, as fit would run it.
-  const auto stages = data::size_schedule(data::load_data_options(o.recipe));
+  const auto stages = data::size_schedule(o.recipe.get<data::DataOptions>());
   const int64_t batch =
-      stages.back().batch_size > 0 ? stages.back().batch_size : train::load_train_options(o.recipe).batch_size;
+      stages.back().batch_size > 0 ? stages.back().batch_size : o.recipe.get<train::TrainOptions>().batch_size;
   const auto s = model::summarize(*net, ctx.in_chans, ctx.height, ctx.width, batch, ctx.num_features);
   const std::string name = model::model_name(o.recipe);
 

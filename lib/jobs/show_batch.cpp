@@ -68,14 +68,12 @@ int run_show_batch(const ShowBatchRequest& r) {
   KG_CHECK(r.epoch >= 1, UsageError, "--epoch " + std::to_string(r.epoch) + ": epochs count from 1");
   JobOptions o = r;
   // One batch is shown: decode just it (no RAM or device cache filled up front), in this thread, on the CPU.
-  const auto set = [&](const std::string& key, config::json v) {
-    o.recipe.set(key, config::Entry{std::move(v), config::Origin::command_line(), {}, false});
-  };
-  set("data.cache", "none");
-  set("data.num_workers", 0);
-  set("device.name", "cpu");
-  set("train.batch_size", std::max<int64_t>(r.n, 2));
-  set("train.accum_steps", 1);
+  o.recipe = o.recipe.with({{"data.cache", "none"},
+                            {"data.num_workers", 0},
+                            {"device.name", "cpu"},
+                            {"train.batch_size", std::max<int64_t>(r.n, 2)},
+                            {"train.accum_steps", 1}},
+                           config::Origin::command_line());
   FitSetup s(o, "show-batch");
   KG_CHECK(r.epoch <= s.epochs, UsageError,
            "--epoch " + std::to_string(r.epoch) + ": the recipe trains " + std::to_string(s.epochs) + " epochs");

@@ -63,7 +63,7 @@ int run_oof(const TtaPredictRequest& o, const Ensemble& e, const std::string& ru
              "--oof predicts each fold's validation rows with that fold's "
              "model: give fit runs with --from-run (",
              m.name, " is not a fold of a run)");
-  auto dopt = data::load_data_options(o.recipe);
+  auto dopt = o.recipe.get<data::DataOptions>();
   dopt.on_bad_row = "skip";  // the split (folds.csv) says which rows were trained on
   data::Table table = data::load_split(dopt, data::Split::train, e.classes, false,
                                        std::max<int>(1, static_cast<int>(dopt.num_workers)));
@@ -150,8 +150,8 @@ int run_tta_predict(const TtaPredictRequest& o) {
   KG_CHECK(o.out.empty() || o.probs.empty() || !same_file(o.out, o.probs), UsageError,
            "--out and --probs name the same file (", o.out, "): the probabilities would replace the submission");
   Ensemble e = collect_members(o, o.models);
-  auto dopt = data::load_data_options(o.recipe);
-  const auto topt = tta::load_tta_options(o.recipe);
+  auto dopt = o.recipe.get<data::DataOptions>();
+  const auto topt = o.recipe.get<tta::TtaOptions>();
   if (o.oof) {
     if (o.dry_run) {
       log(o, "dry run: recipe valid, " + std::to_string(e.members.size()) + " fold model(s) found; nothing predicted");
@@ -234,7 +234,7 @@ int run_tta_predict(const TtaPredictRequest& o) {
   }
   // --out, else paths.submission (the kaggle layer: /kaggle/working/submission.csv; never a smoke run's), else
   // the run folder.
-  const std::string key = o.smoke ? "" : train::load_paths_options(o.recipe).submission;
+  const std::string key = o.smoke ? "" : o.recipe.get<train::PathsOptions>().submission;
   const std::string out = !o.out.empty() ? o.out : !key.empty() ? key : (fs::path(run_dir) / "submission.csv").string();
   const std::string chosen_by = !o.out.empty() ? "--out" : !key.empty() ? "paths.submission" : "default";
   data::DataOptions fmt = dopt;

@@ -6,7 +6,7 @@
 #include <torch/torch.h>
 
 #include "config/sections.h"
-#include "config/tree.h"
+#include "config/recipe.h"
 #include "core/error.h"
 #include "core/strings.h"
 #include "core/tasks.h"
@@ -69,9 +69,9 @@ std::string default_loss(const std::string& task) {
   return "bce_with_logits";
 }
 
-LossPtr build(const config::Tree& recipe, const LossContext& ctx) {
+LossPtr build(const config::Recipe& recipe, const LossContext& ctx) {
   check_task_name(ctx.task);
-  const config::Options opts(&recipe, "loss");
+  const config::Options opts = recipe.section("loss");
   // validate() fills in data.task's default loss; a tree that skipped validation gets it here too.
   const config::Entry* set = recipe.find("loss.name");
   const bool explicit_name = set && set->origin.kind != config::Origin::Kind::Default;

@@ -9,7 +9,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "config/registry.h"
-#include "config/tree.h"
+#include "config/recipe.h"
 
 namespace kg::loss {
 
@@ -62,7 +62,7 @@ std::string default_loss(const std::string& task);
 // Builds [loss] for ctx.task. When the recipe does not set loss.name, default_loss(ctx.task) is used.
 // ConfigError when the loss does not fit the task (naming the losses that do) or its options do not
 // fit ctx (loss.class_weights length != K, ...).
-LossPtr build(const config::Tree& recipe, const LossContext& ctx);
+LossPtr build(const config::Recipe& recipe, const LossContext& ctx);
 
 namespace detail {
 // `targets` as float [N, K] shaped like `logits` ([N] is accepted when K = 1), for element-wise

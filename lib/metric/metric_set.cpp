@@ -38,7 +38,7 @@ KG_REGISTER_SECTION("metric", "validation metrics and the one that selects the b
 
 }  // namespace
 
-MetricOptions load_options(const config::Tree& recipe) {
+MetricOptions MetricOptions::load(const config::Tree& recipe) {
   return metric_set_fields().load(config::Options(&recipe, "metric"));
 }
 
@@ -49,9 +49,9 @@ std::vector<std::string> default_metrics(const std::string& task) {
   throw ConfigError("data.task = \"" + task + "\" is not a task (allowed: multiclass, multilabel, binary, regression)");
 }
 
-MetricSet::MetricSet(const config::Tree& recipe, const std::string& task, int64_t num_outputs)
+MetricSet::MetricSet(const config::Recipe& recipe, const std::string& task, int64_t num_outputs)
     : task_(task), num_outputs_(num_outputs) {
-  const config::Options src(&recipe, "metric");
+  const config::Options src = recipe.section("metric");
   const MetricOptions o = metric_set_fields().load(src);
   names_ = o.names.empty() ? default_metrics(task) : o.names;
   std::vector<std::string> problems;

@@ -7,17 +7,17 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "config/tree.h"
+#include "config/recipe.h"
 
 namespace kg::metric {
 
 // Recipe section [metric]; each field's doc is in metric_set_fields() (metric/metric_set.cpp) and docs/reference.md.
 struct MetricOptions {
+  static MetricOptions load(const config::Tree& recipe);  // recipe.get<MetricOptions>() decodes it once
   std::vector<std::string> names;
   std::string monitor;
   std::string mode = "auto";
 };
-MetricOptions load_options(const config::Tree& recipe);
 
 // Metrics when metric.names is empty: accuracy, log_loss (multiclass); auc, log_loss (binary,
 // multilabel); rmse, mae (regression). ConfigError for an unknown task.
@@ -27,7 +27,7 @@ class MetricSet {
  public:
   // ConfigError (naming metric.names / metric.monitor and where they were set) when a name is unknown
   // or does not fit the task, a name repeats, or the monitor is neither a name nor "valid_loss".
-  MetricSet(const config::Tree& recipe, const std::string& task, int64_t num_outputs);
+  MetricSet(const config::Recipe& recipe, const std::string& task, int64_t num_outputs);
 
   std::vector<std::string> names() const { return names_; }
   // Every metric over all rows: preds after metric::activate, targets as the task gives them.

@@ -65,8 +65,10 @@ config::Fields<ModelOptions> model_fields() {
 KG_REGISTER_SECTION("model", "the network", model_fields().schema(), "model");
 }  // namespace
 
-ModelOptions load_options(const config::Tree& recipe) { return model_fields().load(config::Options(&recipe, "model")); }
-std::string model_name(const config::Tree& recipe) { return load_options(recipe).name; }
+ModelOptions ModelOptions::load(const config::Tree& recipe) {
+  return model_fields().load(config::Options(&recipe, "model"));
+}
+std::string model_name(const config::Recipe& recipe) { return recipe.get<ModelOptions>().name; }
 
 int64_t LayerGroup::numel() const {
   int64_t n = 0;
@@ -169,9 +171,9 @@ void Network::set_channels_last(bool on) {
   channels_last_ = on;
 }
 
-NetworkPtr build(const config::Tree& recipe, ModelContext ctx) {
-  config::Options opts(&recipe, "model");
-  ctx.model = load_options(recipe);
+NetworkPtr build(const config::Recipe& recipe, ModelContext ctx) {
+  config::Options opts = recipe.section("model");
+  ctx.model = recipe.get<ModelOptions>();
   NetworkPtr net = with_context("while building model " + ctx.model.name,
                                 [&] { return model_registry().create(ctx.model.name, opts, ctx); });
   if (!ctx.model.pretrained.empty())

@@ -15,7 +15,7 @@
 #include <torch/nn/modules/container/sequential.h>
 
 #include "config/registry.h"
-#include "config/tree.h"
+#include "config/recipe.h"
 #include "model/head.h"
 #include "model/safetensors.h"
 
@@ -24,6 +24,7 @@ namespace kg::model {
 // The keys every model shares (`[model]`); a family adds its own (resnet's small_input, ...).
 // Recipe section [model]; each field's doc is in model_fields() (model/model.cpp) and docs/reference.md.
 struct ModelOptions {
+  static ModelOptions load(const config::Tree& recipe);  // recipe.get<ModelOptions>() decodes it once
   std::string name = "resnet9";
   std::string pretrained;
   bool pretrained_strict = false;
@@ -125,11 +126,10 @@ using NetworkPtr = std::shared_ptr<Network>;
 using ModelRegistry = Registry<NetworkPtr(const ModelContext&)>;
 ModelRegistry& model_registry();
 
-ModelOptions load_options(const config::Tree& recipe);
-std::string model_name(const config::Tree& recipe);
+std::string model_name(const config::Recipe& recipe);
 // Builds the recipe's model (model.name + its keys) and loads model.pretrained when set.
 // `ctx.model` is filled from the recipe.
-NetworkPtr build(const config::Tree& recipe, ModelContext ctx);
+NetworkPtr build(const config::Recipe& recipe, ModelContext ctx);
 int64_t count_parameters(const torch::nn::Module& m, bool trainable_only = false);
 
 }  // namespace kg::model

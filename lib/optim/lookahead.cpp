@@ -157,8 +157,8 @@ KG_REGISTER(
     "0.99]",
     lookahead_fields(), [](const LookaheadOptions& o, const OptimContext& ctx) -> OptimizerPtr {
       const std::string inner_prefix = ctx.prefix + ".inner";
-      config::Options opts = ctx.recipe ? config::Options(ctx.recipe, inner_prefix)
-                                        : config::Options(config::json::object(), inner_prefix);
+      config::Options opts =
+          ctx.recipe ? ctx.recipe->section(inner_prefix) : config::Options(config::json::object(), inner_prefix);
       auto inner = optimizer_registry().create(o.inner_name, opts, OptimContext{ctx.groups, ctx.recipe, inner_prefix});
       return wrap(std::move(inner), ctx, o.k, o.alpha, "lookahead");
     });

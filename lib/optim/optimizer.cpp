@@ -235,18 +235,18 @@ std::string Optimizer::describe() const {
   return s;
 }
 
-OptimizerPtr build(const config::Tree& recipe, const model::Network& net) {
-  auto o = load_options(recipe);
+OptimizerPtr build(const config::Recipe& recipe, const model::Network& net) {
+  auto o = recipe.get<OptimOptions>();
   (void)peak_lr(o);  // "find" is refused before the groups are made
   return build(recipe, build_param_groups(net, o));
 }
 
-OptimizerPtr build(const config::Tree& recipe, std::vector<ParamGroup> groups) {
-  auto o = load_options(recipe);
+OptimizerPtr build(const config::Recipe& recipe, std::vector<ParamGroup> groups) {
+  auto o = recipe.get<OptimOptions>();
   const double lr = peak_lr(o);
   OptimContext ctx{std::move(groups), &recipe, "optim"};
   auto opt = with_context("while building optimizer " + o.name,
-                          [&] { return optimizer_registry().create(o.name, config::Options(&recipe, "optim"), ctx); });
+                          [&] { return optimizer_registry().create(o.name, recipe.section("optim"), ctx); });
   opt->set_lr(lr);
   return opt;
 }

@@ -21,7 +21,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "config/registry.h"
-#include "config/tree.h"
+#include "config/recipe.h"
 #include "model/safetensors.h"
 #include "optim/param_groups.h"
 
@@ -138,18 +138,18 @@ class MultiTensorOptimizer : public Optimizer {
 };
 
 // What a factory gets besides its options: the groups, and the recipe and key prefix for wrappers that
-// build a nested optimizer (lookahead: optimizer_registry().create(name, Options(recipe, prefix + ".inner"), ...)).
+// build a nested optimizer (lookahead: optimizer_registry().create(name, recipe->section(prefix + ".inner"), ...)).
 struct OptimContext {
   std::vector<ParamGroup> groups;
-  const config::Tree* recipe = nullptr;
+  const config::Recipe* recipe = nullptr;
   std::string prefix = "optim";
 };
 using OptimizerRegistry = Registry<OptimizerPtr(const OptimContext&)>;
 OptimizerRegistry& optimizer_registry();
 
 // The recipe's optimizer over the network's parameter groups (build_param_groups), lr set to the peak.
-OptimizerPtr build(const config::Tree& recipe, const model::Network& net);
+OptimizerPtr build(const config::Recipe& recipe, const model::Network& net);
 // For tests and other tools: an optimizer over explicit groups (names unique across groups).
-OptimizerPtr build(const config::Tree& recipe, std::vector<ParamGroup> groups);
+OptimizerPtr build(const config::Recipe& recipe, std::vector<ParamGroup> groups);
 
 }  // namespace kg::optim

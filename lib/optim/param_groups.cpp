@@ -51,7 +51,7 @@ KG_REGISTER_SECTION("optim", "the optimizer", param_groups_fields().schema(), "o
 
 }  // namespace
 
-OptimOptions load_options(const config::Tree& recipe) {
+OptimOptions OptimOptions::load(const config::Tree& recipe) {
   return param_groups_fields().load(config::Options(&recipe, "optim"));
 }
 

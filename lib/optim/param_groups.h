@@ -17,6 +17,7 @@ namespace kg::optim {
 
 // Recipe section [optim]; each field's doc is in param_groups_fields() (optim/param_groups.cpp) and docs/reference.md.
 struct OptimOptions {
+  static OptimOptions load(const config::Tree& recipe);  // recipe.get<OptimOptions>() decodes it once
   std::string name = "adamw";
   config::json lr = 1e-3;
   double weight_decay = 0.01;
@@ -24,7 +25,6 @@ struct OptimOptions {
   std::vector<double> group_lr_mult;
   double layer_decay = 0;
 };
-OptimOptions load_options(const config::Tree& recipe);
 // The schedule's peak learning rate: the largest of optim.lr's values. ConfigError for "find".
 double peak_lr(const OptimOptions& o);
 

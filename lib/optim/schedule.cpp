@@ -95,8 +95,8 @@ class Warmup : public Schedule {
 };
 }  // namespace
 
-SchedulePtr build_schedule(const config::Tree& recipe, const ScheduleContext& ctx) {
-  const config::Options src(&recipe, "schedule");
+SchedulePtr build_schedule(const config::Recipe& recipe, const ScheduleContext& ctx) {
+  const config::Options src = recipe.section("schedule");
   auto o = schedule_fields().load(src);
   KG_CHECK(o.warmup_steps == 0 || o.warmup_epochs == 0.0, ConfigError,
            "schedule.warmup_steps and schedule.warmup_epochs are both set (", src.where("warmup_steps"), ", ",

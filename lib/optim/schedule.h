@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/registry.h"
-#include "config/tree.h"
+#include "config/recipe.h"
 
 namespace kg::optim {
 
@@ -53,7 +53,7 @@ struct ScheduleOptions {
 
 // Builds [schedule] for a run: the named schedule, behind a linear warm-up when one is set (timm's
 // warmup_prefix: the schedule then runs over the remaining total - W updates, starting after the warm-up).
-SchedulePtr build_schedule(const config::Tree& recipe, const ScheduleContext& ctx);
+SchedulePtr build_schedule(const config::Recipe& recipe, const ScheduleContext& ctx);
 
 // lr (and momentum when the schedule cycles it) at every update 0..total-1, for plots and lr traces.
 struct ScheduleTrace {

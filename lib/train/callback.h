@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/registry.h"
-#include "config/tree.h"
+#include "config/recipe.h"
 #include "model/safetensors.h"
 
 namespace kg::train {
@@ -70,10 +70,10 @@ class Callback {
 using CallbackPtr = std::unique_ptr<Callback>;
 
 // A callback's factory returns nullptr when its section disables it.
-using CallbackRegistry = Registry<CallbackPtr(const config::Tree&)>;
+using CallbackRegistry = Registry<CallbackPtr(const config::Recipe&)>;
 CallbackRegistry& callback_registry();
 
 // Every enabled callback of the recipe, sorted by order().
-std::vector<CallbackPtr> build_callbacks(const config::Tree& recipe);
+std::vector<CallbackPtr> build_callbacks(const config::Recipe& recipe);
 
 }  // namespace kg::train

@@ -40,7 +40,7 @@ KG_REGISTER_SECTION("log", "loggers: metrics.jsonl, metrics.csv, TensorBoard eve
 
 }  // namespace
 
-LogOptions load_log_options(const config::Tree& r) { return log_fields().load(config::Options(&r, "log")); }
+LogOptions LogOptions::load(const config::Tree& r) { return log_fields().load(config::Options(&r, "log")); }
 
 bool has_logger(const LogOptions& o, const std::string& name) {
   return std::find(o.loggers.begin(), o.loggers.end(), name) != o.loggers.end();

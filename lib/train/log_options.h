@@ -11,12 +11,12 @@ namespace kg::train {
 
 // Recipe section [log]; each field's doc is in log_fields() (train/log_options.cpp) and docs/reference.md.
 struct LogOptions {
+  static LogOptions load(const config::Tree& recipe);  // recipe.get<LogOptions>() decodes it once
   std::vector<std::string> loggers{"jsonl", "csv"};
   int64_t every_n_steps = 50;
   bool images = true;
 };
 
-LogOptions load_log_options(const config::Tree& recipe);
 bool has_logger(const LogOptions& o, const std::string& name);
 
 }  // namespace kg::train

@@ -58,7 +58,7 @@ KG_REGISTER_SECTION("lr_find", "the learning-rate finder (kgtrain lr-find, fit o
 
 }  // namespace
 
-LrFindOptions load_lr_find_options(const config::Tree& recipe) {
+LrFindOptions LrFindOptions::load(const config::Tree& recipe) {
   auto o = lr_finder_fields().load(config::Options(&recipe, "lr_find"));
   KG_CHECK(o.start_lr < o.end_lr, ConfigError, "lr_find.start_lr = ", format_significant(o.start_lr, 3),
            " must be below lr_find.end_lr = ", format_significant(o.end_lr, 3),
@@ -181,27 +181,24 @@ std::unique_ptr<BatchSource> loader_source(std::unique_ptr<data::Loader> loader)
 namespace {
 // optim.lr = "find" has no value yet: any number builds the optimizer (set_lr overrides it every update);
 // a [lo, hi] slice keeps its per-group multipliers.
-config::Tree with_numeric_lr(const config::Tree& recipe) {
-  config::Tree r = recipe;
-  const config::Entry* e = r.find("optim.lr");
-  if (e && e->value.is_string()) {
-    config::Entry d = *e;
-    d.value = 1.0;
-    r.set("optim.lr", d);
-  }
-  return r;
+config::Recipe with_numeric_lr(const config::Recipe& recipe) {
+  const config::Entry* e = recipe.find("optim.lr");
+  if (!e || !e->value.is_string()) return recipe;
+  config::Entry d = *e;
+  d.value = 1.0;
+  return recipe.with_entries({{"optim.lr", d}});
 }
 }  // namespace
 
 SweepStep::SweepStep(const FinderParts& p)
     : p_(p),
-      topt_(load_train_options(*p.recipe)),
+      topt_((*p.recipe).get<TrainOptions>()),
       policy_(topt_),
       scaler_(p.scaler),
       step_{p.net, p.loss, p.precision, p.device.type(), p.scaler.enabled()} {
   KG_ASSERT(p.net && p.recipe && p.loss && p.batches, "lr finder: incomplete parts");
   auto& net = *p.net;
-  const config::Tree recipe = with_numeric_lr(*p.recipe);
+  const config::Recipe recipe = with_numeric_lr(*p.recipe);
   opt_ = optim::build(recipe, net);
   // fit's first epoch: only its freezing and multipliers are read, so any number of updates per epoch
   // will do, as long as schedules that need several (one_cycle) can be built.

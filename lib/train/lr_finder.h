@@ -18,7 +18,7 @@
 #include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
 
-#include "config/tree.h"
+#include "config/recipe.h"
 #include "device/loss_scaler.h"
 #include "device/precision.h"
 #include "optim/optimizer.h"
@@ -40,6 +40,8 @@ namespace kg::train {
 
 // Recipe section [lr_find]; each field's doc is in lr_finder_fields() (train/lr_finder.cpp) and docs/reference.md.
 struct LrFindOptions {
+  // recipe.get<LrFindOptions>() decodes it once; ConfigError when start_lr >= end_lr.
+  static LrFindOptions load(const config::Tree& recipe);
   double start_lr = 1e-7;
   double end_lr = 10;
   int64_t num_steps = 100;
@@ -48,8 +50,6 @@ struct LrFindOptions {
   double div_factor = 4;
   std::string suggestion = "valley";
 };
-// ConfigError when start_lr >= end_lr.
-LrFindOptions load_lr_find_options(const config::Tree& recipe);
 
 // The lr of sweep update i: start_lr * (end_lr / start_lr)^(i / num_steps) (fastai SchedExp).
 double sweep_lr(const LrFindOptions& o, int64_t i);
@@ -124,7 +124,8 @@ std::unique_ptr<BatchSource> loader_source(std::unique_ptr<data::Loader> loader)
 
 struct FinderParts {
   model::Network* net = nullptr;         // on `device`; left exactly as it was
-  const config::Tree* recipe = nullptr;  // [optim] (built here, thrown away), [train]: accumulation, clipping, freezing
+  const config::Recipe* recipe =
+      nullptr;  // [optim] (built here, thrown away), [train]: accumulation, clipping, freezing
   const loss::Loss* loss = nullptr;
   c10::Device device = c10::Device(c10::kCPU);
   device::Precision precision = device::Precision::fp32;

@@ -134,15 +134,15 @@ KG_REGISTER_SECTION("checkpoint", "checkpoint retention (last, rotated history, 
 
 }  // namespace
 
-RunOptions load_run_options(const config::Tree& r) { return run_fields().load(config::Options(&r, "run")); }
-PathsOptions load_paths_options(const config::Tree& r) { return paths_fields().load(config::Options(&r, "paths")); }
-TrainOptions load_train_options(const config::Tree& r) {
+RunOptions RunOptions::load(const config::Tree& r) { return run_fields().load(config::Options(&r, "run")); }
+PathsOptions PathsOptions::load(const config::Tree& r) { return paths_fields().load(config::Options(&r, "paths")); }
+TrainOptions TrainOptions::load(const config::Tree& r) {
   TrainOptions t = train_fields().load(config::Options(&r, "train"));
   t.batch_size = t.batch_size_key.is_number_integer() ? t.batch_size_key.get<int64_t>() : 0;
   return t;
 }
-bool batch_size_is_auto(const config::Tree& r) { return load_train_options(r).batch_size == 0; }
-CheckpointOptions load_checkpoint_options(const config::Tree& r) {
+bool batch_size_is_auto(const config::Recipe& r) { return r.get<TrainOptions>().batch_size == 0; }
+CheckpointOptions CheckpointOptions::load(const config::Tree& r) {
   return checkpoint_fields().load(config::Options(&r, "checkpoint"));
 }
 

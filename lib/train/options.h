@@ -2,12 +2,13 @@
 #pragma once
 #include <string>
 
-#include "config/tree.h"
+#include "config/recipe.h"
 
 namespace kg::train {
 
 // Recipe section [run]; each field's doc is in run_fields() (train/options.cpp) and docs/reference.md.
 struct RunOptions {
+  static RunOptions load(const config::Tree& recipe);  // recipe.get<RunOptions>() decodes it once
   std::string name = "run";
   int64_t seed = 42;
   std::string time_limit;
@@ -18,6 +19,7 @@ double parse_duration(const std::string& text, const std::string& key = "run.tim
 
 // Recipe section [paths]; each field's doc is in paths_fields() (train/options.cpp) and docs/reference.md.
 struct PathsOptions {
+  static PathsOptions load(const config::Tree& recipe);  // recipe.get<PathsOptions>() decodes it once
   std::string data = "data";
   std::string runs = "runs";
   std::string submission;
@@ -25,6 +27,7 @@ struct PathsOptions {
 
 // Recipe section [train]; each field's doc is in train_fields() (train/options.cpp) and docs/reference.md.
 struct TrainOptions {
+  static TrainOptions load(const config::Tree& recipe);  // recipe.get<TrainOptions>() decodes it once
   int64_t epochs = 10;
   config::json batch_size_key = 64;  // recipe key batch_size
   int64_t batch_size = 64;  // batch_size_key as a number; 0 while it is "auto" (fit and lr-find resolve it first)
@@ -52,17 +55,14 @@ struct TrainOptions {
 
 // Recipe section [checkpoint]; each field's doc is in checkpoint_fields() (train/options.cpp) and docs/reference.md.
 struct CheckpointOptions {
+  static CheckpointOptions load(const config::Tree& recipe);  // recipe.get<CheckpointOptions>() decodes it once
   int64_t keep_last = 2;
   int64_t top_k = 0;
 };
 
-RunOptions load_run_options(const config::Tree& recipe);
-PathsOptions load_paths_options(const config::Tree& recipe);
-TrainOptions load_train_options(const config::Tree& recipe);
-CheckpointOptions load_checkpoint_options(const config::Tree& recipe);
 // train.eval_batch_size, else 2 x batch_size (128 while batch_size is an unresolved "auto").
 int64_t eval_batch_size(const TrainOptions& o);
 // train.batch_size = "auto" in `recipe`.
-bool batch_size_is_auto(const config::Tree& recipe);
+bool batch_size_is_auto(const config::Recipe& recipe);
 
 }  // namespace kg::train

@@ -19,13 +19,13 @@ std::vector<double> even_mults(double start, double stop, int64_t n) {
   return out;
 }
 
-Plan::Plan(const config::Tree& recipe, int64_t epochs, StepsOf steps_of, std::vector<std::string> group_names)
+Plan::Plan(const config::Recipe& recipe, int64_t epochs, StepsOf steps_of, std::vector<std::string> group_names)
     : recipe_(recipe),
       train_epochs_(epochs),
       num_groups_(static_cast<int64_t>(group_names.size())),
       steps_of_(std::move(steps_of)),
       group_names_(std::move(group_names)) {
-  auto t = load_train_options(recipe);
+  auto t = recipe.get<TrainOptions>();
   mode_ = t.mode;
   freeze_ = t.freeze;
   unfreeze_every_ = t.unfreeze_every;
@@ -54,8 +54,8 @@ Plan::Plan(const config::Tree& recipe, int64_t epochs, StepsOf steps_of, std::ve
 
 void Plan::build() {
   phases_.clear();
-  auto t = load_train_options(recipe_);
-  auto o = optim::load_options(recipe_);
+  auto t = recipe_.get<TrainOptions>();
+  auto o = recipe_.get<optim::OptimOptions>();
   if (mode_ == "fine_tune") {
     // fastai Learner.fine_tune(epochs, base_lr, freeze_epochs, lr_mult, pct_start, div).
     double base = optim::peak_lr(o);
@@ -145,10 +145,10 @@ void Plan::observe(int64_t step, const std::map<std::string, double>& values) {
 }
 
 void Plan::rescale(int64_t epochs) {
-  KG_CHECK(mode_ != "fine_tune" || epochs > load_train_options(recipe_).freeze_epochs, ConfigError,
+  KG_CHECK(mode_ != "fine_tune" || epochs > recipe_.get<TrainOptions>().freeze_epochs, ConfigError,
            "the time budget leaves no unfrozen epoch for fine_tune");
   if (mode_ == "fine_tune")
-    train_epochs_ = epochs - load_train_options(recipe_).freeze_epochs;
+    train_epochs_ = epochs - recipe_.get<TrainOptions>().freeze_epochs;
   else
     train_epochs_ = epochs;
   epochs_ = epochs;
@@ -166,7 +166,7 @@ nlohmann::json Plan::state() const {
 void Plan::load_state(const nlohmann::json& s) {
   if (s.contains("epochs") && s["epochs"].get<int64_t>() != epochs_) {
     int64_t e = s["epochs"].get<int64_t>();
-    train_epochs_ = mode_ == "fine_tune" ? e - load_train_options(recipe_).freeze_epochs : e;
+    train_epochs_ = mode_ == "fine_tune" ? e - recipe_.get<TrainOptions>().freeze_epochs : e;
     epochs_ = e;
     build();
   }

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config/tree.h"
+#include "config/recipe.h"
 #include "optim/schedule.h"
 
 namespace kg::train {
@@ -33,7 +33,7 @@ class Plan {
   using StepsOf = std::function<int64_t(int64_t epoch, int64_t epochs)>;
   // `epochs` = train.epochs (fine_tune adds train.freeze_epochs before them); `group_names` = the
   // model's layer groups, stem first. ConfigError when freezing cannot apply (one group, freeze too large).
-  Plan(const config::Tree& recipe, int64_t epochs, StepsOf steps_of, std::vector<std::string> group_names);
+  Plan(const config::Recipe& recipe, int64_t epochs, StepsOf steps_of, std::vector<std::string> group_names);
 
   int64_t epochs() const { return epochs_; }
   int64_t steps_in_epoch(int64_t epoch) const { return steps_of_(epoch, epochs_); }
@@ -64,7 +64,7 @@ class Plan {
   const Phase& phase_of_epoch(int64_t epoch) const;
   void build();
 
-  config::Tree recipe_;  // a copy: plans outlive the caller's recipe in tests and tools
+  config::Recipe recipe_;  // a copy: plans outlive the caller's recipe in tests and tools
   int64_t epochs_, train_epochs_, num_groups_;
   StepsOf steps_of_;
   std::vector<std::string> group_names_;

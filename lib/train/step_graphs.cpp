@@ -23,10 +23,10 @@ void describe(std::ostringstream& s, const at::Tensor& t) {
 }
 }  // namespace
 
-std::string graphs_blocker(const config::Tree& recipe, bool multi_process) {
-  if (model::load_options(recipe).grad_checkpointing)
+std::string graphs_blocker(const config::Recipe& recipe, bool multi_process) {
+  if (recipe.get<model::ModelOptions>().grad_checkpointing)
     return "model.grad_checkpointing recomputes activations inside backward, which a graph cannot record";
-  if (multi_process && device::load_options(recipe).sync_batchnorm)
+  if (multi_process && recipe.get<device::DeviceOptions>().sync_batchnorm)
     return "device.sync_batchnorm exchanges BatchNorm statistics between processes inside the forward pass";
   return "";
 }

@@ -17,7 +17,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "config/tree.h"
+#include "config/recipe.h"
 #include "device/graph.h"
 #include "device/precision.h"
 #include "model/model.h"
@@ -27,7 +27,7 @@ namespace kg::train {
 
 // Why device.cuda_graphs cannot capture this recipe's step ("" = it can): recomputation in backward
 // (model.grad_checkpointing) and SyncBatchNorm's collectives in forward are not capturable.
-std::string graphs_blocker(const config::Tree& recipe, bool multi_process);
+std::string graphs_blocker(const config::Recipe& recipe, bool multi_process);
 
 class GraphedSteps {
  public:

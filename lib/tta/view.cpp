@@ -126,7 +126,7 @@ std::string entry_name(const config::json& t) {
 
 }  // namespace
 
-TtaOptions load_tta_options(const config::Tree& recipe) { return view_fields().load(config::Options(&recipe, "tta")); }
+TtaOptions TtaOptions::load(const config::Tree& recipe) { return view_fields().load(config::Options(&recipe, "tta")); }
 
 std::vector<double> thresholds(const TtaOptions& o, int64_t outputs) {
   if (o.threshold.is_number()) return std::vector<double>(static_cast<size_t>(outputs), o.threshold.get<double>());
@@ -168,7 +168,7 @@ std::vector<ViewPtr> build_views(const config::json& views, const data::ImageGeo
   return out;
 }
 
-std::vector<ViewPtr> build_views(const config::Tree& recipe, const data::ImageGeometry& g) {
+std::vector<ViewPtr> build_views(const config::Recipe& recipe, const data::ImageGeometry& g) {
   const config::Entry* e = recipe.find("tta.views");
   return build_views(e ? e->value : TtaOptions{}.views, g, "tta.views");
 }

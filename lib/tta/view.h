@@ -10,7 +10,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "config/registry.h"
-#include "config/tree.h"
+#include "config/recipe.h"
 #include "data/options.h"
 
 namespace kg::tta {
@@ -18,6 +18,7 @@ namespace kg::tta {
 // The [tta] recipe section; field names are the recipe keys.
 // Recipe section [tta]; each field's doc is in view_fields() (tta/view.cpp) and docs/reference.md.
 struct TtaOptions {
+  static TtaOptions load(const config::Tree& recipe);  // recipe.get<TtaOptions>() decodes it once
   config::json views = config::json::array({"identity"});
   std::string merge = "mean";
   std::string weights = "best";
@@ -27,7 +28,6 @@ struct TtaOptions {
 // tta.threshold as one value per output (a number repeated, or the per-class list); ConfigError naming
 // tta.threshold when a list has the wrong length.
 std::vector<double> thresholds(const TtaOptions& o, int64_t outputs);
-TtaOptions load_tta_options(const config::Tree& recipe);
 
 class View {
  public:
@@ -52,7 +52,7 @@ ViewRegistry& view_registry();  // kind "tta_view"
 // Builds tta.views for images of geometry g. ConfigError naming the entry ("tta.views[2]"): an unknown
 // name (with "did you mean"), an unknown or bad option, a view that cannot apply to g (d4 on a
 // non-square input, a crop larger than the image).
-std::vector<ViewPtr> build_views(const config::Tree& recipe, const data::ImageGeometry& g);
+std::vector<ViewPtr> build_views(const config::Recipe& recipe, const data::ImageGeometry& g);
 // The same from a views array; `key` names it in messages.
 std::vector<ViewPtr> build_views(const config::json& views, const data::ImageGeometry& g,
                                  const std::string& key = "tta.views");

@@ -38,10 +38,10 @@ int main(int argc, char** argv) try {
   }
   in.builtin_recipes_dir = KGTRAIN_RECIPES_DIR;
   in.default_of_in_tree = &kg::config::default_of;
-  auto recipe = kg::config::validate(kg::config::resolve(in).tree).tree;
-  auto dopt = kg::data::load_data_options(recipe);
-  auto topt = kg::train::load_train_options(recipe);
-  auto dev = kg::device::setup(kg::device::load_options(recipe));
+  auto recipe = kg::config::Recipe::validate(kg::config::resolve(in).tree);
+  auto dopt = recipe.get<kg::data::DataOptions>();
+  auto topt = recipe.get<kg::train::TrainOptions>();
+  auto dev = kg::device::setup(recipe.get<kg::device::DeviceOptions>());
   auto g = kg::data::geometry(dopt);
   const int64_t k = dopt.num_classes.value_or(10);
   torch::manual_seed(0);
@@ -50,7 +50,7 @@ int main(int argc, char** argv) try {
   auto opt = kg::optim::build(recipe, *net);
   auto loss = kg::loss::build(recipe, {k});
   auto sched = kg::optim::build_schedule(
-      recipe, {kg::optim::peak_lr(kg::optim::load_options(recipe)), steps + warmup, steps + warmup});
+      recipe, {kg::optim::peak_lr(recipe.get<kg::optim::OptimOptions>()), steps + warmup, steps + warmup});
   auto x = torch::randn({topt.batch_size, g.channels, g.height, g.width}).to(dev.device);
   auto y = torch::randint(0, k, {topt.batch_size}, torch::kLong).to(dev.device);
   net->train();

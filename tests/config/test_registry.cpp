@@ -26,8 +26,8 @@ namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLi
 
 namespace {
 
-kg::config::Tree example_recipe(const kg::ComponentInfo& c) {
-  return kg::config::validate(kg::config::parse_toml_string(c.example, c.name + " example")).tree;
+kg::config::Recipe example_recipe(const kg::ComponentInfo& c) {
+  return kg::config::Recipe::validate(kg::config::parse_toml_string(c.example, c.name + " example"));
 }
 
 void exercise(const std::string& kind, const kg::ComponentInfo& c) {
@@ -36,13 +36,14 @@ void exercise(const std::string& kind, const kg::ComponentInfo& c) {
   torch::manual_seed(0);
   if (kind == "model") {
     // torchscript's example names the user's file; here it runs the 3-channel test fixture.
-    if (c.name == "torchscript") recipe.set("model.path", {KGTRAIN_SOURCE_DIR "/tests/golden/tiny_traced.pt", {}});
+    if (c.name == "torchscript")
+      recipe = recipe.with({{"model.path", KGTRAIN_SOURCE_DIR "/tests/golden/tiny_traced.pt"}}, {});
     auto net = kg::model::build(recipe, {3, 5});
     auto y = net->forward(torch::randn({2, 3, 32, 32}));
     CHECK(y.sizes() == torch::IntArrayRef({2, 5}));
   } else if (kind == "optimizer") {
-    auto net =
-        kg::model::build(kg::config::validate(kg::config::parse_toml_string("[model]\nwidth = 2\n", "m")).tree, {1, 2});
+    auto net = kg::model::build(
+        kg::config::Recipe::validate(kg::config::parse_toml_string("[model]\nwidth = 2\n", "m")), {1, 2});
     auto opt = kg::optim::build(recipe, *net);
     auto before = net->parameters()[0].clone();
     opt->zero_grad();
@@ -90,7 +91,7 @@ void exercise(const std::string& kind, const kg::ComponentInfo& c) {
   } else if (kind == "callback") {
     // The example enables the callback: the factory must then build it (the loop's behaviour is
     // tested in tests/train/).
-    auto cb = kg::train::callback_registry().create(c.name, kg::config::Options(&recipe, c.name), recipe);
+    auto cb = kg::train::callback_registry().create(c.name, recipe.section(c.name), recipe);
     REQUIRE(cb != nullptr);
     CHECK(cb->name() == c.name);
   } else if (kind == "tta_view") {

@@ -460,7 +460,7 @@ TEST_CASE("augment: bad option values are recipe errors naming the key", "[unit]
 TEST_CASE("augment: each transform's documented example validates and runs on 8-bit RGB and gray", "[unit][data]") {
   for (auto* c : kg::data::transform_registry().components()) {
     INFO(c->name << " example:\n" << c->example);
-    auto recipe = kg::config::validate(kg::config::parse_toml_string(c->example, c->name + " example")).tree;
+    auto recipe = kg::config::Recipe::validate(kg::config::parse_toml_string(c->example, c->name + " example"));
     json augment = recipe.at("data.augment").value;
     for (int64_t ch : {1, 3}) {
       ImageGeometry g{16, 16, ch};

@@ -19,8 +19,7 @@ using kg::data::MixupOptions;
 namespace {
 
 MixupOptions options(const std::string& toml) {
-  auto v = kg::config::validate(kg::config::parse_toml_string(toml, "r.toml"));
-  return kg::data::load_mixup_options(v.tree);
+  return kg::config::Recipe::validate(kg::config::parse_toml_string(toml, "r.toml")).get<kg::data::MixupOptions>();
 }
 
 std::string problems_of(const std::string& toml) {

@@ -176,14 +176,14 @@ TEST_CASE("the [pseudo] recipe section", "[unit][data][pseudo]") {
   kg::test::TempDir dir;
   auto recipe =
       dir.write("r.toml", "[run]\nname = \"p\"\n[pseudo]\nthreshold = 0.8\ntop_fraction = 0.25\nsoft = true\n");
-  auto o = kg::data::load_pseudo_options(kg::test::resolve_recipe({recipe}, {"pseudo.source_csv=unlabeled.csv"}));
+  auto o = (kg::test::resolve_recipe({recipe}, {"pseudo.source_csv=unlabeled.csv"})).get<kg::data::PseudoOptions>();
   CHECK(o.threshold == 0.8);
   CHECK(o.top_fraction == 0.25);
   CHECK(o.soft);
   CHECK(o.source_csv == "unlabeled.csv");
   CHECK(o.source_image_dir.empty());
   auto d =
-      kg::data::load_pseudo_options(kg::test::resolve_recipe({recipe}, {"pseudo.threshold=0", "pseudo.soft=false"}));
+      (kg::test::resolve_recipe({recipe}, {"pseudo.threshold=0", "pseudo.soft=false"})).get<kg::data::PseudoOptions>();
   CHECK(d.threshold == 0);
   CHECK_FALSE(d.soft);
   CHECK_THROWS_AS(kg::test::resolve_recipe({recipe}, {"pseudo.threshold=1.5"}), kg::ConfigError);

@@ -144,7 +144,7 @@ TEST_CASE("device setup through the recipe: cpu, auto, and CUDA absent", "[devic
   kg::test::TempDir dir;
   auto opts = [&](const std::vector<std::string>& args) {
     std::string f = dir.write("d.toml", "[device]\nthreads = 1\n");
-    return kg::device::load_options(kg::test::resolve_recipe({f}, args));
+    return (kg::test::resolve_recipe({f}, args)).get<kg::device::DeviceOptions>();
   };
   auto info = kg::device::setup(opts({"device.name=cpu"}));
   CHECK(info.device.is_cpu());

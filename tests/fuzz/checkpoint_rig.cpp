@@ -25,7 +25,7 @@ namespace kg::fuzz {
 using json = nlohmann::json;
 
 struct CheckpointRig::Parts {
-  config::Tree recipe;
+  config::Recipe recipe;
   model::NetworkPtr net;
   optim::OptimizerPtr opt;
   loss::LossPtr loss;
@@ -44,14 +44,14 @@ CheckpointRig::~CheckpointRig() = default;
 
 CheckpointRig::CheckpointRig() : p_(std::make_unique<Parts>()) {
   torch::manual_seed(0);
-  p_->recipe = config::validate(config::parse_toml_string("[model]\nwidth = 2\n"
-                                                          "[optim]\nname = \"adamw\"\nlr = 0.01\n"
-                                                          "[schedule]\nname = \"one_cycle\"\n"
-                                                          "[train]\nepochs = 3\nbatch_size = 4\n"
-                                                          "[ema]\nenabled = true\n"
-                                                          "[swa]\nenabled = true\nswa_epoch_start = 1\n",
-                                                          "checkpoint_rig.toml"))
-                   .tree;
+  p_->recipe =
+      config::Recipe::validate(config::parse_toml_string("[model]\nwidth = 2\n"
+                                                         "[optim]\nname = \"adamw\"\nlr = 0.01\n"
+                                                         "[schedule]\nname = \"one_cycle\"\n"
+                                                         "[train]\nepochs = 3\nbatch_size = 4\n"
+                                                         "[ema]\nenabled = true\n"
+                                                         "[swa]\nenabled = true\nswa_epoch_start = 1\n",
+                                                         "checkpoint_rig.toml"));
   const auto& rec = p_->recipe;
   p_->net = model::build(rec, {1, 2});
   p_->opt = optim::build(rec, *p_->net);
@@ -65,15 +65,15 @@ CheckpointRig::CheckpointRig() : p_(std::make_unique<Parts>()) {
   parts.loss = p_->loss.get();
   parts.metrics = p_->metrics.get();
   std::vector<train::CallbackPtr> cbs;
-  cbs.push_back(std::make_unique<train::SwaCallback>(train::load_swa_options(rec)));
-  cbs.push_back(std::make_unique<train::EmaCallback>(train::load_ema_options(rec)));
+  cbs.push_back(std::make_unique<train::SwaCallback>(rec.get<train::SwaOptions>()));
+  cbs.push_back(std::make_unique<train::EmaCallback>(rec.get<train::EmaOptions>()));
   train::TrainerIO io;
   io.dir = "";
   io.progress.quiet = true;
   io.log = [](const std::string&) {};
   auto no_loader = [](auto...) -> std::unique_ptr<data::Loader> { throw InternalError("the rig loads no data"); };
-  p_->trainer = std::make_unique<train::Trainer>(parts, *p_->plan, train::load_train_options(rec),
-                                                 train::load_checkpoint_options(rec), no_loader, no_loader,
+  p_->trainer = std::make_unique<train::Trainer>(parts, *p_->plan, rec.get<train::TrainOptions>(),
+                                                 rec.get<train::CheckpointOptions>(), no_loader, no_loader,
                                                  train::MixFn(), std::move(cbs), io);
   // One update, so the optimizer has its slots.
   p_->net->train();

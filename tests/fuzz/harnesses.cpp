@@ -122,14 +122,14 @@ int recipe(const uint8_t* data, size_t size) {
     // fit -m reads the same words as a sweep first.
     (void)config::parse_sweep(in.args, 64).runs();
     auto resolved = config::resolve(in);
-    auto v = config::validate(resolved.tree);
-    (void)config::to_toml(v.tree, true);
+    auto v = config::Recipe::validate(resolved.tree);
+    (void)config::to_toml(v.tree(), true);
     // What every job reads from a validated recipe.
-    (void)data::load_data_options(v.tree);
-    (void)data::load_cv_options(v.tree);
-    (void)train::load_train_options(v.tree);
-    (void)train::load_checkpoint_options(v.tree);
-    (void)train::load_log_options(v.tree);
+    (void)v.get<data::DataOptions>();
+    (void)v.get<data::CvOptions>();
+    (void)v.get<train::TrainOptions>();
+    (void)v.get<train::CheckpointOptions>();
+    (void)v.get<train::LogOptions>();
   });
 }
 

@@ -29,8 +29,8 @@ const json& golden() {
   return j;
 }
 
-kg::config::Tree recipe(const std::string& toml) {
-  return kg::config::validate(kg::config::parse_toml_string(toml, "loss.toml")).tree;
+kg::config::Recipe recipe(const std::string& toml) {
+  return kg::config::Recipe::validate(kg::config::parse_toml_string(toml, "loss.toml"));
 }
 
 torch::Tensor matrix(const json& rows) {

@@ -28,9 +28,8 @@ namespace {
 
 kg::model::NetworkPtr convnext(const std::string& name, int64_t in_chans, int64_t outputs,
                                const std::string& extra = "") {
-  auto recipe =
-      kg::config::validate(kg::config::parse_toml_string("[model]\nname = \"" + name + "\"\n" + extra, "convnext.toml"))
-          .tree;
+  auto recipe = kg::config::Recipe::validate(
+      kg::config::parse_toml_string("[model]\nname = \"" + name + "\"\n" + extra, "convnext.toml"));
   return kg::model::build(recipe, {in_chans, outputs});
 }
 
@@ -223,8 +222,8 @@ TEST_CASE("convnext grad checkpointing gives the same gradients", "[unit][model]
 }
 
 TEST_CASE("convnext refuses images smaller than 32 px with a config error", "[unit][model]") {
-  auto recipe =
-      kg::config::validate(kg::config::parse_toml_string("[model]\nname = \"convnext_tiny\"\n", "convnext.toml")).tree;
+  auto recipe = kg::config::Recipe::validate(
+      kg::config::parse_toml_string("[model]\nname = \"convnext_tiny\"\n", "convnext.toml"));
   kg::model::ModelContext ctx{1, 10};
   ctx.height = ctx.width = 28;
   CHECK_THROWS_AS(kg::model::build(recipe, ctx), kg::ConfigError);

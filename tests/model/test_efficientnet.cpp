@@ -26,9 +26,8 @@ namespace {
 
 kg::model::NetworkPtr efficientnet(const std::string& name, kg::model::ModelContext ctx,
                                    const std::string& extra = "") {
-  auto recipe = kg::config::validate(
-                    kg::config::parse_toml_string("[model]\nname = \"" + name + "\"\n" + extra, "efficientnet.toml"))
-                    .tree;
+  auto recipe = kg::config::Recipe::validate(
+      kg::config::parse_toml_string("[model]\nname = \"" + name + "\"\n" + extra, "efficientnet.toml"));
   return kg::model::build(recipe, ctx);
 }
 

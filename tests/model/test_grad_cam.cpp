@@ -16,9 +16,8 @@ namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLi
 namespace {
 
 kg::model::NetworkPtr build(const std::string& name, const std::string& extra = "") {
-  auto recipe =
-      kg::config::validate(kg::config::parse_toml_string("[model]\nname = \"" + name + "\"\n" + extra, "cam.toml"))
-          .tree;
+  auto recipe = kg::config::Recipe::validate(
+      kg::config::parse_toml_string("[model]\nname = \"" + name + "\"\n" + extra, "cam.toml"));
   return kg::model::build(recipe, {3, 4});
 }
 

@@ -32,7 +32,7 @@ namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLi
 namespace {
 
 kg::model::NetworkPtr build(const std::string& toml, int64_t in_chans, int64_t outputs, int64_t size) {
-  auto recipe = kg::config::validate(kg::config::parse_toml_string(toml, "test.toml")).tree;
+  auto recipe = kg::config::Recipe::validate(kg::config::parse_toml_string(toml, "test.toml"));
   kg::model::ModelContext ctx;
   ctx.in_chans = in_chans;
   ctx.num_outputs = outputs;

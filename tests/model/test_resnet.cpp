@@ -22,7 +22,7 @@ using nlohmann::json;
 namespace {
 
 kg::model::NetworkPtr build(const std::string& toml, kg::model::ModelContext ctx) {
-  auto recipe = kg::config::validate(kg::config::parse_toml_string(toml, "model.toml")).tree;
+  auto recipe = kg::config::Recipe::validate(kg::config::parse_toml_string(toml, "model.toml"));
   return kg::model::build(recipe, ctx);
 }
 

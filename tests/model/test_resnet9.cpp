@@ -23,10 +23,8 @@ using nlohmann::json;
 namespace {
 
 kg::model::NetworkPtr resnet9(int64_t width, int64_t in_chans, int64_t outputs) {
-  auto recipe =
-      kg::config::validate(kg::config::parse_toml_string(
-                               "[model]\nname = \"resnet9\"\nwidth = " + std::to_string(width) + "\n", "resnet9.toml"))
-          .tree;
+  auto recipe = kg::config::Recipe::validate(kg::config::parse_toml_string(
+      "[model]\nname = \"resnet9\"\nwidth = " + std::to_string(width) + "\n", "resnet9.toml"));
   return kg::model::build(recipe, {in_chans, outputs});
 }
 

@@ -18,7 +18,7 @@ namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLi
 namespace {
 
 kg::model::NetworkPtr build(const std::string& model_toml, kg::model::ModelContext ctx) {
-  auto recipe = kg::config::validate(kg::config::parse_toml_string(model_toml, "summary.toml")).tree;
+  auto recipe = kg::config::Recipe::validate(kg::config::parse_toml_string(model_toml, "summary.toml"));
   return kg::model::build(recipe, ctx);
 }
 
@@ -199,7 +199,7 @@ TEST_CASE("every registered model family can be summarized", "[unit][model]") {
     const auto* info = kg::model::model_registry().find_info(name);
     if (!info || name == "torchscript") continue;  // needs a file; its summary goes through the same operators
     INFO(name);
-    auto recipe = kg::config::validate(kg::config::parse_toml_string(info->example, name + ".toml")).tree;
+    auto recipe = kg::config::Recipe::validate(kg::config::parse_toml_string(info->example, name + ".toml"));
     auto net = kg::model::build(recipe, context(3, 5, 32));  // convnext's 4x4 stem needs 32 px
     auto s = kg::model::summarize(*net, 3, 32, 32, 2);
     CHECK(s.total_params == kg::model::count_parameters(*net));

@@ -28,8 +28,8 @@ kg::model::NetworkPtr tiny_net(bool regression, const std::string& transform, st
   ctx.target_transform = transform;
   ctx.model.name = "resnet9";
   ctx.model.y_range = std::move(y_range);
-  kg::config::Tree recipe;
-  kg::config::Options opts(&recipe, "model");
+  kg::config::Recipe recipe;
+  kg::config::Options opts = recipe.section("model");
   return kg::model::model_registry().create("resnet9", opts, ctx);
 }
 

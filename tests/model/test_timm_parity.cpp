@@ -35,7 +35,7 @@ const json& golden() {
 
 kg::model::NetworkPtr build(const std::string& arch) {
   auto recipe =
-      kg::config::validate(kg::config::parse_toml_string("[model]\nname = \"" + arch + "\"\n", "timm.toml")).tree;
+      kg::config::Recipe::validate(kg::config::parse_toml_string("[model]\nname = \"" + arch + "\"\n", "timm.toml"));
   return kg::model::build(recipe, {golden().at("in_chans").get<int64_t>(), golden().at("num_outputs").get<int64_t>()});
 }
 

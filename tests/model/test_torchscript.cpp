@@ -35,7 +35,7 @@ std::string recipe_for(const std::string& path, bool trust = true, const std::st
 }
 
 kg::model::NetworkPtr build(const std::string& toml, int64_t size = 12, int64_t outputs = 2) {
-  auto recipe = kg::config::validate(kg::config::parse_toml_string(toml, "ts.toml")).tree;
+  auto recipe = kg::config::Recipe::validate(kg::config::parse_toml_string(toml, "ts.toml"));
   kg::model::ModelContext ctx;
   ctx.in_chans = 3;
   ctx.num_outputs = outputs;
@@ -64,7 +64,7 @@ TEST_CASE("torchscript is refused without model.trust_torchscript", "[unit][mode
   CHECK_THAT(error_of<kg::ConfigError>(recipe_for(kTraced, true, "grad_checkpointing = true\n")),
              Catch::Contains("grad_checkpointing") && Catch::Contains("exit 2"));
   // Channels that do not fit the traced convolution: a recipe error naming the file.
-  auto recipe = kg::config::validate(kg::config::parse_toml_string(recipe_for(kTraced), "ts.toml")).tree;
+  auto recipe = kg::config::Recipe::validate(kg::config::parse_toml_string(recipe_for(kTraced), "ts.toml"));
   kg::model::ModelContext one_channel;
   one_channel.in_chans = 1;
   one_channel.num_outputs = 2;

@@ -22,7 +22,7 @@ using kg::model::TensorMap;
 namespace {
 
 kg::model::NetworkPtr build(const std::string& toml, int64_t in_chans, int64_t outputs) {
-  auto recipe = kg::config::validate(kg::config::parse_toml_string(toml, "model.toml")).tree;
+  auto recipe = kg::config::Recipe::validate(kg::config::parse_toml_string(toml, "model.toml"));
   kg::model::ModelContext c;
   c.in_chans = in_chans;
   c.num_outputs = outputs;

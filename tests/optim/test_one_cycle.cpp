@@ -53,8 +53,8 @@ struct Built {
 };
 
 Built build(const std::string& toml, int64_t total_steps) {
-  auto recipe = kg::config::validate(kg::config::parse_toml_string(toml, "one_cycle.toml")).tree;
-  double lr = kg::optim::peak_lr(kg::optim::load_options(recipe));
+  auto recipe = kg::config::Recipe::validate(kg::config::parse_toml_string(toml, "one_cycle.toml"));
+  double lr = kg::optim::peak_lr(recipe.get<kg::optim::OptimOptions>());
   return {kg::optim::build_schedule(recipe, {lr, total_steps, total_steps}), lr};
 }
 

@@ -32,8 +32,8 @@ const json& golden() {
   return j;
 }
 
-kg::config::Tree recipe(const std::string& optim_keys) {
-  return kg::config::validate(kg::config::parse_toml_string("[optim]\n" + optim_keys + "\n", "test.toml")).tree;
+kg::config::Recipe recipe(const std::string& optim_keys) {
+  return kg::config::Recipe::validate(kg::config::parse_toml_string("[optim]\n" + optim_keys + "\n", "test.toml"));
 }
 
 at::Tensor tensor_of(const json& values, const json& shape, torch::Dtype dtype = torch::kDouble) {
@@ -175,7 +175,7 @@ TEST_CASE("each group steps with the schedule's lr times its multiplier", "[unit
 
 TEST_CASE("biases and norm weights get no weight decay, conv weights do", "[unit][optim]") {
   auto net = kg::model::build(
-      kg::config::validate(kg::config::parse_toml_string("[model]\nname = \"resnet9\"\nwidth = 2\n", "m")).tree,
+      kg::config::Recipe::validate(kg::config::parse_toml_string("[model]\nname = \"resnet9\"\nwidth = 2\n", "m")),
       {1, 3});
   auto r = recipe("name = \"adamw\"\nweight_decay = 0.1");
   auto opt = kg::optim::build(r, *net);
@@ -307,13 +307,12 @@ TEST_CASE("optim.lr = \"find\" validates but is not buildable", "[unit][optim]")
   auto w = torch::randn({2}).requires_grad_(true);
   auto r = recipe("lr = \"find\"");
   CHECK_THROWS_WITH(kg::optim::build(r, {{"g", {w}, {"w"}, 1.0, 0.0}}), Catch::Contains("resolved by fit/lr-find"));
-  CHECK_THROWS_AS(kg::optim::peak_lr(kg::optim::load_options(r)), kg::ConfigError);
+  CHECK_THROWS_AS(kg::optim::peak_lr(r.get<kg::optim::OptimOptions>()), kg::ConfigError);
 }
 
 TEST_CASE("lookahead cannot wrap a lookahead", "[unit][optim]") {
   auto w = torch::randn({2}).requires_grad_(true);
-  kg::config::Tree r = recipe("name = \"lookahead\"");
-  r.set("optim.inner.name", {json("ranger"), {}});
+  const kg::config::Recipe r = recipe("name = \"lookahead\"").with({{"optim.inner.name", "ranger"}}, {});
   CHECK_THROWS_WITH(kg::optim::build(r, {{"g", {w}, {"w"}, 1.0, 0.0}}),
                     Catch::Contains("cannot wrap another lookahead"));
 }
@@ -321,11 +320,11 @@ TEST_CASE("lookahead cannot wrap a lookahead", "[unit][optim]") {
 TEST_CASE("every optimizer builds from its registry example and trains a model", "[unit][optim]") {
   for (auto* c : kg::optim::optimizer_registry().components()) {
     INFO(c->name << " example:\n" << c->example);
-    auto r = kg::config::validate(kg::config::parse_toml_string(c->example, c->name + " example")).tree;
+    auto r = kg::config::Recipe::validate(kg::config::parse_toml_string(c->example, c->name + " example"));
     CHECK(r.at("optim.name").value == c->name);
     torch::manual_seed(0);
-    auto net =
-        kg::model::build(kg::config::validate(kg::config::parse_toml_string("[model]\nwidth = 2\n", "m")).tree, {1, 2});
+    auto net = kg::model::build(
+        kg::config::Recipe::validate(kg::config::parse_toml_string("[model]\nwidth = 2\n", "m")), {1, 2});
     auto opt = kg::optim::build(r, *net);
     CHECK(opt->name() == c->name);
     CHECK_FALSE(opt->describe().empty());

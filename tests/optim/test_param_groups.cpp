@@ -19,10 +19,9 @@ namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLi
 
 namespace {
 
-kg::config::Tree recipe(const std::string& optim_keys) {
-  return kg::config::validate(kg::config::parse_toml_string(
-                                  "[model]\nname = \"resnet9\"\nwidth = 4\n[optim]\n" + optim_keys + "\n", "pg.toml"))
-      .tree;
+kg::config::Recipe recipe(const std::string& optim_keys) {
+  return kg::config::Recipe::validate(kg::config::parse_toml_string(
+      "[model]\nname = \"resnet9\"\nwidth = 4\n[optim]\n" + optim_keys + "\n", "pg.toml"));
 }
 
 kg::model::NetworkPtr resnet9() { return kg::model::build(recipe(""), {3, 10}); }
@@ -53,7 +52,7 @@ TEST_CASE("lr = [lo, hi] spreads the lr over the layer groups like fastai's even
   auto net = resnet9();
   auto names = net->group_names();
   REQUIRE(names == std::vector<std::string>{"stem", "layer1", "layer2", "layer3", "head"});
-  auto o = kg::optim::load_options(recipe("lr = [1e-5, 1e-3]"));
+  auto o = (recipe("lr = [1e-5, 1e-3]")).get<kg::optim::OptimOptions>();
   CHECK(kg::optim::peak_lr(o) == Approx(1e-3));
   auto m = mults_by_layer_group(kg::optim::build_param_groups(*net, o));
   // fastai: step = (stop/start)**(1/(n-1)); lrs = [start * step**i for i in range(n)]
@@ -74,7 +73,7 @@ TEST_CASE("lr = [lo, hi] spreads the lr over the layer groups like fastai's even
 TEST_CASE("group_lr_mult gives one multiplier per layer group", "[unit][optim]") {
   auto net = resnet9();
   auto m = mults_by_layer_group(kg::optim::build_param_groups(
-      *net, kg::optim::load_options(recipe("group_lr_mult = [0.1, 0.2, 0.3, 0.4, 1.0]"))));
+      *net, (recipe("group_lr_mult = [0.1, 0.2, 0.3, 0.4, 1.0]")).get<kg::optim::OptimOptions>()));
   CHECK(m.at("stem") == Approx(0.1));
   CHECK(m.at("layer3") == Approx(0.4));
   CHECK(m.at("head") == Approx(1.0));
@@ -85,8 +84,8 @@ TEST_CASE("group_lr_mult gives one multiplier per layer group", "[unit][optim]")
 
 TEST_CASE("layer_decay scales each group by decay^(depth from the head)", "[unit][optim]") {
   auto net = resnet9();
-  auto m =
-      mults_by_layer_group(kg::optim::build_param_groups(*net, kg::optim::load_options(recipe("layer_decay = 0.5"))));
+  auto m = mults_by_layer_group(
+      kg::optim::build_param_groups(*net, (recipe("layer_decay = 0.5")).get<kg::optim::OptimOptions>()));
   CHECK(m.at("head") == 1.0);
   CHECK(m.at("layer3") == Approx(0.5));
   CHECK(m.at("layer2") == Approx(0.25));
@@ -108,7 +107,7 @@ TEST_CASE("every parameter is in exactly one group, biases and norm weights get 
   // A frozen layer is still grouped: it may be unfrozen later (fine_tune).
   for (auto& p : net->named_parameters())
     if (p.key().rfind("prep", 0) == 0) p.value().requires_grad_(false);
-  auto groups = kg::optim::build_param_groups(*net, kg::optim::load_options(recipe("weight_decay = 0.05")));
+  auto groups = kg::optim::build_param_groups(*net, (recipe("weight_decay = 0.05")).get<kg::optim::OptimOptions>());
   std::map<std::string, int> seen;
   for (auto& g : groups) {
     REQUIRE(g.params.size() == g.names.size());
@@ -131,7 +130,7 @@ TEST_CASE("every parameter is in exactly one group, biases and norm weights get 
   CHECK(groups.back().name == "head/no_decay");
 
   auto decay_all = kg::optim::build_param_groups(
-      *net, kg::optim::load_options(recipe("weight_decay = 0.05\ndecay_norm_bias = true")));
+      *net, (recipe("weight_decay = 0.05\ndecay_norm_bias = true")).get<kg::optim::OptimOptions>());
   for (auto& g : decay_all) {
     CHECK(g.name.find("/no_decay") == std::string::npos);
     CHECK(g.weight_decay == 0.05);

@@ -44,7 +44,7 @@ std::string recipe_for(const json& c) {
 }
 
 kg::optim::SchedulePtr build(const std::string& toml, double lr, int64_t total, int64_t per_epoch) {
-  auto recipe = kg::config::validate(kg::config::parse_toml_string(toml, "schedule.toml")).tree;
+  auto recipe = kg::config::Recipe::validate(kg::config::parse_toml_string(toml, "schedule.toml"));
   return kg::optim::build_schedule(recipe, {lr, total, per_epoch});
 }
 kg::optim::SchedulePtr build(const std::string& schedule_keys, int64_t total = 100, int64_t per_epoch = 10) {
@@ -265,7 +265,7 @@ TEST_CASE("every schedule builds from its documented example", "[unit][schedule]
     INFO("schedule " << c->name << " example:\n" << c->example);
     CHECK_FALSE(c->doc.empty());
     for (const auto& k : c->schema) CHECK_FALSE(k.doc.empty());
-    auto recipe = kg::config::validate(kg::config::parse_toml_string(c->example, c->name + " example")).tree;
+    auto recipe = kg::config::Recipe::validate(kg::config::parse_toml_string(c->example, c->name + " example"));
     CHECK(recipe.at("schedule.name").value == c->name);
     auto s = kg::optim::build_schedule(recipe, {0.1, 100, 10});
     for (int64_t t = 0; t < 100; ++t) {

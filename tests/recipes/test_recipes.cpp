@@ -21,11 +21,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string str_key(const kg::config::Tree& r, const std::string& key) {
+std::string str_key(const kg::config::Recipe& r, const std::string& key) {
   auto* e = r.find(key);
   return e && e->value.is_string() ? e->value.get<std::string>() : "";
 }
-std::vector<std::string> list_key(const kg::config::Tree& r, const std::string& key) {
+std::vector<std::string> list_key(const kg::config::Recipe& r, const std::string& key) {
   auto* e = r.find(key);
   return e && e->value.is_array() ? e->value.get<std::vector<std::string>>() : std::vector<std::string>{};
 }
@@ -33,7 +33,7 @@ std::vector<std::string> list_key(const kg::config::Tree& r, const std::string& 
 // A regression stand-in laid out as the recipe reads it (id column, image folder and extension, one
 // positive float per target column and feature column); the images are PNG bytes whatever the
 // extension says (decoding sniffs the format). Returns the data root.
-std::string make_regression_dataset(const kg::test::TempDir& dir, const kg::config::Tree& r) {
+std::string make_regression_dataset(const kg::test::TempDir& dir, const kg::config::Recipe& r) {
   const std::string root = dir / "regression";
   std::string ext = str_key(r, "data.image_ext");
   if (!ext.empty() && ext[0] != '.') ext = "." + ext;
@@ -57,10 +57,8 @@ std::string make_regression_dataset(const kg::test::TempDir& dir, const kg::conf
 
 // ImageNet-shaped weights (3 channels, 1000 classes) for the recipe's model, as a timm export would
 // be: loading them re-initialises the head and adapts the first conv to data.channels.
-std::string make_pretrained_file(const kg::test::TempDir& dir, kg::config::Tree r) {
-  kg::config::Entry none;
-  none.value = "";
-  r.set("model.pretrained", none);
+std::string make_pretrained_file(const kg::test::TempDir& dir, kg::config::Recipe r) {
+  r = r.with({{"model.pretrained", ""}}, {});
   kg::model::ModelContext ctx;
   ctx.in_chans = 3;
   ctx.num_outputs = 1000;

@@ -20,9 +20,8 @@ namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLi
 namespace {
 
 kg::optim::SchedulePtr build(const std::string& schedule_keys) {
-  auto recipe = kg::config::validate(
-                    kg::config::parse_toml_string("[optim]\nlr = 0.1\n[schedule]\n" + schedule_keys, "schedule.toml"))
-                    .tree;
+  auto recipe = kg::config::Recipe::validate(
+      kg::config::parse_toml_string("[optim]\nlr = 0.1\n[schedule]\n" + schedule_keys, "schedule.toml"));
   return kg::optim::build_schedule(recipe, {0.1, 100, 10});
 }
 

@@ -107,14 +107,14 @@ TinyTable::TinyTable(int rows) {
   table = data::load_table(opts, opts.train_csv, opts.image_dir, &classes, true);
 }
 
-config::Tree resolve_recipe(const std::vector<std::string>& files, const std::vector<std::string>& args) {
+config::Recipe resolve_recipe(const std::vector<std::string>& files, const std::vector<std::string>& args) {
   config::ResolveInput in;
   in.recipe_files = files;
   in.args = args;
   in.builtin_recipes_dir = KGTRAIN_SOURCE_DIR "/recipes";
   in.path_exists = [](const std::string&) { return false; };
   in.default_of_in_tree = &config::default_of;
-  return config::validate(config::resolve(in).tree).tree;
+  return config::Recipe::validate(config::resolve(in).tree);
 }
 
 RunResult run_shell(const std::string& command) {

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "support/temp_dir.h"
-#include "config/tree.h"
+#include "config/recipe.h"
 #include "data/options.h"
 #include "data/table.h"
 
@@ -34,7 +34,7 @@ struct TinyTable {
 };
 
 // Resolves and validates recipe files + overrides as the CLI does (builtin recipes = repository's).
-config::Tree resolve_recipe(const std::vector<std::string>& files, const std::vector<std::string>& args);
+config::Recipe resolve_recipe(const std::vector<std::string>& files, const std::vector<std::string>& args);
 
 struct RunResult {
   int exit_code = -1;

@@ -70,8 +70,8 @@ at::Tensor live(const torch::nn::Module& m, const std::string& name) {
   return {};
 }
 
-kg::config::Tree recipe(const std::string& toml) {
-  return kg::config::validate(kg::config::parse_toml_string(toml, "ema_test.toml")).tree;
+kg::config::Recipe recipe(const std::string& toml) {
+  return kg::config::Recipe::validate(kg::config::parse_toml_string(toml, "ema_test.toml"));
 }
 
 }  // namespace
@@ -249,23 +249,23 @@ TEST_CASE("ema state round-trips through save_state / load_state", "[unit][callb
 TEST_CASE("[ema] section: off by default, validated, builds the callback", "[unit][callbacks]") {
   auto& reg = kg::train::callback_registry();
   auto off = recipe("[ema]\ndecay = 0.99\n");
-  CHECK(reg.create("ema", kg::config::Options(&off, "ema"), off) == nullptr);
+  CHECK(reg.create("ema", off.section("ema"), off) == nullptr);
   auto on = recipe("[ema]\nenabled = true\ndecay = 0.99\nwarmup = true\nevery = 2\n");
-  auto cb = reg.create("ema", kg::config::Options(&on, "ema"), on);
+  auto cb = reg.create("ema", on.section("ema"), on);
   REQUIRE(cb);
   // The documented example is a valid recipe that turns the callback on.
   const auto* info = reg.find_info("ema");
   REQUIRE(info);
   auto example = recipe(info->example);
-  CHECK(reg.create("ema", kg::config::Options(&example, "ema"), example) != nullptr);
+  CHECK(reg.create("ema", example.section("ema"), example) != nullptr);
   CHECK(cb->name() == "ema");
   CHECK(cb->order() == 10);
-  auto o = kg::train::load_ema_options(on);
+  auto o = on.get<kg::train::EmaOptions>();
   CHECK(o.decay == 0.99);
   CHECK(o.warmup);
   CHECK(o.every == 2);
   CHECK(o.use_for_best);
-  CHECK(kg::train::load_ema_options(recipe("")).decay == 0.9998);
+  CHECK((recipe("")).get<kg::train::EmaOptions>().decay == 0.9998);
   CHECK_THROWS_AS(recipe("[ema]\ndecay = 1.5\n"), kg::ConfigError);
   CHECK_THROWS_AS(recipe("[ema]\nevery = 0\n"), kg::ConfigError);
   CHECK_THROWS_AS(recipe("[ema]\ndecy = 0.9\n"), kg::ConfigError);

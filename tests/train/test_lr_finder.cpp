@@ -58,8 +58,8 @@ void check_suggestion(const json& expected, const std::optional<double>& got, co
   }
 }
 
-kg::config::Tree recipe_from(const kg::test::TempDir& dir, const std::string& toml,
-                             const std::vector<std::string>& args = {}) {
+kg::config::Recipe recipe_from(const kg::test::TempDir& dir, const std::string& toml,
+                               const std::vector<std::string>& args = {}) {
   return kg::test::resolve_recipe({dir.write("r.toml", toml)}, args);
 }
 
@@ -173,7 +173,7 @@ TEST_CASE("lr finder: too few points, unavailable and disagreeing suggestions", 
 TEST_CASE("lr finder: the [lr_find] section", "[unit][lr_find][config]") {
   kg::test::TempDir dir;
   const std::string base = "[model]\nname = \"resnet9\"\n";
-  auto o = kg::train::load_lr_find_options(recipe_from(dir, base));
+  auto o = (recipe_from(dir, base)).get<kg::train::LrFindOptions>();
   CHECK(o.start_lr == 1e-7);
   CHECK(o.end_lr == 10);
   CHECK(o.num_steps == 100);
@@ -184,7 +184,7 @@ TEST_CASE("lr finder: the [lr_find] section", "[unit][lr_find][config]") {
   CHECK(kg::train::sweep_lr(o, 0) == 1e-7);
   CHECK(kg::train::sweep_lr(o, 50) == Approx(1e-7 * std::pow(1e8, 0.5)).epsilon(1e-14));
 
-  CHECK_THROWS_AS(kg::train::load_lr_find_options(recipe_from(dir, base, {"lr_find.start_lr=10", "lr_find.end_lr=1"})),
+  CHECK_THROWS_AS((recipe_from(dir, base, {"lr_find.start_lr=10", "lr_find.end_lr=1"})).get<kg::train::LrFindOptions>(),
                   kg::ConfigError);
   CHECK_THROWS_AS(recipe_from(dir, base, {"lr_find.suggestion=middle"}), kg::ConfigError);
   CHECK_THROWS_AS(recipe_from(dir, base, {"lr_find.beta=1.0"}), kg::ConfigError);
@@ -202,7 +202,7 @@ namespace {
 // The tiny PNG dataset, resnet9 (BatchNorm buffers) and the parts find_lr needs.
 struct FinderRig {
   kg::test::TempDir dir;
-  kg::config::Tree recipe;
+  kg::config::Recipe recipe;
   kg::data::DataOptions dopt;
   kg::data::ClassList classes;
   kg::data::Table table;
@@ -214,7 +214,7 @@ struct FinderRig {
   explicit FinderRig(const std::vector<std::string>& overrides) {
     auto ds = kg::test::make_tiny_dataset(dir, 64, 4);
     recipe = kg::test::resolve_recipe({dir.write("tiny.toml", kg::test::tiny_recipe(ds.root))}, overrides);
-    dopt = kg::data::load_data_options(recipe);
+    dopt = recipe.get<kg::data::DataOptions>();
     classes = kg::data::infer_classes(dopt);
     table = kg::data::load_split(dopt, kg::data::Split::train, classes, false, 1);
     for (int64_t i = 0; i < table.size(); ++i) rows.push_back(i);
@@ -228,7 +228,7 @@ struct FinderRig {
     p.net = net.get();
     p.recipe = &recipe;
     p.loss = loss.get();
-    auto topt = kg::train::load_train_options(recipe);
+    auto topt = recipe.get<kg::train::TrainOptions>();
     p.batches = [this, topt](int64_t epoch) {
       kg::data::LoaderOptions lo{topt.batch_size, true, true, 0, 2, 3, epoch};
       return kg::train::loader_source(std::make_unique<kg::data::Loader>(table, rows, *pipe, lo));
@@ -256,7 +256,7 @@ TEST_CASE("lr finder: the network, its buffers, flags and the RNG are exactly as
   torch::manual_seed(99);
   torch::rand({3});
   const auto rng = kg::train::capture_rng();
-  auto r = kg::train::find_lr(kg::train::load_lr_find_options(rig.recipe), rig.parts());
+  auto r = kg::train::find_lr(rig.recipe.get<kg::train::LrFindOptions>(), rig.parts());
   CHECK(r.steps() > 6);
   // The sweep did train (the recorded losses move) ...
   CHECK(*std::max_element(r.losses.begin(), r.losses.end()) > *std::min_element(r.losses.begin(), r.losses.end()));
@@ -284,7 +284,7 @@ TEST_CASE("lr finder: the network, its buffers, flags and the RNG are exactly as
 TEST_CASE("lr finder: the lr sequence, and the stop on divergence", "[lr_find][integration]") {
   SECTION("stop_div off: every update, lr = start * (end/start)^(i/n)") {
     FinderRig rig({"lr_find.num_steps=25", "lr_find.stop_div=false", "lr_find.end_lr=0.1", "optim.name=sgd"});
-    auto o = kg::train::load_lr_find_options(rig.recipe);
+    auto o = rig.recipe.get<kg::train::LrFindOptions>();
     auto r = kg::train::find_lr(o, rig.parts());
     REQUIRE(r.steps() == 25);
     CHECK_FALSE(r.stopped_early);
@@ -294,7 +294,7 @@ TEST_CASE("lr finder: the lr sequence, and the stop on divergence", "[lr_find][i
     // Label smoothing keeps the loss above 0: without it the 64-row set was memorised (loss 0 from lr 1) and, with
     // OpenBLAS, never diverged up to lr 1e4; only the reference BLAS's rounding had tipped it over.
     FinderRig rig({"lr_find.end_lr=1e4", "optim.name=sgd", "optim.weight_decay=0", "loss.label_smoothing=0.1"});
-    auto r = kg::train::find_lr(kg::train::load_lr_find_options(rig.recipe), rig.parts());
+    auto r = kg::train::find_lr(rig.recipe.get<kg::train::LrFindOptions>(), rig.parts());
     REQUIRE(r.stopped_early);
     CHECK(r.steps() < 100);
     double best = INFINITY;
@@ -394,7 +394,7 @@ TEST_CASE("lr finder: a linear model on separable data gets a valley inside the 
   parts.loss = loss.get();
   parts.batches = [&](int64_t epoch) { return std::make_unique<PointBatches>(pts, 16, epoch); };
   const double initial = mean_loss(net, *loss, pts);
-  auto r = kg::train::find_lr(kg::train::load_lr_find_options(recipe), parts);
+  auto r = kg::train::find_lr(recipe.get<kg::train::LrFindOptions>(), parts);
   INFO("valley " << r.lr << ", slide " << r.suggestions.at("slide").value_or(-1) << ", minimum "
                  << *r.suggestions.at("minimum") << ", steep " << *r.suggestions.at("steep") << ", steps "
                  << r.steps());

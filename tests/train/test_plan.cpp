@@ -16,7 +16,7 @@ namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLi
 using nlohmann::json;
 
 namespace {
-kg::config::Tree recipe_with(const kg::test::TempDir& dir, const std::vector<std::string>& args) {
+kg::config::Recipe recipe_with(const kg::test::TempDir& dir, const std::vector<std::string>& args) {
   auto file = dir.write("plan.toml", "[train]\nepochs = 3\n");
   return kg::test::resolve_recipe({file}, args);
 }

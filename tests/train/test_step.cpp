@@ -121,12 +121,8 @@ struct PolicyRig {
     torch::manual_seed(3);
     lin = torch::nn::Linear(torch::nn::LinearOptions(3, 2));
     params = lin->parameters();
-    auto recipe =
-        kg::config::validate(
-            kg::config::parse_toml_string(
-                "[optim]\nname = \"sgd\"\nmomentum = 0.0\nweight_decay = 0.0\nlr = " + std::to_string(lr) + "\n",
-                "test.toml"))
-            .tree;
+    auto recipe = kg::config::Recipe::validate(kg::config::parse_toml_string(
+        "[optim]\nname = \"sgd\"\nmomentum = 0.0\nweight_decay = 0.0\nlr = " + std::to_string(lr) + "\n", "test.toml"));
     opt = kg::optim::build(recipe, std::vector<kg::optim::ParamGroup>{{"g", params, {"w", "b"}, 1.0, 0.0}});
   }
   at::Tensor backward(double scale = 1) {

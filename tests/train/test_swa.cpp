@@ -61,8 +61,8 @@ void set_weights(torch::nn::Module& m, int64_t epoch) {
     if (b.value().is_floating_point()) b.value().copy_(weight_at(b.key(), b.value().sizes().vec(), epoch));
 }
 
-kg::config::Tree recipe(const std::string& toml) {
-  return kg::config::validate(kg::config::parse_toml_string(toml, "swa_test.toml")).tree;
+kg::config::Recipe recipe(const std::string& toml) {
+  return kg::config::Recipe::validate(kg::config::parse_toml_string(toml, "swa_test.toml"));
 }
 
 }  // namespace
@@ -182,21 +182,21 @@ TEST_CASE("swa state round-trips through save_state / load_state", "[unit][callb
 TEST_CASE("[swa] section: off by default, validated, builds the callback", "[unit][callbacks]") {
   auto& reg = kg::train::callback_registry();
   auto off = recipe("[swa]\nswa_lr = 0.01\n");
-  CHECK(reg.create("swa", kg::config::Options(&off, "swa"), off) == nullptr);
+  CHECK(reg.create("swa", off.section("swa"), off) == nullptr);
   auto on = recipe("[swa]\nenabled = true\nswa_lr = 0.01\nswa_epoch_start = 3\nannealing_strategy = \"linear\"\n");
-  auto cb = reg.create("swa", kg::config::Options(&on, "swa"), on);
+  auto cb = reg.create("swa", on.section("swa"), on);
   REQUIRE(cb);
   // The documented example is a valid recipe that turns the callback on.
   const auto* info = reg.find_info("swa");
   REQUIRE(info);
   auto example = recipe(info->example);
-  CHECK(reg.create("swa", kg::config::Options(&example, "swa"), example) != nullptr);
+  CHECK(reg.create("swa", example.section("swa"), example) != nullptr);
   CHECK(cb->name() == "swa");
   CHECK(cb->order() == 20);
-  auto o = kg::train::load_swa_options(on);
+  auto o = on.get<kg::train::SwaOptions>();
   CHECK(o.swa_epoch_start == 3);
   CHECK(o.annealing_strategy == "linear");
-  auto d = kg::train::load_swa_options(recipe(""));
+  auto d = (recipe("")).get<kg::train::SwaOptions>();
   CHECK(d.swa_epoch_start == 0.8);
   CHECK(d.annealing_epochs == 10);
   CHECK(d.annealing_strategy == "cos");
@@ -265,8 +265,8 @@ TEST_CASE("ema and swa in the training loop: lr annealing, averaged final weight
     o.shuffle = false;
     return std::make_unique<kg::data::Loader>(data.table, data.rows, *data.pipeline, o);
   };
-  auto ema_owned = std::make_unique<kg::train::EmaCallback>(kg::train::load_ema_options(rec));
-  auto swa_owned = std::make_unique<SwaCallback>(kg::train::load_swa_options(rec));
+  auto ema_owned = std::make_unique<kg::train::EmaCallback>(rec.get<kg::train::EmaOptions>());
+  auto swa_owned = std::make_unique<SwaCallback>(rec.get<kg::train::SwaOptions>());
   auto probe_owned = std::make_unique<Probe>();
   auto* ema = ema_owned.get();
   auto* swa = swa_owned.get();
@@ -281,7 +281,7 @@ TEST_CASE("ema and swa in the training loop: lr annealing, averaged final weight
   io.progress.quiet = true;
   std::vector<std::string> log;
   io.log = [&](const std::string& l) { log.push_back(l); };
-  kg::train::Trainer trainer(parts, plan, kg::train::load_train_options(rec), kg::train::load_checkpoint_options(rec),
+  kg::train::Trainer trainer(parts, plan, rec.get<kg::train::TrainOptions>(), rec.get<kg::train::CheckpointOptions>(),
                              train_fn, valid_fn, {}, std::move(cbs), io);
   auto out = trainer.fit();
   CHECK(out.status == "completed");

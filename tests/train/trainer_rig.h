@@ -36,7 +36,7 @@ class TinyNet : public model::Network {
 };
 
 struct Rig {
-  config::Tree recipe;
+  config::Recipe recipe;
   data::DataOptions dopt;
   data::ClassList classes;
   data::Table table;
@@ -58,7 +58,7 @@ struct Rig {
     std::vector<std::string> args{"schedule.name=constant", "optim.name=sgd", "plots.enabled=false"};
     args.insert(args.end(), overrides.begin(), overrides.end());
     recipe = resolve_recipe({file}, args);
-    dopt = data::load_data_options(recipe);
+    dopt = recipe.get<data::DataOptions>();
     classes = data::infer_classes(dopt);
     table = data::load_split(dopt, data::Split::train, classes, false, 1);
     for (int64_t i = 0; i < table.size(); ++i) (i < n_train ? train_rows : valid_rows).push_back(i);
@@ -75,7 +75,7 @@ struct Rig {
     opt = optim::build(recipe, *net);
     loss = loss::build(recipe, {classes.outputs(), "multiclass"});
     metrics = std::make_unique<metric::MetricSet>(recipe, "multiclass", classes.outputs());
-    auto topt = train::load_train_options(recipe);
+    auto topt = recipe.get<train::TrainOptions>();
     const int64_t nt = static_cast<int64_t>(train_rows.size());
     plan = std::make_unique<train::Plan>(
         recipe, topt.epochs,
@@ -103,14 +103,14 @@ struct Rig {
                               metrics.get(),
                               c10::Device(c10::kCPU),
                               "multiclass",
-                              device::parse_precision(device::load_options(recipe).precision),
+                              device::parse_precision(recipe.get<device::DeviceOptions>().precision),
                               scaler,
                               fake_oom_above,
                               nullptr,
                               int64_t{25} << 20};
     // device.cuda_graphs = true: emulated (a CPU has no CUDA graphs).
-    parts.cuda_graphs = parts.emulate_graphs = device::load_options(recipe).cuda_graphs;
-    trainer = std::make_unique<train::Trainer>(parts, *plan, topt, train::load_checkpoint_options(recipe), train_loader,
+    parts.cuda_graphs = parts.emulate_graphs = recipe.get<device::DeviceOptions>().cuda_graphs;
+    trainer = std::make_unique<train::Trainer>(parts, *plan, topt, recipe.get<train::CheckpointOptions>(), train_loader,
                                                valid_loader, std::move(mix), std::move(cbs), io);
   }
 

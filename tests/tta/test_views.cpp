@@ -27,7 +27,7 @@ const json& golden() {
 }
 
 kg::config::Tree parse(const std::string& toml) { return kg::config::parse_toml_string(toml, "test.toml"); }
-kg::config::Tree recipe(const std::string& toml) { return kg::config::validate(parse(toml)).tree; }
+kg::config::Recipe recipe(const std::string& toml) { return kg::config::Recipe::validate(parse(toml)); }
 
 std::vector<kg::tta::ViewPtr> views(const std::string& list, ImageGeometry g) {
   return kg::tta::build_views(recipe("[tta]\nviews = " + list + "\n"), g);
@@ -113,13 +113,13 @@ TEST_CASE("tta: without [tta] the views are the identity alone, options default 
   CHECK(v[0]->count() == 1);
   auto x = ramp(1, 3, 8, 8);
   CHECK(torch::equal(v[0]->apply(x, 0), x));
-  auto o = kg::tta::load_tta_options(r);
+  auto o = r.get<kg::tta::TtaOptions>();
   CHECK(o.views == json::array({"identity"}));
   CHECK(o.merge == "mean");
   CHECK(o.weights == "best");
   CHECK(o.threshold.get<double>() == 0.5);
   auto o2 =
-      kg::tta::load_tta_options(recipe("[tta]\nmerge = \"geometric\"\nweights = \"ema\"\nthreshold = [0.3, 0.7]\n"));
+      (recipe("[tta]\nmerge = \"geometric\"\nweights = \"ema\"\nthreshold = [0.3, 0.7]\n")).get<kg::tta::TtaOptions>();
   CHECK(o2.merge == "geometric");
   CHECK(o2.weights == "ema");
   CHECK(o2.threshold == json::array({0.3, 0.7}));
@@ -269,8 +269,10 @@ TEST_CASE("tta: expand lists every sub-view with unique labels", "[unit][tta]") 
 
 TEST_CASE("tta: bad views are recipe errors naming the entry", "[unit][tta]") {
   const ImageGeometry g{8, 8, 3};
-  // build_views checks on its own (an unvalidated tree) ...
-  auto build = [&](const std::string& list) { kg::tta::build_views(parse("[tta]\nviews = " + list + "\n"), g); };
+  // build_views checks an unvalidated list on its own ...
+  auto build = [&](const std::string& list) {
+    kg::tta::build_views(parse("[tta]\nviews = " + list + "\n").at("tta.views").value, g, "tta.views");
+  };
   auto msg = config_error([&] { build(R"(["identity", "d5"])"); });
   CHECK(has(msg, "tta.views[1]"));
   CHECK(has(msg, "unknown tta_view \"d5\""));

@@ -37,7 +37,7 @@ KG_REGISTER(
     callback_registry(), "checkpoint",
     "checkpoints/last every epoch (older ones rotated), checkpoints/best, top-k (keys in [checkpoint]); always on",
     "[checkpoint]\nkeep_last = 3\ntop_k = 2", config::Fields<config::NoOptions>(),
-    [](const config::NoOptions&, const config::Tree&) -> CallbackPtr {
+    [](const config::NoOptions&, const config::Recipe&) -> CallbackPtr {
       return std::make_unique<CheckpointCallback>();
     });
 

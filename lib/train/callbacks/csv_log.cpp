@@ -49,8 +49,8 @@ class CsvLog : public Callback {
 
 KG_REGISTER(callback_registry(), "csv_log", "metrics.csv, one row per epoch (log.loggers has \"csv\")",
             "[log]\nloggers = [\"jsonl\", \"csv\"]", config::Fields<config::NoOptions>(),
-            [](const config::NoOptions&, const config::Tree& recipe) -> CallbackPtr {
-              return has_logger(load_log_options(recipe), "csv") ? std::make_unique<CsvLog>() : nullptr;
+            [](const config::NoOptions&, const config::Recipe& recipe) -> CallbackPtr {
+              return has_logger(recipe.get<LogOptions>(), "csv") ? std::make_unique<CsvLog>() : nullptr;
             });
 
 }  // namespace

@@ -98,8 +98,8 @@ class EarlyStopping : public Callback {
 KG_REGISTER(callback_registry(), "early_stopping",
             "stop when the monitored value stops improving (keys in [early_stopping])",
             "[early_stopping]\nenabled = true\npatience = 3", config::Fields<config::NoOptions>(),
-            [](const config::NoOptions&, const config::Tree& recipe) -> CallbackPtr {
-              auto o = early_stopping_fields().load(config::Options(&recipe, "early_stopping"));
+            [](const config::NoOptions&, const config::Recipe& recipe) -> CallbackPtr {
+              auto o = early_stopping_fields().load(recipe.section("early_stopping"));
               return o.enabled ? std::make_unique<EarlyStopping>(o) : nullptr;
             });
 

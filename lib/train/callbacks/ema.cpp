@@ -43,8 +43,8 @@ KG_REGISTER_SECTION("ema", "exponential moving average of the weights (timm Mode
 KG_REGISTER(callback_registry(), "ema",
             "exponential moving average of the weights, evaluated and checkpointed beside them (keys in [ema])",
             "[ema]\nenabled = true\ndecay = 0.999", config::Fields<config::NoOptions>(),
-            [](const config::NoOptions&, const config::Tree& recipe) -> CallbackPtr {
-              auto o = load_ema_options(recipe);
+            [](const config::NoOptions&, const config::Recipe& recipe) -> CallbackPtr {
+              auto o = recipe.get<EmaOptions>();
               return o.enabled ? std::make_unique<EmaCallback>(o) : nullptr;
             });
 
@@ -64,7 +64,7 @@ std::string first_names(const std::vector<std::string>& v) {
 
 }  // namespace
 
-EmaOptions load_ema_options(const config::Tree& recipe) { return ema_fields().load(config::Options(&recipe, "ema")); }
+EmaOptions EmaOptions::load(const config::Tree& recipe) { return ema_fields().load(config::Options(&recipe, "ema")); }
 
 double ema_decay(const EmaOptions& o, int64_t step) {
   const int64_t s = std::max<int64_t>(0, step - 1);

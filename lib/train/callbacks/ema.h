@@ -20,6 +20,7 @@ namespace kg::train {
 
 // Recipe section [ema]; each field's doc is in ema_fields() (train/callbacks/ema.cpp) and docs/reference.md.
 struct EmaOptions {
+  static EmaOptions load(const config::Tree& recipe);  // recipe.get<EmaOptions>() decodes it once
   bool enabled = false;
   double decay = 0.9998;
   bool warmup = false;
@@ -28,7 +29,6 @@ struct EmaOptions {
   int64_t every = 1;
   bool use_for_best = true;
 };
-EmaOptions load_ema_options(const config::Tree& recipe);
 
 // timm ModelEmaV3.get_decay(step) with update_after_step = 0 and min_decay = 0. `step` counts the
 // optimizer updates including the current one (timm's num_updates, Trainer::state().step in on_step_end),

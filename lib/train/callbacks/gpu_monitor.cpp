@@ -70,8 +70,8 @@ KG_REGISTER(callback_registry(), "gpu_monitor",
             "GPU utilization and memory per epoch from NVML (metrics.jsonl gpu_util_pct, gpu_mem_used_gib; keys in "
             "[gpu_monitor])",
             "[gpu_monitor]\nenabled = true\ninterval_s = 0.5", config::Fields<config::NoOptions>(),
-            [](const config::NoOptions&, const config::Tree& recipe) -> CallbackPtr {
-              auto o = gpu_monitor_fields().load(config::Options(&recipe, "gpu_monitor"));
+            [](const config::NoOptions&, const config::Recipe& recipe) -> CallbackPtr {
+              auto o = gpu_monitor_fields().load(recipe.section("gpu_monitor"));
               return o.enabled ? std::make_unique<GpuMonitor>(o) : nullptr;
             });
 

@@ -38,7 +38,7 @@ class MetricsLog : public Callback {
 
 KG_REGISTER(callback_registry(), "metrics_log",
             "metrics.jsonl (one line per epoch) and an epoch line in the log; always on", "[train]\nepochs = 5",
-            config::Fields<config::NoOptions>(), [](const config::NoOptions&, const config::Tree&) -> CallbackPtr {
+            config::Fields<config::NoOptions>(), [](const config::NoOptions&, const config::Recipe&) -> CallbackPtr {
               return std::make_unique<MetricsLog>();
             });
 

@@ -70,9 +70,8 @@ class Plots : public Callback {
 KG_REGISTER(callback_registry(), "plots",
             "loss, metric and learning-rate curves as PNG in the run directory (keys in [plots])",
             "[plots]\nenabled = true", config::Fields<config::NoOptions>(),
-            [](const config::NoOptions&, const config::Tree& recipe) -> CallbackPtr {
-              return plots_fields().load(config::Options(&recipe, "plots")).enabled ? std::make_unique<Plots>()
-                                                                                    : nullptr;
+            [](const config::NoOptions&, const config::Recipe& recipe) -> CallbackPtr {
+              return plots_fields().load(recipe.section("plots")).enabled ? std::make_unique<Plots>() : nullptr;
             });
 
 }  // namespace

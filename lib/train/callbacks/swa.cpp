@@ -58,8 +58,8 @@ KG_REGISTER(callback_registry(), "swa",
             "stochastic weight averaging: lr annealed to swa_lr, weights averaged per epoch, BatchNorm recomputed "
             "(keys in [swa])",
             "[swa]\nenabled = true\nswa_lr = 0.01", config::Fields<config::NoOptions>(),
-            [](const config::NoOptions&, const config::Tree& recipe) -> CallbackPtr {
-              auto o = load_swa_options(recipe);
+            [](const config::NoOptions&, const config::Recipe& recipe) -> CallbackPtr {
+              auto o = recipe.get<SwaOptions>();
               return o.enabled ? std::make_unique<SwaCallback>(o) : nullptr;
             });
 
@@ -98,7 +98,7 @@ std::string format_values(const std::map<std::string, double>& values) {
 
 }  // namespace
 
-SwaOptions load_swa_options(const config::Tree& recipe) { return swa_fields().load(config::Options(&recipe, "swa")); }
+SwaOptions SwaOptions::load(const config::Tree& recipe) { return swa_fields().load(config::Options(&recipe, "swa")); }
 
 int64_t swa_start_epoch(const SwaOptions& o, int64_t epochs) {
   if (o.swa_epoch_start < 1) return static_cast<int64_t>(std::floor(o.swa_epoch_start * static_cast<double>(epochs)));

@@ -21,6 +21,7 @@ namespace kg::train {
 
 // Recipe section [swa]; each field's doc is in swa_fields() (train/callbacks/swa.cpp) and docs/reference.md.
 struct SwaOptions {
+  static SwaOptions load(const config::Tree& recipe);  // recipe.get<SwaOptions>() decodes it once
   bool enabled = false;
   double swa_epoch_start = 0.8;
   double swa_lr = 0.0;
@@ -29,7 +30,6 @@ struct SwaOptions {
   bool use_for_best = false;
   int64_t bn_batches = 0;
 };
-SwaOptions load_swa_options(const config::Tree& recipe);
 
 // Epochs trained before averaging starts, in a run of `epochs` (Lightning's swa_start, 0-based epoch index).
 int64_t swa_start_epoch(const SwaOptions& o, int64_t epochs);

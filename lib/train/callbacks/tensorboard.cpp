@@ -18,9 +18,9 @@
 namespace kg::train {
 namespace {
 
-std::map<std::string, report::HParam> recipe_hparams(const config::Tree& recipe) {
+std::map<std::string, report::HParam> recipe_hparams(const config::Recipe& recipe) {
   std::map<std::string, report::HParam> out;
-  for (auto& [key, e] : recipe.entries()) {
+  for (auto& [key, e] : recipe.tree().entries()) {
     if (e.origin.kind == config::Origin::Kind::Default) continue;
     const auto& v = e.value;
     if (v.is_boolean())
@@ -107,8 +107,8 @@ class TensorBoard : public Callback {
 KG_REGISTER(callback_registry(), "tensorboard",
             "TensorBoard event files: per-update and per-epoch scalars, hparams (log.loggers has \"tensorboard\")",
             "[log]\nloggers = [\"jsonl\", \"csv\", \"tensorboard\"]", config::Fields<config::NoOptions>(),
-            [](const config::NoOptions&, const config::Tree& recipe) -> CallbackPtr {
-              const LogOptions o = load_log_options(recipe);
+            [](const config::NoOptions&, const config::Recipe& recipe) -> CallbackPtr {
+              const LogOptions o = recipe.get<LogOptions>();
               if (!has_logger(o, "tensorboard")) return nullptr;
               return std::make_unique<TensorBoard>(o, recipe_hparams(recipe));
             });

@@ -66,8 +66,8 @@ class TimeBudget : public Callback {
 KG_REGISTER(callback_registry(), "time_budget",
             "plans the epochs to finish inside run.time_limit and stops in time to save and predict",
             "[run]\ntime_limit = \"8h45m\"", config::Fields<config::NoOptions>(),
-            [](const config::NoOptions&, const config::Tree& recipe) -> CallbackPtr {
-              return load_run_options(recipe).time_limit.empty() ? nullptr : std::make_unique<TimeBudget>();
+            [](const config::NoOptions&, const config::Recipe& recipe) -> CallbackPtr {
+              return recipe.get<RunOptions>().time_limit.empty() ? nullptr : std::make_unique<TimeBudget>();
             });
 
 }  // namespace
