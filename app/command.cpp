@@ -217,7 +217,7 @@ jobs::JobOptions RecipeFlags::resolve(const std::string& command) const {
     o.dist = device::dist_env_from(in.environ);
     if (o.dist.active() && !o.dist.writer()) o.quiet = true;  // rank 0 alone reports progress
   }
-  read_test_hooks(in.environ, o);
+  read_test_hooks(in.environ);
   return o;
 }
 

@@ -217,7 +217,6 @@ void time_train_step(FitSetup& s, model::Network& net, const std::vector<int64_t
   parts.precision = s.dev.precision;
   parts.scaler = s.dev.make_scaler();
   parts.cuda_graphs = s.cuda_graphs;
-  parts.emulate_graphs = s.o.emulate_graphs;
   train::TrainerIO io;
   io.dir = dir;
   io.progress = {/*quiet=*/true, false, 1e9};

@@ -112,13 +112,11 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
                             s_.task,
                             dev.precision,
                             dev.make_scaler(),
-                            o_.fake_oom_above,
                             s_.group,
                             static_cast<int64_t>(s_.dev_opts.dist_bucket_mb * (1 << 20)),
                             s_.dev_opts.dist_overlap,
                             s_.shards_validation(valid_rows.size()),
-                            s_.cuda_graphs,
-                            o_.emulate_graphs};
+                            s_.cuda_graphs};
   // SyncBatchNorm for this fold's training loop (the trainer turns it off when the loop ends).
   if (s_.group && s_.dev_opts.sync_batchnorm) {
     auto g = s_.group;

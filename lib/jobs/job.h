@@ -25,10 +25,6 @@ struct JobOptions {
   int columns = 0;            // that terminal's width (0 = unknown)
   nlohmann::json auto_batch;  // fit, lr-find: what train.batch_size = "auto" tried and chose (null = a fixed size)
   device::DistEnv dist;       // fit: torchrun's RANK/WORLD_SIZE/... (world_size 1 = one process)
-  bool emulate_graphs =
-      false;  // test hook (env KGTRAIN_EMULATE_CUDA_GRAPHS=1): device.cuda_graphs emulated on any device
-  int64_t fake_oom_above = -1;  // test hook (env KGTRAIN_FAKE_OOM_ABOVE): training micro-batches above this many images
-                                // fail as CUDA OOM (-1 = off)
 };
 
 // Where a prediction's models come from (tta-predict, pseudo-label): the members of an ensemble.

@@ -14,6 +14,7 @@
 #include "device/backend.h"
 #include "model/batchnorm.h"
 #include "device/oom.h"
+#include "device/test_hooks.h"
 #include "train/model_snapshot.h"
 #include "train/step.h"
 #include "train/step_graphs.h"
@@ -53,11 +54,13 @@ Trainer::Trainer(TrainerParts parts, Plan& plan, const TrainOptions& topt, const
   bool has_batch_norm = false;
   for (auto& m : p_.net->modules(/*include_self=*/false))
     if (m->name().find("BatchNorm") != std::string::npos) has_batch_norm = true;
-  backoff_ = std::make_unique<OomBackoff>(topt_.oom_backoff && (p_.device.is_cuda() || p_.fake_oom_above >= 0),
-                                          has_batch_norm, topt_.accum_steps, p_.device.str());
+  backoff_ = std::make_unique<OomBackoff>(
+      topt_.oom_backoff && (p_.device.is_cuda() || device::test_hooks().fake_oom_above >= 0), has_batch_norm,
+      topt_.accum_steps, p_.device.str());
   if (p_.cuda_graphs) {
     std::string why;
-    auto capturer = p_.emulate_graphs ? device::emulated_capturer() : device::graph_capturer(p_.device, &why);
+    auto capturer =
+        device::test_hooks().emulate_graphs ? device::emulated_capturer() : device::graph_capturer(p_.device, &why);
     if (capturer)
       graphs_ = std::make_unique<GraphedSteps>(std::move(capturer), micro_step(), params_, io_.log);
     else
@@ -179,14 +182,14 @@ void Trainer::run_loaded_batch(const data::Batch& b, int64_t epoch, int64_t full
     if (mix_) mix_(d.x, d.y, epoch, b.index * per_full + c);
     at::Tensor ld;
     if (graphs_ && graphs_->on()) {
-      if (p_.fake_oom_above >= 0 && len > p_.fake_oom_above) device::throw_fake_oom(len, p_.fake_oom_above);
+      device::maybe_fake_oom(len);
       ld = graphs_->run(d.x, d.f, d.y, weight, group_chunks == 1);
     } else {
       const MicroStep step = micro_step();
       auto l = step.forward(d.x, d.f, d.y);
       // The test hook fails where real out-of-memory errors mostly happen: after the forward pass (BatchNorm
       // statistics and dropout's generator already moved), before backward.
-      if (p_.fake_oom_above >= 0 && len > p_.fake_oom_above) device::throw_fake_oom(len, p_.fake_oom_above);
+      device::maybe_fake_oom(len);
       if (last_of_group && start + len >= rows) ranks_->arm_last_backward();
       step.backward(l, step.weight_tensor(weight, p_.device));
       ld = l.detach();

@@ -57,8 +57,6 @@ struct TrainerParts {
   std::string task = "multiclass";
   device::Precision precision = device::Precision::fp32;  // device.precision: the forward pass under autocast
   device::LossScaler scaler;  // fp16: enabled (DeviceInfo::make_scaler); a pass-through otherwise
-  int64_t fake_oom_above =
-      -1;  // test hook KGTRAIN_FAKE_OOM_ABOVE: micro-batches above this many images "run out of memory" (-1 = off)
   // Data parallel: the process group (nullptr = one process). Weights start from rank 0's, gradients are
   // averaged over the ranks before every update (in dist_bucket_bytes buckets), BatchNorm buffers and the
   // validation metrics are rank 0's, and every stop decision is shared.
@@ -69,9 +67,7 @@ struct TrainerParts {
   bool shard_validation = false;
   // device.cuda_graphs (the job checked graphs_blocker): micro-batches replayed from CUDA graphs
   // (train/step_graphs.h); in data parallel runs the gradients are then summed after backward.
-  bool cuda_graphs = false;
-  bool emulate_graphs =
-      false;  // test hook KGTRAIN_EMULATE_CUDA_GRAPHS: graphs emulated by re-running the step (any device)
+  bool cuda_graphs = false;  // emulated on any device under the KGTRAIN_EMULATE_CUDA_GRAPHS test hook
 };
 
 struct TrainerIO {

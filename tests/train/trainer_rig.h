@@ -9,6 +9,7 @@
 
 #include "data/loader.h"
 #include "device/device.h"
+#include "device/test_hooks.h"
 #include "data/options.h"
 #include "data/table.h"
 #include "data/transform.h"
@@ -47,6 +48,7 @@ struct Rig {
   std::unique_ptr<metric::MetricSet> metrics;
   std::unique_ptr<train::Plan> plan;
   std::unique_ptr<train::Trainer> trainer;
+  std::unique_ptr<device::ScopedTestHooks> hooks;  // the rig's fake OOM limit and graph emulation, while it lives
   std::vector<int64_t> train_rows, valid_rows;
 
   // `n_train` rows train (from the front), the rest validate.
@@ -105,11 +107,11 @@ struct Rig {
                               "multiclass",
                               device::parse_precision(recipe.get<device::DeviceOptions>().precision),
                               scaler,
-                              fake_oom_above,
                               nullptr,
                               int64_t{25} << 20};
     // device.cuda_graphs = true: emulated (a CPU has no CUDA graphs).
-    parts.cuda_graphs = parts.emulate_graphs = recipe.get<device::DeviceOptions>().cuda_graphs;
+    parts.cuda_graphs = recipe.get<device::DeviceOptions>().cuda_graphs;
+    hooks = std::make_unique<device::ScopedTestHooks>(device::TestHooks{fake_oom_above, parts.cuda_graphs});
     trainer = std::make_unique<train::Trainer>(parts, *plan, topt, recipe.get<train::CheckpointOptions>(), train_loader,
                                                valid_loader, std::move(mix), std::move(cbs), io);
   }

@@ -15,7 +15,7 @@
 namespace kg::train {
 namespace {
 
-constexpr const char* kPrefix = "cb.ema.";
+constexpr const char* kEmaPrefix = "cb.ema.";
 
 config::Fields<EmaOptions> ema_fields() {
   config::Fields<EmaOptions> f;
@@ -95,7 +95,7 @@ void EmaCallback::attach(const torch::nn::Module& m) {
     if (!missing.empty()) problems += " missing: " + first_names(missing) + ";";
     if (!unexpected.empty()) problems += " unexpected: " + first_names(unexpected) + ";";
     if (!mismatched.empty()) problems += " shape mismatch: " + first_names(mismatched) + ";";
-    KG_CHECK(problems.empty(), CheckpointError, "the checkpoint's EMA weights (state tensors ", kPrefix,
+    KG_CHECK(problems.empty(), CheckpointError, "the checkpoint's EMA weights (state tensors ", kEmaPrefix,
              "*) do not match the model:", problems,
              " resume with the recipe that wrote the checkpoint, or set ema.enabled = false");
     // On the model's device, dtype and memory format.
@@ -172,12 +172,13 @@ void EmaCallback::on_epoch_end(Trainer& t, EpochReport& r) {
 void EmaCallback::save_state(model::TensorMap& tensors, nlohmann::json& state) const {
   if (shadow_.empty()) return;
   for (auto& [n, s] : shadow_)
-    tensors[kPrefix + n] = s.detach().to(at::TensorOptions().device(at::kCPU), /*non_blocking=*/false, /*copy=*/true);
+    tensors[kEmaPrefix + n] =
+        s.detach().to(at::TensorOptions().device(at::kCPU), /*non_blocking=*/false, /*copy=*/true);
   state["updates"] = updates_;
 }
 
 void EmaCallback::load_state(const model::TensorMap& tensors, const nlohmann::json& state) {
-  const std::string prefix = kPrefix;
+  const std::string prefix = kEmaPrefix;
   model::TensorMap saved;
   for (auto it = tensors.lower_bound(prefix); it != tensors.end() && it->first.compare(0, prefix.size(), prefix) == 0;
        ++it)

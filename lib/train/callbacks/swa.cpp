@@ -17,7 +17,7 @@
 namespace kg::train {
 namespace {
 
-constexpr const char* kPrefix = "cb.swa.";
+constexpr const char* kSwaPrefix = "cb.swa.";
 
 config::Fields<SwaOptions> swa_fields() {
   config::Fields<SwaOptions> f;
@@ -81,7 +81,7 @@ void check_match(const model::TensorMap& avg, const torch::nn::Module& m) {
     problems.resize(5);
     problems.push_back("...");
   }
-  KG_CHECK(problems.empty(), CheckpointError, "the SWA average (state tensors ", kPrefix,
+  KG_CHECK(problems.empty(), CheckpointError, "the SWA average (state tensors ", kSwaPrefix,
            "*) does not match the model: ", join(problems, ", "),
            "; resume with the recipe that wrote the checkpoint, or set swa.enabled = false");
 }
@@ -214,7 +214,8 @@ const model::TensorMap* SwaCallback::extra_weights() const {
 
 void SwaCallback::save_state(model::TensorMap& tensors, nlohmann::json& state) const {
   for (auto& [n, a] : avg_)
-    tensors[kPrefix + n] = a.detach().to(at::TensorOptions().device(at::kCPU), /*non_blocking=*/false, /*copy=*/true);
+    tensors[kSwaPrefix + n] =
+        a.detach().to(at::TensorOptions().device(at::kCPU), /*non_blocking=*/false, /*copy=*/true);
   state = {{"n", n_},     {"started", started_}, {"start", start_},          {"anneal", anneal_},
            {"lr0", lr0_}, {"lr", lr_},           {"last_epoch", last_epoch_}};
 }
@@ -232,7 +233,7 @@ void SwaCallback::load_state(const model::TensorMap& tensors, const nlohmann::js
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError(std::string("checkpoint state.json callbacks.swa is malformed: ") + e.what());
   }
-  const std::string prefix = kPrefix;
+  const std::string prefix = kSwaPrefix;
   avg_.clear();
   for (auto it = tensors.lower_bound(prefix); it != tensors.end() && it->first.compare(0, prefix.size(), prefix) == 0;
        ++it)
