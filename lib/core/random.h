@@ -27,7 +27,6 @@ class Rng {
   double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
   // Uniform integer in [0, n); n > 0. Lemire's multiply-shift (bias < 2^-64 * n, irrelevant here).
   uint64_t below(uint64_t n) { return static_cast<uint64_t>((static_cast<__uint128_t>(next()) * n) >> 64); }
-  bool bernoulli(double p) { return uniform() < p; }
 
  private:
   uint64_t state_;

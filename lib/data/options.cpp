@@ -235,8 +235,4 @@ std::string data_path(const DataOptions& o, const std::string& rel) {
   return (std::filesystem::path(o.root) / p).lexically_normal().string();
 }
 
-std::string image_path(const DataOptions& o, const std::string& dir, const std::string& id) {
-  return (std::filesystem::path(data_path(o, dir)) / (id + normalized_ext(o.image_ext))).string();
-}
-
 }  // namespace kg::data

@@ -82,7 +82,5 @@ std::string normalized_ext(const std::string& ext);
 
 // `rel` under data.root unless absolute.
 std::string data_path(const DataOptions& o, const std::string& rel);
-// "<root>/<dir>/<id><ext>"
-std::string image_path(const DataOptions& o, const std::string& dir, const std::string& id);
 
 }  // namespace kg::data

@@ -106,4 +106,68 @@ void check_images(const Table& t, const ImageGeometry& g, int threads, ImageCach
   apply_bad_row_policy(copy, std::move(bad), "error");
 }
 
+namespace {
+
+// Whether the recipe's training data is on disk (its layout may still be broken: the source says so).
+bool data_present(const DataOptions& d) {
+  std::string fmt;
+  try {
+    fmt = resolve_format(d);  // "auto" throws when it finds no layout
+  } catch (const DataError&) {
+    return false;
+  }
+  std::error_code ec;
+  if (fmt == "csv") return fs::is_regular_file(data_path(d, d.train_csv), ec);
+  if (fmt == "folder") return fs::is_directory(data_path(d, d.image_dir), ec);
+  if (fmt == "pack") return fs::is_regular_file(data_path(d, d.train_pack), ec);
+  return true;  // another source: let it read (and report) its own layout
+}
+
+// What data::infer_classes would find, from the recipe alone; 0 when the recipe does not say.
+int64_t stated_classes(const DataOptions& d, Task task) {
+  const auto cols = static_cast<int64_t>(d.label_cols.size());
+  switch (task) {
+    case Task::regression:
+      return cols;  // one output per target column
+    case Task::binary:
+      return 2;  // two classes, one output
+    case Task::multilabel:
+      if (cols > 1) return cols;  // one 0/1 column per label
+      return d.num_classes.value_or(0);
+    case Task::multiclass:
+      return d.num_classes.value_or(0);
+  }
+  return 0;
+}
+
+}  // namespace
+
+RecipeClasses classes_for_model(const DataOptions& d) {
+  RecipeClasses r;
+  if (data_present(d)) {
+    r.classes = infer_classes(d);
+    r.from = "the training table under " + d.root;
+    return r;
+  }
+  r.classes.task = parse_task(d.task);
+  const int64_t n = stated_classes(d, r.classes.task);
+  if (n <= 0) {
+    try {
+      infer_classes(d);  // its own message says what is missing
+    } catch (const DataError& e) {
+      throw DataError(std::string(e.what()) + "; to build the model without its data, set data.num_classes");
+    }
+  }
+  KG_CHECK(n > 0, DataError, "no training data under ", d.root, " and data.num_classes is not set");
+  const bool named_columns =
+      r.classes.task == Task::regression || (r.classes.task == Task::multilabel && d.label_cols.size() > 1);
+  r.classes.numeric = !named_columns;
+  if (named_columns)
+    r.classes.names = d.label_cols;
+  else
+    for (int64_t k = 0; k < n; ++k) r.classes.names.push_back(std::to_string(k));
+  r.from = "the recipe (no training data under " + d.root + ")";
+  return r;
+}
+
 }  // namespace kg::data

@@ -37,4 +37,13 @@ std::string resolve_format(const DataOptions& o);
 // Opens the recipe's source for a split.
 void open_source(const DataOptions& o, Split split, OpenedSource& out);
 
+// The classes a model is built for: the training table's (infer_classes) when the data is on disk, else what the
+// recipe states (data.num_classes, data.task, data.label_cols), numbered "0".."n-1". DataError (infer_classes's,
+// plus a hint) when the data is absent and the recipe does not state the number of outputs.
+struct RecipeClasses {
+  ClassList classes;
+  std::string from;  // where they came from, for the printout
+};
+RecipeClasses classes_for_model(const DataOptions& d);
+
 }  // namespace kg::data

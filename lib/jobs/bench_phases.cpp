@@ -320,8 +320,8 @@ ConfigTiming config_shape(FitSetup& s) {
 ConfigTiming time_config(FitSetup& s, const Settings& st, bool phases, const std::string& scratch_dir,
                          const std::function<void(const std::string&)>& log) {
   ConfigTiming r = config_shape(s);
-  if (lr_is_find(s.recipe)) {
-    s.recipe = with_lr(s.recipe, 1e-3);
+  if (optim::lr_is_find(s.recipe)) {
+    s.recipe = optim::with_lr(s.recipe, 1e-3);
     r.notes.push_back("optim.lr = \"find\": timed at lr 1e-3 (the lr does not change the speed)");
   }
   const auto dev = s.dev;

@@ -92,7 +92,7 @@ int run_fit(const FitRequest& given) {
     KG_CHECK(!train::batch_size_is_auto(given.recipe), UsageError,
              "train.batch_size = \"auto\" is found by one process; with ", given.dist.world_size,
              " processes give a number (run kgtrain fit --dry-run or bench with \"auto\" on one GPU first)");
-    KG_CHECK(!lr_is_find(given.recipe), UsageError, "optim.lr = \"find\" runs the finder in one process; with ",
+    KG_CHECK(!optim::lr_is_find(given.recipe), UsageError, "optim.lr = \"find\" runs the finder in one process; with ",
              given.dist.world_size, " processes give a number (kgtrain lr-find RECIPE prints the suggestion)");
   }
   FitRun run(given);
@@ -120,7 +120,7 @@ double FitRun::elapsed() const { return std::chrono::duration<double>(Clock::now
 void FitRun::log(const std::string& line) const { jobs::log(o_, line); }
 
 int FitRun::run() {
-  if (lr_is_find(s_.recipe)) {
+  if (optim::lr_is_find(s_.recipe)) {
     (void)s_.recipe.get<train::LrFindOptions>();  // lr_find.start_lr < end_lr before anything is built
     KG_CHECK(o_.plot_schedule.empty(), UsageError,
              "--plot-schedule needs a number in optim.lr; with optim.lr = \"find\" the ",
@@ -167,7 +167,7 @@ int FitRun::run() {
 }
 
 bool FitRun::preview() {
-  const bool lr_find = lr_is_find(s_.recipe);
+  const bool lr_find = optim::lr_is_find(s_.recipe);
   const auto& recipe = s_.recipe;
   const auto& topt = s_.topt;
   const auto& table = s_.table;
@@ -176,7 +176,7 @@ bool FitRun::preview() {
                                      s_.stages.back().batch_size > 0 ? s_.stages.back().batch_size : topt.batch_size,
                                      table.feature_dim);
   // optim.lr = "find": any number shows the plan's shape; the finder sets the real one before training.
-  const config::Recipe shown = lr_find ? with_lr(recipe, 1.0) : recipe;
+  const config::Recipe shown = lr_find ? optim::with_lr(recipe, 1.0) : recipe;
   const auto first_split = s_.split_of(s_.cv.run_folds.front());
   train::Plan plan(shown, s_.epochs, s_.steps_of(static_cast<int64_t>(first_split.first.size())), net->group_names());
   auto opt = optim::build(shown, *net);
@@ -292,7 +292,7 @@ void FitRun::lr_from_finder() {
   // The finder on the first fold's freshly built network (its state is restored, and every fold builds its
   // own network anyway), then every fold trains with its suggestion. A resumed run reuses the lr its
   // finder chose.
-  if (!lr_is_find(s_.recipe)) return;
+  if (!optim::lr_is_find(s_.recipe)) return;
   const fs::path found = fs::path(run_dir_) / "lr_find.json";
   json lf;
   if (resuming_ && fs::exists(found)) {
@@ -306,7 +306,7 @@ void FitRun::lr_from_finder() {
     if (s_.dev.channels_last) net->set_channels_last(true);
     lf = run_lr_finder(s_, *net, s_.cv.run_folds.front(), run_dir_);
   }
-  s_.recipe = with_lr(s_.recipe, lf["lr"].get<double>());
+  s_.recipe = optim::with_lr(s_.recipe, lf["lr"].get<double>());
   summary_["lr_find"] = {{"lr", lf["lr"]},
                          {"chosen", lf["chosen"]},
                          {"suggestions", lf["suggestions"]},

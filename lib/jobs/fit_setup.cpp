@@ -244,17 +244,4 @@ std::string FitSetup::data_line() const {
          " valid; input " + std::to_string(geom.channels) + "x" + sizes;
 }
 
-bool lr_is_find(const config::Recipe& recipe) {
-  const config::Entry* e = recipe.find("optim.lr");
-  return e && e->value.is_string() && e->value.get<std::string>() == "find";
-}
-
-config::Recipe with_lr(const config::Recipe& recipe, double lr) {
-  config::Entry e;
-  if (const config::Entry* old = recipe.find("optim.lr")) e = *old;
-  e.value = lr;
-  e.inner.clear();
-  return recipe.with_entries({{"optim.lr", e}});
-}
-
 }  // namespace kg::jobs

@@ -114,11 +114,6 @@ struct FitSetup {
   void fit_target_scale(model::Network& net, const std::vector<int64_t>& rows);
 };
 
-// optim.lr = "find" in `recipe`.
-bool lr_is_find(const config::Recipe& recipe);
-// `recipe` with optim.lr set to `lr` (its origin kept).
-config::Recipe with_lr(const config::Recipe& recipe, double lr);
-
 // The lr finder (lib/jobs/lr_find.cpp) on fold `fold`'s training rows with `net` (on the device, state
 // restored afterwards): writes lr_find.csv, lr_find.json and lr_find.png into `dir`, prints the table
 // and returns lr_find.json's content ("lr" is the chosen suggestion).

@@ -25,8 +25,6 @@ void set_batchnorm_sync(CrossProcessSum sum) {
   sync_fn() = std::move(sum);
 }
 
-bool batchnorm_sync_enabled() { return static_cast<bool>(current_sync()); }
-
 void BatchNorm2dImpl::reset() {
   const int64_t c = options.num_features();
   if (options.affine()) {

@@ -20,7 +20,6 @@ using CrossProcessSum = std::function<at::Tensor(const at::Tensor&)>;
 // whole global batch (the sum over processes) and update their running statistics with them, as
 // torch.nn.SyncBatchNorm does. An empty function turns it off.
 void set_batchnorm_sync(CrossProcessSum sum);
-bool batchnorm_sync_enabled();
 
 // LibTorch's BatchNorm2d re-implemented (not derived: Debian's LibTorch hides BatchNormImplBase's
 // pretty_print, which a subclass's vtable needs): the same options, parameters, buffers, names and

@@ -116,4 +116,17 @@ std::vector<ParamGroup> build_param_groups(const model::Network& net, const Opti
   return out;
 }
 
+bool lr_is_find(const config::Recipe& recipe) {
+  const config::Entry* e = recipe.find("optim.lr");
+  return e && e->value.is_string() && e->value.get<std::string>() == "find";
+}
+
+config::Recipe with_lr(const config::Recipe& recipe, double lr) {
+  config::Entry e;
+  if (const config::Entry* old = recipe.find("optim.lr")) e = *old;
+  e.value = lr;
+  e.inner.clear();
+  return recipe.with_entries({{"optim.lr", e}});
+}
+
 }  // namespace kg::optim

@@ -7,7 +7,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "config/tree.h"
+#include "config/recipe.h"
 
 namespace kg::model {
 class Network;
@@ -25,6 +25,10 @@ struct OptimOptions {
   std::vector<double> group_lr_mult;
   double layer_decay = 0;
 };
+// optim.lr = "find" in `recipe`.
+bool lr_is_find(const config::Recipe& recipe);
+// `recipe` with optim.lr set to `lr` (its origin kept), validated again.
+config::Recipe with_lr(const config::Recipe& recipe, double lr);
 // The schedule's peak learning rate: the largest of optim.lr's values. ConfigError for "find".
 double peak_lr(const OptimOptions& o);
 

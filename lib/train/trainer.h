@@ -140,7 +140,6 @@ class Trainer {
   CheckpointFiles checkpoint_files(const model::TensorMap* model_weights = nullptr);
   CheckpointStore& store() { return store_; }
   // The monitored value and variant of the epoch's best candidate ("best" selection ran already).
-  const EpochReport* last_report() const { return last_report_.get(); }
   const UpdateInfo& last_update() const { return last_update_; }
 
  private:

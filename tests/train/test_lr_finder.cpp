@@ -403,7 +403,7 @@ TEST_CASE("lr finder: a linear model on separable data gets a valley inside the 
   CHECK(mean_loss(net, *loss, pts) == initial);  // untouched
   // One epoch at the suggested lr from the same start separates the classes.
   {
-    auto opt = kg::optim::build(kg::jobs::with_lr(recipe, r.lr), net);
+    auto opt = kg::optim::build(kg::optim::with_lr(recipe, r.lr), net);
     PointBatches epoch(pts, 16, 0);
     kg::data::Batch b;
     while (epoch.next(b)) {
