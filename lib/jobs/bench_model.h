@@ -12,7 +12,7 @@ namespace kg::jobs {
 
 // bench-model's flags, declared once in bench_model_flags() as recipe keys are (key, type, default, range, doc):
 // app/flag_table.h makes them CLI11 options with --help and completion, run_bench_model checks them with the keys'
-// own checks, and tests/jobs/test_bench_model.cpp holds --help and docs/commands.md to the table.
+// own checks, and tests/jobs/test_flag_tables.cpp holds --help and docs/commands.md to the table.
 struct BenchModelFlags {
   std::vector<std::string> models;                         // --models (empty = the recipe's model)
   int64_t size = 0;                                        // --size (0 = data.image_size)

@@ -1,5 +1,6 @@
 #include "jobs/show_batch.h"
 
+#include "config/flags.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "data/loader.h"
@@ -63,10 +64,25 @@ std::string views_png(const FitSetup& s, const std::string& id) {
 
 }  // namespace
 
-int run_show_batch(const ShowBatchRequest& r) {
-  KG_CHECK(r.n >= 1 && r.n <= 256, UsageError, "--n " + std::to_string(r.n) + ": expected 1 to 256 images");
-  KG_CHECK(r.epoch >= 1, UsageError, "--epoch " + std::to_string(r.epoch) + ": epochs count from 1");
-  JobOptions o = r;
+const config::Fields<ShowBatchFlags>& show_batch_flags() {
+  static const config::Fields<ShowBatchFlags> f = [] {
+    using F = ShowBatchFlags;
+    config::Fields<F> t;
+    t.field("out", &F::out, "PNG to write");
+    t.field("n", &F::n, "images in the grid").range(1, 256);
+    t.field("epoch", &F::epoch, "epoch whose augmentation, size and mixing to show (1-based)").min(1);
+    t.field("views", &F::views, "instead: every TTA view (tta.views) of one test image, as tta-predict makes them");
+    t.field("id", &F::id, "with --views: the test row's id (none: the first row of data.test_csv)");
+    return t;
+  }();
+  return f;
+}
+
+int run_show_batch(const ShowBatchRequest& req) {
+  config::check_flags(show_batch_flags(), req.flags);
+  const ShowBatchFlags& r = req.flags;
+  KG_CHECK(r.id.empty() || r.views, UsageError, "--id picks the test image of --views: add --views");
+  JobOptions o = req;
   // One batch is shown: decode just it (no RAM or device cache filled up front), in this thread, on the CPU.
   o.recipe = o.recipe.with({{"data.cache", "none"},
                             {"data.num_workers", 0},

@@ -124,26 +124,5 @@ TEST_CASE("bench-model times training steps of the recipe's model in both layout
   }
 }
 
-TEST_CASE("bench-model's --help and docs/commands.md follow its flag table", "[integration][jobs]") {
-  // The table (jobs::bench_model_flags()) is where each flag is declared; --help and the docs must not drift from it.
-  auto h = kg::test::run_kgtrain({"bench-model", "--help"});
-  REQUIRE(h.exit_code == 0);
-  const std::string docs = kg::read_file(std::string(KGTRAIN_SOURCE_DIR) + "/docs/commands.md");
-  const auto at = docs.find("## `kgtrain bench-model`");
-  REQUIRE(at != std::string::npos);
-  const std::string section = docs.substr(at, docs.find("\n## ", at + 1) - at);
-  REQUIRE(!kg::jobs::bench_model_flags().schema().empty());
-  for (const auto& spec : kg::jobs::bench_model_flags().schema()) {
-    const std::string flag = kg::config::flag_name(spec.key);
-    INFO(flag);
-    CHECK(h.output.find(flag) != std::string::npos);
-    CHECK(h.output.find(spec.doc) != std::string::npos);
-    const std::string d = kg::config::flag_default_text(spec);
-    if (!d.empty()) CHECK(h.output.find("=" + d) != std::string::npos);
-    CHECK(section.find("[" + flag) != std::string::npos);
-  }
-  CHECK(h.output.find("AdamW") == std::string::npos);  // it steps the recipe's optimizer
-}
-
 }  // namespace KG_UNITY_ID
 }  // namespace
