@@ -45,8 +45,7 @@ void resolve_auto_batch(JobOptions& o) {
   const auto& backend = device::backend_for(dev.device.type());
   const int index = dev.device.is_cuda() ? dev.device.index() : 0;
   const double limit = (1.0 - topt.auto_batch_margin) * static_cast<double>(dev.hardware.total_memory);
-  // optim.lr = "find" has no number yet; any lr builds the same optimizer state.
-  const config::Recipe recipe = optim::lr_is_find(o.recipe) ? optim::with_lr(o.recipe, 1.0) : o.recipe;
+  const config::Recipe recipe = optim::with_numeric_lr(o.recipe);
   log(o, "batch size auto: trying powers of two up to " + std::to_string(topt.auto_batch_max) + " on " +
              dev.description + " (input " + std::to_string(in.ctx.in_chans) + "x" + std::to_string(in.ctx.height) +
              "x" + std::to_string(in.ctx.width) + ", " + format_significant(topt.auto_batch_margin * 100, 3) + "% of " +

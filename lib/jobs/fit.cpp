@@ -176,7 +176,7 @@ bool FitRun::preview() {
                                      s_.stages.back().batch_size > 0 ? s_.stages.back().batch_size : topt.batch_size,
                                      table.feature_dim);
   // optim.lr = "find": any number shows the plan's shape; the finder sets the real one before training.
-  const config::Recipe shown = lr_find ? optim::with_lr(recipe, 1.0) : recipe;
+  const config::Recipe shown = optim::with_numeric_lr(recipe);
   const auto first_split = s_.split_of(s_.cv.run_folds.front());
   train::Plan plan(shown, s_.epochs, s_.steps_of(static_cast<int64_t>(first_split.first.size())), net->group_names());
   auto opt = optim::build(shown, *net);

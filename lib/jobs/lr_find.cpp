@@ -54,7 +54,7 @@ double interp(double x, const std::vector<double>& xp, const std::vector<double>
 
 // The epochs of fit's plan (fine_tune adds its frozen epochs): the loaders' progressive-resizing stage.
 int64_t plan_epochs(const FitSetup& s, const model::Network& net, int64_t n_train) {
-  const config::Recipe r = optim::lr_is_find(s.recipe) ? optim::with_lr(s.recipe, 1.0) : s.recipe;
+  const config::Recipe r = optim::with_numeric_lr(s.recipe);
   train::Plan plan(r, s.epochs, s.steps_of(n_train), net.group_names());
   return plan.epochs();
 }

@@ -129,4 +129,8 @@ config::Recipe with_lr(const config::Recipe& recipe, double lr) {
   return recipe.with_entries({{"optim.lr", e}});
 }
 
+config::Recipe with_numeric_lr(const config::Recipe& recipe) {
+  return lr_is_find(recipe) ? with_lr(recipe, 1.0) : recipe;
+}
+
 }  // namespace kg::optim

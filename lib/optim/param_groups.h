@@ -29,6 +29,9 @@ struct OptimOptions {
 bool lr_is_find(const config::Recipe& recipe);
 // `recipe` with optim.lr set to `lr` (its origin kept), validated again.
 config::Recipe with_lr(const config::Recipe& recipe, double lr);
+// optim.lr = "find" has no value yet: `recipe` with any number there (1.0), which builds the same optimizer and its
+// state (set_lr overrides it every update); any other recipe as it is.
+config::Recipe with_numeric_lr(const config::Recipe& recipe);
 // The schedule's peak learning rate: the largest of optim.lr's values. ConfigError for "find".
 double peak_lr(const OptimOptions& o);
 

@@ -178,18 +178,6 @@ std::unique_ptr<BatchSource> loader_source(std::unique_ptr<data::Loader> loader)
   return std::make_unique<LoaderSource>(std::move(loader));
 }
 
-namespace {
-// optim.lr = "find" has no value yet: any number builds the optimizer (set_lr overrides it every update);
-// a [lo, hi] slice keeps its per-group multipliers.
-config::Recipe with_numeric_lr(const config::Recipe& recipe) {
-  const config::Entry* e = recipe.find("optim.lr");
-  if (!e || !e->value.is_string()) return recipe;
-  config::Entry d = *e;
-  d.value = 1.0;
-  return recipe.with_entries({{"optim.lr", d}});
-}
-}  // namespace
-
 SweepStep::SweepStep(const FinderParts& p)
     : p_(p),
       topt_((*p.recipe).get<TrainOptions>()),
@@ -198,7 +186,7 @@ SweepStep::SweepStep(const FinderParts& p)
       step_{p.net, p.loss, p.precision, p.device.type(), p.scaler.enabled()} {
   KG_ASSERT(p.net && p.recipe && p.loss && p.batches, "lr finder: incomplete parts");
   auto& net = *p.net;
-  const config::Recipe recipe = with_numeric_lr(*p.recipe);
+  const config::Recipe recipe = optim::with_numeric_lr(*p.recipe);
   opt_ = optim::build(recipe, net);
   // fit's first epoch: only its freezing and multipliers are read, so any number of updates per epoch
   // will do, as long as schedules that need several (one_cycle) can be built.
