@@ -16,10 +16,10 @@
 #include "core/error.h"
 #include "core/stop.h"
 #include "core/strings.h"
-#include "jobs/latest_run.h"
+#include "session/latest_run.h"
+#include "test_hooks.h"
 #include "train/options.h"
 #include "train/progress.h"
-#include "test_hooks.h"
 
 extern char** environ;
 namespace fs = std::filesystem;
@@ -180,8 +180,8 @@ std::string RecipeFlags::runs_root() const {
 }
 
 std::string RecipeFlags::run_folder(const std::string& run) const {
-  if (run != jobs::kLatestWord) return run;
-  const std::string dir = jobs::resolve_latest(runs_root());
+  if (run != session::kLatestWord) return run;
+  const std::string dir = session::resolve_latest(runs_root());
   if (!quiet) std::cerr << "latest: " << dir << "\n";
   return dir;
 }
@@ -195,11 +195,11 @@ bool RecipeFlags::use_run_recipe(const std::string& run) {
   return true;
 }
 
-jobs::JobOptions RecipeFlags::resolve(const std::string& command) const {
+session::Session RecipeFlags::resolve(const std::string& command) const {
   config::ResolveInput in = resolve_input(*this);
   if (in.recipe_files.empty()) throw UsageError(command + " needs at least one RECIPE.toml before the overrides");
   auto resolved = config::resolve(in);
-  jobs::JobOptions o;
+  session::Session o;
   o.recipe = config::Recipe::validate(resolved.tree);
   for (auto& w : o.recipe.warnings()) std::cerr << "warning: " << w << "\n";
   o.command = command;
@@ -207,7 +207,6 @@ jobs::JobOptions RecipeFlags::resolve(const std::string& command) const {
   o.env_name = resolved.env_name + (resolved.env_file.empty() ? "" : " (" + resolved.env_file + ")");
   o.run_dir = run_dir;
   o.dry_run = dry_run;
-  o.check_data = check_data;
   o.smoke = smoke;
   o.quiet = quiet;
   // A notebook's `!kgtrain` runs under a pseudo-terminal that re-renders \r poorly: plain lines there.

@@ -15,7 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/macros.h"
-#include "jobs/job.h"
+#include "session/session.h"
 
 namespace kg::app {
 
@@ -46,7 +46,7 @@ std::vector<const CommandSpec*> commands_in_order();
       {name, help, order, [] { return std::unique_ptr<::kg::app::Command>(new Class()); }})
 
 // The recipe words and the flags every recipe command shares (--run-dir, --device, --seed, --dry-run,
-// --smoke, --check-data, --quiet); resolve() turns them into the validated recipe of jobs::JobOptions.
+// --smoke, --check-data, --quiet); resolve() turns them into the validated recipe of session::Session.
 struct RecipeFlags {
   std::vector<std::string> words;  // RECIPE.toml files, then overrides
   std::string run_dir, device;
@@ -60,7 +60,7 @@ struct RecipeFlags {
   };
   void add(CLI::App& cmd, Kind kind);
   // Resolves the layers (base, groups, environment, overrides), validates, fills the shared options.
-  jobs::JobOptions resolve(const std::string& command) const;
+  session::Session resolve(const std::string& command) const;
   // The words with --device and --seed as overrides (the command line a suggestion repeats).
   std::vector<std::string> words_with_flags() const;
 

@@ -16,8 +16,8 @@
 
 #include <torch/cuda.h>
 
-#include "config/sweep.h"
 #include "cli.h"
+#include "config/sweep.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/run_lock.h"
@@ -137,7 +137,7 @@ int run_sweep(const SweepRequest& r) {
     m = plan_sweep(r);
   }
   // Every run's recipe is checked before any starts: a typo in the third value fails now, not in an hour.
-  jobs::JobOptions first;
+  session::Session first;
   for (auto& run : m.runs) {
     auto o = with_context("sweep run " + run.dir + " (" + join(run.overrides, " ") + ")",
                           [&] { return r.resolve(run_words(m, run)); });
@@ -153,7 +153,7 @@ int run_sweep(const SweepRequest& r) {
     if (dir.empty()) {
       first.command = "sweep";
       first.run_dir.clear();
-      dir = jobs::prepare_run_dir(first);
+      dir = session::prepare_run_dir(first);
     } else {
       KG_CHECK(!fs::exists(fs::path(dir) / "sweep.json"), UsageError, "--run-dir ", dir,
                " already holds a sweep: continue it with kgtrain fit -m --resume ", dir);

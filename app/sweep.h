@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "jobs/job.h"
+#include "session/session.h"
 
 namespace kg::app {
 
@@ -20,7 +20,7 @@ struct SweepRequest {
   int jobs = 1;
   bool dry_run = false, quiet = false;
   // Resolves and validates one run's words as `fit` would (ConfigError / UsageError on a bad recipe).
-  std::function<jobs::JobOptions(const std::vector<std::string>&)> resolve;
+  std::function<session::Session(const std::vector<std::string>&)> resolve;
 };
 
 // Runs the sweep; 0 when every run completed, 130/143 when stopped by a signal, else the first failed

@@ -24,7 +24,7 @@ class BenchCommand : public Command {
         ->check(kCount);
   }
   int run() override {
-    static_cast<jobs::JobOptions&>(req_) = flags_.resolve("bench");
+    static_cast<session::Session&>(req_) = flags_.resolve("bench");
     req_.bench_words = flags_.words_with_flags();
     return jobs::run_bench(req_);
   }

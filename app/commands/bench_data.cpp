@@ -32,7 +32,7 @@ class BenchDataCommand : public Command {
     cmd.add_option("--repeats", req_.bench_repeats, "loader repeats, the median reported (default 3)")->check(kCount);
   }
   int run() override {
-    static_cast<jobs::JobOptions&>(req_) = flags_.resolve("bench-data");
+    static_cast<session::Session&>(req_) = flags_.resolve("bench-data");
     req_.bench_batches = parse_batches(batches_);
     return jobs::run_bench_data(req_);
   }

@@ -14,7 +14,7 @@ class BenchModelCommand : public Command {
   }
   int run() override {
     jobs::BenchModelRequest req;
-    static_cast<jobs::JobOptions&>(req) = flags_.resolve("bench-model");
+    static_cast<session::Session&>(req) = flags_.resolve("bench-model");
     req.flags = table_.values();
     return jobs::run_bench_model(req);
   }

@@ -52,7 +52,8 @@ class FitCommand : public Command {
     add_run_recipe();
     if (flags_.words.empty())
       throw UsageError("fit needs RECIPE.toml files (or --resume RUN_DIR, which reuses the run's recipe)");
-    static_cast<jobs::JobOptions&>(req_) = flags_.resolve("fit");
+    static_cast<session::Session&>(req_) = flags_.resolve("fit");
+    req_.check_data = flags_.check_data;
     if (!weights_.empty()) req_.weights = {weights_};
     return jobs::run_fit(req_);
   }

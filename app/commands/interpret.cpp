@@ -5,7 +5,7 @@
 #include "command.h"
 #include "core/error.h"
 #include "jobs/interpret.h"
-#include "jobs/latest_run.h"
+#include "session/latest_run.h"
 
 namespace kg::app {
 namespace {
@@ -29,7 +29,7 @@ class InterpretCommand : public Command {
     cmd.add_flag("--quiet,-q", flags_.quiet, "no progress output");
   }
   int run() override {
-    if (run_ == jobs::kLatestWord) {
+    if (run_ == session::kLatestWord) {
       RecipeFlags where = flags_;  // the runs root of the environment layer and the overrides
       where.words = overrides_;
       run_ = where.run_folder(run_);
@@ -42,7 +42,7 @@ class InterpretCommand : public Command {
     flags_.words = {recipe.string()};
     flags_.words.insert(flags_.words.end(), overrides_.begin(), overrides_.end());
     if (flags_.device.empty()) flags_.device = "cpu";
-    static_cast<jobs::JobOptions&>(req_) = flags_.resolve("interpret");
+    static_cast<session::Session&>(req_) = flags_.resolve("interpret");
     req_.run = run_;
     return jobs::run_interpret(req_);
   }

@@ -18,7 +18,7 @@ class PackCommand : public Command {
     cmd.add_option("--threads", req_.pack_threads, "decode threads (default: all cores)")->check(kCountOrZero);
   }
   int run() override {
-    static_cast<jobs::JobOptions&>(req_) = flags_.resolve("pack");
+    static_cast<session::Session&>(req_) = flags_.resolve("pack");
     if (!size_.empty()) {
       if (size_[0] <= 0 || size_[1] <= 0) throw UsageError("--size takes two positive integers H W");
       if (!req_.pack_raw)

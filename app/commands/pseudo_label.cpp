@@ -29,7 +29,7 @@ class PseudoLabelCommand : public Command {
     if (!req_.models.from_runs.empty()) flags_.use_run_recipe(req_.models.from_runs.front());
     KG_CHECK(flags_.has_recipe_file(), UsageError,
              "pseudo-label needs RECIPE.toml files (or --from-run RUN, which reuses the run's recipe.toml)");
-    static_cast<jobs::JobOptions&>(req_) = flags_.resolve("pseudo-label");
+    static_cast<session::Session&>(req_) = flags_.resolve("pseudo-label");
     return jobs::run_pseudo_label(req_);
   }
 

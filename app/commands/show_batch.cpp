@@ -14,7 +14,7 @@ class ShowBatchCommand : public Command {
   }
   int run() override {
     jobs::ShowBatchRequest r;
-    static_cast<jobs::JobOptions&>(r) = flags_.resolve("show-batch");
+    static_cast<session::Session&>(r) = flags_.resolve("show-batch");
     r.flags = table_.values();
     return jobs::run_show_batch(r);
   }

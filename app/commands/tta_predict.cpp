@@ -31,7 +31,7 @@ class TtaPredictCommand : public Command {
     if (!req_.models.from_runs.empty()) flags_.use_run_recipe(req_.models.from_runs.front());
     KG_CHECK(flags_.has_recipe_file(), UsageError,
              "tta-predict needs RECIPE.toml files (or --from-run RUN, which reuses the run's recipe.toml)");
-    static_cast<jobs::JobOptions&>(req_) = flags_.resolve("tta-predict");
+    static_cast<session::Session&>(req_) = flags_.resolve("tta-predict");
     return jobs::run_tta_predict(req_);
   }
 

@@ -18,7 +18,7 @@ namespace kg::config {
 
 class Recipe {
  public:
-  // An empty recipe: every get<>() gives the schema's defaults, at() finds nothing. JobOptions' default.
+  // An empty recipe: every get<>() gives the schema's defaults, at() finds nothing. a session::Session's default.
   Recipe();
   // Validates `merged` (throws ConfigError listing every problem); warnings() keeps what validation warned about.
   static Recipe validate(const Tree& merged);

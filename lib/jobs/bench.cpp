@@ -1,5 +1,5 @@
 // `kgtrain bench`: where a recipe's training time goes and what would make it faster. The recipe is
-// set up exactly as `fit` sets it up (FitSetup) and its phases are timed — decode + augmentation,
+// set up exactly as `fit` sets it up (session::TrainingContext) and its phases are timed — decode + augmentation,
 // the loader alone, copy, forward, backward, optimizer step, the full training step through the real
 // Trainer and loader, the evaluation step — with peak memory, achieved TFLOP/s and a bottleneck
 // verdict. `--ablate` re-resolves the recipe with one toggle at a time (an override, validated like
@@ -15,12 +15,12 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/strings.h"
-#include "jobs/auto_batch.h"
 #include "jobs/bench_ablate.h"
 #include "jobs/bench_phases.h"
 #include "jobs/bench_util.h"
-#include "jobs/fit_setup.h"
-#include "jobs/job.h"
+#include "session/auto_batch.h"
+#include "session/session.h"
+#include "session/training.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -127,17 +127,17 @@ std::string shell_word(const std::string& w) {
 int run_bench(const BenchRequest& given) {
   // train.batch_size = "auto" is found the way fit finds it; every row then times that size.
   BenchRequest o = given;
-  resolve_auto_batch(o);
+  session::resolve_auto_batch(o);
   KG_CHECK(o.bench_steps > 0, UsageError, "--steps must be positive, got ", o.bench_steps);
   KG_CHECK(o.bench_warmup >= 0, UsageError, "--warmup must be >= 0, got ", o.bench_warmup);
   KG_CHECK(o.bench_repeats > 0, UsageError, "--repeats must be positive, got ", o.bench_repeats);
   const auto toggles = bench::ablation_list(o.bench_ablate, o.bench_suggest);
   const bench::Settings st{o.bench_steps, o.bench_warmup, o.bench_repeats};
-  auto logf = [&o](const std::string& l) { log(o, l); };
+  auto logf = [&o](const std::string& l) { o.log(l); };
 
   std::string dir, json_path = o.bench_json;
   if (!o.dry_run && json_path.empty()) {
-    dir = prepare_run_dir(o);
+    dir = session::prepare_run_dir(o);
     json_path = (fs::path(dir) / "bench.json").string();
   } else if (!json_path.empty()) {
     dir = fs::path(json_path).parent_path().string();
@@ -239,7 +239,7 @@ int run_bench(const BenchRequest& given) {
                                        : json()},
                  {"suggestion", suggestion}};
   write_file_atomic(json_path, report.dump(2) + "\n");
-  log(o, "report: " + json_path);
+  o.log("report: " + json_path);
   return kExitOk;
 }
 

@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "jobs/job.h"
+#include "session/session.h"
 
 namespace kg::jobs {
 
-struct BenchRequest : JobOptions {
+struct BenchRequest : session::Session {
   std::vector<std::string> bench_words;   // the recipe files and overrides as given (the suggested fit command)
   std::vector<std::string> bench_ablate;  // --ablate: toggles timed one at a time (lib/jobs/bench_ablate.h)
   bool bench_suggest = false;             // --suggest: the fastest combination of the toggles that helped

@@ -10,9 +10,9 @@
 #include "core/error.h"
 #include "core/strings.h"
 #include "jobs/bench_util.h"
-#include "jobs/fit_setup.h"
 #include "model/model.h"
 #include "model/summary.h"
+#include "session/training.h"
 
 using nlohmann::json;
 
@@ -120,7 +120,7 @@ Toggle plan_toggle(const std::string& name, const BaseInfo& b) {
   return t;
 }
 
-std::string check_toggle(const JobOptions& o, const Toggle& t) {
+std::string check_toggle(const session::Session& o, const Toggle& t) {
   try {
     (void)with_overrides(o.recipe, t.overrides);
     return "";
@@ -144,29 +144,29 @@ json row_json(const Row& r, double baseline_epoch) {
           {"cuda_peak_reserved_bytes", timed && r.memory.cuda ? json(r.memory.cuda_reserved_bytes) : json()}};
 }
 
-Runner::Runner(const JobOptions& o, Settings st, std::string dir, std::function<void(const std::string&)> log)
+Runner::Runner(const session::Session& o, Settings st, std::string dir, std::function<void(const std::string&)> log)
     : o_(o), st_(st), dir_(std::move(dir)), log_(std::move(log)) {}
 
 Row Runner::baseline() { return time("baseline", {}, true); }
 
 Row Runner::time(const std::string& name, const std::vector<std::string>& overrides, bool phases) {
   Row r(name, overrides);
-  JobOptions ro = o_;
+  session::Session ro = o_;
   ro.recipe = with_overrides(o_.recipe, overrides);
   ro.quiet = o_.quiet || !phases;  // the data lines once, for the baseline
   const bool host_reset = device::reset_host_peak();
-  FitSetup s(ro, "bench");
-  KG_ASSERT(s.topt.batch_size > 0, "run_bench resolves train.batch_size = \"auto\" before timing");
+  session::TrainingContext s(ro, "bench");
+  KG_ASSERT(s.opt.train.batch_size > 0, "run_bench resolves train.batch_size = \"auto\" before timing");
   if (phases) {
     base_.dev = s.dev;
-    base_.device_options = s.recipe.get<device::DeviceOptions>();
-    base_.fold = s.cv.run_folds.front();
-    base_.num_workers = s.dopt.num_workers;
-    base_.cache = s.dopt.cache;
-    base_.batch_size = s.topt.batch_size;
-    base_.accum_steps = s.topt.accum_steps;
-    base_.eval_batch = train::eval_batch_size(s.topt);
-    base_.grad_checkpointing = s.recipe.get<model::ModelOptions>().grad_checkpointing;
+    base_.device_options = s.session.recipe.get<device::DeviceOptions>();
+    base_.fold = s.opt.cv.run_folds.front();
+    base_.num_workers = s.opt.data.num_workers;
+    base_.cache = s.opt.data.cache;
+    base_.batch_size = s.opt.train.batch_size;
+    base_.accum_steps = s.opt.train.accum_steps;
+    base_.eval_batch = train::eval_batch_size(s.opt.train);
+    base_.grad_checkpointing = s.session.recipe.get<model::ModelOptions>().grad_checkpointing;
     if (o_.dry_run) {
       r.timing = config_shape(s);
       return r;

@@ -14,7 +14,7 @@
 
 #include "device/device.h"
 #include "jobs/bench_phases.h"
-#include "jobs/job.h"
+#include "session/session.h"
 
 namespace kg::jobs::bench {
 
@@ -42,7 +42,7 @@ struct Toggle {
 };
 Toggle plan_toggle(const std::string& name, const BaseInfo& b);
 // Dry run: "" when the toggle's recipe validates, else " (refused: <why>)".
-std::string check_toggle(const JobOptions& o, const Toggle& t);
+std::string check_toggle(const session::Session& o, const Toggle& t);
 
 struct Row {
   Row() = default;
@@ -60,7 +60,7 @@ nlohmann::json row_json(const Row& r, double baseline_epoch);
 
 class Runner {
  public:
-  Runner(const JobOptions& o, Settings st, std::string dir, std::function<void(const std::string&)> log);
+  Runner(const session::Session& o, Settings st, std::string dir, std::function<void(const std::string&)> log);
   // The recipe as given with every phase timed (a dry run sets it up and times nothing). Errors propagate.
   Row baseline();
   const BaseInfo& base() const { return base_; }
@@ -70,7 +70,7 @@ class Runner {
 
  private:
   Row time(const std::string& name, const std::vector<std::string>& overrides, bool phases);
-  const JobOptions& o_;
+  const session::Session& o_;
   Settings st_;
   std::string dir_;
   std::function<void(const std::string&)> log_;

@@ -21,7 +21,7 @@
 #include "data/table.h"
 #include "data/transform.h"
 #include "jobs/bench_util.h"
-#include "jobs/job.h"
+#include "session/session.h"
 #include "train/options.h"
 
 using nlohmann::json;
@@ -102,7 +102,7 @@ std::string decode_sections(const BenchDataRequest& o, const data::Table& table,
   if (has("decode")) {
     json sec = {{"sample", sample}};
     for (int t : decode_threads) {
-      log(o, "  decode, " + std::to_string(t) + " thread(s), " + std::to_string(sample) + " images...");
+      o.log("  decode, " + std::to_string(t) + " thread(s), " + std::to_string(sample) + " images...");
       double secs = bench::time_decode(table, shuffled, sample, static_cast<int>(geom.channels), t);
       sec[rate_key(t)] = rate_json(t, static_cast<int64_t>(sample), secs);
       add_line("decode", sec[rate_key(t)]);
@@ -113,7 +113,7 @@ std::string decode_sections(const BenchDataRequest& o, const data::Table& table,
   if (has("augment")) {
     json sec = {{"sample", sample}, {"pipeline", train ? "train" : "eval"}};
     for (int t : decode_threads) {
-      log(o, "  decode + transforms, " + std::to_string(t) + " thread(s), " + std::to_string(sample) + " images...");
+      o.log("  decode + transforms, " + std::to_string(t) + " thread(s), " + std::to_string(sample) + " images...");
       double secs = bench::time_decode_augment(table, shuffled, sample, pipe, seed, t);
       sec[rate_key(t)] = rate_json(t, static_cast<int64_t>(sample), secs);
       add_line("decode+augment", sec[rate_key(t)]);
@@ -142,9 +142,9 @@ json loader_section(const BenchDataRequest& o, const data::Table& table, const s
     json runs = json::array();
     int64_t epoch = 0;
     for (int w : thread_list) {
-      log(o, "  loader, " + std::to_string(w) + " workers, " +
-                 (o.bench_batches < 0 ? std::string("one epoch") : std::to_string(o.bench_batches) + " batches") +
-                 " x " + std::to_string(o.bench_repeats) + "...");
+      o.log("  loader, " + std::to_string(w) + " workers, " +
+            (o.bench_batches < 0 ? std::string("one epoch") : std::to_string(o.bench_batches) + " batches") + " x " +
+            std::to_string(o.bench_repeats) + "...");
       // data.cache = "ram" is honoured; each worker count starts from an empty cache.
       std::unique_ptr<data::ImageCache> cache;
       if (dopt.cache == "ram")
@@ -217,7 +217,7 @@ int run_bench_data(const BenchDataRequest& o) {
   const int threads = std::max(1, workers);
 
   // The rows fit would use: the training folds (train) or the held-out fold (valid).
-  log(o, "kgtrain bench-data: loading the table (images not scanned)...");
+  o.log("kgtrain bench-data: loading the table (images not scanned)...");
   data::ClassList classes = data::infer_classes(dopt);
   data::Table table =
       data::load_split(dopt, data::Split::train, classes, /*scan=*/false, threads, data::fold_columns(cv));
@@ -297,7 +297,7 @@ int run_bench_data(const BenchDataRequest& o) {
   std::cout << head << table_txt << "verdict: " << verdict["text"].get<std::string>() << "\n";
   if (!o.bench_json.empty()) {
     write_file_atomic(o.bench_json, report.dump(2) + "\n");
-    log(o, "report: " + o.bench_json);
+    o.log("report: " + o.bench_json);
   }
   return kExitOk;
 }

@@ -4,11 +4,11 @@
 #include <string>
 #include <vector>
 
-#include "jobs/job.h"
+#include "session/session.h"
 
 namespace kg::jobs {
 
-struct BenchDataRequest : JobOptions {
+struct BenchDataRequest : session::Session {
   int64_t bench_batches = 20;         // --batches: loader batches timed after the warm-up batch (-1 = one whole epoch)
   std::vector<int> bench_threads;     // --threads: loader worker counts (empty = 0, 1, data.num_workers)
   std::string bench_split = "train";  // --split: train | valid (the held-out fold, evaluation pipeline)

@@ -23,11 +23,11 @@
 #include "device/memory_probe.h"
 #include "device/precision.h"
 #include "jobs/bench_util.h"
-#include "jobs/job.h"
-#include "jobs/model_setup.h"
 #include "model/model.h"
 #include "model/summary.h"
 #include "optim/optimizer.h"
+#include "session/model_input.h"
+#include "session/session.h"
 #include "train/options.h"
 #include "train/step.h"
 
@@ -186,7 +186,7 @@ int run_bench_model(const BenchModelRequest& o) {
   for (const auto& n : names)
     if (!model::model_registry().find_info(n)) model::model_registry().unknown(n, "--models");
 
-  auto in = recipe_model_input(recipe);
+  auto in = session::recipe_model_input(recipe);
   const auto dev = device::setup(recipe.get<device::DeviceOptions>());
   const auto run = recipe.get<train::RunOptions>();
   auto ctx = in.ctx;
@@ -227,7 +227,7 @@ int run_bench_model(const BenchModelRequest& o) {
   table += buf;
   std::string notes;
   for (const auto& name : names) {
-    log(o, "  building " + name + "...");
+    o.log("  building " + name + "...");
     const config::Recipe tree = model_recipe(recipe, name);
     torch::manual_seed(static_cast<uint64_t>(run.seed));
     auto net = model::build(tree, ctx);
@@ -246,8 +246,8 @@ int run_bench_model(const BenchModelRequest& o) {
       net->set_channels_last(layout == "channels_last");
       for (bool ckpt : ckpt_modes) {
         net->set_grad_checkpointing(ckpt);
-        log(o, "  " + name + ", " + layout + (ckpt ? ", grad checkpointing" : "") + ": " +
-                   std::to_string(o.flags.warmup) + " + " + std::to_string(o.flags.steps) + " steps...");
+        o.log("  " + name + ", " + layout + (ckpt ? ", grad checkpointing" : "") + ": " +
+              std::to_string(o.flags.warmup) + " + " + std::to_string(o.flags.steps) + " steps...");
         const json row = time_config(o, tree, *net, x, feats, loss_fn, sync_param, dev.precision, measure_heap,
                                      summary.gflops, name, layout, ckpt, batch);
         const double med = row["median_step_seconds"].get<double>(), ips = row["images_per_s"].get<double>();
@@ -287,7 +287,7 @@ int run_bench_model(const BenchModelRequest& o) {
                    {"models", models},
                    {"runs", rows}};
     write_file_atomic(o.flags.json, report.dump(2) + "\n");
-    log(o, "report: " + o.flags.json);
+    o.log("report: " + o.flags.json);
   }
   return kExitOk;
 }

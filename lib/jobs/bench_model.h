@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "config/schema.h"
-#include "jobs/job.h"
+#include "session/session.h"
 
 namespace kg::jobs {
 
@@ -14,18 +14,18 @@ namespace kg::jobs {
 // app/flag_table.h makes them CLI11 options with --help and completion, run_bench_model checks them with the keys'
 // own checks, and tests/jobs/test_flag_tables.cpp holds --help and docs/commands.md to the table.
 struct BenchModelFlags {
-  std::vector<std::string> models;                         // --models (empty = the recipe's model)
-  int64_t size = 0;                                        // --size (0 = data.image_size)
-  int64_t batch = 0;                                       // --batch (0 = train.batch_size)
-  int64_t steps = 5;                                       // --steps
-  int64_t warmup = 1;                                      // --warmup
+  std::vector<std::string> models;                            // --models (empty = the recipe's model)
+  int64_t size = 0;                                           // --size (0 = data.image_size)
+  int64_t batch = 0;                                          // --batch (0 = train.batch_size)
+  int64_t steps = 5;                                          // --steps
+  int64_t warmup = 1;                                         // --warmup
   std::vector<std::string> layouts{"nchw", "channels_last"};  // --layouts
-  bool grad_checkpointing = false;                         // --grad-checkpointing
-  std::string json;                                        // --json ("" = none)
+  bool grad_checkpointing = false;                            // --grad-checkpointing
+  std::string json;                                           // --json ("" = none)
 };
 const config::Fields<BenchModelFlags>& bench_model_flags();
 
-struct BenchModelRequest : JobOptions {
+struct BenchModelRequest : session::Session {
   BenchModelFlags flags;
 };
 

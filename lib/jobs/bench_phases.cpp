@@ -6,16 +6,16 @@
 
 #include "core/error.h"
 #include "data/loader.h"
-#include "data/resident.h"
 #include "data/options.h"
+#include "data/resident.h"
 #include "device/backend.h"
 #include "device/precision.h"
 #include "jobs/bench_util.h"
-#include "jobs/fit_setup.h"
 #include "metric/metric.h"
 #include "model/model.h"
 #include "model/summary.h"
 #include "optim/optimizer.h"
+#include "session/training.h"
 #include "train/callback.h"
 #include "train/plan.h"
 #include "train/step.h"
@@ -81,24 +81,24 @@ class StepClock : public train::Callback {
 };
 
 // Decode + augmentation alone on 1 thread and on data.num_workers threads (the loader's work per image).
-void time_decode_phases(FitSetup& s, const std::vector<int64_t>& rows, int64_t batch, const Settings& st,
-                        ConfigTiming& r) {
+void time_decode_phases(session::TrainingContext& s, const std::vector<int64_t>& rows, int64_t batch,
+                        const Settings& st, ConfigTiming& r) {
   const auto order = data::epoch_order(rows, s.seed, 0);
   const size_t sample = std::min(order.size(), static_cast<size_t>(std::max<int64_t>(64, batch * st.steps)));
-  const auto& pipe = *s.train_pipes[data::stage_at(s.stages, 0, s.epochs)];
-  if (s.resident) {
-    r.notes.push_back("data.cache = \"device\": the " + std::to_string(s.resident->size()) +
+  const auto& pipe = *s.data.train_pipes[data::stage_at(s.data.stages, 0, s.epochs)];
+  if (s.data.resident) {
+    r.notes.push_back("data.cache = \"device\": the " + std::to_string(s.data.resident->size()) +
                       " images were decoded once before training; the loader phase times the gather + augment on " +
                       s.dev.device.str());
     return;
   }
-  const std::string src = s.cache ? "from the RAM cache (data.cache = \"ram\"), " : "";
+  const std::string src = s.data.cache ? "from the RAM cache (data.cache = \"ram\"), " : "";
   std::vector<int> threads{1};
-  if (s.dopt.num_workers > 1) threads.push_back(static_cast<int>(s.dopt.num_workers));
+  if (s.opt.data.num_workers > 1) threads.push_back(static_cast<int>(s.opt.data.num_workers));
   for (int t : threads) {
     std::vector<double> secs;
     for (int64_t k = 0; k < std::max<int64_t>(1, st.repeats); ++k)
-      secs.push_back(time_decode_augment(s.table, order, sample, pipe, s.seed, t, s.cache.get()));
+      secs.push_back(time_decode_augment(s.data.table, order, sample, pipe, s.seed, t, s.data.cache.get()));
     PhaseTiming p;
     p.name = t == 1 ? "decode_augment_1_thread" : "decode_augment_workers";
     p.label = "decode + augment (" + std::to_string(t) + (t == 1 ? " thread)" : " threads)");
@@ -113,8 +113,8 @@ void time_decode_phases(FitSetup& s, const std::vector<int64_t>& rows, int64_t b
 
 // The training loader alone (no model): fit's loader of epoch 1 with its workers, prefetch and cache.
 // Returns its first batch for the compute phases.
-data::Batch time_loader_phase(FitSetup& s, const std::vector<int64_t>& rows, const Settings& st, const Sync& sync,
-                              ConfigTiming& r) {
+data::Batch time_loader_phase(session::TrainingContext& s, const std::vector<int64_t>& rows, const Settings& st,
+                              const Sync& sync, ConfigTiming& r) {
   auto loader = s.train_loader(rows, 0, s.epochs);
   const int64_t n = std::min(loader->size(), st.warmup + st.steps * st.repeats);
   std::vector<double> secs;
@@ -122,7 +122,7 @@ data::Batch time_loader_phase(FitSetup& s, const std::vector<int64_t>& rows, con
   data::Batch b, first;
   auto last = Clock::now();
   for (int64_t i = 0; i < n && loader->next(b); ++i) {
-    if (s.resident) sync();  // device batches are ready when the device has made them
+    if (s.data.resident) sync();  // device batches are ready when the device has made them
     const auto now = Clock::now();
     secs.push_back(std::chrono::duration<double>(now - last).count());
     images.push_back(b.images.size(0));
@@ -131,25 +131,25 @@ data::Batch time_loader_phase(FitSetup& s, const std::vector<int64_t>& rows, con
   }
   const auto w = median_window(secs, images, st.warmup, st.steps, st.repeats);
   r.loader_images_per_s = w.images_per_s;
-  if (s.resident)
+  if (s.data.resident)
     r.phases.push_back(phase("loader", "loader alone (device)", r.micro_batch, w,
                              "data.cache = \"device\": on " + s.dev.device.str() + ", in the training thread"));
   else
-    r.phases.push_back(phase("loader", "loader alone (" + std::to_string(s.dopt.num_workers) + " workers)",
+    r.phases.push_back(phase("loader", "loader alone (" + std::to_string(s.opt.data.num_workers) + " workers)",
                              r.micro_batch, w,
-                             s.dopt.num_workers == 0 ? "in the training thread (data.num_workers = 0)" : ""));
+                             s.opt.data.num_workers == 0 ? "in the training thread (data.num_workers = 0)" : ""));
   return first;
 }
 
 // Host-to-device copy, forward (+ float32 loss), backward and the optimizer step, each synchronised,
 // on one real micro-batch with the recipe's optimizer, autocast and loss scale.
-void time_compute_phases(FitSetup& s, model::Network& net, const data::Batch& b, const Settings& st, const Sync& sync,
-                         ConfigTiming& r) {
+void time_compute_phases(session::TrainingContext& s, model::Network& net, const data::Batch& b, const Settings& st,
+                         const Sync& sync, ConfigTiming& r) {
   const auto& dev = s.dev;
-  auto opt = optim::build(s.recipe, net);
+  auto opt = optim::build(s.session.recipe, net);
   auto scaler = dev.make_scaler();
   const train::MicroStep micro{&net, s.loss.get(), dev.precision, dev.device.type(), scaler.enabled()};
-  const train::GradientPolicy policy(s.recipe.get<train::TrainOptions>());
+  const train::GradientPolicy policy(s.session.recipe.get<train::TrainOptions>());
   const auto params = net.parameters();
   const int64_t n = st.warmup + st.steps * st.repeats;
   std::vector<double> copy, fwd, bwd, step;
@@ -181,13 +181,13 @@ void time_compute_phases(FitSetup& s, model::Network& net, const data::Batch& b,
   const std::vector<int64_t> imgs(static_cast<size_t>(n), B);
   auto win = [&](const std::vector<double>& v) { return median_window(v, imgs, st.warmup, st.steps, st.repeats); };
   const auto wc = win(copy), wf = win(fwd), wb = win(bwd), ws = win(step);
-  std::string copy_note = dev.device.is_cpu() ? "cpu: no copy" : (s.pin ? "pinned memory" : "pageable memory");
+  std::string copy_note = dev.device.is_cpu() ? "cpu: no copy" : (s.data.pin ? "pinned memory" : "pageable memory");
   if (b.images.scalar_type() == at::kByte) copy_note += ", uint8 batch normalized on the device";
   r.phases.push_back(phase("host_to_device", "host -> device copy", B, wc, copy_note));
   r.phases.push_back(phase("forward", "forward + loss", B, wf, device::precision_name(dev.precision)));
   r.phases.push_back(phase("backward", "backward", B, wb));
   r.phases.push_back(
-      phase("optimizer_step", "optimizer step", B, ws, s.recipe.at("optim.name").value.get<std::string>()));
+      phase("optimizer_step", "optimizer step", B, ws, s.session.recipe.at("optim.name").value.get<std::string>()));
   // One update: accum micro-batches through forward and backward, one step.
   const double update =
       static_cast<double>(r.accum_steps) * (wf.seconds_per_step + wb.seconds_per_step) + ws.seconds_per_step;
@@ -195,11 +195,11 @@ void time_compute_phases(FitSetup& s, model::Network& net, const data::Batch& b,
 }
 
 // fit's training step: the Trainer on fit's loader, stopped after warm-up + steps x repeats updates.
-void time_train_step(FitSetup& s, model::Network& net, const std::vector<int64_t>& rows,
+void time_train_step(session::TrainingContext& s, model::Network& net, const std::vector<int64_t>& rows,
                      const std::vector<int64_t>& valid, const Settings& st, const Sync& sync, const std::string& dir,
                      ConfigTiming& r) {
-  auto opt = optim::build(s.recipe, net);
-  train::Plan plan(s.recipe, s.epochs, s.steps_of(static_cast<int64_t>(rows.size())), net.group_names());
+  auto opt = optim::build(s.session.recipe, net);
+  train::Plan plan(s.session.recipe, s.epochs, s.steps_of(static_cast<int64_t>(rows.size())), net.group_names());
   r.updates_per_epoch = plan.steps_in_epoch(0);
   KG_CHECK(r.updates_per_epoch > 0, DataError, "bench: epoch 1 has no full batch of ", r.micro_batch, " among its ",
            rows.size(), " training rows (train.batch_size)");
@@ -213,21 +213,21 @@ void time_train_step(FitSetup& s, model::Network& net, const std::vector<int64_t
   parts.loss = s.loss.get();
   parts.metrics = s.metrics.get();
   parts.device = s.dev.device;
-  parts.task = s.task;
+  parts.task = s.data.task;
   parts.precision = s.dev.precision;
   parts.scaler = s.dev.make_scaler();
   parts.cuda_graphs = s.cuda_graphs;
   train::TrainerIO io;
   io.dir = dir;
   io.progress = {/*quiet=*/true, false, 1e9};
-  auto cbs = train::build_callbacks(s.recipe);
+  auto cbs = train::build_callbacks(s.session.recipe);
   auto clock = std::make_unique<StepClock>(updates, sync);
   StepClock* c = clock.get();
   cbs.push_back(std::move(clock));
-  auto topt = s.topt;
+  auto topt = s.opt.train;
   topt.checkpoint_every_steps = 0;  // nothing is saved mid-epoch
   train::Trainer trainer(
-      parts, plan, topt, s.copt,
+      parts, plan, topt, s.opt.checkpoint,
       [&](int64_t epoch, int64_t start) { return s.train_loader(rows, epoch, plan.epochs(), start); },
       [&] { return s.valid_loader(valid); }, s.mix_fn(), std::move(cbs), io);
   try {
@@ -243,8 +243,8 @@ void time_train_step(FitSetup& s, model::Network& net, const std::vector<int64_t
 }
 
 // fit's validation step: its evaluation loader, the forward pass under autocast, outputs to the host.
-void time_eval_step(FitSetup& s, model::Network& net, const std::vector<int64_t>& valid, const Settings& st,
-                    const Sync& sync, ConfigTiming& r) {
+void time_eval_step(session::TrainingContext& s, model::Network& net, const std::vector<int64_t>& valid,
+                    const Settings& st, const Sync& sync, ConfigTiming& r) {
   torch::NoGradGuard no_grad;
   net.eval();
   const int64_t needed = st.warmup + st.steps * st.repeats;
@@ -265,7 +265,7 @@ void time_eval_step(FitSetup& s, model::Network& net, const std::vector<int64_t>
       at::Tensor f = b.features.defined() ? b.features.to(s.dev.device, /*non_blocking=*/true) : at::Tensor();
       const at::Tensor out =
           train::forward_float32(net, data::to_model_input(b, s.dev.device), f, s.dev.precision, s.dev.device.type());
-      (void)metric::activate(out, s.task).to(torch::kCPU);
+      (void)metric::activate(out, s.data.task).to(torch::kCPU);
       sync();
       const auto now = Clock::now();
       secs.push_back(std::chrono::duration<double>(now - last).count());
@@ -305,32 +305,33 @@ std::string peak_memory_text(const device::PeakMemory& m) {
   return s;
 }
 
-ConfigTiming config_shape(FitSetup& s) {
+ConfigTiming config_shape(session::TrainingContext& s) {
   ConfigTiming r;
-  const auto split = s.split_of(s.cv.run_folds.front());
+  const auto split = s.split_of(s.opt.cv.run_folds.front());
   r.micro_batch = s.batch_at(0, s.epochs);
-  r.accum_steps = s.topt.accum_steps;
-  r.eval_batch = train::eval_batch_size(s.topt);
+  r.accum_steps = s.opt.train.accum_steps;
+  r.eval_batch = train::eval_batch_size(s.opt.train);
   r.train_rows = static_cast<int64_t>(split.first.size());
   r.valid_rows = static_cast<int64_t>(split.second.size());
-  r.num_workers = s.dopt.num_workers;
+  r.num_workers = s.opt.data.num_workers;
   return r;
 }
 
-ConfigTiming time_config(FitSetup& s, const Settings& st, bool phases, const std::string& scratch_dir,
+ConfigTiming time_config(session::TrainingContext& s, const Settings& st, bool phases, const std::string& scratch_dir,
                          const std::function<void(const std::string&)>& log) {
   ConfigTiming r = config_shape(s);
-  if (optim::lr_is_find(s.recipe)) {
-    s.recipe = optim::with_lr(s.recipe, 1e-3);
+  if (optim::lr_is_find(s.session.recipe)) {
+    s.session.recipe = optim::with_lr(s.session.recipe, 1e-3);
     r.notes.push_back("optim.lr = \"find\": timed at lr 1e-3 (the lr does not change the speed)");
   }
   const auto dev = s.dev;
   const Sync sync = [dev] { device::backend_for(dev.device.type()).synchronize(std::max<int>(0, dev.device.index())); };
-  auto [rows, valid] = s.split_of(s.cv.run_folds.front());
+  auto [rows, valid] = s.split_of(s.opt.cv.run_folds.front());
   auto net = s.build_net();
   if (phases) {
-    const auto& g = s.train_pipes[data::stage_at(s.stages, 0, s.epochs)]->geometry();
-    r.macs_per_image = model::summarize(*net, g.channels, g.height, g.width, r.micro_batch, s.table.feature_dim).macs;
+    const auto& g = s.data.train_pipes[data::stage_at(s.data.stages, 0, s.epochs)]->geometry();
+    r.macs_per_image =
+        model::summarize(*net, g.channels, g.height, g.width, r.micro_batch, s.data.table.feature_dim).macs;
   }
   net->to(dev.device);
   if (dev.channels_last) net->set_channels_last(true);

@@ -26,13 +26,8 @@
 #include "data/source.h"
 #include "data/table.h"
 #include "device/device.h"
-#include "jobs/auto_batch.h"
 #include "jobs/fit_resume.h"
-#include "jobs/fit_setup.h"
-#include "jobs/job.h"
-#include "jobs/latest_run.h"
-#include "jobs/model_setup.h"
-#include "jobs/oof.h"
+#include "jobs/lr_find.h"
 #include "loss/loss.h"
 #include "metric/metric.h"
 #include "metric/metric_set.h"
@@ -45,6 +40,12 @@
 #include "optim/schedule.h"
 #include "report/lr_curve.h"
 #include "report/plot.h"
+#include "session/auto_batch.h"
+#include "session/latest_run.h"
+#include "session/model_input.h"
+#include "session/oof.h"
+#include "session/session.h"
+#include "session/training.h"
 #include "train/callback.h"
 #include "train/checkpoint.h"
 #include "train/engine.h"
@@ -74,7 +75,7 @@ bool has_fit_output(const std::string& dir) {
 }  // namespace
 
 int run_merge_oof(const std::vector<std::string>& dirs, const std::string& out_dir) {
-  auto cv = merge_oof(dirs, out_dir);
+  auto cv = session::merge_oof(dirs, out_dir);
   std::cout << "cv " << cv["metric"].get<std::string>() << ": oof " << format_significant(cv["oof"].get<double>(), 4)
             << ", mean " << format_significant(cv["mean"].get<double>(), 4) << " +- "
             << format_significant(cv["std"].get<double>(), 4) << " over " << cv["folds"].size() << " folds ("
@@ -103,7 +104,7 @@ int run_fit(const FitRequest& given) {
 
 FitRequest FitRun::with_auto_batch(const FitRequest& request) {
   FitRequest o = request;
-  resolve_auto_batch(o);  // train.batch_size = "auto" becomes a number before anything reads it
+  session::resolve_auto_batch(o);  // train.batch_size = "auto" becomes a number before anything reads it
   return o;
 }
 
@@ -112,16 +113,16 @@ FitRun::FitRun(const FitRequest& request)
       o_(with_auto_batch(request)),
       s_(o_, "fit", o_.weights),
       writer_(o_.dist.writer()),
-      multi_(s_.cv.run_folds.size() > 1),
+      multi_(s_.opt.cv.run_folds.size() > 1),
       scratch_(writer_ ? std::string() : "kgtrain-rank" + std::to_string(o_.dist.rank)) {}
 
 double FitRun::elapsed() const { return std::chrono::duration<double>(Clock::now() - t_start_).count(); }
 
-void FitRun::log(const std::string& line) const { jobs::log(o_, line); }
+void FitRun::log(const std::string& line) const { o_.log(line); }
 
 int FitRun::run() {
-  if (optim::lr_is_find(s_.recipe)) {
-    (void)s_.recipe.get<train::LrFindOptions>();  // lr_find.start_lr < end_lr before anything is built
+  if (optim::lr_is_find(s_.session.recipe)) {
+    (void)s_.session.recipe.get<train::LrFindOptions>();  // lr_find.start_lr < end_lr before anything is built
     KG_CHECK(o_.plot_schedule.empty(), UsageError,
              "--plot-schedule needs a number in optim.lr; with optim.lr = \"find\" the ",
              "lr is only known after the finder runs: run kgtrain lr-find first, then --plot-schedule with "
@@ -129,7 +130,7 @@ int FitRun::run() {
   }
   if (preview()) return kExitOk;
   if (o_.dry_run || o_.check_data) {
-    const auto& table = s_.table;
+    const auto& table = s_.data.table;
     log(std::string(o_.check_data ? "check-data" : "dry run") + ": recipe valid, every component built, " +
         std::to_string(table.size()) + " rows usable" +
         (table.dropped.empty() ? "" : ", " + std::to_string(table.dropped.size()) + " bad rows skipped") +
@@ -145,7 +146,7 @@ int FitRun::run() {
   lr_from_finder();
   if (!o_.auto_batch.is_null()) summary_["auto_batch"] = o_.auto_batch;
   double best_single = NAN;
-  const auto& folds = s_.cv.run_folds;
+  const auto& folds = s_.opt.cv.run_folds;
   for (size_t fi = 0; fi < folds.size(); ++fi) {
     auto r = train_fold(fi, folds[fi]);
     summary_["folds"].push_back(r.summary);
@@ -156,7 +157,7 @@ int FitRun::run() {
                        {"wall_s", elapsed()},
                        {"epochs_completed", r.summary["epochs_completed"]},
                        {"best", r.summary["best"]}});
-      write_summary(run_dir_, summary_);
+      session::write_summary(run_dir_, summary_);
       int code = r.signal == SIGTERM ? kExitSigterm : kExitSigint;
       throw Interrupted(code, "stopped by signal " + std::to_string(r.signal) + " in fold " +
                                   std::to_string(folds[fi]) +
@@ -167,17 +168,17 @@ int FitRun::run() {
 }
 
 bool FitRun::preview() {
-  const bool lr_find = optim::lr_is_find(s_.recipe);
-  const auto& recipe = s_.recipe;
-  const auto& topt = s_.topt;
-  const auto& table = s_.table;
+  const bool lr_find = optim::lr_is_find(s_.session.recipe);
+  const auto& recipe = s_.session.recipe;
+  const auto& topt = s_.opt.train;
+  const auto& table = s_.data.table;
   auto net = s_.build_net();
-  const auto msum = model::summarize(*net, s_.geom.channels, s_.geom.height, s_.geom.width,
-                                     s_.stages.back().batch_size > 0 ? s_.stages.back().batch_size : topt.batch_size,
-                                     table.feature_dim);
+  const auto msum = model::summarize(
+      *net, s_.data.geom.channels, s_.data.geom.height, s_.data.geom.width,
+      s_.data.stages.back().batch_size > 0 ? s_.data.stages.back().batch_size : topt.batch_size, table.feature_dim);
   // optim.lr = "find": any number shows the plan's shape; the finder sets the real one before training.
   const config::Recipe shown = optim::with_numeric_lr(recipe);
-  const auto first_split = s_.split_of(s_.cv.run_folds.front());
+  const auto first_split = s_.split_of(s_.opt.cv.run_folds.front());
   train::Plan plan(shown, s_.epochs, s_.steps_of(static_cast<int64_t>(first_split.first.size())), net->group_names());
   auto opt = optim::build(shown, *net);
   log("  model   " + model::model_name(recipe) + ", " + std::to_string(model::count_parameters(*net)) + " parameters" +
@@ -201,11 +202,11 @@ bool FitRun::preview() {
   log("  optim   " + optim_line);
   log("  plan    " + plan.describe() + "; batch " + std::to_string(topt.batch_size) +
       (topt.accum_steps > 1 ? " x " + std::to_string(topt.accum_steps) + " accumulated" : "") + ", " +
-      (s_.dopt.cache == "device" ? std::string("device-resident data")
-                                 : std::to_string(s_.dopt.num_workers) + " workers") +
+      (s_.opt.data.cache == "device" ? std::string("device-resident data")
+                                     : std::to_string(s_.opt.data.num_workers) + " workers") +
       "; loss " + recipe.at("loss.name").value.get<std::string>() + "; metrics " + join(s_.metrics->names(), ", ") +
       " (monitor " + s_.monitor + ")" +
-      (s_.mixing_possible && data::mixup_enabled(s_.mix, 0) ? "; mixup/cutmix on" : "") + "; callbacks " +
+      (s_.mixing_possible && data::mixup_enabled(s_.opt.mixup, 0) ? "; mixup/cutmix on" : "") + "; callbacks " +
       join(cbs, ", "));
   if (o_.plot_schedule.empty()) return false;
   plot_schedule(plan);
@@ -238,7 +239,7 @@ void FitRun::open_run_dir() {
   }
   if (!target_.note.empty()) log("  " + target_.note);
   resuming_ = !target_.run_dir.empty();
-  const auto& table = s_.table;
+  const auto& table = s_.data.table;
   if (!writer_) {
     run_dir_ = scratch_.path();
   } else if (resuming_) {
@@ -263,14 +264,14 @@ void FitRun::open_run_dir() {
     }
     std::vector<std::string> ids;
     for (const auto& row : table.rows) ids.push_back(row.id);
-    check_same_split(run_dir_, ids, s_.folds);
+    check_same_split(run_dir_, ids, s_.data.folds);
     log("  resume  " + run_dir_);
   } else {
-    run_dir_ = prepare_run_dir(o_);
+    run_dir_ = session::prepare_run_dir(o_);
     log("  run dir " + run_dir_);
     // A folder fit named itself becomes <paths.runs>/latest (not an explicit --run-dir, e.g. a sweep's runs).
     if (o_.run_dir.empty()) {
-      const auto w = point_latest(o_.recipe.get<train::PathsOptions>().runs, run_dir_);
+      const auto w = session::point_latest(o_.recipe.get<train::PathsOptions>().runs, run_dir_);
       if (!w.empty()) log("  warning: " + w);
     }
     write_split_files();
@@ -278,11 +279,11 @@ void FitRun::open_run_dir() {
 }
 
 void FitRun::write_split_files() const {
-  const auto& table = s_.table;
-  write_file_atomic((fs::path(run_dir_) / "classes.json").string(), s_.classes.to_json().dump(2) + "\n");
+  const auto& table = s_.data.table;
+  write_file_atomic((fs::path(run_dir_) / "classes.json").string(), s_.data.classes.to_json().dump(2) + "\n");
   std::string f = data::csv_line({"id", "fold"});
   for (int64_t i = 0; i < table.size(); ++i)
-    f += data::csv_line({table.rows[static_cast<size_t>(i)].id, std::to_string(s_.folds[static_cast<size_t>(i)])});
+    f += data::csv_line({table.rows[static_cast<size_t>(i)].id, std::to_string(s_.data.folds[static_cast<size_t>(i)])});
   write_file_atomic((fs::path(run_dir_) / "folds.csv").string(), f);
   if (!table.dropped.empty())
     write_file_atomic((fs::path(run_dir_) / "bad_rows.csv").string(), data::bad_rows_csv(table.dropped));
@@ -292,7 +293,7 @@ void FitRun::lr_from_finder() {
   // The finder on the first fold's freshly built network (its state is restored, and every fold builds its
   // own network anyway), then every fold trains with its suggestion. A resumed run reuses the lr its
   // finder chose.
-  if (!optim::lr_is_find(s_.recipe)) return;
+  if (!optim::lr_is_find(s_.session.recipe)) return;
   const fs::path found = fs::path(run_dir_) / "lr_find.json";
   json lf;
   if (resuming_ && fs::exists(found)) {
@@ -304,37 +305,38 @@ void FitRun::lr_from_finder() {
     auto net = s_.build_net();
     net->to(s_.dev.device);
     if (s_.dev.channels_last) net->set_channels_last(true);
-    lf = run_lr_finder(s_, *net, s_.cv.run_folds.front(), run_dir_);
+    lf = run_lr_finder(s_, *net, s_.opt.cv.run_folds.front(), run_dir_);
   }
-  s_.recipe = optim::with_lr(s_.recipe, lf["lr"].get<double>());
+  s_.session.recipe = optim::with_lr(s_.session.recipe, lf["lr"].get<double>());
   summary_["lr_find"] = {{"lr", lf["lr"]},
                          {"chosen", lf["chosen"]},
                          {"suggestions", lf["suggestions"]},
                          {"steps", lf["steps"]},
                          {"stopped_early", lf["stopped_early"]},
-                         {"fold", s_.cv.run_folds.front()},
+                         {"fold", s_.opt.cv.run_folds.front()},
                          {"seconds", lf["seconds"]}};
   log("  optim   lr = " + json(lf["lr"]).dump() + " (lr finder, " + lf["chosen"].get<std::string>() + ")");
 }
 
 void FitRun::smoke_predict() {
   // Lightning's fast_dev_run also exercises prediction: two batches of the test table.
-  data::Table test = data::load_split(s_.dopt, data::Split::test, s_.classes, false, s_.threads);
+  data::Table test = data::load_split(s_.opt.data, data::Split::test, s_.data.classes, false, s_.data.threads);
   std::vector<int64_t> rows(static_cast<size_t>(test.size()));
   for (int64_t i = 0; i < test.size(); ++i) rows[static_cast<size_t>(i)] = i;
-  data::LoaderOptions po{train::eval_batch_size(s_.topt),    false,   false, static_cast<int>(s_.dopt.num_workers),
-                         static_cast<int>(s_.dopt.prefetch), s_.seed, 0,     2};
-  data::Loader ploader(test, rows, *s_.eval_pipe, po);
+  data::LoaderOptions po{
+      train::eval_batch_size(s_.opt.train),   false,   false, static_cast<int>(s_.opt.data.num_workers),
+      static_cast<int>(s_.opt.data.prefetch), s_.seed, 0,     2};
+  data::Loader ploader(test, rows, *s_.data.eval_pipe, po);
   auto net = s_.build_net();
   net->to(s_.dev.device);
-  auto pred = train::predict(*net, ploader, s_.dev.device, nullptr, s_.task, s_.dev.precision);
+  auto pred = train::predict(*net, ploader, s_.dev.device, nullptr, s_.data.task, s_.dev.precision);
   summary_["smoke_predictions"] = pred.images;
   log("smoke: predicted " + std::to_string(pred.images) + " test rows");
 }
 
 int FitRun::finish(double best_single) {
   if (multi_) {
-    auto cvj = merge_oof({run_dir_}, run_dir_);
+    auto cvj = session::merge_oof({run_dir_}, run_dir_);
     summary_["cv"] = cvj;
     log("cv " + cvj["metric"].get<std::string>() + ": oof " + format_significant(cvj["oof"].get<double>(), 4) +
         ", folds mean " + format_significant(cvj["mean"].get<double>(), 4) + " +- " +
@@ -353,9 +355,9 @@ int FitRun::finish(double best_single) {
                    {"train_images_per_s", last["train_images_per_s"]},
                    {"wall_s", elapsed()},
                    {"device", s_.dev.description}});
-  write_summary(run_dir_, summary_);
+  session::write_summary(run_dir_, summary_);
   if (!writer_) return kExitOk;  // its outputs were scratch; rank 0 reports
-  const auto& folds = s_.cv.run_folds;
+  const auto& folds = s_.opt.cv.run_folds;
   std::cout << "fit completed: " << folds.size() << (multi_ ? " folds" : " fold") << ", " << s_.monitor << " ";
   if (multi_)
     std::cout << "oof " << format_significant(summary_["cv"]["oof"].get<double>(), 4) << " (folds mean "

@@ -5,14 +5,15 @@
 #include <string>
 #include <vector>
 
-#include "jobs/job.h"
+#include "session/session.h"
 
 namespace kg::jobs {
 
-struct FitRequest : JobOptions {
+struct FitRequest : session::Session {
   std::vector<std::string> weights;  // --weights: initial weights files (safetensors, timm/torchvision names)
   std::string resume;  // --resume: "" (fresh), "auto" (newest unfinished run / checkpoint), or a run or checkpoint dir
   std::string plot_schedule;  // --plot-schedule: draw the planned lr curve to this PNG and exit (no training)
+  bool check_data = false;    // --check-data: load the table and decode every image, report bad rows, train nothing
 };
 
 int run_fit(const FitRequest& o);

@@ -25,12 +25,7 @@
 #include "data/source.h"
 #include "data/table.h"
 #include "device/device.h"
-#include "jobs/auto_batch.h"
 #include "jobs/fit_resume.h"
-#include "jobs/fit_setup.h"
-#include "jobs/job.h"
-#include "jobs/model_setup.h"
-#include "jobs/oof.h"
 #include "jobs/sample_grid.h"
 #include "loss/loss.h"
 #include "metric/metric.h"
@@ -43,6 +38,11 @@
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
 #include "report/plot.h"
+#include "session/auto_batch.h"
+#include "session/model_input.h"
+#include "session/oof.h"
+#include "session/session.h"
+#include "session/training.h"
 #include "train/callback.h"
 #include "train/checkpoint.h"
 #include "train/engine.h"
@@ -72,7 +72,7 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
     out.summary = json::parse(read_file((src / "fold.json").string()));
     return out;
   }
-  const auto& recipe = s_.recipe;
+  const auto& recipe = s_.session.recipe;
   const auto& dev = s_.dev;
   auto [train_rows, valid_rows] = s_.split_of(k);
   auto net = s_.build_net(train_rows);
@@ -88,20 +88,21 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
   io.dir = dir.string();
   io.label = multi_ ? "fold " + std::to_string(k) : "";
   io.recipe_toml = config::to_toml(recipe.tree(), false);
-  io.provenance = provenance(o_);
-  io.state_fields = {{"kgtrain", "fit"},
-                     {"model", model::model_name(recipe)},
-                     {"classes", s_.classes.to_json()},
-                     {"task", s_.task},
-                     {"input", {{"channels", s_.geom.channels}, {"height", s_.geom.height}, {"width", s_.geom.width}}},
-                     {"fold", k},
-                     {"folds", s_.cv.folds}};
-  io.progress = {o_.quiet, o_.tty, s_.topt.log_every_s, o_.columns};
+  io.provenance = session::provenance(o_);
+  io.state_fields = {
+      {"kgtrain", "fit"},
+      {"model", model::model_name(recipe)},
+      {"classes", s_.data.classes.to_json()},
+      {"task", s_.data.task},
+      {"input", {{"channels", s_.data.geom.channels}, {"height", s_.data.geom.height}, {"width", s_.data.geom.width}}},
+      {"fold", k},
+      {"folds", s_.opt.cv.folds}};
+  io.progress = {o_.quiet, o_.tty, s_.opt.train.log_every_s, o_.columns};
   io.log = [this](const std::string& l) { log(l); };
-  if (const double budget = train::parse_duration(s_.run.time_limit); budget > 0) {
+  if (const double budget = train::parse_duration(s_.opt.run.time_limit); budget > 0) {
     // The budget left is shared by the folds still to train.
     double left = budget - elapsed();
-    double share = left / static_cast<double>(s_.cv.run_folds.size() - index);
+    double share = left / static_cast<double>(s_.opt.cv.run_folds.size() - index);
     io.deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, share) * 1000));
   }
   train::TrainerParts parts{net.get(),
@@ -109,16 +110,16 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
                             s_.loss.get(),
                             s_.metrics.get(),
                             dev.device,
-                            s_.task,
+                            s_.data.task,
                             dev.precision,
                             dev.make_scaler(),
                             s_.group,
-                            static_cast<int64_t>(s_.dev_opts.dist_bucket_mb * (1 << 20)),
-                            s_.dev_opts.dist_overlap,
+                            static_cast<int64_t>(s_.opt.device.dist_bucket_mb * (1 << 20)),
+                            s_.opt.device.dist_overlap,
                             s_.shards_validation(valid_rows.size()),
                             s_.cuda_graphs};
   // SyncBatchNorm for this fold's training loop (the trainer turns it off when the loop ends).
-  if (s_.group && s_.dev_opts.sync_batchnorm) {
+  if (s_.group && s_.opt.device.sync_batchnorm) {
     auto g = s_.group;
     model::set_batchnorm_sync([g](const at::Tensor& t) { return g->differentiable_sum(t); });
   }
@@ -128,8 +129,8 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
         (dir / "samples.png").string(),
         training_sample_png(s_, train_rows, 16, 0,
                             "training batch, epoch 1" + (multi_ ? ", fold " + std::to_string(k) : std::string())));
-  train::Trainer trainer(std::move(parts), plan, s_.topt, s_.copt, train_loader, valid_loader, s_.mix_fn(),
-                         train::build_callbacks(recipe), io);
+  train::Trainer trainer(std::move(parts), plan, s_.opt.train, s_.opt.checkpoint, train_loader, valid_loader,
+                         s_.mix_fn(), train::build_callbacks(recipe), io);
   if (resuming_)
     resume_fold(trainer, target_, src.string(), k, multi_ ? "fold " + std::to_string(k) + ": " : std::string(), writer_,
                 s_.group, o_);
@@ -189,16 +190,17 @@ void FitRun::predict_oof(model::Network& net, const std::vector<int64_t>& valid_
     used = u[0];
   }
   auto vl = s_.valid_loader(valid_rows);
-  auto pred = train::predict(net, *vl, s_.dev.device, nullptr, s_.task, s_.dev.precision);
+  auto pred = train::predict(net, *vl, s_.dev.device, nullptr, s_.data.task, s_.dev.precision);
   if (s_.shards_validation(valid_rows.size())) train::gather_predictions(pred, *s_.group);
   const auto& metrics = *s_.metrics;
   const std::string name = s_.monitor == "valid_loss" ? metrics.names().front() : s_.monitor;
   const double value = metrics.compute(pred.probs, pred.targets).at(name);
   out.summary["oof"] = {{"weights", used}, {"rows", pred.images}};
-  write_oof_fold(dir, s_.table, s_.classes, s_.dopt.id_col, k, s_.cv.folds, name, pred, out.summary);
+  session::write_oof_fold(dir, s_.data.table, s_.data.classes, s_.opt.data.id_col, k, s_.opt.cv.folds, name, pred,
+                          out.summary);
   log((multi_ ? "fold " + std::to_string(k) + ": " : std::string()) + "out-of-fold " + name + " " +
       format_significant(value, 4) + " on " + std::to_string(pred.images) + " rows (" + used + ")");
-  if (multi_) write_summary(dir, out.summary);
+  if (multi_) session::write_summary(dir, out.summary);
 }
 
 }  // namespace kg::jobs

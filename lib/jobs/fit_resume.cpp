@@ -55,7 +55,7 @@ ResumeTarget resume_target(const FitRequest& o) {
       if (e.is_directory() && e.path().filename().string().find("-fit") != std::string::npos) cands.push_back(e.path());
   std::sort(cands.begin(), cands.end());
   for (auto it = cands.rbegin(); it != cands.rend(); ++it)
-    if (run_status(it->string()) != "completed") {
+    if (session::run_status(it->string()) != "completed") {
       t.run_dir = it->string();
       return t;
     }
@@ -128,14 +128,14 @@ void resume_fold(train::Trainer& trainer, const ResumeTarget& target, const std:
       ck = chosen[0];
     }
   }
-  for (auto& s : skipped) log(o, "  resume: skipped damaged checkpoint " + s);
+  for (auto& s : skipped) o.log("  resume: skipped damaged checkpoint " + s);
   // A run named by --resume whose checkpoints are all damaged is not started afresh over them (--resume
   // auto, and a fold killed before its first checkpoint, do start fresh).
   KG_CHECK(!ck.empty() || skipped.empty() || o.resume == "auto", CheckpointError, "--resume ", o.resume, ": ", label,
            "every checkpoint under ", (fs::path(fold_dir) / "checkpoints").string(), " is damaged (",
            join(skipped, ", "), "): remove them to train this fold afresh, or resume from an intact copy");
   if (ck.empty()) {
-    log(o, label + "no complete checkpoint to resume: starting fresh");
+    o.log(label + "no complete checkpoint to resume: starting fresh");
     return;
   }
   train::Checkpoint c = given ? std::move(*given) : train::load_checkpoint(ck, false);
@@ -154,8 +154,8 @@ void resume_fold(train::Trainer& trainer, const ResumeTarget& target, const std:
   // left rewrites last at its next save; one without makes this state its last now, as the uninterrupted run did.
   if (writer && fs::path(ck).filename() != "last" && trainer.state().epoch >= trainer.plan().epochs())
     trainer.store().save_last(trainer.checkpoint_files());
-  log(o, label + "resumed from " + ck + " (epoch " + std::to_string(trainer.state().epoch) + ", update " +
-             std::to_string(trainer.state().step) + ", batch " + std::to_string(trainer.state().batch) + ")");
+  o.log(label + "resumed from " + ck + " (epoch " + std::to_string(trainer.state().epoch) + ", update " +
+        std::to_string(trainer.state().step) + ", batch " + std::to_string(trainer.state().batch) + ")");
 }
 
 }  // namespace kg::jobs

@@ -7,7 +7,7 @@
 
 #include "device/distributed.h"
 #include "jobs/fit.h"
-#include "jobs/job.h"
+#include "session/session.h"
 
 namespace kg::train {
 class Trainer;

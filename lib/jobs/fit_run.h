@@ -12,14 +12,14 @@
 #include "core/fs.h"
 #include "jobs/fit.h"
 #include "jobs/fit_resume.h"
-#include "jobs/fit_setup.h"
+#include "session/training.h"
 #include "train/plan.h"
 
 namespace kg::jobs {
 
 class FitRun {
  public:
-  // Resolves train.batch_size = "auto", then sets everything up (FitSetup).
+  // Resolves train.batch_size = "auto", then sets everything up (session::TrainingContext).
   explicit FitRun(const FitRequest& request);
   int run();
 
@@ -50,7 +50,7 @@ class FitRun {
 
   std::chrono::steady_clock::time_point t_start_;
   FitRequest o_;
-  FitSetup s_;
+  session::TrainingContext s_;
   bool writer_ = true;
   bool multi_ = false;
   bool resuming_ = false;

@@ -14,10 +14,10 @@
 #include "core/run_lock.h"
 #include "core/strings.h"
 #include "data/csv.h"
-#include "jobs/fit_setup.h"
-#include "jobs/oof.h"
 #include "report/heatmap.h"
 #include "report/plot.h"
+#include "session/oof.h"
+#include "session/training.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -64,7 +64,7 @@ void write_per_class(const metric::Interpretation& in, const std::string& out) {
 }
 
 // Regression: predicted vs true (with the y = x line) and the residual histogram, per target.
-void write_regression_plots(const metric::Interpretation& in, const OofTable& oof, const std::string& out) {
+void write_regression_plots(const metric::Interpretation& in, const session::OofTable& oof, const std::string& out) {
   if (!report::can_plot()) return;
   for (size_t k = 0; k < in.names.size(); ++k) {
     const at::Tensor p = oof.preds.select(1, static_cast<int64_t>(k)).to(torch::kDouble).contiguous();
@@ -140,25 +140,25 @@ int run_interpret(const InterpretRequest& r) {
   const auto classes = data::ClassList::from_json(json::parse(read_file((run / "classes.json").string())));
   const auto csv = data::read_csv(oof_path.string());
   KG_CHECK(!csv.header.empty() && !csv.rows.empty(), DataError, oof_path.string(), " has no rows");
-  const OofTable oof = read_oof(csv, classes, csv.header[0]);
+  const session::OofTable oof = session::read_oof(csv, classes, csv.header[0]);
   std::vector<std::string> names = classes.names;
   const auto in = metric::interpret(data::task_name(classes.task), names, oof.preds, oof.targets);
 
-  JobOptions o = r;
+  session::Session o = r;
   o.recipe =
       o.recipe.with({{"data.cache", "none"}}, config::Origin::command_line());  // only the rows shown are decoded
-  FitSetup s(o, "interpret");
+  session::TrainingContext s(o, "interpret");
   std::map<std::string, int64_t> row_of;
-  for (int64_t i = 0; i < s.table.size(); ++i) row_of[s.table.rows[static_cast<size_t>(i)].id] = i;
+  for (int64_t i = 0; i < s.data.table.size(); ++i) row_of[s.data.table.rows[static_cast<size_t>(i)].id] = i;
   std::vector<int64_t> table_rows;
   for (size_t i = 0; i < oof.ids.size(); ++i) {
     auto it = row_of.find(oof.ids[i]);
     KG_CHECK(it != row_of.end(), DataError, csv.where(i + 1), ": id ", oof.ids[i], " is not in the training table ",
-             s.table.csv_path, " (was the run trained on other data? paths.data and data.* must match)");
+             s.data.table.csv_path, " (was the run trained on other data? paths.data and data.* must match)");
     table_rows.push_back(it->second);
   }
   if (o.dry_run) {
-    log(o, "dry run: " + std::to_string(oof.ids.size()) + " out-of-fold rows readable; nothing written");
+    o.log("dry run: " + std::to_string(oof.ids.size()) + " out-of-fold rows readable; nothing written");
     return kExitOk;
   }
   const std::string out = r.out.empty() ? (run / "interpret").string() : r.out;

@@ -9,15 +9,17 @@
 #include <string>
 #include <vector>
 
-#include "jobs/job.h"
 #include "metric/interpretation.h"
+#include "session/session.h"
+
+namespace kg::session {
+class TrainingContext;
+struct OofTable;
+}  // namespace kg::session
 
 namespace kg::jobs {
 
-struct FitSetup;
-struct OofTable;
-
-struct InterpretRequest : JobOptions {
+struct InterpretRequest : session::Session {
   std::string run;     // the fit run folder
   std::string out;     // output folder ("" = RUN/interpret)
   int64_t top = 16;    // top-loss images shown
@@ -30,8 +32,8 @@ int run_interpret(const InterpretRequest& r);
 // The images part (interpret_images.cpp): top_losses.png of the `top` highest-loss rows, and with r.cam the
 // Grad-CAM files. `table_rows[i]` is the training-table row of OOF row i. Returns what it wrote, for
 // interpret.json.
-nlohmann::json write_interpret_images(const InterpretRequest& r, FitSetup& s, const OofTable& oof,
-                                      const metric::Interpretation& in, const std::vector<int64_t>& table_rows,
-                                      const std::string& out);
+nlohmann::json write_interpret_images(const InterpretRequest& r, session::TrainingContext& s,
+                                      const session::OofTable& oof, const metric::Interpretation& in,
+                                      const std::vector<int64_t>& table_rows, const std::string& out);
 
 }  // namespace kg::jobs

@@ -13,15 +13,15 @@
 #include "data/csv.h"
 #include "data/loader.h"
 #include "data/transform.h"
-#include "jobs/ensemble.h"
-#include "jobs/fit_setup.h"
 #include "jobs/interpret.h"
-#include "jobs/oof.h"
 #include "jobs/sample_grid.h"
 #include "model/grad_cam.h"
 #include "model/safetensors.h"
 #include "report/heatmap.h"
 #include "report/image_grid.h"
+#include "session/ensemble.h"
+#include "session/oof.h"
+#include "session/training.h"
 
 using nlohmann::json;
 
@@ -34,7 +34,7 @@ struct Shown {
   at::Tensor x;
   std::vector<double> mean, std;
 };
-Shown load_rows(const FitSetup& s, const std::vector<int64_t>& rows) {
+Shown load_rows(const session::TrainingContext& s, const std::vector<int64_t>& rows) {
   Shown out;
   std::map<int64_t, int64_t> pos;
   for (size_t i = 0; i < rows.size(); ++i) pos[rows[i]] = static_cast<int64_t>(i);
@@ -47,13 +47,14 @@ Shown load_rows(const FitSetup& s, const std::vector<int64_t>& rows) {
       parts[static_cast<size_t>(pos.at(b.rows[i]))] = x[static_cast<int64_t>(i)];
     if (out.mean.empty()) out.mean = b.norm_mean, out.std = b.norm_std;
   }
-  if (out.mean.empty()) s.eval_pipe->normalization(out.mean, out.std);
+  if (out.mean.empty()) s.data.eval_pipe->normalization(out.mean, out.std);
   out.x = torch::stack(parts);
   return out;
 }
 
 // OOF row i's truth and prediction as caption lines; `wrong` when they differ.
-std::vector<std::string> row_caption(const metric::Interpretation& in, const OofTable& oof, size_t i, bool& wrong) {
+std::vector<std::string> row_caption(const metric::Interpretation& in, const session::OofTable& oof, size_t i,
+                                     bool& wrong) {
   const auto name = [&](int64_t k) { return in.names[static_cast<size_t>(k)].substr(0, 16); };
   const int64_t r = static_cast<int64_t>(i);
   std::vector<std::string> c;
@@ -83,9 +84,10 @@ std::vector<std::string> row_caption(const metric::Interpretation& in, const Oof
   return c;
 }
 
-std::vector<report::Tile> captioned(const FitSetup& s, const Shown& shown, const metric::Interpretation& in,
-                                    const OofTable& oof, const std::vector<size_t>& oof_rows) {
-  auto tiles = batch_tiles(shown.x, at::Tensor(), shown.mean, shown.std, s.classes);
+std::vector<report::Tile> captioned(const session::TrainingContext& s, const Shown& shown,
+                                    const metric::Interpretation& in, const session::OofTable& oof,
+                                    const std::vector<size_t>& oof_rows) {
+  auto tiles = batch_tiles(shown.x, at::Tensor(), shown.mean, shown.std, s.data.classes);
   for (size_t i = 0; i < tiles.size(); ++i) {
     bool wrong = false;
     tiles[i].caption = row_caption(in, oof, oof_rows[i], wrong);
@@ -97,7 +99,7 @@ std::vector<report::Tile> captioned(const FitSetup& s, const Shown& shown, const
 
 // The output column a CAM explains for OOF row i: the predicted class (label, target 0); negated for binary's
 // negative class.
-std::pair<int64_t, bool> explained(const metric::Interpretation& in, const OofTable& oof, size_t i) {
+std::pair<int64_t, bool> explained(const metric::Interpretation& in, const session::OofTable& oof, size_t i) {
   const int64_t r = static_cast<int64_t>(i);
   if (in.task == "multiclass") return {in.predicted[r].item<int64_t>(), false};
   if (in.task == "binary") return {0, in.predicted[r].item<int64_t>() == 0};
@@ -111,14 +113,15 @@ struct CamSet {
 };
 
 // Grad-CAM of every row of `sets` with its fold's model; overlay PNGs and the peaks in cams.csv.
-json write_cams(const InterpretRequest& r, FitSetup& s, const OofTable& oof, const metric::Interpretation& in,
-                const std::vector<int64_t>& table_rows, const std::vector<CamSet>& sets, const std::string& out) {
-  ModelSources src;
+json write_cams(const InterpretRequest& r, session::TrainingContext& s, const session::OofTable& oof,
+                const metric::Interpretation& in, const std::vector<int64_t>& table_rows,
+                const std::vector<CamSet>& sets, const std::string& out) {
+  session::ModelSources src;
   src.from_runs = {r.run};
-  const Ensemble e = collect_members(s.o, src);
+  const session::Ensemble e = session::collect_members(s.session, src);
   auto net = s.build_net();
   net->to(s.dev.device);
-  const auto member_for = [&](int64_t fold) -> const Member& {
+  const auto member_for = [&](int64_t fold) -> const session::Member& {
     if (e.members.size() == 1) return e.members.front();
     for (auto& m : e.members)
       if (m.fold == fold) return m;
@@ -139,7 +142,7 @@ json write_cams(const InterpretRequest& r, FitSetup& s, const OofTable& oof, con
     for (size_t i = 0; i < order.size(); ++i) {
       const int64_t fold = oof.folds[order[i]];
       if (fold != loaded_fold) {
-        const Member& m = member_for(fold);
+        const session::Member& m = member_for(fold);
         model::load_state_dict(*net, m.weights, /*strict=*/true, m.name);
         loaded_fold = fold;
       }
@@ -182,7 +185,7 @@ json write_cams(const InterpretRequest& r, FitSetup& s, const OofTable& oof, con
 
 }  // namespace
 
-json write_interpret_images(const InterpretRequest& r, FitSetup& s, const OofTable& oof,
+json write_interpret_images(const InterpretRequest& r, session::TrainingContext& s, const session::OofTable& oof,
                             const metric::Interpretation& in, const std::vector<int64_t>& table_rows,
                             const std::string& out) {
   json info = json::object();

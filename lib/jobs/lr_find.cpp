@@ -17,12 +17,12 @@
 #include "core/sha256.h"
 #include "core/strings.h"
 #include "data/loader.h"
-#include "jobs/auto_batch.h"
-#include "jobs/fit_setup.h"
-#include "jobs/job.h"
 #include "model/model.h"
 #include "optim/param_groups.h"
 #include "report/plot.h"
+#include "session/auto_batch.h"
+#include "session/session.h"
+#include "session/training.h"
 #include "train/lr_finder.h"
 #include "train/plan.h"
 #include "train/progress.h"
@@ -53,8 +53,8 @@ double interp(double x, const std::vector<double>& xp, const std::vector<double>
 }
 
 // The epochs of fit's plan (fine_tune adds its frozen epochs): the loaders' progressive-resizing stage.
-int64_t plan_epochs(const FitSetup& s, const model::Network& net, int64_t n_train) {
-  const config::Recipe r = optim::with_numeric_lr(s.recipe);
+int64_t plan_epochs(const session::TrainingContext& s, const model::Network& net, int64_t n_train) {
+  const config::Recipe r = optim::with_numeric_lr(s.session.recipe);
   train::Plan plan(r, s.epochs, s.steps_of(n_train), net.group_names());
   return plan.epochs();
 }
@@ -126,21 +126,21 @@ void print_table(const train::LrFindResult& r, const std::string& dir) {
 
 }  // namespace
 
-json run_lr_finder(FitSetup& s, model::Network& net, int64_t fold, const std::string& dir) {
-  auto opts = s.recipe.get<train::LrFindOptions>();
-  if (s.o.smoke) opts.num_steps = std::min<int64_t>(opts.num_steps, 20);
+json run_lr_finder(session::TrainingContext& s, model::Network& net, int64_t fold, const std::string& dir) {
+  auto opts = s.session.recipe.get<train::LrFindOptions>();
+  if (s.session.smoke) opts.num_steps = std::min<int64_t>(opts.num_steps, 20);
   const auto rows = s.split_of(fold).first;
   const int64_t n_epochs = plan_epochs(s, net, static_cast<int64_t>(rows.size()));
-  log(s.o, "  lr find " + std::to_string(opts.num_steps) + " updates, lr " + format_significant(opts.start_lr, 3) +
-               " to " + format_significant(opts.end_lr, 3) + " (exponential), on fold " + std::to_string(fold) + "'s " +
-               std::to_string(rows.size()) + " training rows; batch " + std::to_string(s.topt.batch_size) +
-               (s.topt.accum_steps > 1 ? " x " + std::to_string(s.topt.accum_steps) + " accumulated" : "") +
-               (opts.stop_div
-                    ? "; stops when the smoothed loss exceeds " + format_significant(opts.div_factor, 3) + "x its best"
-                    : ""));
+  s.session.log(
+      "  lr find " + std::to_string(opts.num_steps) + " updates, lr " + format_significant(opts.start_lr, 3) + " to " +
+      format_significant(opts.end_lr, 3) + " (exponential), on fold " + std::to_string(fold) + "'s " +
+      std::to_string(rows.size()) + " training rows; batch " + std::to_string(s.opt.train.batch_size) +
+      (s.opt.train.accum_steps > 1 ? " x " + std::to_string(s.opt.train.accum_steps) + " accumulated" : "") +
+      (opts.stop_div ? "; stops when the smoothed loss exceeds " + format_significant(opts.div_factor, 3) + "x its best"
+                     : ""));
   train::FinderParts parts;
   parts.net = &net;
-  parts.recipe = &s.recipe;
+  parts.recipe = &s.session.recipe;
   parts.loss = s.loss.get();
   parts.device = s.dev.device;
   parts.precision = s.dev.precision;
@@ -149,8 +149,9 @@ json run_lr_finder(FitSetup& s, model::Network& net, int64_t fold, const std::st
     return train::loader_source(s.train_loader(rows, epoch, n_epochs));
   };
   parts.mix = s.mix_fn();
-  train::Progress progress({s.o.quiet, s.o.tty, s.topt.log_every_s, s.o.columns}, "lr find", opts.num_steps);
-  const int64_t per_update = s.topt.batch_size * s.topt.accum_steps;
+  train::Progress progress({s.session.quiet, s.session.tty, s.opt.train.log_every_s, s.session.columns}, "lr find",
+                           opts.num_steps);
+  const int64_t per_update = s.opt.train.batch_size * s.opt.train.accum_steps;
   parts.progress = [&](const train::LrFindResult& so_far) {
     progress.update(
         so_far.steps(), [&] { return so_far.smoothed.back(); }, so_far.lrs.back(), so_far.steps() * per_update);
@@ -162,42 +163,42 @@ json run_lr_finder(FitSetup& s, model::Network& net, int64_t fold, const std::st
   return r.to_json();
 }
 
-int run_lr_find(const JobOptions& given) {
+int run_lr_find(const session::Session& given) {
   const auto t_start = Clock::now();
-  JobOptions o = given;
-  resolve_auto_batch(o);
+  session::Session o = given;
+  session::resolve_auto_batch(o);
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t_start).count(); };
-  FitSetup s(o, "lr-find");
-  (void)s.recipe.get<train::LrFindOptions>();  // start_lr < end_lr before anything is built
-  const int64_t fold = s.cv.run_folds.front();
-  if (s.cv.run_folds.size() > 1)
-    log(o, "  note    cv.fold names " + std::to_string(s.cv.run_folds.size()) + " folds: the finder sweeps fold " +
-               std::to_string(fold) + " (fit optim.lr = \"find\" uses its lr for every fold)");
+  session::TrainingContext s(o, "lr-find");
+  (void)s.session.recipe.get<train::LrFindOptions>();  // start_lr < end_lr before anything is built
+  const int64_t fold = s.opt.cv.run_folds.front();
+  if (s.opt.cv.run_folds.size() > 1)
+    o.log("  note    cv.fold names " + std::to_string(s.opt.cv.run_folds.size()) + " folds: the finder sweeps fold " +
+          std::to_string(fold) + " (fit optim.lr = \"find\" uses its lr for every fold)");
   auto net = s.build_net();
   net->to(s.dev.device);
   if (s.dev.channels_last) net->set_channels_last(true);
-  log(o, "  model   " + model::model_name(s.recipe) + ", " + std::to_string(model::count_parameters(*net)) +
-             " parameters; groups " + join(net->group_names(), ", ") + "; optimizer " +
-             s.recipe.at("optim.name").value.get<std::string>() + "; loss " +
-             s.recipe.at("loss.name").value.get<std::string>() + "; precision " +
-             device::precision_name(s.dev.precision));
-  for (auto& n : s.weight_notes) log(o, "  weights " + n);
-  if (!s.target_note.empty()) log(o, "  target  " + s.target_note);
+  o.log("  model   " + model::model_name(s.session.recipe) + ", " + std::to_string(model::count_parameters(*net)) +
+        " parameters; groups " + join(net->group_names(), ", ") + "; optimizer " +
+        s.session.recipe.at("optim.name").value.get<std::string>() + "; loss " +
+        s.session.recipe.at("loss.name").value.get<std::string>() + "; precision " +
+        device::precision_name(s.dev.precision));
+  for (auto& n : s.weight_notes) o.log("  weights " + n);
+  if (!s.target_note.empty()) o.log("  target  " + s.target_note);
   (void)plan_epochs(s, *net, static_cast<int64_t>(s.split_of(fold).first.size()));  // freezing / fine_tune errors now
   if (o.dry_run) {
-    log(o, "dry run: recipe valid, every component built, " + std::to_string(s.table.size()) +
-               " rows usable; nothing swept");
+    o.log("dry run: recipe valid, every component built, " + std::to_string(s.data.table.size()) +
+          " rows usable; nothing swept");
     return kExitOk;
   }
-  const std::string run_dir = prepare_run_dir(o);
-  log(o, "  run dir " + run_dir);
+  const std::string run_dir = session::prepare_run_dir(o);
+  o.log("  run dir " + run_dir);
   const double setup_s = elapsed();
   json lf = run_lr_finder(s, *net, fold, run_dir);
 
   json recipes = json::array();
-  for (auto& l : o.layers) recipes.push_back(file_input(l));
-  json table = file_input(s.table.csv_path);
-  table["rows"] = s.table.size();
+  for (auto& l : o.layers) recipes.push_back(session::file_input(l));
+  json table = session::file_input(s.data.table.csv_path);
+  table["rows"] = s.data.table.size();
   const fs::path d(run_dir);
   json summary = {
       {"command", "lr-find"},
@@ -216,7 +217,7 @@ int run_lr_find(const JobOptions& given) {
         {"wall_s", elapsed()}}},
       {"device", s.dev.description}};
   if (!o.auto_batch.is_null()) summary["auto_batch"] = o.auto_batch;
-  write_summary(run_dir, summary);
+  session::write_summary(run_dir, summary);
   std::cout << "run dir: " << run_dir << "\n";
   return kExitOk;
 }

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <thread>
 
+#include "build_info.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/parallel_for.h"
@@ -16,8 +17,7 @@
 #include "data/pack.h"
 #include "data/source.h"
 #include "data/transform.h"
-#include "jobs/job.h"
-#include "build_info.h"
+#include "session/session.h"
 
 namespace fs = std::filesystem;
 

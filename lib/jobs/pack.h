@@ -4,11 +4,11 @@
 #include <string>
 #include <vector>
 
-#include "jobs/job.h"
+#include "session/session.h"
 
 namespace kg::jobs {
 
-struct PackRequest : JobOptions {
+struct PackRequest : session::Session {
   std::string out;                          // --out: pack path ("" = DATA_ROOT/<data.train_pack or data.test_pack>)
   std::string pack_split = "train";         // --split: train | test | both
   bool pack_raw = false;                    // --raw: pre-resized raw pixels instead of the encoded files

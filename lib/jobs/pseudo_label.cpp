@@ -21,9 +21,9 @@
 #include "data/pseudo.h"
 #include "data/submission.h"
 #include "data/table.h"
-#include "jobs/ensemble.h"
 #include "jobs/fit.h"
-#include "jobs/job.h"
+#include "session/ensemble.h"
+#include "session/session.h"
 #include "train/engine.h"
 
 namespace fs = std::filesystem;
@@ -108,8 +108,9 @@ struct RoundResult {
 };
 
 // Predicts the unlabeled table with `members` and writes pseudo.csv + pseudo.toml into `dir`.
-RoundResult predict_and_select(const JobOptions& o, const ModelSources& members, const std::string& dir) {
-  Ensemble e = collect_members(o, members);
+RoundResult predict_and_select(const session::Session& o, const session::ModelSources& members,
+                               const std::string& dir) {
+  session::Ensemble e = session::collect_members(o, members);
   const auto popt = o.recipe.get<data::PseudoOptions>();
   auto src = o.recipe.get<data::DataOptions>();
   if (!popt.source_csv.empty()) src.test_csv = popt.source_csv;
@@ -117,7 +118,7 @@ RoundResult predict_and_select(const JobOptions& o, const ModelSources& members,
   src.on_bad_row = "skip";  // an unreadable unlabeled image is simply not pseudo-labelled (listed in summary.json)
   data::Table t = data::load_split(src, data::Split::test, e.classes, /*scan=*/true,
                                    std::max<int>(1, static_cast<int>(src.num_workers)));
-  EnsemblePredictor predictor(o, e.classes, t.feature_dim);
+  session::EnsemblePredictor predictor(o, e.classes, t.feature_dim);
   std::vector<at::Tensor> member_probs;
   int64_t predicted = 0;
   train::PredictionsStopOnSignal stop;  // SIGTERM / Ctrl-C stop the prediction between batches (not a round's fit)
@@ -130,7 +131,7 @@ RoundResult predict_and_select(const JobOptions& o, const ModelSources& members,
     predicted = static_cast<int64_t>(mp.rows.size());
     member_probs.push_back(mp.probs);
   }
-  at::Tensor probs = merge_members(member_probs, o.recipe, predictor.task());
+  at::Tensor probs = session::merge_members(member_probs, o.recipe, predictor.task());
   if (predicted < t.size()) t.rows.resize(static_cast<size_t>(predicted));  // smoke
   auto sel = data::select_pseudo(probs, predictor.task(), popt);
   if (sel.rows.empty()) {
@@ -162,8 +163,8 @@ RoundResult predict_and_select(const JobOptions& o, const ModelSources& members,
   for (double c : sel.confidence) mean_conf += c / static_cast<double>(sel.confidence.size());
   RoundResult r;
   r.layer = layer;
-  json inputs = {{"source_csv", file_input(t.csv_path)}, {"members", json::array()}};
-  for (auto& m : e.members) inputs["members"].push_back(file_input(m.name));
+  json inputs = {{"source_csv", session::file_input(t.csv_path)}, {"members", json::array()}};
+  for (auto& m : e.members) inputs["members"].push_back(session::file_input(m.name));
   r.info = {{"inputs", inputs},
             {"models", e.members.size()},
             {"views", predictor.view_labels()},
@@ -190,8 +191,8 @@ int run_pseudo_label(const PseudoLabelRequest& o) {
   auto t0 = std::chrono::steady_clock::now();
   KG_CHECK(!o.out.empty(), UsageError, "pseudo-label needs --out DIR");
   if (o.dry_run) {
-    auto e = collect_members(o, o.models);
-    log(o, "dry run: recipe valid, " + std::to_string(e.members.size()) + " model(s) found; nothing predicted");
+    auto e = session::collect_members(o, o.models);
+    o.log("dry run: recipe valid, " + std::to_string(e.members.size()) + " model(s) found; nothing predicted");
     return kExitOk;
   }
   // Never over an earlier pseudo-label's outputs: its round folders' fits would sit beside new selections.
@@ -202,25 +203,25 @@ int run_pseudo_label(const PseudoLabelRequest& o) {
            "); choose another folder or remove them");
   make_directories(o.out);
   json rounds = json::array();
-  ModelSources members = o.models;
+  session::ModelSources members = o.models;
   json first;
   if (o.rounds == 0) {
     first = predict_and_select(o, members, o.out).info;
   } else {
     for (int64_t r = 1; r <= o.rounds; ++r) {
       const fs::path dir = fs::path(o.out) / ("round_" + std::to_string(r));
-      log(o, "round " + std::to_string(r) + "/" + std::to_string(o.rounds) + ": predict and select");
+      o.log("round " + std::to_string(r) + "/" + std::to_string(o.rounds) + ": predict and select");
       auto res = predict_and_select(o, members, dir.string());
       // Retrain the recipe with this round's pseudo rows.
       FitRequest fo;
-      static_cast<JobOptions&>(fo) = o;
+      static_cast<session::Session&>(fo) = o;
       fo.command = "fit";
       fo.run_dir = (dir / "fit").string();
       fo.recipe = o.recipe.with(
           {{"data.extra_train_csv", res.info["pseudo_csv"]}, {"data.extra_image_dir", res.info["image_dir"]}},
           config::Origin::command_line());
-      log(o, "round " + std::to_string(r) + ": retraining with " + std::to_string(res.info["selected"].get<int64_t>()) +
-                 " pseudo rows in " + fo.run_dir);
+      o.log("round " + std::to_string(r) + ": retraining with " + std::to_string(res.info["selected"].get<int64_t>()) +
+            " pseudo rows in " + fo.run_dir);
       int rc = run_fit(fo);
       if (rc != kExitOk) return rc;
       auto fs_summary = json::parse(read_file((dir / "fit" / "summary.json").string()));
@@ -255,7 +256,7 @@ int run_pseudo_label(const PseudoLabelRequest& o) {
     summary["selection"] = first;
   else
     summary["rounds"] = rounds;
-  write_summary(o.out, summary);
+  session::write_summary(o.out, summary);
   return kExitOk;
 }
 

@@ -5,12 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "jobs/job.h"
+#include "session/session.h"
 
 namespace kg::jobs {
 
-struct PseudoLabelRequest : JobOptions {
-  ModelSources models;
+struct PseudoLabelRequest : session::Session {
+  session::ModelSources models;
   int64_t rounds = 0;  // --rounds: predict -> select -> retrain cycles (0: predict + select only)
   std::string out;     // --out: output folder
 };

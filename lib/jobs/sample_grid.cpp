@@ -11,7 +11,7 @@
 #include "data/loader.h"
 #include "data/table.h"
 #include "data/transform.h"
-#include "jobs/fit_setup.h"
+#include "session/training.h"
 
 namespace kg::jobs {
 namespace {
@@ -91,8 +91,8 @@ std::vector<report::Tile> batch_tiles(const at::Tensor& images, const at::Tensor
   return tiles;
 }
 
-std::string training_sample_png(const FitSetup& s, const std::vector<int64_t>& rows, int64_t n, int64_t epoch,
-                                const std::string& title) {
+std::string training_sample_png(const session::TrainingContext& s, const std::vector<int64_t>& rows, int64_t n,
+                                int64_t epoch, const std::string& title) {
   KG_CHECK(!rows.empty(), DataError, "no training rows to show");
   const int64_t epochs = std::max<int64_t>(1, s.epochs);
   auto loader = s.train_loader(rows, epoch, epochs);
@@ -107,8 +107,8 @@ std::string training_sample_png(const FitSetup& s, const std::vector<int64_t>& r
   if (y.defined()) y = y.narrow(0, 0, k);
   std::vector<double> mean = b.norm_mean, std = b.norm_std;
   if (mean.empty())
-    s.train_pipes[data::stage_at(s.stages, std::min(epoch, epochs - 1), epochs)]->normalization(mean, std);
-  const auto tiles = batch_tiles(x, y, mean, std, s.classes);
+    s.data.train_pipes[data::stage_at(s.data.stages, std::min(epoch, epochs - 1), epochs)]->normalization(mean, std);
+  const auto tiles = batch_tiles(x, y, mean, std, s.data.classes);
   report::GridOptions go;
   go.title = title;
   go.columns = k <= 16 ? 8 : 10;

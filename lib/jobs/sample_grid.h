@@ -15,9 +15,11 @@ class Pipeline;
 struct ClassList;
 }  // namespace kg::data
 
-namespace kg::jobs {
+namespace kg::session {
+class TrainingContext;
+}  // namespace kg::session
 
-struct FitSetup;
+namespace kg::jobs {
 
 // Float images [B, C, H, W] normalized with (mean, std) in [0, 1] units (empty: no normalization) back
 // to 8-bit tiles; `targets` (int64 class indices [B] or float [B, K]) become captions with class names.
@@ -27,8 +29,8 @@ std::vector<report::Tile> batch_tiles(const at::Tensor& images, const at::Tensor
 
 // The first `n` samples of epoch `epoch`'s first training batch over `rows` (mixed when the recipe mixes then)
 // as a PNG grid. DataError when there is no row, or without OpenCV.
-std::string training_sample_png(const FitSetup& s, const std::vector<int64_t>& rows, int64_t n, int64_t epoch,
-                                const std::string& title);
+std::string training_sample_png(const session::TrainingContext& s, const std::vector<int64_t>& rows, int64_t n,
+                                int64_t epoch, const std::string& title);
 
 // A caption line for a (soft) target row: "Coat", "0.62 Shirt", "y 12.5".
 std::vector<std::string> target_caption(const at::Tensor& target_row, const data::ClassList& classes);

@@ -8,9 +8,9 @@
 #include "core/strings.h"
 #include "data/options.h"
 #include "device/device.h"
-#include "jobs/model_setup.h"
 #include "model/model.h"
 #include "model/summary.h"
+#include "session/model_input.h"
 #include "train/options.h"
 
 namespace kg::jobs {
@@ -54,7 +54,7 @@ void keys_table(std::string& out, const std::string& prefix, const config::Schem
 
 }  // namespace
 
-std::string show_recipe(const JobOptions& o) {
+std::string show_recipe(const session::Session& o) {
   std::string out = "# kgtrain resolved recipe\n# env: " + o.env_name + "\n";
   for (auto& l : o.layers) out += "# layer: " + l + "\n";
   return out + "\n" + config::to_toml(o.recipe.tree(), true);
@@ -95,8 +95,8 @@ std::string reference(bool md) {
   return out;
 }
 
-std::string show_model(const JobOptions& o, bool as_json) {
-  const auto in = recipe_model_input(o.recipe);
+std::string show_model(const session::Session& o, bool as_json) {
+  const auto in = session::recipe_model_input(o.recipe);
   const auto& ctx = in.ctx;
   auto net = model::build(o.recipe, ctx);
   if (o.recipe.get<device::DeviceOptions>().channels_last) net->set_channels_last(true);

@@ -6,8 +6,8 @@
 #include "data/loader.h"
 #include "data/table.h"
 #include "data/transform.h"
-#include "jobs/fit_setup.h"
 #include "jobs/sample_grid.h"
+#include "session/training.h"
 #include "tta/view.h"
 
 namespace kg::jobs {
@@ -15,9 +15,9 @@ namespace {
 
 // Every sub-view of tta.views applied to test row `id` (the first without one), as tta-predict makes them:
 // batch views on the evaluation transform's image, train_aug's passes through the training augmentation.
-std::string views_png(const FitSetup& s, const std::string& id) {
-  data::DataOptions dopt = s.dopt;
-  const data::Table test = data::load_split(dopt, data::Split::test, s.classes, /*scan=*/false, 1);
+std::string views_png(const session::TrainingContext& s, const std::string& id) {
+  data::DataOptions dopt = s.opt.data;
+  const data::Table test = data::load_split(dopt, data::Split::test, s.data.classes, /*scan=*/false, 1);
   KG_CHECK(test.size() > 0, DataError, test.csv_path, " has no rows");
   int64_t row = 0;
   if (!id.empty()) {
@@ -26,7 +26,7 @@ std::string views_png(const FitSetup& s, const std::string& id) {
       if (test.rows[static_cast<size_t>(i)].id == id) row = i;
     KG_CHECK(row >= 0, UsageError, "--id ", id, " is not a row of ", test.csv_path);
   }
-  const auto views = tta::build_views(s.recipe, s.geom);
+  const auto views = tta::build_views(s.session.recipe, s.data.geom);
   const auto load = [&](const data::Pipeline& pipe, int64_t epoch, uint64_t seed) {
     data::LoaderOptions lo;
     lo.batch_size = 1;
@@ -39,11 +39,11 @@ std::string views_png(const FitSetup& s, const std::string& id) {
     if (mean.empty()) pipe.normalization(mean, std);
     return std::make_tuple(data::to_model_input(b, torch::kCPU), mean, std);
   };
-  const auto [x, mean, std] = load(*s.eval_pipe, 0, s.seed);
+  const auto [x, mean, std] = load(*s.data.eval_pipe, 0, s.seed);
   std::vector<report::Tile> tiles;
   const auto add = [&](const at::Tensor& img, const std::vector<double>& m, const std::vector<double>& sd,
                        const std::string& label) {
-    auto t = batch_tiles(img, at::Tensor(), m, sd, s.classes);
+    auto t = batch_tiles(img, at::Tensor(), m, sd, s.data.classes);
     t[0].caption = {label, std::to_string(img.size(2)) + "x" + std::to_string(img.size(3))};
     tiles.push_back(std::move(t[0]));
   };
@@ -53,8 +53,8 @@ std::string views_png(const FitSetup& s, const std::string& id) {
       add(v.apply(x, sub.index), mean, std, sub.label);
       continue;
     }
-    // tta-predict's seeds for this entry's passes (lib/jobs/ensemble.cpp)
-    const auto [a, am, as] = load(*s.train_pipes.back(), sub.index, s.seed + 7919 * (sub.view + 1));
+    // tta-predict's seeds for this entry's passes (lib/session/ensemble.cpp)
+    const auto [a, am, as] = load(*s.data.train_pipes.back(), sub.index, s.seed + 7919 * (sub.view + 1));
     add(a, am, as, sub.label);
   }
   report::GridOptions go;
@@ -82,7 +82,7 @@ int run_show_batch(const ShowBatchRequest& req) {
   config::check_flags(show_batch_flags(), req.flags);
   const ShowBatchFlags& r = req.flags;
   KG_CHECK(r.id.empty() || r.views, UsageError, "--id picks the test image of --views: add --views");
-  JobOptions o = req;
+  session::Session o = req;
   // One batch is shown: decode just it (no RAM or device cache filled up front), in this thread, on the CPU.
   o.recipe = o.recipe.with({{"data.cache", "none"},
                             {"data.num_workers", 0},
@@ -90,21 +90,21 @@ int run_show_batch(const ShowBatchRequest& req) {
                             {"train.batch_size", std::max<int64_t>(r.n, 2)},
                             {"train.accum_steps", 1}},
                            config::Origin::command_line());
-  FitSetup s(o, "show-batch");
+  session::TrainingContext s(o, "show-batch");
   KG_CHECK(r.epoch <= s.epochs, UsageError,
            "--epoch " + std::to_string(r.epoch) + ": the recipe trains " + std::to_string(s.epochs) + " epochs");
-  const int64_t fold = s.cv.run_folds.front();
+  const int64_t fold = s.opt.cv.run_folds.front();
   const auto rows = s.split_of(fold).first;
   const std::string title = "training batch, epoch " + std::to_string(r.epoch) + " of " + std::to_string(s.epochs) +
                             ", fold " + std::to_string(fold) + (s.mix_fn() ? " (mixup/cutmix as configured)" : "");
   if (o.dry_run) {
-    log(o, "dry run: would write " + r.out);
+    o.log("dry run: would write " + r.out);
     return kExitOk;
   }
   const std::string png = r.views ? views_png(s, r.id) : training_sample_png(s, rows, r.n, r.epoch - 1, title);
   with_context("while writing " + r.out, [&] { write_file_atomic(r.out, png); });
-  log(o,
-      "wrote " + r.out + " (" + std::to_string(std::min<int64_t>(r.n, static_cast<int64_t>(rows.size()))) + " images)");
+  o.log("wrote " + r.out + " (" + std::to_string(std::min<int64_t>(r.n, static_cast<int64_t>(rows.size()))) +
+        " images)");
   return kExitOk;
 }
 

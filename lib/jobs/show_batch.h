@@ -6,7 +6,7 @@
 #include <string>
 
 #include "config/schema.h"
-#include "jobs/job.h"
+#include "session/session.h"
 
 namespace kg::jobs {
 
@@ -22,7 +22,7 @@ struct ShowBatchFlags {
 };
 const config::Fields<ShowBatchFlags>& show_batch_flags();
 
-struct ShowBatchRequest : JobOptions {
+struct ShowBatchRequest : session::Session {
   ShowBatchFlags flags;
 };
 

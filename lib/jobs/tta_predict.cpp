@@ -19,10 +19,10 @@
 #include "data/options.h"
 #include "data/submission.h"
 #include "data/table.h"
-#include "jobs/ensemble.h"
-#include "jobs/job.h"
-#include "jobs/oof.h"
 #include "metric/metric_set.h"
+#include "session/ensemble.h"
+#include "session/oof.h"
+#include "session/session.h"
 #include "train/engine.h"
 #include "train/options.h"
 #include "tta/view.h"
@@ -55,7 +55,7 @@ json scores_json(const std::map<std::string, double>& values) {
 }
 
 // --oof: each fold's model on its own validation rows (folds.csv of its run).
-int run_oof(const TtaPredictRequest& o, const Ensemble& e, const std::string& run_dir,
+int run_oof(const TtaPredictRequest& o, const session::Ensemble& e, const std::string& run_dir,
             std::chrono::steady_clock::time_point t0) {
   KG_CHECK(!e.members.empty(), UsageError, "--oof needs --from-run RUN_DIR");
   for (auto& m : e.members)
@@ -67,7 +67,7 @@ int run_oof(const TtaPredictRequest& o, const Ensemble& e, const std::string& ru
   dopt.on_bad_row = "skip";  // the split (folds.csv) says which rows were trained on
   data::Table table = data::load_split(dopt, data::Split::train, e.classes, false,
                                        std::max<int>(1, static_cast<int>(dopt.num_workers)));
-  EnsemblePredictor predictor(o, e.classes, table.feature_dim);
+  session::EnsemblePredictor predictor(o, e.classes, table.feature_dim);
   const metric::MetricSet metrics(o.recipe, predictor.task(), e.classes.outputs());
   const std::string metric = metrics.names().front();
   std::map<std::string, int64_t> row_of;
@@ -110,18 +110,18 @@ int run_oof(const TtaPredictRequest& o, const Ensemble& e, const std::string& ru
     std::cout << score_line("fold " + std::to_string(m.fold) + " merged", merged, {metric}) << "\n";
     const std::string fdir = (fs::path(run_dir) / "oof_tta" / ("fold_" + std::to_string(m.fold))).string();
     json extra = {{"weights", m.name}, {"views", views}};
-    write_oof_fold(fdir, table, e.classes, dopt.id_col, m.fold, folds_total, metric, pred, extra);
+    session::write_oof_fold(fdir, table, e.classes, dopt.id_col, m.fold, folds_total, metric, pred, extra);
     folds.push_back({{"fold", m.fold}, {"weights", m.name}, {"views", views}, {"merged", scores_json(merged)}});
   }
   write_file_atomic((fs::path(run_dir) / "oof_tta" / "folds.csv").string(), read_file(folds_csv));
-  auto cv = merge_oof({(fs::path(run_dir) / "oof_tta").string()}, run_dir);
+  auto cv = session::merge_oof({(fs::path(run_dir) / "oof_tta").string()}, run_dir);
   fs::rename(fs::path(run_dir) / "oof.csv", fs::path(run_dir) / "oof_tta.csv");
   fs::rename(fs::path(run_dir) / "cv.json", fs::path(run_dir) / "cv_tta.json");
   std::cout << "cv with TTA: " << metric << " oof " << fmt4(cv["oof"].get<double>()) << " (folds mean "
             << fmt4(cv["mean"].get<double>()) << " +- " << fmt4(cv["std"].get<double>()) << ") -> " << run_dir
             << "/oof_tta.csv\n";
   json members = json::array();
-  for (auto& m : e.members) members.push_back(file_input(m.name));
+  for (auto& m : e.members) members.push_back(session::file_input(m.name));
   json summary = {{"command", "tta-predict"},
                   {"mode", "oof"},
                   {"run_dir", run_dir},
@@ -133,7 +133,7 @@ int run_oof(const TtaPredictRequest& o, const Ensemble& e, const std::string& ru
                   {"status", "completed"},
                   {"oof_tta", (fs::path(run_dir) / "oof_tta.csv").string()},
                   {"wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
-  write_summary(run_dir, summary);
+  session::write_summary(run_dir, summary);
   return kExitOk;
 }
 
@@ -149,31 +149,31 @@ int run_tta_predict(const TtaPredictRequest& o) {
   };
   KG_CHECK(o.out.empty() || o.probs.empty() || !same_file(o.out, o.probs), UsageError,
            "--out and --probs name the same file (", o.out, "): the probabilities would replace the submission");
-  Ensemble e = collect_members(o, o.models);
+  session::Ensemble e = session::collect_members(o, o.models);
   auto dopt = o.recipe.get<data::DataOptions>();
   const auto topt = o.recipe.get<tta::TtaOptions>();
   if (o.oof) {
     if (o.dry_run) {
-      log(o, "dry run: recipe valid, " + std::to_string(e.members.size()) + " fold model(s) found; nothing predicted");
+      o.log("dry run: recipe valid, " + std::to_string(e.members.size()) + " fold model(s) found; nothing predicted");
       return kExitOk;
     }
-    return run_oof(o, e, prepare_run_dir(o), t0);
+    return run_oof(o, e, session::prepare_run_dir(o), t0);
   }
   // Every test row needs a prediction: a bad test row is an error whatever data.on_bad_row says.
   dopt.on_bad_row = "required";
   data::Table test = data::load_split(dopt, data::Split::test, e.classes, /*scan=*/true,
                                       std::max<int>(1, static_cast<int>(dopt.num_workers)));
-  EnsemblePredictor predictor(o, e.classes, test.feature_dim);
-  log(o, "kgtrain tta-predict: " + predictor.device_description() + "; " + std::to_string(test.size()) + " rows from " +
-             test.csv_path + "; " + std::to_string(e.members.size()) + " model(s) x views " +
-             join(predictor.view_labels(), ", "));
+  session::EnsemblePredictor predictor(o, e.classes, test.feature_dim);
+  o.log("kgtrain tta-predict: " + predictor.device_description() + "; " + std::to_string(test.size()) + " rows from " +
+        test.csv_path + "; " + std::to_string(e.members.size()) + " model(s) x views " +
+        join(predictor.view_labels(), ", "));
   if (o.dry_run) {
     // Every member must fit the model exactly (head included).
     for (auto& m : e.members) predictor.check(m);
-    log(o, "dry run: recipe valid, every member fits the model, every test image readable; nothing predicted");
+    o.log("dry run: recipe valid, every member fits the model, every test image readable; nothing predicted");
     return kExitOk;
   }
-  const std::string run_dir = prepare_run_dir(o);
+  const std::string run_dir = session::prepare_run_dir(o);
   std::vector<int64_t> rows(static_cast<size_t>(test.size()));
   for (int64_t i = 0; i < test.size(); ++i) rows[static_cast<size_t>(i)] = i;
   const metric::MetricSet metrics(o.recipe, predictor.task(), e.classes.outputs());
@@ -210,14 +210,14 @@ int run_tta_predict(const TtaPredictRequest& o) {
     }
     per_member.push_back(entry);
   }
-  at::Tensor probs = merge_members(member_probs, o.recipe, predictor.task());
+  at::Tensor probs = session::merge_members(member_probs, o.recipe, predictor.task());
   data::Table scored = test;
   if (predicted < test.size()) {  // smoke: only the predicted rows
     scored.rows.resize(static_cast<size_t>(predicted));
     if (!scored.targets.empty()) scored.targets.resize(static_cast<size_t>(predicted));
   }
-  json inputs = {{"test_csv", file_input(test.csv_path)}, {"members", json::array()}};
-  for (auto& m : e.members) inputs["members"].push_back(file_input(m.name));
+  json inputs = {{"test_csv", session::file_input(test.csv_path)}, {"members", json::array()}};
+  for (auto& m : e.members) inputs["members"].push_back(session::file_input(m.name));
   json summary = {{"command", "tta-predict"}, {"run_dir", run_dir},     {"inputs", inputs},
                   {"models", per_member},     {"rows", predicted},      {"views", predictor.view_labels()},
                   {"merge", topt.merge},      {"weights", topt.weights}};
@@ -248,7 +248,7 @@ int run_tta_predict(const TtaPredictRequest& o) {
   }
   summary["status"] = "completed";
   summary["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  write_summary(run_dir, summary);
+  session::write_summary(run_dir, summary);
   std::cout << "submission: " << out << " (" << predicted << " rows; " << chosen_by << ")\n";
   return kExitOk;
 }

@@ -5,12 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "jobs/job.h"
+#include "session/session.h"
 
 namespace kg::jobs {
 
-struct TtaPredictRequest : JobOptions {
-  ModelSources models;
+struct TtaPredictRequest : session::Session {
+  session::ModelSources models;
   bool oof = false;   // --oof: each fold's model on its own validation rows with the views
   std::string out;    // --out: submission path ("" = paths.submission, else RUN_DIR/submission.csv)
   std::string probs;  // --probs: per-class probabilities path ("" = none)

@@ -209,7 +209,7 @@ TEST_CASE("a configuration that throws is a failed or skipped row, never an abor
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 16, 2);
   auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
-  kg::jobs::JobOptions o;
+  kg::session::Session o;
   o.command = "bench";
   o.recipe = kg::test::resolve_recipe({recipe}, {});
   o.quiet = true;

@@ -16,11 +16,11 @@
 #include "data/options.h"
 #include "data/table.h"
 #include "data/transform.h"
-#include "jobs/fit_setup.h"
-#include "jobs/model_setup.h"
 #include "loss/loss.h"
 #include "model/model.h"
 #include "optim/optimizer.h"
+#include "session/model_input.h"
+#include "session/training.h"
 #include "support/fixtures.h"
 #include "test_paths.h"
 #include "train/lr_finder.h"
@@ -220,7 +220,7 @@ struct FinderRig {
     for (int64_t i = 0; i < table.size(); ++i) rows.push_back(i);
     pipe = std::make_unique<kg::data::Pipeline>(dopt.augment, kg::data::geometry(dopt), true, false);
     torch::manual_seed(11);
-    net = kg::model::build(recipe, kg::jobs::model_context(kg::data::geometry(dopt), classes, 0, "none"));
+    net = kg::model::build(recipe, kg::session::model_context(kg::data::geometry(dopt), classes, 0, "none"));
     loss = kg::loss::build(recipe, {classes.outputs(), "multiclass"});
   }
   kg::train::FinderParts parts() {

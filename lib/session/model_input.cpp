@@ -1,8 +1,8 @@
-#include "jobs/model_setup.h"
+#include "session/model_input.h"
 
 #include "data/source.h"
 
-namespace kg::jobs {
+namespace kg::session {
 
 model::ModelContext model_context(const data::ImageGeometry& g, const data::ClassList& classes, int64_t feature_dim,
                                   const std::string& target_transform) {
@@ -27,4 +27,4 @@ RecipeModelInput recipe_model_input(const config::Recipe& recipe) {
   return r;
 }
 
-}  // namespace kg::jobs
+}  // namespace kg::session

@@ -5,13 +5,13 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
-#include "jobs/job.h"
+#include "session/session.h"
 
-namespace kg::jobs {
+namespace kg::session {
 
 // Nothing when train.batch_size is a number; otherwise sets train.batch_size in `o.recipe` to the found
 // size, logs the trials and keeps them in `o.auto_batch` (for summary.json). DeviceError when not
 // even two images fit.
-void resolve_auto_batch(JobOptions& o);
+void resolve_auto_batch(Session& o);
 
-}  // namespace kg::jobs
+}  // namespace kg::session

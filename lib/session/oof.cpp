@@ -1,4 +1,4 @@
-#include "jobs/oof.h"
+#include "session/oof.h"
 
 #include <algorithm>
 #include <cmath>
@@ -18,7 +18,7 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace kg::jobs {
+namespace kg::session {
 namespace {
 
 std::string joined_values(const at::Tensor& row) {
@@ -294,4 +294,4 @@ json merge_oof(const std::vector<std::string>& dirs, const std::string& out_dir)
   return cv;
 }
 
-}  // namespace kg::jobs
+}  // namespace kg::session

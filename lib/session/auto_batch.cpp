@@ -1,4 +1,4 @@
-#include "jobs/auto_batch.h"
+#include "session/auto_batch.h"
 
 #include <torch/torch.h>
 
@@ -7,17 +7,17 @@
 #include "device/device.h"
 #include "device/oom.h"
 #include "device/test_hooks.h"
-#include "jobs/fit_setup.h"
-#include "jobs/model_setup.h"
 #include "model/model.h"
 #include "model/summary.h"
 #include "optim/optimizer.h"
+#include "session/model_input.h"
+#include "session/training.h"
 #include "train/options.h"
 #include "train/step.h"
 
 using nlohmann::json;
 
-namespace kg::jobs {
+namespace kg::session {
 namespace {
 
 // One training step at `batch` on zero inputs; throws what LibTorch throws (out of memory included).
@@ -37,7 +37,7 @@ void trial_step(model::Network& net, optim::Optimizer& opt, const model::ModelCo
 
 }  // namespace
 
-void resolve_auto_batch(JobOptions& o) {
+void resolve_auto_batch(Session& o) {
   if (!train::batch_size_is_auto(o.recipe)) return;
   const auto topt = o.recipe.get<train::TrainOptions>();
   const auto dev = device::setup(o.recipe.get<device::DeviceOptions>());
@@ -46,10 +46,10 @@ void resolve_auto_batch(JobOptions& o) {
   const int index = dev.device.is_cuda() ? dev.device.index() : 0;
   const double limit = (1.0 - topt.auto_batch_margin) * static_cast<double>(dev.hardware.total_memory);
   const config::Recipe recipe = optim::with_numeric_lr(o.recipe);
-  log(o, "batch size auto: trying powers of two up to " + std::to_string(topt.auto_batch_max) + " on " +
-             dev.description + " (input " + std::to_string(in.ctx.in_chans) + "x" + std::to_string(in.ctx.height) +
-             "x" + std::to_string(in.ctx.width) + ", " + format_significant(topt.auto_batch_margin * 100, 3) + "% of " +
-             model::bytes_text(dev.hardware.total_memory) + " kept free)");
+  o.log("batch size auto: trying powers of two up to " + std::to_string(topt.auto_batch_max) + " on " +
+        dev.description + " (input " + std::to_string(in.ctx.in_chans) + "x" + std::to_string(in.ctx.height) + "x" +
+        std::to_string(in.ctx.width) + ", " + format_significant(topt.auto_batch_margin * 100, 3) + "% of " +
+        model::bytes_text(dev.hardware.total_memory) + " kept free)");
   json trials = json::array();
   int64_t chosen = 0;
   std::string stopped = "reached train.auto_batch_max";
@@ -95,7 +95,7 @@ void resolve_auto_batch(JobOptions& o) {
   KG_CHECK(chosen > 0, DeviceError, "train.batch_size = \"auto\": not even 2 images fit a training step on ",
            dev.description, " (", stopped,
            "); lower data.image_size, set model.grad_checkpointing = true, or pick a smaller model");
-  log(o, "batch size auto: " + std::to_string(chosen) + " (" + stopped + ")");
+  o.log("batch size auto: " + std::to_string(chosen) + " (" + stopped + ")");
   config::Entry e;
   if (const config::Entry* old = o.recipe.find("train.batch_size")) e = *old;
   e.value = chosen;
@@ -107,4 +107,4 @@ void resolve_auto_batch(JobOptions& o) {
                   {"device", dev.description}};
 }
 
-}  // namespace kg::jobs
+}  // namespace kg::session

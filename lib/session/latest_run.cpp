@@ -1,4 +1,4 @@
-#include "jobs/latest_run.h"
+#include "session/latest_run.h"
 
 #include <unistd.h>
 
@@ -13,7 +13,7 @@
 
 namespace fs = std::filesystem;
 
-namespace kg::jobs {
+namespace kg::session {
 
 namespace {
 // Absolute, normalised, without a trailing separator: "runs/" and "./runs" compare equal.
@@ -73,4 +73,4 @@ std::string resolve_latest(const std::string& runs_root) {
   return dir.string();
 }
 
-}  // namespace kg::jobs
+}  // namespace kg::session

@@ -1,5 +1,10 @@
-// What every job receives from the app: a validated, immutable recipe and the options every command shares.
-// Each command's own flags are its request struct (FitRequest in jobs/fit.h, ...), which extends JobOptions.
+// lib/session: what several jobs share, one floor below lib/jobs (jobs -> session -> train/data/model/...):
+// the session every command runs in (this file), the run directory, the training context of fit and lr-find
+// (training.h), the auto batch size, model setup (model_input.h), the ensemble and out-of-fold I/O.
+//
+// A Session is what every job receives from the app: a validated, immutable recipe and the options every
+// command shares. Each command's own flags are its request struct (FitRequest in jobs/fit.h, ...), which
+// extends Session.
 #pragma once
 #include <string>
 #include <vector>
@@ -9,22 +14,24 @@
 #include "config/recipe.h"
 #include "device/distributed.h"
 
-namespace kg::jobs {
+namespace kg::session {
 
-struct JobOptions {
+struct Session {
   std::string command;              // fit | lr-find | tta-predict | ...
   config::Recipe recipe;            // validated, defaults filled in, immutable (a changed copy: recipe.with())
   std::vector<std::string> layers;  // recipe files applied, in order
   std::string env_name;             // environment layer chosen
   std::string run_dir;              // --run-dir ("" = <paths.runs>/<run.name>/<UTC time>-<command>)
   bool dry_run = false;             // build everything, print the plan, train nothing
-  bool check_data = false;          // fit: load the table and decode every image, report bad rows, train nothing
   bool smoke = false;               // two training, two validation and two prediction batches
   bool quiet = false;
   bool tty = false;           // stderr is a terminal (not a notebook's pseudo-terminal): live progress bar
   int columns = 0;            // that terminal's width (0 = unknown)
   nlohmann::json auto_batch;  // fit, lr-find: what train.batch_size = "auto" tried and chose (null = a fixed size)
   device::DistEnv dist;       // fit: torchrun's RANK/WORLD_SIZE/... (world_size 1 = one process)
+
+  // A line to stderr unless quiet.
+  void log(const std::string& line) const;
 };
 
 // Where a prediction's models come from (tta-predict, pseudo-label): the members of an ensemble.
@@ -35,8 +42,8 @@ struct ModelSources {
 };
 
 // Creates the run directory (never reusing a finished run's) and writes recipe.toml and provenance.json.
-std::string prepare_run_dir(const JobOptions& o);
-nlohmann::json provenance(const JobOptions& o);
+std::string prepare_run_dir(const Session& o);
+nlohmann::json provenance(const Session& o);
 // summary.json, written atomically.
 void write_summary(const std::string& run_dir, nlohmann::json summary);
 // A run's summary.json status ("completed", "interrupted", ...); "" without one (killed, or still running),
@@ -44,7 +51,5 @@ void write_summary(const std::string& run_dir, nlohmann::json summary);
 std::string run_status(const std::string& run_dir);
 // An input file for summary.json: {path, bytes, sha256} (files over 64 MiB: size only).
 nlohmann::json file_input(const std::string& path);
-// A line to stderr unless quiet.
-void log(const JobOptions& o, const std::string& line);
 
-}  // namespace kg::jobs
+}  // namespace kg::session

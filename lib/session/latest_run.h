@@ -5,7 +5,7 @@
 #pragma once
 #include <string>
 
-namespace kg::jobs {
+namespace kg::session {
 
 // The word commands accept in place of a run folder.
 inline constexpr const char* kLatestWord = "latest";
@@ -18,4 +18,4 @@ std::string point_latest(const std::string& runs_root, const std::string& run_di
 // there is no link, and a UsageError naming the folder when it points at one that no longer exists.
 std::string resolve_latest(const std::string& runs_root);
 
-}  // namespace kg::jobs
+}  // namespace kg::session

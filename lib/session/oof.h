@@ -13,7 +13,7 @@
 #include "data/table.h"
 #include "train/engine.h"
 
-namespace kg::jobs {
+namespace kg::session {
 
 // Writes <dir>/oof_fold.csv and <dir>/fold.json for one fold's validation predictions.
 // Columns: <id_col>, fold, target, prediction, then one probability column per class (classification).
@@ -36,4 +36,4 @@ OofTable read_oof(const data::CsvTable& csv, const data::ClassList& classes, con
 // into `out_dir` and returns cv.json. DataError naming the file when something does not fit.
 nlohmann::json merge_oof(const std::vector<std::string>& dirs, const std::string& out_dir);
 
-}  // namespace kg::jobs
+}  // namespace kg::session

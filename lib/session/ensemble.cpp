@@ -1,4 +1,4 @@
-#include "jobs/ensemble.h"
+#include "session/ensemble.h"
 
 #include <torch/torch.h>
 
@@ -10,10 +10,10 @@
 #include "data/loader.h"
 #include "data/options.h"
 #include "device/device.h"
-#include "jobs/model_setup.h"
 #include "metric/metric.h"
 #include "model/safetensors.h"
 #include "model/weights.h"
+#include "session/model_input.h"
 #include "train/checkpoint.h"
 #include "train/engine.h"
 #include "train/options.h"
@@ -23,7 +23,7 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace kg::jobs {
+namespace kg::session {
 namespace {
 
 // The weights tta.weights names inside one checkpoint directory.
@@ -87,7 +87,7 @@ std::vector<std::string> run_checkpoints(const std::string& run, const std::stri
 
 }  // namespace
 
-Ensemble collect_members(const JobOptions& o, const ModelSources& m) {
+Ensemble collect_members(const Session& o, const ModelSources& m) {
   KG_CHECK(!m.checkpoints.empty() || !m.weights.empty() || !m.from_runs.empty(), UsageError, o.command,
            " needs --from-run RUN_DIR, --checkpoint DIR (e.g. RUN/checkpoints/best) or --weights FILE.safetensors");
   const auto topt = o.recipe.get<tta::TtaOptions>();
@@ -119,7 +119,7 @@ Ensemble collect_members(const JobOptions& o, const ModelSources& m) {
 }
 
 struct EnsemblePredictor::Impl {
-  const JobOptions& o;
+  const Session& o;
   data::ClassList classes;
   data::DataOptions dopt;
   train::TrainOptions topt;
@@ -137,7 +137,7 @@ struct EnsemblePredictor::Impl {
   std::unique_ptr<data::ImageCache> cache;
   const data::Table* cache_table = nullptr;  // the cache's keys are this table's rows
 
-  Impl(const JobOptions& jo, const data::ClassList& cl, int64_t feature_dim)
+  Impl(const Session& jo, const data::ClassList& cl, int64_t feature_dim)
       : o(jo),
         classes(cl),
         dopt(jo.recipe.get<data::DataOptions>()),
@@ -245,7 +245,7 @@ struct EnsemblePredictor::Impl {
   }
 };
 
-EnsemblePredictor::EnsemblePredictor(const JobOptions& o, const data::ClassList& classes, int64_t feature_dim)
+EnsemblePredictor::EnsemblePredictor(const Session& o, const data::ClassList& classes, int64_t feature_dim)
     : p_(std::make_unique<Impl>(o, classes, feature_dim)) {}
 EnsemblePredictor::~EnsemblePredictor() = default;
 MemberPrediction EnsemblePredictor::predict(const Member& m, const data::Table& t, const std::vector<int64_t>& rows) {
@@ -263,4 +263,4 @@ at::Tensor merge_members(const std::vector<at::Tensor>& probs, const config::Rec
   return tta::merge_probs(probs, recipe.get<tta::TtaOptions>().merge, task);
 }
 
-}  // namespace kg::jobs
+}  // namespace kg::session

@@ -10,10 +10,10 @@
 #include <ATen/core/Tensor.h>
 
 #include "data/table.h"
-#include "jobs/job.h"
 #include "model/model.h"
+#include "session/session.h"
 
-namespace kg::jobs {
+namespace kg::session {
 
 struct Member {
   std::string name;  // what predicted: "RUN/fold_2/checkpoints/best/ema.safetensors"
@@ -30,7 +30,7 @@ struct Ensemble {
 // --checkpoint dirs, --from-run dirs (each fold's checkpoints/<tta.weights>; ema/swa from checkpoints/last)
 // and --weights files. UsageError (exit 2) when none is given, when members disagree on the classes or the
 // task, or when the recipe's data.task differs from the checkpoints'.
-Ensemble collect_members(const JobOptions& o, const ModelSources& models);
+Ensemble collect_members(const Session& o, const ModelSources& models);
 
 struct MemberPrediction {
   std::vector<std::string> view_labels;  // "identity", "hflip", "d4/rot90", "train_aug" ...
@@ -44,7 +44,7 @@ struct MemberPrediction {
 
 class EnsemblePredictor {
  public:
-  EnsemblePredictor(const JobOptions& o, const data::ClassList& classes, int64_t feature_dim);
+  EnsemblePredictor(const Session& o, const data::ClassList& classes, int64_t feature_dim);
   ~EnsemblePredictor();
   // `member`'s weights predict `rows` of `table` with every view; smoke runs stop after 2 batches per pass.
   MemberPrediction predict(const Member& member, const data::Table& table, const std::vector<int64_t>& rows);
@@ -62,4 +62,4 @@ class EnsemblePredictor {
 // Ensemble-level helpers.
 at::Tensor merge_members(const std::vector<at::Tensor>& probs, const config::Recipe& recipe, const std::string& task);
 
-}  // namespace kg::jobs
+}  // namespace kg::session

@@ -4,16 +4,16 @@
 
 #include "config/resolve.h"
 #include "core/error.h"
-#include "core/strings.h"
 #include "core/fs.h"
 #include "core/run_lock.h"
 #include "core/sha256.h"
-#include "jobs/job.h"
+#include "core/strings.h"
+#include "session/session.h"
 #include "train/options.h"
 
 namespace fs = std::filesystem;
 
-namespace kg::jobs {
+namespace kg::session {
 
 namespace {
 std::string utc_stamp() {
@@ -37,13 +37,13 @@ nlohmann::json file_input(const std::string& path) {
   return j;
 }
 
-nlohmann::json provenance(const JobOptions& o) {
+nlohmann::json provenance(const Session& o) {
   nlohmann::json keys = nlohmann::json::object();
   for (auto& [k, e] : o.recipe.tree().entries()) keys[k] = e.origin.str();
   return {{"schema_version", 1}, {"env", o.env_name}, {"layers", o.layers}, {"keys", keys}};
 }
 
-std::string prepare_run_dir(const JobOptions& o) {
+std::string prepare_run_dir(const Session& o) {
   fs::path dir;
   if (!o.run_dir.empty()) {
     dir = o.run_dir;
@@ -90,8 +90,8 @@ std::string run_status(const std::string& run_dir) {
   }
 }
 
-void log(const JobOptions& o, const std::string& line) {
-  if (!o.quiet) std::cerr << line << std::endl;
+void Session::log(const std::string& line) const {
+  if (!quiet) std::cerr << line << std::endl;
 }
 
-}  // namespace kg::jobs
+}  // namespace kg::session

@@ -1,4 +1,4 @@
-// <paths.runs>/latest: the link fit keeps to its newest run (lib/jobs/latest_run.h), the word `latest` in place of a
+// <paths.runs>/latest: the link fit keeps to its newest run (lib/session/latest_run.h), the word `latest` in place of a
 // run folder (tta-predict / pseudo-label --from-run, fit --resume, interpret), and --from-run without a recipe.
 #include <catch2/catch.hpp>
 
@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
-#include "jobs/latest_run.h"
+#include "session/latest_run.h"
 #include "support/fixtures.h"
 #include "support/job_helpers.h"
 
@@ -17,15 +17,16 @@ namespace {
 namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
 
 namespace fs = std::filesystem;
-using kg::jobs::point_latest;
-using kg::jobs::resolve_latest;
+using kg::session::point_latest;
+using kg::session::resolve_latest;
 
 TEST_CASE("latest: a relative link replaced atomically, resolved to the run folder", "[unit][jobs]") {
   kg::test::TempDir dir;
   const std::string root = dir / "runs";
   kg::make_directories(root + "/tiny/A");
   kg::make_directories(root + "/tiny/B");
-  CHECK_THROWS_WITH(resolve_latest(root), Catch::Contains("no run under " + root + " yet: run kgtrain fit first"));
+  CHECK_THROWS_WITH(resolve_latest(root),
+                    Catch::Contains("no run under " + root + " yet: run kgtrain fit first"));
   CHECK_THROWS_AS(resolve_latest(dir / "missing"), kg::UsageError);
 
   CHECK(point_latest(root, root + "/tiny/A") == "");
@@ -100,7 +101,8 @@ TEST_CASE("latest: no run yet is a usage error naming the runs folder", "[integr
   }
 }
 
-TEST_CASE("latest: fit links its run, and tta-predict, fit --resume and interpret take the word", "[integration][jobs]") {
+TEST_CASE("latest: fit links its run, and tta-predict, fit --resume and interpret take the word",
+          "[integration][jobs]") {
   auto& s = latest_shared();
   REQUIRE(fs::is_symlink(s.runs + "/latest"));
   const fs::path run = fs::read_symlink(s.runs + "/latest");

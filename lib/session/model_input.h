@@ -9,7 +9,7 @@
 #include "data/table.h"
 #include "model/model.h"
 
-namespace kg::jobs {
+namespace kg::session {
 
 // The model's context from the data: input channels and size, outputs of the task, numeric features,
 // data.target_transform (regression).
@@ -28,4 +28,4 @@ struct RecipeModelInput {
 // state the number of outputs.
 RecipeModelInput recipe_model_input(const config::Recipe& recipe);
 
-}  // namespace kg::jobs
+}  // namespace kg::session

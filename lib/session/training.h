@@ -10,7 +10,6 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
-#include <nlohmann/json.hpp>
 
 #include "config/recipe.h"
 #include "data/mixup.h"
@@ -18,9 +17,9 @@
 #include "data/table.h"
 #include "device/device.h"
 #include "device/distributed.h"
-#include "jobs/job.h"
 #include "loss/loss.h"
 #include "metric/metric_set.h"
+#include "session/session.h"
 #include "train/options.h"
 
 namespace kg::data {
@@ -33,48 +32,59 @@ namespace kg::model {
 class Network;
 }
 
-namespace kg::jobs {
+namespace kg::session {
 
-struct FitSetup {
-  // Reads the recipe's sections, sets up the device, loads and checks the training table (logging the
-  // "data" line), assigns the folds, builds the pipelines, the loss and the metrics. `command` names the
-  // job in the first log line ("fit", "lr-find").
-  // `initial_weights`: fit --weights files, loaded into every fold's new network.
-  FitSetup(const JobOptions& o, const std::string& command, std::vector<std::string> initial_weights = {});
-  ~FitSetup();
-  FitSetup(const FitSetup&) = delete;
-  FitSetup& operator=(const FitSetup&) = delete;
-
-  const JobOptions& o;
-  std::vector<std::string> initial_weights;
+// The recipe's sections a training run reads, decoded once.
+struct TrainingOptions {
   train::RunOptions run;
-  train::TrainOptions topt;
-  train::CheckpointOptions copt;
-  data::DataOptions dopt;
+  train::TrainOptions train;
+  train::CheckpointOptions checkpoint;
+  data::DataOptions data;
   data::CvOptions cv;
-  device::DeviceInfo dev;
-  device::DeviceOptions dev_opts;  // the recipe's [device], with this rank's GPU and thread share
-  device::ProcessGroupPtr group;   // multi-process runs (o.dist): connected here; nullptr for one process
-  uint64_t seed = 0;
-  int threads = 1;  // data.num_workers, at least 1 (table scan)
+  data::MixupOptions mixup;
+  device::DeviceOptions device;  // the recipe's [device], with this rank's GPU and thread share
+};
+
+// The training table and what reads it: classes, folds, the pipelines, the caches.
+struct TrainingData {
   data::ClassList classes;
   std::string task;
-  config::Recipe recipe;  // o.recipe with the task's default loss (fit: optim.lr = "find" replaced here)
   data::Table table;
   std::vector<int> folds;  // fold of every table row
   std::vector<data::SizeStage> stages;
   data::ImageGeometry geom;                                  // the evaluation size (the last stage)
   std::vector<std::unique_ptr<data::Pipeline>> train_pipes;  // one per stage
   std::unique_ptr<data::Pipeline> eval_pipe;
-  bool pin = false;
-  bool cuda_graphs = false;  // device.cuda_graphs in effect (when asked but blocked, the reason was logged)
-  data::MixupOptions mix;
-  bool mixing_possible = false;                    // not for regression
-  int64_t K = 0;                                   // model outputs
   std::unique_ptr<data::ImageCache> cache;         // data.cache = "ram"
-  std::unique_ptr<data::ResidentImages> resident;  // data.cache = "device": the table's images on dev.device
-  int64_t max_batches = -1;                        // --smoke: 2 updates' worth of micro-batches per epoch
-  int64_t epochs = 0;                              // train.epochs (1 with --smoke)
+  std::unique_ptr<data::ResidentImages> resident;  // data.cache = "device": the table's images on the device
+  bool pin = false;                                // pinned host batches (data.pin_memory on a GPU)
+  int threads = 1;                                 // data.num_workers, at least 1 (table scan)
+};
+
+class TrainingContext {
+ public:
+  // Reads the recipe's sections, sets up the device, loads and checks the training table (logging the
+  // "data" line), assigns the folds, builds the pipelines, the loss and the metrics. `command` names the
+  // job in the first log line ("fit", "lr-find").
+  // `initial_weights`: fit --weights files, loaded into every fold's new network.
+  TrainingContext(Session session, const std::string& command, std::vector<std::string> initial_weights = {});
+  ~TrainingContext();
+  TrainingContext(const TrainingContext&) = delete;
+  TrainingContext& operator=(const TrainingContext&) = delete;
+
+  // The session trained in. Its recipe is the one in effect: the task's default loss filled in by validation,
+  // the warm-up cut for --smoke, fit's optim.lr = "find" replaced by the finder's lr.
+  Session session;
+  TrainingOptions opt;
+  TrainingData data;
+  device::DeviceInfo dev;
+  device::ProcessGroupPtr group;  // multi-process runs (session.dist): connected here; nullptr for one process
+  uint64_t seed = 0;
+  int64_t outputs = 0;           // model outputs (classes, or regression targets)
+  int64_t max_batches = -1;      // --smoke: 2 updates' worth of micro-batches per epoch
+  int64_t epochs = 0;            // train.epochs (1 with --smoke)
+  bool cuda_graphs = false;      // device.cuda_graphs in effect (when asked but blocked, the reason was logged)
+  bool mixing_possible = false;  // not for regression
   std::unique_ptr<metric::MetricSet> metrics;
   loss::LossPtr loss;
   std::string monitor;
@@ -112,11 +122,8 @@ struct FitSetup {
   void fit_warmup_to_smoke_run();
   // Fits the network's target scale on the targets of `rows` (DataError naming a row log1p cannot map).
   void fit_target_scale(model::Network& net, const std::vector<int64_t>& rows);
+
+  std::vector<std::string> initial_weights_;
 };
 
-// The lr finder (lib/jobs/lr_find.cpp) on fold `fold`'s training rows with `net` (on the device, state
-// restored afterwards): writes lr_find.csv, lr_find.json and lr_find.png into `dir`, prints the table
-// and returns lr_find.json's content ("lr" is the chosen suggestion).
-nlohmann::json run_lr_finder(FitSetup& s, model::Network& net, int64_t fold, const std::string& dir);
-
-}  // namespace kg::jobs
+}  // namespace kg::session

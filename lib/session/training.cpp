@@ -1,0 +1,258 @@
+#include "session/training.h"
+
+#include <chrono>
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include <sstream>
+
+#include "core/error.h"
+#include "core/strings.h"
+#include "data/folds.h"
+#include "data/loader.h"
+#include "data/resident.h"
+#include "data/source.h"
+#include "data/transform.h"
+#include "model/model.h"
+#include "model/safetensors.h"
+#include "model/weights.h"
+#include "optim/param_groups.h"
+#include "optim/schedule.h"
+#include "session/model_input.h"
+#include "train/step_graphs.h"
+
+namespace kg::session {
+TrainingContext::TrainingContext(Session given, const std::string& command, std::vector<std::string> initial_weights)
+    : session(std::move(given)), initial_weights_(std::move(initial_weights)) {
+  opt.run = session.recipe.get<train::RunOptions>();
+  opt.train = session.recipe.get<train::TrainOptions>();
+  opt.checkpoint = session.recipe.get<train::CheckpointOptions>();
+  opt.data = session.recipe.get<data::DataOptions>();
+  opt.cv = session.recipe.get<data::CvOptions>();
+  opt.device = session.recipe.get<device::DeviceOptions>();
+  if (session.dist.active())
+    opt.device = device::for_local_rank(opt.device, session.dist.local_rank, session.dist.local_world_size);
+  dev = device::setup(opt.device);
+  if (session.dist.active()) {
+    // The rendezvous first: a rank that cannot join fails before the data is read.
+    group = device::ProcessGroup::connect(session.dist, dev.device, std::chrono::seconds(opt.device.dist_timeout_s));
+    session.log("  ranks   " + std::to_string(session.dist.world_size) + " processes (" + group->backend_name() +
+                "), global batch " + std::to_string(opt.train.batch_size * session.dist.world_size) + " = " +
+                std::to_string(session.dist.world_size) + " x " + std::to_string(opt.train.batch_size) +
+                (opt.device.sync_batchnorm ? ", SyncBatchNorm" : "") +
+                (opt.device.dist_overlap ? ", gradients summed during backward" : ", gradients summed after backward") +
+                "; rank 0 writes the outputs");
+  }
+  seed = static_cast<uint64_t>(opt.run.seed);
+  data.threads = std::max<int>(1, static_cast<int>(opt.data.num_workers));
+  data.classes = data::infer_classes(opt.data);
+  data.task = data::task_name(data.classes.task);
+  session.log("kgtrain " + command + ": " + dev.description + ", env " + session.env_name + "; checking data...");
+  const auto cache_bytes = static_cast<size_t>(opt.data.cache_max_gb * (1ull << 30));
+  data.stages = data::size_schedule(opt.data);
+  data.geom = data::geometry(opt.data);
+  // data.cache = "device" normalizes on the device, as uint8_transfer does.
+  const bool on_device = opt.data.cache == "device", u8 = opt.data.uint8_transfer || on_device;
+  for (auto& st : data.stages)
+    data.train_pipes.push_back(
+        std::make_unique<data::Pipeline>(opt.data.augment, st.size, true, u8, opt.data.reduced_decode));
+  data.eval_pipe = std::make_unique<data::Pipeline>(opt.data.augment, data.geom, false, u8, opt.data.reduced_decode);
+  if (on_device) data::ResidentImages::check_pipeline(*data.train_pipes.front(), data.stages.size());
+
+  if (opt.data.cache != "none") data.cache = std::make_unique<data::ImageCache>(cache_bytes);
+  // Nothing else runs yet: the scan decodes on every core, and with data.cache = "ram" its images
+  // stay cached, so the first epoch does not decode them again ("device" moves them to the device).
+  data.table = data::load_split(opt.data, data::Split::train, data.classes, /*scan=*/true,
+                                std::max(data.threads, dev.threads), data::fold_columns(opt.cv), data.cache.get());
+  data.folds = data::assign_folds(data.table, opt.cv, seed);
+  if (on_device) {
+    data.resident = std::make_unique<data::ResidentImages>(data.table, data.geom, dev.device, cache_bytes,
+                                                           std::max(data.threads, dev.threads), data.cache.get());
+    data.cache.reset();
+    session.log("  cache   device: " + std::to_string(data.resident->size()) + " images, " +
+                format_significant(static_cast<double>(data.resident->bytes()) / (1 << 20), 3) + " MiB uint8 on " +
+                dev.device.str() + "; batches are gathered, augmented and normalized there");
+  }
+  data.pin = opt.data.pin_memory && dev.device.is_cuda();
+  if (opt.device.cuda_graphs) {
+    const std::string why = train::graphs_blocker(session.recipe, group != nullptr);
+    cuda_graphs = why.empty();
+    if (!cuda_graphs) session.log("  cuda graphs: off (" + why + ")");
+  }
+  opt.mixup = session.recipe.get<data::MixupOptions>();
+  mixing_possible = data.classes.task != data::Task::regression;
+  KG_CHECK(mixing_possible ||
+               !(opt.mixup.mixup_alpha > 0 || opt.mixup.cutmix_alpha > 0 || opt.mixup.cutmix_minmax.has_value()),
+           ConfigError,
+           "mixup / cutmix mix class labels, and data.task = \"regression\" has none: set mixup.mixup_alpha and "
+           "mixup.cutmix_alpha to 0 (and leave mixup.cutmix_minmax unset)");
+  outputs = data.classes.outputs();
+
+  // Smoke runs: two optimizer updates (each of train.accum_steps micro-batches).
+  max_batches = session.smoke ? 2 * opt.train.accum_steps : -1;
+  epochs = session.smoke ? 1 : opt.train.epochs;
+  if (session.smoke) fit_warmup_to_smoke_run();
+  metrics = std::make_unique<metric::MetricSet>(session.recipe, data.task, outputs);
+  loss = loss::build(session.recipe, {outputs, data.task});
+  monitor = metrics->monitor();
+
+  session.log(data_line());
+  for (auto& b : data.table.dropped) session.log("  bad row skipped: " + b.where + ": id " + b.id + ": " + b.reason);
+}
+
+TrainingContext::~TrainingContext() = default;
+
+void TrainingContext::fit_warmup_to_smoke_run() {
+  auto positive = [&](const char* key) {
+    const config::Entry* e = session.recipe.find(key);
+    return e && e->value.is_number() && e->value.get<double>() > 0;
+  };
+  if (opt.train.mode == "fine_tune" || !(positive("schedule.warmup_steps") || positive("schedule.warmup_epochs")))
+    return;
+  const auto n_train = static_cast<int64_t>(split_of(opt.cv.run_folds.front()).first.size());
+  int64_t total = 0, per_epoch = 1;
+  for (int64_t e = 0; e < opt.train.epochs; ++e)
+    total += per_epoch = updates_in_epoch(n_train, e, opt.train.epochs, -1);
+  (void)optim::build_schedule(session.recipe, {1e-3, total, per_epoch});  // the real run's errors
+  session.recipe = session.recipe.with({{"schedule.warmup_steps", 1}, {"schedule.warmup_epochs", 0.0}},
+                                       config::Origin::command_line());
+  session.log("  smoke   the warm-up is cut to 1 update (the real run's warm-up fits its " + std::to_string(total) +
+              " updates)");
+}
+
+int64_t TrainingContext::batch_at(int64_t epoch, int64_t n_epochs) const {
+  auto& st = data.stages[data::stage_at(data.stages, epoch, n_epochs)];
+  return st.batch_size > 0 ? st.batch_size : opt.train.batch_size;
+}
+
+std::pair<std::vector<int64_t>, std::vector<int64_t>> TrainingContext::split_of(int64_t k) const {
+  std::pair<std::vector<int64_t>, std::vector<int64_t>> s;
+  for (int64_t i = 0; i < data.table.size(); ++i)
+    (data.folds[static_cast<size_t>(i)] == k ? s.second : s.first).push_back(i);
+  KG_CHECK(!s.first.empty() && !s.second.empty(), DataError, "fold ", k, " of ", opt.cv.folds, " leaves ",
+           s.first.size(), " training and ", s.second.size(), " validation rows; both need at least one");
+  return s;
+}
+
+int64_t TrainingContext::updates_in_epoch(int64_t n_train, int64_t epoch, int64_t n_epochs, int64_t batch_cap) const {
+  // Data parallel: one update per global batch (every rank's batch of the same step).
+  const int64_t b = data::num_batches(n_train, batch_at(epoch, n_epochs) * session.dist.world_size, true, batch_cap);
+  return (b + opt.train.accum_steps - 1) / opt.train.accum_steps;
+}
+
+std::function<int64_t(int64_t, int64_t)> TrainingContext::steps_of(int64_t n_train) const {
+  return [this, n_train](int64_t epoch, int64_t n_epochs) {
+    return updates_in_epoch(n_train, epoch, n_epochs, max_batches);
+  };
+}
+
+std::shared_ptr<model::Network> TrainingContext::build_net(const std::vector<int64_t>& train_rows) {
+  torch::manual_seed(seed);
+  auto net = model::build(session.recipe,
+                          model_context(data.geom, data.classes, data.table.feature_dim, opt.data.target_transform));
+  weight_notes.clear();
+  if (auto& r = net->pretrained_report())
+    weight_notes.push_back("model.pretrained " + session.recipe.get<model::ModelOptions>().pretrained + ": " +
+                           r->str());
+  if (net->target_scale().active())
+    fit_target_scale(*net, train_rows.empty() ? split_of(opt.cv.run_folds.front()).first : train_rows);
+  for (auto& f : initial_weights_)
+    weight_notes.push_back("--weights " + f + ": " +
+                           model::load_weights(*net, model::read_safetensors(f), {}, f).str());
+  return net;
+}
+
+void TrainingContext::fit_target_scale(model::Network& net, const std::vector<int64_t>& rows) {
+  auto& ts = net.target_scale();
+  const int64_t cols = data.table.value_dim;
+  KG_ASSERT(cols == net.num_outputs() && !rows.empty(), "target scale: ", cols, " target columns for ",
+            net.num_outputs(), " outputs");
+  const bool log1p = opt.data.target_transform == "log1p";
+  std::vector<float> v;
+  v.reserve(rows.size() * static_cast<size_t>(cols));
+  for (int64_t r : rows)
+    for (int64_t k = 0; k < cols; ++k) {
+      const float x = data.table.values[static_cast<size_t>(r * cols + k)];
+      const auto& row = data.table.rows[static_cast<size_t>(r)];
+      KG_CHECK(std::isfinite(x) && (!log1p || x > -1.0f), DataError, row.where, ": id ", row.id, ": target ",
+               data.classes.names[static_cast<size_t>(k)], " = ", x,
+               log1p ? "; data.target_transform = \"log1p\" needs finite values above -1"
+                     : "; data.target_transform needs finite targets");
+      v.push_back(x);
+    }
+  ts.fit(torch::from_blob(v.data(), {static_cast<int64_t>(rows.size()), cols}, at::kFloat).clone());
+  target_note =
+      ts.describe() + (ts.fitted_buffers() ? ", fitted on " + std::to_string(rows.size()) + " training rows" : "");
+}
+
+std::unique_ptr<data::Loader> TrainingContext::train_loader(const std::vector<int64_t>& rows, int64_t epoch,
+                                                            int64_t n_epochs, int64_t start) const {
+  data::LoaderOptions lo{batch_at(epoch, n_epochs),
+                         true,
+                         true,
+                         static_cast<int>(opt.data.num_workers),
+                         static_cast<int>(opt.data.prefetch),
+                         seed,
+                         epoch,
+                         max_batches,
+                         data.cache.get(),
+                         data.pin};
+  lo.resident = data.resident.get();
+  lo.start_batch = start;
+  lo.shard_rank = session.dist.rank;
+  lo.shard_count = session.dist.world_size;
+  const auto& pipe = *data.train_pipes[data::stage_at(data.stages, std::min(epoch, n_epochs - 1), n_epochs)];
+  return std::make_unique<data::Loader>(data.table, rows, pipe, lo);
+}
+
+bool TrainingContext::shards_validation(size_t valid_rows) const {
+  // --smoke evaluates 2 batches: not a share of anything.
+  return group && max_batches < 0 && valid_rows >= static_cast<size_t>(session.dist.world_size);
+}
+
+std::unique_ptr<data::Loader> TrainingContext::valid_loader(const std::vector<int64_t>& all_rows) const {
+  const auto rows = shards_validation(all_rows.size())
+                        ? data::shard_rows(all_rows, session.dist.rank, session.dist.world_size)
+                        : all_rows;
+  data::LoaderOptions vo{train::eval_batch_size(opt.train),
+                         false,
+                         false,
+                         static_cast<int>(opt.data.num_workers),
+                         static_cast<int>(opt.data.prefetch),
+                         seed,
+                         0,
+                         max_batches,
+                         data.cache.get(),
+                         data.pin};
+  vo.resident = data.resident.get();
+  return std::make_unique<data::Loader>(data.table, rows, *data.eval_pipe, vo);
+}
+
+std::function<void(at::Tensor&, at::Tensor&, int64_t, int64_t)> TrainingContext::mix_fn() const {
+  if (!mixing_possible || !(data::mixup_enabled(opt.mixup, 0) || opt.mixup.off_epoch > 0)) return {};
+  return [this](at::Tensor& x, at::Tensor& y, int64_t epoch, int64_t index) {
+    if (data::mixup_enabled(opt.mixup, epoch)) data::apply_mixup(opt.mixup, x, y, outputs, seed, epoch, index);
+  };
+}
+
+std::string TrainingContext::data_line() const {
+  const auto first_split = split_of(opt.cv.run_folds.front());
+  std::string sizes;
+  for (auto& st : data.stages)
+    sizes += (sizes.empty() ? "" : ", ") + std::to_string(st.size.height) + "x" + std::to_string(st.size.width) +
+             (data.stages.size() > 1 ? " from " + format_significant(st.start * 100, 3) + "%" : "");
+  std::string fold_text;
+  for (auto k : opt.cv.run_folds) fold_text += (fold_text.empty() ? "" : ",") + std::to_string(k);
+  return "  data    " + data.table.csv_path + " (" + data::resolve_format(opt.data) +
+         "): " + std::to_string(data.table.size()) + " rows" +
+         (data.table.dropped.empty() ? "" : " (" + std::to_string(data.table.dropped.size()) + " bad rows skipped)") +
+         ", " + data.task + ", " + std::to_string(data.classes.size()) +
+         (data.task == "regression" ? (data.classes.size() == 1 ? " target" : " targets") : " classes") + "; fold" +
+         (opt.cv.run_folds.size() > 1 ? "s " : " ") + fold_text + " of " + std::to_string(opt.cv.folds) + " (" +
+         opt.cv.strategy + "): " + std::to_string(first_split.first.size()) + " train, " +
+         std::to_string(first_split.second.size()) + " valid; input " + std::to_string(data.geom.channels) + "x" +
+         sizes;
+}
+
+}  // namespace kg::session
