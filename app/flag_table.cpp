@@ -52,9 +52,11 @@ CLI::Option* add_table_flag(CLI::App& cmd, const config::KeySpec& spec, FlagWord
   const std::string name = config::flag_name(spec.key);
   if (spec.type == config::Type::Bool) return cmd.add_flag(name, sink.on, spec.doc);
   CLI::Option* opt = cmd.add_option(name, sink.words, spec.doc)->type_name(type_label(spec));
-  if (is_list(spec.type))
+  if (is_list(spec.type)) {
     opt->delimiter(',');
-  else
+    // A list of a fixed length also takes its values as separate words (--size H W).
+    if (spec.size > 0) opt->expected(1, spec.size);
+  } else
     opt->expected(1);  // one word per use (a second use is refused in flag_value)
   const std::string d = config::flag_default_text(spec);
   if (!d.empty()) opt->default_str(d);

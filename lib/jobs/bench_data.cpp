@@ -10,6 +10,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "config/flags.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/strings.h"
@@ -84,7 +85,7 @@ std::string decode_sections(const BenchDataRequest& o, const data::Table& table,
                             size_t sample, const data::ImageGeometry& geom, const data::Pipeline& pipe, uint64_t seed,
                             int threads, bool train, json& report) {
   auto has = [&](const char* s) {
-    return std::find(o.bench_sections.begin(), o.bench_sections.end(), s) != o.bench_sections.end();
+    return std::find(o.flags.sections.begin(), o.flags.sections.end(), s) != o.flags.sections.end();
   };
   std::string table_txt =
       has("decode") || has("augment") ? "section          threads    images   seconds       img/s  img/s/thread\n" : "";
@@ -125,7 +126,7 @@ std::string decode_sections(const BenchDataRequest& o, const data::Table& table,
   return table_txt;
 }
 
-// The loader section: every worker count of `thread_list` timed o.bench_repeats times (the median kept),
+// The loader section: every worker count of `thread_list` timed o.flags.repeats times (the median kept),
 // into report["loader"] and `table_txt`; the verdict against --compute-rate.
 json loader_section(const BenchDataRequest& o, const data::Table& table, const std::vector<int64_t>& rows,
                     const data::Pipeline& pipe, const data::DataOptions& dopt, const std::vector<int>& thread_list,
@@ -134,25 +135,26 @@ json loader_section(const BenchDataRequest& o, const data::Table& table, const s
   const bool decoded = report.contains("decode") || report.contains("decode_augment");
   json verdict = {{"loader_images_per_s", nullptr},
                   {"loader_workers", nullptr},
-                  {"compute_images_per_s", o.bench_compute_rate > 0 ? json(o.bench_compute_rate) : json(nullptr)},
+                  {"compute_images_per_s", o.flags.compute_rate ? json(*o.flags.compute_rate) : json(nullptr)},
                   {"bottleneck", nullptr}};
   {
     std::string ltxt = "loader         workers   batches   seconds   batches/s       img/s   (median of " +
-                       std::to_string(o.bench_repeats) + ")\n";
+                       std::to_string(o.flags.repeats) + ")\n";
     json runs = json::array();
     int64_t epoch = 0;
     for (int w : thread_list) {
-      o.log("  loader, " + std::to_string(w) + " workers, " +
-            (o.bench_batches < 0 ? std::string("one epoch") : std::to_string(o.bench_batches) + " batches") + " x " +
-            std::to_string(o.bench_repeats) + "...");
+      o.log(
+          "  loader, " + std::to_string(w) + " workers, " +
+          (o.flags.batch_count() < 0 ? std::string("one epoch") : std::to_string(o.flags.batch_count()) + " batches") +
+          " x " + std::to_string(o.flags.repeats) + "...");
       // data.cache = "ram" is honoured; each worker count starts from an empty cache.
       std::unique_ptr<data::ImageCache> cache;
       if (dopt.cache == "ram")
         cache = std::make_unique<data::ImageCache>(static_cast<size_t>(dopt.cache_max_gb * (1ull << 30)));
       data::LoaderOptions lo{batch, train, train, w, static_cast<int>(dopt.prefetch), seed, 0, -1, cache.get()};
       std::vector<LoaderTiming> reps;
-      for (int k = 0; k < o.bench_repeats; ++k)
-        reps.push_back(time_loader(table, rows, pipe, lo, o.bench_batches, epoch));
+      for (int k = 0; k < o.flags.repeats; ++k)
+        reps.push_back(time_loader(table, rows, pipe, lo, o.flags.batch_count(), epoch));
       std::vector<double> secs;
       for (auto& r : reps) secs.push_back(r.seconds);
       std::sort(reps.begin(), reps.end(), [](auto& a, auto& b) { return a.seconds < b.seconds; });
@@ -171,9 +173,9 @@ json loader_section(const BenchDataRequest& o, const data::Table& table, const s
                     static_cast<long long>(med.batches), med.seconds, bps, ips);
       ltxt += buf;
     }
-    report["loader"] = {{"batches", o.bench_batches < 0 ? json("all") : json(o.bench_batches)},
-                        {"warmup_batches", o.bench_batches < 0 ? 0 : 1},
-                        {"repeats", o.bench_repeats},
+    report["loader"] = {{"batches", o.flags.batch_count() < 0 ? json("all") : json(o.flags.batch_count())},
+                        {"warmup_batches", o.flags.batch_count() < 0 ? 0 : 1},
+                        {"repeats", o.flags.repeats},
                         {"runs", runs}};
     table_txt += (decoded ? "\n" : "") + ltxt;
     // The rate fit will see: the recipe's worker count when measured, else the best one measured.
@@ -186,13 +188,46 @@ json loader_section(const BenchDataRequest& o, const data::Table& table, const s
     double ips = (*pick)["images_per_s"].get<double>();
     verdict["loader_images_per_s"] = ips;
     verdict["loader_workers"] = (*pick)["workers"];
-    if (o.bench_compute_rate > 0) verdict["bottleneck"] = ips < o.bench_compute_rate;
-    verdict["text"] = verdict_text(ips, (*pick)["workers"].get<int>(), o.bench_compute_rate);
+    if (o.flags.compute_rate) verdict["bottleneck"] = ips < *o.flags.compute_rate;
+    verdict["text"] = verdict_text(ips, (*pick)["workers"].get<int>(), o.flags.compute_rate.value_or(0.0));
   }
   return verdict;
 }
 
 }  // namespace
+
+int64_t BenchDataFlags::batch_count() const { return batches == "all" ? -1 : std::stoll(batches); }
+
+const config::Fields<BenchDataFlags>& bench_data_flags() {
+  static const config::Fields<BenchDataFlags> f = [] {
+    using F = BenchDataFlags;
+    config::Fields<F> t;
+    t.field("batches", &F::batches,
+            "loader batches timed after one warm-up batch, or \"all\": one whole epoch timed from the start")
+        .check([](const config::json& v) {
+          const std::string w = v.get<std::string>();
+          const bool count = !w.empty() && w.size() < 12 && w.find_first_not_of("0123456789") == std::string::npos &&
+                             std::stoll(w) > 0;
+          return w == "all" || count ? std::string() : "expected a positive count or \"all\", got \"" + w + "\"";
+        });
+    t.field("threads", &F::threads, "loader worker counts, e.g. 0,1,4 (none: 0, 1 and data.num_workers)").min(0);
+    t.field("split", &F::split,
+            "train (training folds, training augmentation) | valid (held-out fold, evaluation transforms)")
+        .choices({"train", "valid"});
+    t.field("json", &F::json, "also write the report as JSON (schema_version 1) to this file");
+    t.field("compute_rate", &F::compute_rate,
+            "the model's training img/s (fit's train_images_per_s): say whether the loader is the bottleneck")
+        .positive();
+    t.field("sections", &F::sections, "what to time")
+        .choices({"decode", "augment", "loader"})
+        .check([](const config::json& v) {
+          return v.empty() ? std::string("expected at least one section") : std::string();
+        });
+    t.field("repeats", &F::repeats, "loader repeats, the median reported").min(1);
+    return t;
+  }();
+  return f;
+}
 
 int run_bench_data(const BenchDataRequest& o) {
   const auto& recipe = o.recipe;
@@ -202,17 +237,10 @@ int run_bench_data(const BenchDataRequest& o) {
   auto cv = recipe.get<data::CvOptions>();
   const auto seed = static_cast<uint64_t>(run.seed);
   auto has = [&](const char* s) {
-    return std::find(o.bench_sections.begin(), o.bench_sections.end(), s) != o.bench_sections.end();
+    return std::find(o.flags.sections.begin(), o.flags.sections.end(), s) != o.flags.sections.end();
   };
-  KG_CHECK(o.bench_split == "train" || o.bench_split == "valid", UsageError, "--split must be train or valid, got \"",
-           o.bench_split, "\"");
-  KG_CHECK(o.bench_batches == -1 || o.bench_batches > 0, UsageError,
-           "--batches must be a positive count or \"all\", got ", o.bench_batches);
-  KG_CHECK(o.bench_repeats > 0, UsageError, "--repeats must be positive, got ", o.bench_repeats);
-  for (auto& s : o.bench_sections)
-    KG_CHECK(s == "decode" || s == "augment" || s == "loader", UsageError, "--sections: unknown section \"", s,
-             "\" (known: decode, augment, loader)");
-  const bool train = o.bench_split == "train";
+  config::check_flags(bench_data_flags(), o.flags);
+  const bool train = o.flags.split == "train";
   const int workers = static_cast<int>(dopt.num_workers);
   const int threads = std::max(1, workers);
 
@@ -223,7 +251,7 @@ int run_bench_data(const BenchDataRequest& o) {
       data::load_split(dopt, data::Split::train, classes, /*scan=*/false, threads, data::fold_columns(cv));
   auto split = data::split_folds(table, cv, seed);
   const std::vector<int64_t>& rows = train ? split.train : split.valid;
-  KG_CHECK(!rows.empty(), DataError, "fold ", cv.held_out, " of ", cv.folds, " leaves no ", o.bench_split, " rows");
+  KG_CHECK(!rows.empty(), DataError, "fold ", cv.held_out, " of ", cv.folds, " leaves no ", o.flags.split, " rows");
 
   // Training runs at the schedule's last stage (the largest, as a rule); validation at data.image_size.
   const auto stages = data::size_schedule(dopt);
@@ -235,7 +263,7 @@ int run_bench_data(const BenchDataRequest& o) {
   std::vector<std::string> transforms;
   for (auto& t : dopt.augment)
     if (t.contains("name")) transforms.push_back(t["name"].get<std::string>());
-  std::vector<int> thread_list = o.bench_threads;
+  std::vector<int> thread_list(o.flags.threads.begin(), o.flags.threads.end());
   if (thread_list.empty()) thread_list = {0, 1, workers};
   std::sort(thread_list.begin(), thread_list.end());
   thread_list.erase(std::unique(thread_list.begin(), thread_list.end()), thread_list.end());
@@ -244,11 +272,12 @@ int run_bench_data(const BenchDataRequest& o) {
   // Decode sections use a shuffled sample the size of the timed loader run (the whole split for "all").
   const auto shuffled = data::epoch_order(rows, seed, 0);
   const size_t sample =
-      o.bench_batches < 0 ? rows.size()
-                          : std::min(rows.size(), static_cast<size_t>(std::max<int64_t>(64, batch * o.bench_batches)));
+      o.flags.batch_count() < 0
+          ? rows.size()
+          : std::min(rows.size(), static_cast<size_t>(std::max<int64_t>(64, batch * o.flags.batch_count())));
   const std::string format = data::resolve_format(dopt);
   std::string head =
-      "bench-data: " + join(o.layers, " + ") + ", " + o.bench_split + " split: " + std::to_string(rows.size()) +
+      "bench-data: " + join(o.layers, " + ") + ", " + o.flags.split + " split: " + std::to_string(rows.size()) +
       " rows (" + format + "), input " + std::to_string(geom.channels) + "x" + std::to_string(geom.height) + "x" +
       std::to_string(geom.width) + ", batch " + std::to_string(batch) + ", " + std::to_string(workers) +
       " workers, prefetch " + std::to_string(dopt.prefetch) + ", OpenCV threads " +
@@ -272,7 +301,7 @@ int run_bench_data(const BenchDataRequest& o) {
   json report = {{"schema_version", bench::kSchemaVersion},
                  {"command", "bench-data"},
                  {"recipe", o.layers},
-                 {"split", o.bench_split},
+                 {"split", o.flags.split},
                  {"format", format},
                  {"rows", rows.size()},
                  {"input", {{"channels", geom.channels}, {"height", geom.height}, {"width", geom.width}}},
@@ -285,19 +314,18 @@ int run_bench_data(const BenchDataRequest& o) {
                  {"opencv_threads", data::opencv_threads()}};
   std::string table_txt = decode_sections(o, table, shuffled, sample, geom, pipe, seed, threads, train, report);
   json verdict =
-      has("loader")
-          ? loader_section(o, table, rows, pipe, dopt, thread_list, batch, train, seed, report, table_txt)
-          : json{{"loader_images_per_s", nullptr},
-                 {"loader_workers", nullptr},
-                 {"compute_images_per_s", o.bench_compute_rate > 0 ? json(o.bench_compute_rate) : json(nullptr)},
-                 {"bottleneck", nullptr},
-                 {"text", "loader not measured (--sections without loader): no verdict"}};
+      has("loader") ? loader_section(o, table, rows, pipe, dopt, thread_list, batch, train, seed, report, table_txt)
+                    : json{{"loader_images_per_s", nullptr},
+                           {"loader_workers", nullptr},
+                           {"compute_images_per_s", o.flags.compute_rate ? json(*o.flags.compute_rate) : json(nullptr)},
+                           {"bottleneck", nullptr},
+                           {"text", "loader not measured (--sections without loader): no verdict"}};
   report["verdict"] = verdict;
 
   std::cout << head << table_txt << "verdict: " << verdict["text"].get<std::string>() << "\n";
-  if (!o.bench_json.empty()) {
-    write_file_atomic(o.bench_json, report.dump(2) + "\n");
-    o.log("report: " + o.bench_json);
+  if (!o.flags.json.empty()) {
+    write_file_atomic(o.flags.json, report.dump(2) + "\n");
+    o.log("report: " + o.flags.json);
   }
   return kExitOk;
 }

@@ -4,7 +4,9 @@
 
 #include "config/flags.h"
 #include "core/fs.h"
+#include "jobs/bench_data.h"
 #include "jobs/bench_model.h"
+#include "jobs/pack.h"
 #include "jobs/show_batch.h"
 #include "support/fixtures.h"
 
@@ -35,6 +37,8 @@ TEST_CASE("flag tables: --help and docs/commands.md follow each command's table"
   check_table("bench-model", kg::jobs::bench_model_flags().schema());
   CHECK(kg::test::run_kgtrain({"bench-model", "--help"}).output.find("AdamW") == std::string::npos);
   check_table("show-batch", kg::jobs::show_batch_flags().schema());
+  check_table("pack", kg::jobs::pack_flags().schema());
+  check_table("bench-data", kg::jobs::bench_data_flags().schema());
 }
 
 TEST_CASE("flag tables: a value outside the table's range is a usage error naming the flag", "[integration][jobs]") {
@@ -43,6 +47,15 @@ TEST_CASE("flag tables: a value outside the table's range is a usage error namin
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("--n") != std::string::npos);
   CHECK(r.output.find("256") != std::string::npos);
+  // A list flag's own check, and a choice, the same way.
+  const std::string recipe = KGTRAIN_SOURCE_DIR "/recipes/fashion_mnist.toml";
+  auto size = kg::test::run_kgtrain({"pack", recipe, "--raw", "--size", "0", "8"});
+  CHECK(size.exit_code == 2);
+  CHECK(size.output.find("--size: expected") != std::string::npos);
+  CHECK(size.output.find(">= 1") != std::string::npos);
+  auto split = kg::test::run_kgtrain({"bench-data", recipe, "--split", "vaild"});
+  CHECK(split.exit_code == 2);
+  CHECK(split.output.find("did you mean") != std::string::npos);
 }
 
 }  // namespace KG_UNITY_ID
