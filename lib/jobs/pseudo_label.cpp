@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "config/tree.h"
+#include "config/flags.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/strings.h"
@@ -187,30 +188,47 @@ RoundResult predict_and_select(const session::Session& o, const session::ModelSo
 
 }  // namespace
 
+const config::Fields<PseudoLabelFlags>& pseudo_label_flags() {
+  static const config::Fields<PseudoLabelFlags> f = [] {
+    using F = PseudoLabelFlags;
+    config::Fields<F> t;
+    t.field("checkpoint", &F::checkpoint, session::kCheckpointFlagDoc);
+    t.field("from_run", &F::from_run, session::kFromRunFlagDoc);
+    t.field("out", &F::out, "output folder for pseudo.csv, pseudo.toml and the rounds (required)");
+    t.field("rounds", &F::rounds,
+            "predict -> select -> retrain cycles: each retrains the recipe with the pseudo rows (OUT/round_<r>/fit), "
+            "reports its CV score and predicts the next round with it (0: predict and select only)")
+        .min(0);
+    return t;
+  }();
+  return f;
+}
+
 int run_pseudo_label(const PseudoLabelRequest& o) {
+  config::check_flags(pseudo_label_flags(), o.flags);
   auto t0 = std::chrono::steady_clock::now();
-  KG_CHECK(!o.out.empty(), UsageError, "pseudo-label needs --out DIR");
+  KG_CHECK(!o.flags.out.empty(), UsageError, "pseudo-label needs --out DIR");
   if (o.dry_run) {
-    auto e = session::collect_members(o, o.models);
+    auto e = session::collect_members(o, o.flags.models());
     o.log("dry run: recipe valid, " + std::to_string(e.members.size()) + " model(s) found; nothing predicted");
     return kExitOk;
   }
   // Never over an earlier pseudo-label's outputs: its round folders' fits would sit beside new selections.
   std::vector<std::string> earlier;
   for (const char* f : {"pseudo.csv", "pseudo.toml", "summary.json", "round_1"})
-    if (fs::exists(fs::path(o.out) / f)) earlier.push_back(f);
-  KG_CHECK(earlier.empty(), UsageError, "--out ", o.out, " already holds pseudo-labels (", join(earlier, ", "),
+    if (fs::exists(fs::path(o.flags.out) / f)) earlier.push_back(f);
+  KG_CHECK(earlier.empty(), UsageError, "--out ", o.flags.out, " already holds pseudo-labels (", join(earlier, ", "),
            "); choose another folder or remove them");
-  make_directories(o.out);
+  make_directories(o.flags.out);
   json rounds = json::array();
-  session::ModelSources members = o.models;
+  session::ModelSources members = o.flags.models();
   json first;
-  if (o.rounds == 0) {
-    first = predict_and_select(o, members, o.out).info;
+  if (o.flags.rounds == 0) {
+    first = predict_and_select(o, members, o.flags.out).info;
   } else {
-    for (int64_t r = 1; r <= o.rounds; ++r) {
-      const fs::path dir = fs::path(o.out) / ("round_" + std::to_string(r));
-      o.log("round " + std::to_string(r) + "/" + std::to_string(o.rounds) + ": predict and select");
+    for (int64_t r = 1; r <= o.flags.rounds; ++r) {
+      const fs::path dir = fs::path(o.flags.out) / ("round_" + std::to_string(r));
+      o.log("round " + std::to_string(r) + "/" + std::to_string(o.flags.rounds) + ": predict and select");
       auto res = predict_and_select(o, members, dir.string());
       // Retrain the recipe with this round's pseudo rows.
       FitRequest fo;
@@ -240,23 +258,23 @@ int run_pseudo_label(const PseudoLabelRequest& o) {
       members.from_runs = {fo.run_dir};
     }
     // The last selection is also OUT/pseudo.csv + pseudo.toml.
-    const fs::path last = fs::path(o.out) / ("round_" + std::to_string(o.rounds));
-    write_file_atomic((fs::path(o.out) / "pseudo.csv").string(), read_file((last / "pseudo.csv").string()));
+    const fs::path last = fs::path(o.flags.out) / ("round_" + std::to_string(o.flags.rounds));
+    write_file_atomic((fs::path(o.flags.out) / "pseudo.csv").string(), read_file((last / "pseudo.csv").string()));
     auto layer = read_file((last / "pseudo.toml").string());
-    write_file_atomic((fs::path(o.out) / "pseudo.toml").string(), layer);
+    write_file_atomic((fs::path(o.flags.out) / "pseudo.toml").string(), layer);
   }
   json summary = {
       {"command", "pseudo-label"},
-      {"out", o.out},
+      {"out", o.flags.out},
       {"status", "completed"},
       {"inputs",
-       {{"checkpoints", o.models.checkpoints}, {"from_runs", o.models.from_runs}, {"weights", o.models.weights}}},
+       {{"checkpoints", o.flags.checkpoint}, {"from_runs", o.flags.from_run}, {"weights", std::vector<std::string>{}}}},
       {"wall_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
-  if (o.rounds == 0)
+  if (o.flags.rounds == 0)
     summary["selection"] = first;
   else
     summary["rounds"] = rounds;
-  session::write_summary(o.out, summary);
+  session::write_summary(o.flags.out, summary);
   return kExitOk;
 }
 

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <map>
 
+#include "config/flags.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/strings.h"
@@ -125,7 +126,7 @@ int run_oof(const TtaPredictRequest& o, const session::Ensemble& e, const std::s
   json summary = {{"command", "tta-predict"},
                   {"mode", "oof"},
                   {"run_dir", run_dir},
-                  {"runs", o.models.from_runs},
+                  {"runs", o.flags.from_run},
                   {"inputs", {{"members", members}}},
                   {"views", predictor.view_labels()},
                   {"folds", folds},
@@ -139,20 +140,40 @@ int run_oof(const TtaPredictRequest& o, const session::Ensemble& e, const std::s
 
 }  // namespace
 
+const config::Fields<TtaPredictFlags>& tta_predict_flags() {
+  static const config::Fields<TtaPredictFlags> f = [] {
+    using F = TtaPredictFlags;
+    config::Fields<F> t;
+    t.field("checkpoint", &F::checkpoint, session::kCheckpointFlagDoc);
+    t.field("weights", &F::weights,
+            "a safetensors weights file for the recipe's model and the classes of its data (repeat to ensemble; "
+            "mixes with --checkpoint)");
+    t.field("from_run", &F::from_run, session::kFromRunFlagDoc);
+    t.field("out", &F::out, "submission CSV path (none: paths.submission, else RUN_DIR/submission.csv)");
+    t.field("probs", &F::probs, "also write per-class probabilities to this CSV");
+    t.field("oof", &F::oof,
+            "with --from-run: predict each fold's validation rows with its own model and the views; writes "
+            "oof_tta.csv and cv_tta.json (TTA measured on CV)");
+    return t;
+  }();
+  return f;
+}
+
 int run_tta_predict(const TtaPredictRequest& o) {
+  config::check_flags(tta_predict_flags(), o.flags);
   auto t0 = std::chrono::steady_clock::now();
   train::PredictionsStopOnSignal stop;  // SIGTERM / Ctrl-C stop the prediction between batches
-  KG_CHECK(!o.oof || !o.models.from_runs.empty(), UsageError,
+  KG_CHECK(!o.flags.oof || !o.flags.from_run.empty(), UsageError,
            "--oof needs --from-run RUN_DIR (the fold models and their split)");
   auto same_file = [](const std::string& a, const std::string& b) {
     return fs::absolute(a).lexically_normal() == fs::absolute(b).lexically_normal();
   };
-  KG_CHECK(o.out.empty() || o.probs.empty() || !same_file(o.out, o.probs), UsageError,
-           "--out and --probs name the same file (", o.out, "): the probabilities would replace the submission");
-  session::Ensemble e = session::collect_members(o, o.models);
+  KG_CHECK(o.flags.out.empty() || o.flags.probs.empty() || !same_file(o.flags.out, o.flags.probs), UsageError,
+           "--out and --probs name the same file (", o.flags.out, "): the probabilities would replace the submission");
+  session::Ensemble e = session::collect_members(o, o.flags.models());
   auto dopt = o.recipe.get<data::DataOptions>();
   const auto topt = o.recipe.get<tta::TtaOptions>();
-  if (o.oof) {
+  if (o.flags.oof) {
     if (o.dry_run) {
       o.log("dry run: recipe valid, " + std::to_string(e.members.size()) + " fold model(s) found; nothing predicted");
       return kExitOk;
@@ -235,16 +256,18 @@ int run_tta_predict(const TtaPredictRequest& o) {
   // --out, else paths.submission (the kaggle layer: /kaggle/working/submission.csv; never a smoke run's), else
   // the run folder.
   const std::string key = o.smoke ? "" : o.recipe.get<train::PathsOptions>().submission;
-  const std::string out = !o.out.empty() ? o.out : !key.empty() ? key : (fs::path(run_dir) / "submission.csv").string();
-  const std::string chosen_by = !o.out.empty() ? "--out" : !key.empty() ? "paths.submission" : "default";
+  const std::string out = !o.flags.out.empty() ? o.flags.out
+                          : !key.empty()       ? key
+                                               : (fs::path(run_dir) / "submission.csv").string();
+  const std::string chosen_by = !o.flags.out.empty() ? "--out" : !key.empty() ? "paths.submission" : "default";
   data::DataOptions fmt = dopt;
   if (o.smoke) fmt.sample_submission.clear();  // a partial prediction cannot follow the full sample
   data::SubmissionFormat sf{topt.output, tta::thresholds(topt, e.classes.outputs())};
   write_file_atomic(out, data::format_submission(fmt, scored, probs, e.classes, sf));
   summary["submission"] = out;
-  if (!o.probs.empty()) {
-    write_file_atomic(o.probs, data::format_probabilities(dopt, scored, probs, e.classes));
-    summary["probs"] = o.probs;
+  if (!o.flags.probs.empty()) {
+    write_file_atomic(o.flags.probs, data::format_probabilities(dopt, scored, probs, e.classes));
+    summary["probs"] = o.flags.probs;
   }
   summary["status"] = "completed";
   summary["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -40,6 +40,12 @@ struct ModelSources {
   std::vector<std::string> weights;      // --weights: safetensors files for the recipe's model
   std::vector<std::string> from_runs;    // --from-run: fit run directories (all their folds' checkpoints)
 };
+// The flags' docs, one place for both commands' tables.
+inline constexpr const char* kCheckpointFlagDoc =
+    "checkpoint directory, e.g. RUN/checkpoints/best (repeat, or comma-separated, to ensemble)";
+inline constexpr const char* kFromRunFlagDoc =
+    "a fit run directory, or latest (<paths.runs>/latest, the newest fit): every fold's checkpoint (tta.weights "
+    "picks best, last, ema or swa); repeat to ensemble runs";
 
 // Creates the run directory (never reusing a finished run's) and writes recipe.toml and provenance.json.
 std::string prepare_run_dir(const Session& o);
