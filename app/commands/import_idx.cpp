@@ -1,6 +1,7 @@
-// `kgtrain import-idx --train-images F --train-labels F --test-images F --test-labels F --out DIR [--packs]`
-#include "cli_checks.h"
+// `kgtrain import-idx --train-images F --train-labels F --test-images F --test-labels F --out DIR [--packs]`: its
+// flags are the table jobs::import_idx_flags().
 #include "command.h"
+#include "flag_table.h"
 #include "jobs/import_idx.h"
 
 namespace kg::app {
@@ -8,21 +9,11 @@ namespace {
 
 class ImportIdxCommand : public Command {
  public:
-  void add_flags(CLI::App& cmd) override {
-    cmd.add_option("--train-images", o_.train_images, "training images IDX file")->required();
-    cmd.add_option("--train-labels", o_.train_labels, "training labels IDX file")->required();
-    cmd.add_option("--test-images", o_.test_images, "test images IDX file")->required();
-    cmd.add_option("--test-labels", o_.test_labels, "test labels IDX file")->required();
-    cmd.add_option("--out", o_.out_dir, "output folder (DATA)")->required();
-    cmd.add_option("--threads", o_.threads, "PNG encoding threads")->check(kCount);
-    cmd.add_flag("--packs", o_.packs,
-                 "write raw packs DATA/train.kgpack + DATA/test.kgpack (tables inside) instead of PNG folders and "
-                 "train/test CSVs: no decoding when training");
-  }
-  int run() override { return jobs::run_import_idx(o_); }
+  void add_flags(CLI::App& cmd) override { table_.add_to(cmd); }
+  int run() override { return jobs::run_import_idx(table_.values()); }
 
  private:
-  data::IdxImportOptions o_;
+  FlagTable<data::IdxImportOptions> table_{jobs::import_idx_flags()};
 };
 
 }  // namespace

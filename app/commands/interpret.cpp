@@ -1,9 +1,10 @@
-// `kgtrain interpret RUN [OVERRIDE...] [--out DIR] [--top N] [--cam] [--cam-n N]`
+// `kgtrain interpret RUN [OVERRIDE...] [FLAGS]`: its own flags are the table jobs::interpret_flags().
 #include <filesystem>
 
 #include "cli_checks.h"
 #include "command.h"
 #include "core/error.h"
+#include "flag_table.h"
 #include "jobs/interpret.h"
 #include "session/latest_run.h"
 
@@ -18,12 +19,7 @@ class InterpretCommand : public Command {
                    "(<paths.runs>/latest, the newest fit)")
         ->required();
     cmd.add_option("OVERRIDE", overrides_, "overrides on the run's recipe (e.g. paths.data=... on another machine)");
-    cmd.add_option("--out", req_.out, "output folder (default RUN/interpret)");
-    cmd.add_option("--top", req_.top, "top-loss images in top_losses.png (0..256, default 16)");
-    cmd.add_flag("--cam", req_.cam,
-                 "Grad-CAM overlays of the top-loss and of random validation images (cam_*.png) and their peaks "
-                 "(cams.csv), each fold's rows with its own checkpoint (tta.weights)");
-    cmd.add_option("--cam-n", req_.cam_n, "random validation images with a Grad-CAM (default 16)");
+    table_.add_to(cmd);
     cmd.add_option("--device", flags_.device, "auto | cpu | cuda | cuda:N (default: the CPU)");
     cmd.add_flag("--dry-run", flags_.dry_run, "read the run and its data, write nothing");
     cmd.add_flag("--quiet,-q", flags_.quiet, "no progress output");
@@ -44,12 +40,14 @@ class InterpretCommand : public Command {
     if (flags_.device.empty()) flags_.device = "cpu";
     static_cast<session::Session&>(req_) = flags_.resolve("interpret");
     req_.run = run_;
+    req_.flags = table_.values();
     return jobs::run_interpret(req_);
   }
 
  private:
   RecipeFlags flags_;
   jobs::InterpretRequest req_;
+  FlagTable<jobs::InterpretFlags> table_{jobs::interpret_flags()};
   std::string run_;
   std::vector<std::string> overrides_;
 };

@@ -1,9 +1,11 @@
-// `kgtrain show RECIPE... [OVERRIDE...] [--model [--json]]` and `kgtrain show --list [--markdown]`
+// `kgtrain show RECIPE... [OVERRIDE...] [--model [--json]]` and `kgtrain show --list [--markdown]`: its own flags are
+// the table jobs::show_flags().
 #include <iostream>
 
 #include "cli_checks.h"
 #include "command.h"
 #include "core/error.h"
+#include "flag_table.h"
 #include "jobs/show.h"
 
 namespace kg::app {
@@ -15,32 +17,25 @@ class ShowCommand : public Command {
     cmd.add_option("RECIPE", flags_.words, "RECIPE.toml files and overrides");
     cmd.add_option("--device", flags_.device, "same as device.name=...");
     cmd.add_option("--seed", flags_.seed, "same as run.seed=N")->check(kCountOrZero);
-    cmd.add_flag("--list", list_, "list every section and registered component with keys and defaults");
-    cmd.add_flag("--markdown", markdown_, "with --list: Markdown (docs/reference.md, the recipe reference)");
-    cmd.add_flag("--model", model_,
-                 "build the recipe's model for its data (data.num_classes when the data is "
-                 "absent): summary (parameters, GFLOPs, training memory) and layer groups");
-    cmd.add_flag("--json", json_, "with --model: JSON (schema_version 1)");
+    table_.add_to(cmd);
   }
   int run() override {
-    if (model_) {
-      if (flags_.words.empty()) throw UsageError("show --model needs RECIPE.toml files");
-      std::cout << jobs::show_model(flags_.resolve("show"), json_);
+    const jobs::ShowFlags f = table_.values();
+    jobs::check_show_flags(f);
+    if (f.list) {
+      std::cout << jobs::reference(f.markdown);
       return kExitOk;
     }
-    if (json_) throw UsageError("--json goes with show --model");
-    if (list_) {
-      std::cout << jobs::reference(markdown_);
-      return kExitOk;
-    }
-    if (flags_.words.empty()) throw UsageError("show needs RECIPE.toml files (or --list)");
-    std::cout << jobs::show_recipe(flags_.resolve("show"));
+    if (flags_.words.empty())
+      throw UsageError(f.model ? "show --model needs RECIPE.toml files" : "show needs RECIPE.toml files (or --list)");
+    const session::Session o = flags_.resolve("show");
+    std::cout << (f.model ? jobs::show_model(o, f.json) : jobs::show_recipe(o));
     return kExitOk;
   }
 
  private:
   RecipeFlags flags_;
-  bool list_ = false, markdown_ = false, model_ = false, json_ = false;
+  FlagTable<jobs::ShowFlags> table_{jobs::show_flags()};
 };
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <optional>
 
+#include "config/flags.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/strings.h"
@@ -124,18 +125,33 @@ std::string shell_word(const std::string& w) {
 
 }  // namespace
 
+const config::Fields<BenchFlags>& bench_flags() {
+  static const config::Fields<BenchFlags> f = [] {
+    using F = BenchFlags;
+    config::Fields<F> t;
+    t.field("ablate", &F::ablate, "toggles to time one at a time").choices(bench::toggle_names());
+    t.field("suggest", &F::suggest,
+            "the fastest combination of the toggles faster by more than 3% (timed), as overrides to paste (every "
+            "toggle when --ablate is not given)");
+    t.field("json", &F::json, "report path (none: RUN_DIR/bench.json)");
+    t.field("steps", &F::steps, "timed steps per window").min(1);
+    t.field("warmup", &F::warmup, "untimed steps first").min(0);
+    t.field("repeats", &F::repeats, "timed windows per phase, the median reported").min(1);
+    return t;
+  }();
+  return f;
+}
+
 int run_bench(const BenchRequest& given) {
   // train.batch_size = "auto" is found the way fit finds it; every row then times that size.
   BenchRequest o = given;
   session::resolve_auto_batch(o);
-  KG_CHECK(o.bench_steps > 0, UsageError, "--steps must be positive, got ", o.bench_steps);
-  KG_CHECK(o.bench_warmup >= 0, UsageError, "--warmup must be >= 0, got ", o.bench_warmup);
-  KG_CHECK(o.bench_repeats > 0, UsageError, "--repeats must be positive, got ", o.bench_repeats);
-  const auto toggles = bench::ablation_list(o.bench_ablate, o.bench_suggest);
-  const bench::Settings st{o.bench_steps, o.bench_warmup, o.bench_repeats};
+  config::check_flags(bench_flags(), o.flags);
+  const auto toggles = bench::ablation_list(o.flags.ablate, o.flags.suggest);
+  const bench::Settings st{o.flags.steps, o.flags.warmup, o.flags.repeats};
   auto logf = [&o](const std::string& l) { o.log(l); };
 
-  std::string dir, json_path = o.bench_json;
+  std::string dir, json_path = o.flags.json;
   if (!o.dry_run && json_path.empty()) {
     dir = session::prepare_run_dir(o);
     json_path = (fs::path(dir) / "bench.json").string();
@@ -159,7 +175,7 @@ int run_bench(const BenchRequest& given) {
     for (auto& t : plans)
       std::cout << "\n  " << t.name << ": "
                 << (!t.skip.empty() ? "skipped (" + t.skip + ")" : join(t.overrides, " ") + bench::check_toggle(o, t));
-    std::cout << (o.bench_suggest ? "\nand time the combination of the toggles faster by more than 3%" : "")
+    std::cout << (o.flags.suggest ? "\nand time the combination of the toggles faster by more than 3%" : "")
               << "\nnothing timed\n";
     return kExitOk;
   }
@@ -174,7 +190,7 @@ int run_bench(const BenchRequest& given) {
     again = runner.run("baseline (again)", {});
   const bool drift_known = again && again->status == "timed" && again->timing.epoch_seconds() > 0;
   const double drift = drift_known ? std::abs(epoch / again->timing.epoch_seconds() - 1) : 0.0;
-  json suggestion = o.bench_suggest ? bench::suggest(runner, base, rows, std::max(0.03, drift)) : json();
+  json suggestion = o.flags.suggest ? bench::suggest(runner, base, rows, std::max(0.03, drift)) : json();
 
   // --- the report: tables on stdout, bench.json ---
   const std::string verdict_text = verdict(bt, runner.base().dev, runner.base().cache);
@@ -191,7 +207,7 @@ int run_bench(const BenchRequest& given) {
   if (!rows.empty()) out += "\n" + bench::ablation_table(base, rows, again ? &*again : nullptr);
   if (!suggestion.is_null()) {
     std::string cmd = "kgtrain fit";
-    for (auto& w : o.bench_words) cmd += " " + shell_word(w);
+    for (auto& w : o.words) cmd += " " + shell_word(w);
     for (auto& w : suggestion["overrides"]) cmd += " " + shell_word(w.get<std::string>());
     suggestion["command"] = cmd;
     out += "\nsuggestion: " + suggestion["text"].get<std::string>() + "\n  " + cmd + "\n";
@@ -201,7 +217,7 @@ int run_bench(const BenchRequest& given) {
   json phases = json::array(), ablations = json::array(), overrides = json::array();
   for (auto& p : bt.phases) phases.push_back(p.to_json());
   for (auto& r : rows) ablations.push_back(bench::row_json(r, epoch));
-  for (auto& w : o.bench_words)
+  for (auto& w : o.words)
     if (!ends_with(w, ".toml")) overrides.push_back(w);
   json report = {{"schema_version", 1},
                  {"command", "bench"},

@@ -20,8 +20,8 @@ namespace kg::jobs::bench {
 
 // Every toggle --ablate knows, in report order.
 const std::vector<std::string>& toggle_names();
-// The toggles to time: `asked` (deduplicated; UsageError naming the allowed ones for an unknown
-// one), or every toggle when none is asked and `suggest` is set.
+// The toggles to time: `asked` (deduplicated; bench_flags() has checked the names against toggle_names()), or
+// every toggle when none is asked and `suggest` is set.
 std::vector<std::string> ablation_list(const std::vector<std::string>& asked, bool suggest);
 
 // What the recipe as given resolved to; each toggle is planned from it.

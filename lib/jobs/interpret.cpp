@@ -9,6 +9,7 @@
 
 #include <torch/torch.h>
 
+#include "config/flags.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/run_lock.h"
@@ -126,9 +127,23 @@ void print_summary(const metric::Interpretation& in, const std::string& source, 
 
 }  // namespace
 
+const config::Fields<InterpretFlags>& interpret_flags() {
+  static const config::Fields<InterpretFlags> f = [] {
+    using F = InterpretFlags;
+    config::Fields<F> t;
+    t.field("out", &F::out, "output folder (none: RUN/interpret)");
+    t.field("top", &F::top, "top-loss images in top_losses.png").range(0, 256);
+    t.field("cam", &F::cam,
+            "Grad-CAM overlays of the top-loss and of random validation images (cam_*.png) and their peaks "
+            "(cams.csv), each fold's rows with its own checkpoint (tta.weights)");
+    t.field("cam_n", &F::cam_n, "random validation images with a Grad-CAM").range(0, 100000);
+    return t;
+  }();
+  return f;
+}
+
 int run_interpret(const InterpretRequest& r) {
-  KG_CHECK(r.top >= 0 && r.top <= 256, UsageError, "--top ", r.top, ": expected 0 to 256 images");
-  KG_CHECK(r.cam_n >= 0 && r.cam_n <= 100000, UsageError, "--cam-n ", r.cam_n, ": expected 0 to 100000 images");
+  config::check_flags(interpret_flags(), r.flags);
   const fs::path run(r.run);
   lock_run_dir(r.run, "interpret", LockMode::shared);  // not while a process still writes the run
   const fs::path oof_path = fs::exists(run / "oof.csv") ? run / "oof.csv" : run / "oof_fold.csv";
@@ -161,7 +176,7 @@ int run_interpret(const InterpretRequest& r) {
     o.log("dry run: " + std::to_string(oof.ids.size()) + " out-of-fold rows readable; nothing written");
     return kExitOk;
   }
-  const std::string out = r.out.empty() ? (run / "interpret").string() : r.out;
+  const std::string out = r.flags.out.empty() ? (run / "interpret").string() : r.flags.out;
   make_directories(out);
   if (in.confusion.defined()) write_confusion(in, out);
   if (in.task != "regression") write_per_class(in, out);
@@ -175,8 +190,8 @@ int run_interpret(const InterpretRequest& r) {
   print_summary(in, oof_path.filename().string(), oof.ids.size());
   std::cout << "wrote " << out << "/ (interpret.json" << (in.confusion.defined() ? ", confusion_matrix.png/.csv" : "")
             << (in.task != "regression" ? ", per_class.csv" : ", pred_vs_true.png, residuals.png")
-            << (r.top > 0 ? ", top_losses.png" : "") << (r.cam ? ", cam_top_losses.png, cam_random.png, cams.csv" : "")
-            << ")\n";
+            << (r.flags.top > 0 ? ", top_losses.png" : "")
+            << (r.flags.cam ? ", cam_top_losses.png, cam_random.png, cams.csv" : "") << ")\n";
   return kExitOk;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "metric/interpretation.h"
+#include "config/schema.h"
 #include "session/session.h"
 
 namespace kg::session {
@@ -19,12 +20,20 @@ struct OofTable;
 
 namespace kg::jobs {
 
-struct InterpretRequest : session::Session {
-  std::string run;     // the fit run folder
+// interpret's flags, declared once in interpret_flags() (key, type, default, range, doc): app/flag_table.h makes them
+// CLI11 options, run_interpret checks them, tests/jobs/test_flag_tables.cpp holds --help and docs/commands.md to
+// the table.
+struct InterpretFlags {
   std::string out;     // output folder ("" = RUN/interpret)
   int64_t top = 16;    // top-loss images shown
   bool cam = false;    // Grad-CAM overlays and cams.csv
   int64_t cam_n = 16;  // random validation images with a CAM
+};
+const config::Fields<InterpretFlags>& interpret_flags();
+
+struct InterpretRequest : session::Session {
+  std::string run;  // the fit run folder
+  InterpretFlags flags;
 };
 
 int run_interpret(const InterpretRequest& r);

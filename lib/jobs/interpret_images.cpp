@@ -194,7 +194,7 @@ json write_interpret_images(const InterpretRequest& r, session::TrainingContext&
   std::iota(by_loss.begin(), by_loss.end(), 0);
   auto loss = in.losses.accessor<double, 1>();
   std::stable_sort(by_loss.begin(), by_loss.end(), [&](size_t a, size_t b) { return loss[a] > loss[b]; });
-  by_loss.resize(std::min<size_t>(n, static_cast<size_t>(r.top)));
+  by_loss.resize(std::min<size_t>(n, static_cast<size_t>(r.flags.top)));
   json top = json::array();
   for (size_t i : by_loss) {
     bool wrong = false;
@@ -210,12 +210,12 @@ json write_interpret_images(const InterpretRequest& r, session::TrainingContext&
     write_file_atomic(out + "/top_losses.png",
                       report::grid_png(captioned(s, load_rows(s, rows), in, oof, by_loss), go));
   }
-  if (r.cam) {
+  if (r.flags.cam) {
     std::vector<size_t> random(n);
     std::iota(random.begin(), random.end(), 0);
     std::mt19937_64 rng(static_cast<uint64_t>(s.seed) + 0x9e3779b97f4a7c15ULL);
     std::shuffle(random.begin(), random.end(), rng);
-    random.resize(std::min<size_t>(n, static_cast<size_t>(r.cam_n)));
+    random.resize(std::min<size_t>(n, static_cast<size_t>(r.flags.cam_n)));
     std::sort(random.begin(), random.end());
     info["cam"] = write_cams(r, s, oof, in, table_rows, {{"top_losses", by_loss}, {"random", random}}, out);
   }

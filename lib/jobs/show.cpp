@@ -5,6 +5,7 @@
 #include "config/registry.h"
 #include "config/resolve.h"
 #include "config/sections.h"
+#include "core/error.h"
 #include "core/strings.h"
 #include "data/options.h"
 #include "device/device.h"
@@ -53,6 +54,27 @@ void keys_table(std::string& out, const std::string& prefix, const config::Schem
 }
 
 }  // namespace
+
+const config::Fields<ShowFlags>& show_flags() {
+  static const config::Fields<ShowFlags> f = [] {
+    using F = ShowFlags;
+    config::Fields<F> t;
+    t.field("list", &F::list, "list every section and registered component with keys and defaults");
+    t.field("markdown", &F::markdown, "with --list: Markdown (docs/reference.md, the recipe reference)");
+    t.field("model", &F::model,
+            "build the recipe's model for its data (data.num_classes when the data is absent): summary (parameters, "
+            "GFLOPs, training memory) and layer groups");
+    t.field("json", &F::json, "with --model: JSON (schema_version 1)");
+    return t;
+  }();
+  return f;
+}
+
+void check_show_flags(const ShowFlags& f) {
+  KG_CHECK(!f.json || f.model, UsageError, "--json goes with show --model");
+  KG_CHECK(!f.markdown || f.list, UsageError, "--markdown goes with show --list");
+  KG_CHECK(!(f.list && f.model), UsageError, "show --list prints the reference, show RECIPE --model a model: not both");
+}
 
 std::string show_recipe(const session::Session& o) {
   std::string out = "# kgtrain resolved recipe\n# env: " + o.env_name + "\n";

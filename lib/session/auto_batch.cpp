@@ -11,7 +11,6 @@
 #include "model/summary.h"
 #include "optim/optimizer.h"
 #include "session/model_input.h"
-#include "session/training.h"
 #include "train/options.h"
 #include "train/step.h"
 

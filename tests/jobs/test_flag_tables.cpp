@@ -6,10 +6,14 @@
 
 #include "config/flags.h"
 #include "core/fs.h"
+#include "jobs/bench.h"
 #include "jobs/bench_data.h"
 #include "jobs/bench_model.h"
+#include "jobs/import_idx.h"
+#include "jobs/interpret.h"
 #include "jobs/pack.h"
 #include "jobs/pseudo_label.h"
+#include "jobs/show.h"
 #include "jobs/tta_predict.h"
 #include "jobs/show_batch.h"
 #include "support/fixtures.h"
@@ -46,6 +50,10 @@ TEST_CASE("flag tables: --help and docs/commands.md follow each command's table"
   check_table("bench-data", kg::jobs::bench_data_flags().schema());
   check_table("tta-predict", kg::jobs::tta_predict_flags().schema());
   check_table("pseudo-label", kg::jobs::pseudo_label_flags().schema());
+  check_table("interpret", kg::jobs::interpret_flags().schema());
+  check_table("show", kg::jobs::show_flags().schema());
+  check_table("import-idx", kg::jobs::import_idx_flags().schema());
+  check_table("bench", kg::jobs::bench_flags().schema());
 }
 
 TEST_CASE("flag tables: a value outside the table's range is a usage error naming the flag", "[integration][jobs]") {
