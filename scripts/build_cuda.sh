@@ -121,6 +121,7 @@ fi
 GEN=()
 command -v ninja >/dev/null && GEN=(-G Ninja)
 
+t_configure=$(date +%s)
 cmake -S . -B "$BUILD_DIR" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PREFIXES" \
   -DKGTRAIN_BUILD_TESTS="$TESTS" -DKG_TORCH_CUDA="$CUDA_MODE" "${EXTRA[@]}" ||
   missing "cmake could not configure (see above). Header-only libraries: --fetch-deps / --deps; image codecs:" \
@@ -128,6 +129,7 @@ cmake -S . -B "$BUILD_DIR" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX
           "OpenCV (optional): apt-get install libopencv-dev, or conda install -c conda-forge opencv and add its prefix" \
           "with -- -DOpenCV_DIR=..."
 [ "$CONFIGURE_ONLY" = 1 ] && { echo "build_cuda: configured $BUILD_DIR"; exit 0; }
+t_compile=$(date +%s)
 cmake --build "$BUILD_DIR" -j "$JOBS" || exit 1
-echo "build_cuda: built $BUILD_DIR/kgtrain"
+echo "build_cuda: built $BUILD_DIR/kgtrain (configure $((t_compile - t_configure)) s, compile $(($(date +%s) - t_compile)) s)"
 "$BUILD_DIR/kgtrain" --version 2>/dev/null || true
