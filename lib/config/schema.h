@@ -3,6 +3,7 @@
 //   Fields<AdamWOptions> f; f.field("betas", &AdamWOptions::betas, "Adam betas").size(2);
 // The same Fields object gives the schema (types, defaults, docs, ranges) and loads the struct.
 #pragma once
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -29,6 +30,7 @@ struct KeySpec {
   int size = -1;               // exact list length (-1: any)
   bool optional = false;       // may be absent (default null)
   std::string component_kind;  // "transform" for a TableList of components; name key's registry
+  std::string short_flag;      // a command-line flag's one-letter alias ("-m"); recipe keys have none
   // Extra check for values the type system cannot express; returns "" when fine, else "expected ...".
   std::function<std::string(const json&)> check;
 };
@@ -155,6 +157,25 @@ class Fields {
     savers_.push_back([member](const T& in) { return detail::to_json_value(in.*member); });
     return *this;
   }
+  // Declares `key`, a string naming one value of the enum E (names[i] is E(i)), backed by `member`: the recipe
+  // spells the name, the struct holds the value, the schema's choices are `names`.
+  template <class E>
+  Fields& enum_field(std::string key, E T::*member, std::string doc, const std::vector<std::string>& names) {
+    static_assert(std::is_enum_v<E>);
+    KeySpec s;
+    s.key = std::move(key);
+    s.type = Type::String;
+    s.doc = std::move(doc);
+    s.choices = names;
+    s.default_value = names.at(static_cast<size_t>(T{}.*member));
+    specs_.push_back(std::move(s));
+    loaders_.push_back([member, names](const json& j, T& out) {
+      const auto it = std::find(names.begin(), names.end(), j.get<std::string>());
+      out.*member = static_cast<E>(it - names.begin());  // validated against the choices before loading
+    });
+    savers_.push_back([member, names](const T& in) { return json(names.at(static_cast<size_t>(in.*member))); });
+    return *this;
+  }
   // Constraints on the key declared last.
   Fields& min(double v, bool exclusive = false) {
     last().min = v;
@@ -177,6 +198,11 @@ class Fields {
   }
   Fields& kind(std::string component_kind) {
     last().component_kind = std::move(component_kind);
+    return *this;
+  }
+  // A command-line flag's one-letter alias: alias('m') makes -m the same as --multirun.
+  Fields& alias(char letter) {
+    last().short_flag = std::string("-") + letter;
     return *this;
   }
   Fields& check(std::function<std::string(const json&)> f) {

@@ -10,11 +10,16 @@ const std::vector<std::string>& task_names() {
   return t;
 }
 
-void check_task_name(const std::string& task) {
-  for (auto& t : task_names())
-    if (t == task) return;
-  throw ConfigError("data.task = \"" + task + "\" is not a task (allowed: " + join(task_names(), ", ") + ")");
+const std::string& task_name(Task t) { return task_names().at(static_cast<size_t>(t)); }
+
+Task parse_task(const std::string& name) {
+  const auto& names = task_names();
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return static_cast<Task>(i);
+  throw ConfigError("data.task = \"" + name + "\" is not a task (allowed: " + join(names, ", ") + ")");
 }
+
+void check_task_name(const std::string& task) { parse_task(task); }
 
 bool TaskTable::add(const std::string& component, std::vector<std::string> tasks) {
   table_[component] = std::move(tasks);

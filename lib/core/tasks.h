@@ -7,8 +7,13 @@
 
 namespace kg {
 
+// data.task. The order is task_names()'s.
+enum class Task { multiclass, multilabel, binary, regression };
+
 const std::vector<std::string>& task_names();  // multiclass, multilabel, binary, regression
+const std::string& task_name(Task t);
 // ConfigError naming the allowed tasks.
+Task parse_task(const std::string& name);
 void check_task_name(const std::string& task);
 
 class TaskTable {

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include <filesystem>
-
 #include "config/sections.h"
 #include "core/error.h"
 #include "data/image_header.h"
@@ -83,7 +81,7 @@ config::Fields<DataOptions> data_fields() {
       .check([](const config::json& v) -> std::string { return v.empty() ? "expected at least one column name" : ""; });
   f.field("label_sep", &DataOptions::label_sep, "multilabel: separator between label names in one column");
   f.field("feature_cols", &DataOptions::feature_cols, "numeric columns passed to the model beside the image");
-  f.field("task", &DataOptions::task, "prediction task").choices({"multiclass", "multilabel", "binary", "regression"});
+  f.enum_field("task", &DataOptions::task, "prediction task", task_names());
   f.field("target_transform", &DataOptions::target_transform,
           "regression: the network predicts the target standardized (mean/std of the training fold), or its log1p "
           "standardized, and its output is mapped back, so loss, metrics, OOF and predictions are in target units "
@@ -176,8 +174,8 @@ DataOptions DataOptions::load(const config::Tree& recipe) {
   auto d = data_fields().load(config::Options(&recipe, "data"));
   // Decoding reads the limit process-wide (as PIL's Image.MAX_IMAGE_PIXELS): every job loads its data options here.
   set_max_image_pixels(d.max_image_pixels);
-  KG_CHECK(d.target_transform == "none" || d.task == "regression", ConfigError, "data.target_transform = \"",
-           d.target_transform, "\" scales regression targets, and data.task = \"", d.task,
+  KG_CHECK(d.target_transform == "none" || d.task == Task::regression, ConfigError, "data.target_transform = \"",
+           d.target_transform, "\" scales regression targets, and data.task = \"", task_name(d.task),
            "\" has classes: set it to \"none\"");
   return d;
 }
@@ -227,12 +225,6 @@ size_t stage_at(const std::vector<SizeStage>& s, int64_t epoch, int64_t epochs) 
 std::string normalized_ext(const std::string& ext) {
   if (ext.empty() || ext[0] == '.') return ext;
   return "." + ext;
-}
-
-std::string data_path(const DataOptions& o, const std::string& rel) {
-  std::filesystem::path p(rel);
-  if (p.is_absolute()) return rel;
-  return (std::filesystem::path(o.root) / p).lexically_normal().string();
 }
 
 }  // namespace kg::data

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "config/tree.h"
+#include "core/tasks.h"
 
 namespace kg::data {
 
@@ -26,7 +27,7 @@ struct DataOptions {
   std::vector<std::string> label_cols{"label"};
   std::string label_sep = " ";
   std::vector<std::string> feature_cols;
-  std::string task = "multiclass";
+  Task task = Task::multiclass;
   std::string target_transform = "none";
   std::string on_bad_row = "error";
   std::string train_pack = "train.kgpack";
@@ -80,7 +81,5 @@ size_t stage_at(const std::vector<SizeStage>& s, int64_t epoch, int64_t epochs);
 // ".png" for "png" or ".png"; "" stays "".
 std::string normalized_ext(const std::string& ext);
 
-// `rel` under data.root unless absolute.
-std::string data_path(const DataOptions& o, const std::string& rel);
 
 }  // namespace kg::data

@@ -18,6 +18,12 @@ SourceRegistry& source_registry() {
   return r;
 }
 
+std::string data_path(const DataOptions& o, const std::string& rel) {
+  fs::path p(rel);
+  if (p.is_absolute()) return rel;
+  return (fs::path(o.root) / p).lexically_normal().string();
+}
+
 std::string resolve_format(const DataOptions& o) {
   if (o.format != "auto") return o.format;
   std::error_code ec;
@@ -149,7 +155,7 @@ RecipeClasses classes_for_model(const DataOptions& d) {
     r.from = "the training table under " + d.root;
     return r;
   }
-  r.classes.task = parse_task(d.task);
+  r.classes.task = d.task;
   const int64_t n = stated_classes(d, r.classes.task);
   if (n <= 0) {
     try {

@@ -1,5 +1,6 @@
-// Data sources, selected by data.format: each turns a dataset layout into the CSV table and image
-// location a Table is built from (lib/data/table.h). One self-registering file per layout in sources/.
+// Where a dataset is: data_path (a file under data.root) and resolve_format (its layout). Data sources,
+// selected by data.format: each turns a dataset layout into the CSV table and image location a Table is
+// built from (lib/data/table.h). One self-registering file per layout in sources/.
 #pragma once
 #include <memory>
 #include <string>
@@ -18,6 +19,9 @@ struct OpenedSource {
   OpenedSource(const OpenedSource&) = delete;
   OpenedSource& operator=(const OpenedSource&) = delete;
 };
+
+// Where a dataset's files are: `rel` under data.root unless absolute.
+std::string data_path(const DataOptions& o, const std::string& rel);
 
 class Source {
  public:

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/strings.h"
 #include "data/csv.h"
+#include "data/source.h"
 
 namespace kg::data {
 namespace {

@@ -23,28 +23,6 @@ std::string list_rows(const std::string& what, const std::vector<BadRow>& bad) {
 
 }  // namespace
 
-Task parse_task(const std::string& name) {
-  if (name == "multilabel") return Task::multilabel;
-  if (name == "binary") return Task::binary;
-  if (name == "regression") return Task::regression;
-  KG_CHECK(name == "multiclass", ConfigError, "data.task: unknown task \"", name,
-           "\" (known: multiclass, multilabel, binary, regression)");
-  return Task::multiclass;
-}
-
-const char* task_name(Task t) {
-  switch (t) {
-    case Task::multilabel:
-      return "multilabel";
-    case Task::binary:
-      return "binary";
-    case Task::regression:
-      return "regression";
-    default:
-      return "multiclass";
-  }
-}
-
 std::optional<int64_t> ClassList::index_of(const std::string& label) const {
   if (numeric) {
     auto v = cell_int(label);

@@ -19,9 +19,9 @@ class PackReader;
 class ImageCache;  // data/loader.h
 struct CsvTable;
 
-enum class Task { multiclass, multilabel, binary, regression };
-Task parse_task(const std::string& name);  // data.task (validated by the schema)
-const char* task_name(Task t);
+using kg::parse_task;  // core/tasks.h: Task, its names
+using kg::Task;
+using kg::task_name;
 
 // The model's outputs, named. multiclass: the classes (integer labels keep their values "0".."9";
 // string labels are sorted and predictions are written back with the same spelling); binary: the

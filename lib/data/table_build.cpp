@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/strings.h"
 #include "data/csv.h"
+#include "data/source.h"
 #include "data/pack.h"
 
 namespace fs = std::filesystem;
@@ -53,7 +54,7 @@ ClassList infer_classes(const DataOptions& o, const TableSource& src) {
   const CsvTable& csv = *src.csv;
   KG_CHECK(!csv.rows.empty(), DataError, csv.path, " has no rows");
   ClassList c;
-  c.task = parse_task(o.task);
+  c.task = o.task;
   auto cols = require_columns(csv, src.label_cols, "data.label_cols");
   if (c.task == Task::regression) {
     c.names = src.label_cols;
@@ -79,8 +80,8 @@ ClassList infer_classes(const DataOptions& o, const TableSource& src) {
              csv.path, " column ", src.label_cols[0], " names ", c.size(), " labels: ", join(c.names, ", "));
     return c;
   }
-  KG_CHECK(cols.size() == 1, ConfigError, "data.label_cols: a ", o.task, " task takes one label column, got ",
-           cols.size(), " (", join(src.label_cols, ", "), ")");
+  KG_CHECK(cols.size() == 1, ConfigError, "data.label_cols: a ", task_name(o.task),
+           " task takes one label column, got ", cols.size(), " (", join(src.label_cols, ", "), ")");
   std::set<std::string> strings;
   int64_t max_int = -1;
   bool numeric = true;
@@ -127,7 +128,7 @@ Table build_table(const DataOptions& o, const TableSource& src, const ClassList*
   const CsvTable& csv = *src.csv;
   Table t;
   t.csv_path = csv.path;
-  t.task = parse_task(o.task);
+  t.task = o.task;
   t.pack = src.pack;
   int id_col = csv.require_column(src.id_col, "data.id_col");
   int path_col = src.path_col.empty() ? -1 : csv.require_column(src.path_col, "data.path_col");

@@ -20,6 +20,7 @@
 #include "data/csv.h"
 #include "data/options.h"
 #include "data/pseudo.h"
+#include "data/source.h"
 #include "data/submission.h"
 #include "data/table.h"
 #include "jobs/fit.h"

@@ -236,9 +236,7 @@ std::string Optimizer::describe() const {
 }
 
 OptimizerPtr build(const config::Recipe& recipe, const model::Network& net) {
-  auto o = recipe.get<OptimOptions>();
-  (void)peak_lr(o);  // "find" is refused before the groups are made
-  return build(recipe, build_param_groups(net, o));
+  return build(recipe, build_param_groups(net, recipe.get<OptimOptions>()));
 }
 
 OptimizerPtr build(const config::Recipe& recipe, std::vector<ParamGroup> groups) {

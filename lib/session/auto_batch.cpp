@@ -6,7 +6,6 @@
 #include "core/strings.h"
 #include "device/device.h"
 #include "device/oom.h"
-#include "device/test_hooks.h"
 #include "model/model.h"
 #include "model/summary.h"
 #include "optim/optimizer.h"
@@ -17,25 +16,6 @@
 using nlohmann::json;
 
 namespace kg::session {
-namespace {
-
-// One training step at `batch` on zero inputs; throws what LibTorch throws (out of memory included).
-void trial_step(model::Network& net, optim::Optimizer& opt, const model::ModelContext& ctx,
-                const device::DeviceInfo& dev, int64_t batch) {
-  auto fo = torch::TensorOptions().dtype(torch::kFloat).device(dev.device);
-  auto x = torch::zeros({batch, ctx.in_chans, ctx.height, ctx.width}, fo);
-  if (dev.channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
-  at::Tensor f = ctx.num_features > 0 ? torch::zeros({batch, ctx.num_features}, fo) : at::Tensor();
-  const at::Tensor out = train::forward_float32(net, x, f, dev.precision, dev.device.type());
-  device::maybe_fake_oom(batch);
-  // Any scalar of the outputs: the loss's own memory is negligible next to the activations it frees.
-  out.square().mean().backward();
-  opt.step();  // allocates the optimizer's state (Adam's moments) like the first real update
-  opt.zero_grad();
-}
-
-}  // namespace
-
 void resolve_auto_batch(Session& o) {
   if (!train::batch_size_is_auto(o.recipe)) return;
   const auto topt = o.recipe.get<train::TrainOptions>();
@@ -64,7 +44,7 @@ void resolve_auto_batch(Session& o) {
       backend.reset_peak_memory(index);
       json t = {{"batch", b}};
       try {
-        trial_step(*net, *opt, in.ctx, dev, b);
+        train::trial_step(*net, *opt, in.ctx, dev, b);
         backend.synchronize(index);
       } catch (const std::exception& e) {
         if (!device::is_out_of_memory(e)) throw;

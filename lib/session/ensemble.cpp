@@ -112,8 +112,8 @@ Ensemble collect_members(const Session& o, const ModelSources& m) {
     for (auto& f : m.weights) e.members.push_back({f, model::read_safetensors(f), -1, ""});
   }
   const auto dopt = o.recipe.get<data::DataOptions>();
-  KG_CHECK(data::parse_task(dopt.task) == e.classes.task, UsageError, "the checkpoints predict a ",
-           data::task_name(e.classes.task), " task but the recipe says data.task = \"", dopt.task,
+  KG_CHECK(dopt.task == e.classes.task, UsageError, "the checkpoints predict a ",
+           data::task_name(e.classes.task), " task but the recipe says data.task = \"", data::task_name(dopt.task),
            "\"; use the recipe the checkpoints were trained with");
   return e;
 }

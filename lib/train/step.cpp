@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "device/autocast_state.h"
+#include "device/test_hooks.h"
 
 namespace kg::train {
 
@@ -48,6 +49,20 @@ at::Tensor forward_float32(model::Network& net, const at::Tensor& x, const at::T
     out = net.forward(x, f);
   }
   return out.to(torch::kFloat);
+}
+
+void trial_step(model::Network& net, optim::Optimizer& opt, const model::ModelContext& ctx,
+                const device::DeviceInfo& dev, int64_t batch) {
+  auto fo = torch::TensorOptions().dtype(torch::kFloat).device(dev.device);
+  auto x = torch::zeros({batch, ctx.in_chans, ctx.height, ctx.width}, fo);
+  if (dev.channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+  at::Tensor f = ctx.num_features > 0 ? torch::zeros({batch, ctx.num_features}, fo) : at::Tensor();
+  const at::Tensor out = forward_float32(net, x, f, dev.precision, dev.device.type());
+  device::maybe_fake_oom(batch);
+  // Any scalar of the outputs: the loss's own memory is negligible next to the activations it frees.
+  out.square().mean().backward();
+  opt.step();  // allocates the optimizer's state (Adam's moments) like the first real update
+  opt.zero_grad();
 }
 
 DeviceBatch to_device(const data::Batch& b, const c10::Device& device) {

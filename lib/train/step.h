@@ -1,5 +1,5 @@
 // The training update, defined once and used by everything that trains or times training: fit's Trainer,
-// lr-find's sweep, bench's phases, bench-model and auto-batch's trial steps.
+// lr-find's sweep, bench's phases, bench-model and auto batch size's trial steps.
 //
 //   forward_float32   the forward pass under autocast (device.precision), its output in float32
 //   MicroStep         one micro-batch: forward, the float32 loss, backward weighed for its update
@@ -17,6 +17,7 @@
 #include <c10/core/Device.h>
 
 #include "data/loader.h"
+#include "device/device.h"
 #include "device/loss_scaler.h"
 #include "device/precision.h"
 #include "loss/loss.h"
@@ -31,6 +32,11 @@ namespace kg::train {
 // (losses, metrics and activations always see float32).
 at::Tensor forward_float32(model::Network& net, const at::Tensor& x, const at::Tensor& f, device::Precision precision,
                            c10::DeviceType device_type);
+
+// One training step at `batch` on zero inputs, taking the memory a real step of that size takes (the optimizer's
+// state included); throws what LibTorch throws, out of memory included (auto batch size's search).
+void trial_step(model::Network& net, optim::Optimizer& opt, const model::ModelContext& ctx,
+                const device::DeviceInfo& dev, int64_t batch);
 
 // A micro-batch on the device: the model input (uint8 batches normalized there), features (undefined
 // without tabular columns) and targets.

@@ -236,7 +236,7 @@ TEST_CASE("a batch with soft extra rows has float [B, K] targets, one-hot for th
 TEST_CASE("binary and multilabel extra rows: prob_ columns become the targets", "[unit][data][pseudo]") {
   Extra e;
   SECTION("binary: prob_<positive class>") {
-    e.o.task = "binary";
+    e.o.task = kg::Task::binary;
     e.csv("id,label,prob_right\nte0,right,0.8\nte1,left,0.3\n");
     Table t = e.load();
     REQUIRE(t.size() == 14);
@@ -255,7 +255,7 @@ TEST_CASE("binary and multilabel extra rows: prob_ columns become the targets", 
     CHECK(f[13] == -1);
   }
   SECTION("binary without prob_ column: the label's 0/1") {
-    e.o.task = "binary";
+    e.o.task = kg::Task::binary;
     e.csv("id,label\nte0,right\nte1,left\n");
     Table t = e.load();
     REQUIRE(t.values.size() == 14);
@@ -263,7 +263,7 @@ TEST_CASE("binary and multilabel extra rows: prob_ columns become the targets", 
     CHECK(t.values[13] == 0.0f);
   }
   SECTION("multilabel: one prob_ column per label") {
-    e.o.task = "multilabel";
+    e.o.task = kg::Task::multilabel;
     e.csv("id,label,prob_left,prob_right\nte0,left right,0.7,0.6\nte1,,0.2,0.1\n");
     Table t = e.load();
     REQUIRE(t.size() == 14);
@@ -277,7 +277,7 @@ TEST_CASE("binary and multilabel extra rows: prob_ columns become the targets", 
     CHECK(t.values[27] == Approx(0.1f));
   }
   SECTION("binary: a probability outside [0, 1] is a bad row") {
-    e.o.task = "binary";
+    e.o.task = kg::Task::binary;
     e.csv("id,label,prob_right\nte0,right,0.8\nte1,left,1.3\n");
     try {
       e.load();

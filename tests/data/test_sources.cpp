@@ -107,7 +107,7 @@ TEST_CASE("tasks: multilabel (indicator columns and a names column), binary, reg
 
   SECTION("multilabel indicator columns") {
     kg::write_file_atomic(root + "/train.csv", "id,cloud,rain,sun\nr0,1,0,1\nr1,0,0,0\nr2,1.0,1,0\n");
-    o.task = "multilabel";
+    o.task = kg::Task::multilabel;
     o.label_cols = {"cloud", "rain", "sun"};
     auto c = kg::data::infer_classes(o);
     CHECK(c.names == o.label_cols);
@@ -121,7 +121,7 @@ TEST_CASE("tasks: multilabel (indicator columns and a names column), binary, reg
   }
   SECTION("multilabel names in one column") {
     kg::write_file_atomic(root + "/train.csv", "id,tags\nr0,sun cloud\nr1,\nr2,rain  cloud\n");
-    o.task = "multilabel";
+    o.task = kg::Task::multilabel;
     o.label_cols = {"tags"};
     auto c = kg::data::infer_classes(o);
     CHECK(c.names == std::vector<std::string>{"cloud", "rain", "sun"});
@@ -130,7 +130,7 @@ TEST_CASE("tasks: multilabel (indicator columns and a names column), binary, reg
   }
   SECTION("binary") {
     kg::write_file_atomic(root + "/train.csv", "id,label\nr0,benign\nr1,malignant\nr2,benign\n");
-    o.task = "binary";
+    o.task = kg::Task::binary;
     auto c = kg::data::infer_classes(o);
     CHECK(c.outputs() == 1);
     CHECK(c.names == std::vector<std::string>{"benign", "malignant"});
@@ -140,12 +140,12 @@ TEST_CASE("tasks: multilabel (indicator columns and a names column), binary, reg
   }
   SECTION("binary with three classes is an error naming them") {
     kg::write_file_atomic(root + "/train.csv", "id,label\nr0,a\nr1,b\nr2,c\n");
-    o.task = "binary";
+    o.task = kg::Task::binary;
     REQUIRE_THROWS_WITH(kg::data::infer_classes(o), Catch::Contains("holds 3 classes: a, b, c"));
   }
   SECTION("regression with two targets") {
     kg::write_file_atomic(root + "/train.csv", "id,price,age\nr0,10.5,1\nr1,-2,2\nr2,3e1,3\n");
-    o.task = "regression";
+    o.task = kg::Task::regression;
     o.label_cols = {"price", "age"};
     auto c = kg::data::infer_classes(o);
     CHECK(c.outputs() == 2);
@@ -157,7 +157,7 @@ TEST_CASE("tasks: multilabel (indicator columns and a names column), binary, reg
     kg::write_file_atomic(root + "/train.csv", "id,price\nr0,1\nr1,2\nr2,3\n");
     kg::write_file_atomic(root + "/test.csv", "id\nr0\nr1\n");
     for (int i = 0; i < 2; ++i) png(root + "/test/r" + std::to_string(i) + ".png", 50);
-    o.task = "regression";
+    o.task = kg::Task::regression;
     o.label_cols = {"price"};
     auto c = kg::data::infer_classes(o);
     auto t = kg::data::load_split(o, Split::test, c, true, 1);
@@ -300,7 +300,7 @@ TEST_CASE("bad rows: labels, targets, features and ids", "[unit][data]") {
   SECTION("non-numeric regression target and feature, empty and duplicate ids") {
     kg::write_file_atomic(root + "/train.csv",
                           "id,y,f\nr0,1,2\nr1,abc,2\nr2,3,x\n,4,1\nr0,5,5\nr4,nan,1\nr5,1e40,1\nr6,2,-1e39\n");
-    o.task = "regression";
+    o.task = kg::Task::regression;
     o.label_cols = {"y"};
     o.feature_cols = {"f"};
     auto c = kg::data::infer_classes(o);

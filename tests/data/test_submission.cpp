@@ -33,7 +33,7 @@ struct Sub {
 
   Sub(Task task, std::vector<std::string> names, std::vector<std::string> ids) {
     o.root = dir.str();
-    o.task = kg::data::task_name(task);
+    o.task = task;
     test.csv_path = "test.csv";
     test.task = task;
     for (size_t i = 0; i < ids.size(); ++i) {

@@ -14,7 +14,7 @@ namespace {
 std::string classes_error(const std::string& csv_text, const std::string& task, int64_t max_classes = 100000) {
   const auto csv = kg::data::parse_csv(csv_text, "train.csv");
   kg::data::DataOptions o;
-  o.task = task;
+  o.task = kg::parse_task(task);
   o.max_classes = max_classes;
   kg::data::TableSource src;
   src.csv = &csv;

@@ -135,13 +135,12 @@ int recipe(const uint8_t* data, size_t size) {
 
 int csv(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  static const char* kTasks[] = {"multiclass", "multilabel", "binary", "regression"};
   return refusals_ok([&] {
     const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
     auto table = data::parse_csv(text, "train.csv");
     data::DataOptions o;
     o.root = scratch();
-    o.task = kTasks[data[0] & 3];
+    o.task = static_cast<Task>(data[0] & 3);
     o.label_sep = (data[0] & 4) ? " " : "|";
     o.on_bad_row = "skip";
     o.max_classes = 1000;  // the limit's logic at a size that keeps each input fast
@@ -232,7 +231,6 @@ int idx(const uint8_t* data, size_t size) {
 
 int submission(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  static const char* kTasks[] = {"multiclass", "multilabel", "binary", "regression"};
   return refusals_ok([&] {
     const std::string root = scratch() + "/sub";
     make_directories(root);
@@ -240,10 +238,10 @@ int submission(const uint8_t* data, size_t size) {
     data::DataOptions o;
     o.root = root;
     o.sample_submission = "sample.csv";
-    o.task = kTasks[data[0] & 3];
+    o.task = static_cast<Task>(data[0] & 3);
     data::Table test;
     for (const char* id : {"1", "2", "x"}) test.rows.push_back({id, "", "test.csv", 1, -1});
-    test.task = data::parse_task(o.task);
+    test.task = o.task;
     data::ClassList classes;
     classes.task = test.task;
     classes.names = test.task == data::Task::binary ? std::vector<std::string>{"no", "yes"}
