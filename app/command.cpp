@@ -9,7 +9,6 @@
 #include <iostream>
 
 #include "cli.h"
-#include "cli_checks.h"
 #include "config/resolve.h"
 #include "config/sections.h"
 #include "config/validate.h"
@@ -120,27 +119,28 @@ void install_signal_handlers() {
 void RecipeFlags::add(CLI::App& cmd, Kind kind) {
   auto* w =
       cmd.add_option("RECIPE", words, "RECIPE.toml files, then overrides: key=value, +key=value, ~key, group=option");
-  if (kind == Kind::other) w->required();
-  cmd.add_option("--run-dir", run_dir, "write every output exactly into DIR");
-  cmd.add_option("--device", device, "auto | cpu | cuda | cuda:N (same as device.name=...)");
-  cmd.add_option("--seed", seed, "same as run.seed=N")->check(kCountOrZero);
-  cmd.add_flag("--dry-run", dry_run,
-               "resolve, validate, build every component, check the data, print the plan; no training");
-  if (kind == Kind::training) {
-    cmd.add_flag("--smoke", smoke, "the whole recipe on 2 training, 2 validation and 2 prediction batches");
-    cmd.add_flag("--check-data", check_data,
-                 "load the table and decode every image with the loader's threads; list bad rows (exit 3 unless "
-                 "data.on_bad_row = skip); no training");
-  } else if (kind == Kind::predicting) {
-    cmd.add_flag("--smoke", smoke, "predict only 2 batches");
-  }
-  cmd.add_flag("--quiet,-q", quiet, "no progress output");
+  if (kind == Kind::finding || kind == Kind::other) w->required();
+  std::vector<std::string> keys{"run_dir", "device", "seed", "dry_run"};
+  if (kind != Kind::other) keys.push_back("smoke");
+  if (kind == Kind::training) keys.push_back("check_data");
+  keys.push_back("quiet");
+  add_only(cmd, keys);
+}
+
+void RecipeFlags::add_only(CLI::App& cmd, const std::vector<std::string>& keys) {
+  table_ = std::make_shared<FlagTable<session::CommonFlags>>(session::common_flags());
+  table_->add_to(cmd, keys);
+  // A UsageError here (--seed -1) reaches cli.cpp's handler as any job's does.
+  cmd.parse_complete_callback([this, table = table_] {
+    static_cast<session::CommonFlags&>(*this) = table->values();
+    config::check_flags(session::common_flags(), static_cast<const session::CommonFlags&>(*this));
+  });
 }
 
 std::vector<std::string> RecipeFlags::words_with_flags() const {
   std::vector<std::string> w = words;
   if (!device.empty()) w.push_back("device.name=" + device);
-  if (seed >= 0) w.push_back("run.seed=" + std::to_string(seed));
+  if (seed) w.push_back("run.seed=" + std::to_string(*seed));
   return w;
 }
 
@@ -158,7 +158,7 @@ config::ResolveInput resolve_input(const RecipeFlags& f) {
     (is_file ? in.recipe_files : in.args).push_back(w);
   }
   if (!f.device.empty()) in.args.push_back("device.name=" + f.device);
-  if (f.seed >= 0) in.args.push_back("run.seed=" + std::to_string(f.seed));
+  if (f.seed) in.args.push_back("run.seed=" + std::to_string(*f.seed));
   in.environ = environment();
   in.builtin_recipes_dir = builtin_recipes_dir(in.environ);
   in.path_exists = [](const std::string& p) {

@@ -15,6 +15,8 @@
 #include <CLI/CLI.hpp>
 
 #include "core/macros.h"
+#include "flag_table.h"
+#include "session/common_flags.h"
 #include "session/session.h"
 
 namespace kg::app {
@@ -45,20 +47,22 @@ std::vector<const CommandSpec*> commands_in_order();
   static const bool KG_CONCAT(kg_command_registered_, __COUNTER__) [[maybe_unused]] = ::kg::app::register_command( \
       {name, help, order, [] { return std::unique_ptr<::kg::app::Command>(new Class()); }})
 
-// The recipe words and the flags every recipe command shares (--run-dir, --device, --seed, --dry-run,
-// --smoke, --check-data, --quiet); resolve() turns them into the validated recipe of session::Session.
-struct RecipeFlags {
+// The recipe words and the flags every recipe command shares (the table session::common_flags()); resolve() turns
+// them into the validated recipe of session::Session.
+struct RecipeFlags : session::CommonFlags {
   std::vector<std::string> words;  // RECIPE.toml files, then overrides
-  std::string run_dir, device;
-  int64_t seed = -1;
-  bool dry_run = false, smoke = false, quiet = false, check_data = false;
 
   enum class Kind {
     training,    // fit: RECIPE optional (--resume), --smoke and --check-data
-    predicting,  // tta-predict, pseudo-label: RECIPE optional (--from-run), --smoke predicts 2 batches
-    other,       // the rest: no --smoke (a command may add its own)
+    predicting,  // tta-predict, pseudo-label: RECIPE optional (--from-run), --smoke
+    finding,     // lr-find: RECIPE required, --smoke
+    other,       // the rest: RECIPE required, no --smoke
   };
+  // The RECIPE words and the common flags of `kind`.
   void add(CLI::App& cmd, Kind kind);
+  // Only the common flags `keys` names (interpret, show: words of their own); the values are taken and checked when
+  // `cmd` is parsed.
+  void add_only(CLI::App& cmd, const std::vector<std::string>& keys);
   // Resolves the layers (base, groups, environment, overrides), validates, fills the shared options.
   session::Session resolve(const std::string& command) const;
   // The words with --device and --seed as overrides (the command line a suggestion repeats).
@@ -75,6 +79,9 @@ struct RecipeFlags {
   // Without a RECIPE.toml among the words: puts the recipe.toml of run folder `run` (or of the run holding
   // folder `run`, e.g. a checkpoint) first, so overrides apply on top of it. False when none is found.
   bool use_run_recipe(const std::string& run);
+
+ private:
+  std::shared_ptr<FlagTable<session::CommonFlags>> table_;
 };
 
 // This process's argv, as main() received it (fit --nproc runs it again as each rank).

@@ -49,7 +49,8 @@ config::json word_value(const config::KeySpec& spec, const std::string& w) {
 }  // namespace
 
 CLI::Option* add_table_flag(CLI::App& cmd, const config::KeySpec& spec, FlagWords& sink) {
-  const std::string name = config::flag_name(spec.key);
+  const std::string name = spec.short_flag.empty() ? config::flag_name(spec.key)
+                                                   : spec.short_flag + "," + config::flag_name(spec.key);
   if (spec.type == config::Type::Bool) return cmd.add_flag(name, sink.on, spec.doc);
   CLI::Option* opt = cmd.add_option(name, sink.words, spec.doc)->type_name(type_label(spec));
   if (is_list(spec.type)) {

@@ -3,6 +3,7 @@
 // in completion. Only parsing happens here: the job checks the values with config::check_flags, the one check
 // (in-process callers get the same), so a flag's range or choices are written nowhere else.
 #pragma once
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -27,14 +28,21 @@ template <class T>
 class FlagTable {
  public:
   explicit FlagTable(const config::Fields<T>& fields) : fields_(fields), given_(fields.schema().size()) {}
-  void add_to(CLI::App& cmd) {
-    for (size_t i = 0; i < given_.size(); ++i) options_.push_back(add_table_flag(cmd, fields_.schema()[i], given_[i]));
+  // Every key of the table as a flag of `cmd`, or only the keys `only` names.
+  void add_to(CLI::App& cmd, const std::vector<std::string>& only = {}) {
+    options_.assign(given_.size(), nullptr);
+    for (size_t i = 0; i < given_.size(); ++i) {
+      const auto& spec = fields_.schema()[i];
+      if (only.empty() || std::find(only.begin(), only.end(), spec.key) != only.end())
+        options_[i] = add_table_flag(cmd, spec, given_[i]);
+    }
   }
   // T{} with the given flags' values in place.
   T values() const {
     config::json table = config::json::object();
-    for (size_t i = 0; i < given_.size(); ++i) {
+    for (size_t i = 0; i < options_.size(); ++i) {
       const auto& spec = fields_.schema()[i];
+      if (!options_[i]) continue;
       if (config::json v = flag_value(spec, *options_[i], given_[i]); !v.is_null()) table[spec.key] = std::move(v);
     }
     return fields_.load(config::Options(table, "the command line"));

@@ -1,7 +1,6 @@
 // `kgtrain interpret RUN [OVERRIDE...] [FLAGS]`: its own flags are the table jobs::interpret_flags().
 #include <filesystem>
 
-#include "cli_checks.h"
 #include "command.h"
 #include "core/error.h"
 #include "flag_table.h"
@@ -20,9 +19,7 @@ class InterpretCommand : public Command {
         ->required();
     cmd.add_option("OVERRIDE", overrides_, "overrides on the run's recipe (e.g. paths.data=... on another machine)");
     table_.add_to(cmd);
-    cmd.add_option("--device", flags_.device, "auto | cpu | cuda | cuda:N (default: the CPU)");
-    cmd.add_flag("--dry-run", flags_.dry_run, "read the run and its data, write nothing");
-    cmd.add_flag("--quiet,-q", flags_.quiet, "no progress output");
+    flags_.add_only(cmd, {"device", "dry_run", "quiet"});  // --device: the CPU unless given
   }
   int run() override {
     if (run_ == session::kLatestWord) {
@@ -56,6 +53,6 @@ class InterpretCommand : public Command {
 
 KG_COMMAND(InterpretCommand, "interpret", 45,
            "what a fit run learned, from its out-of-fold predictions: confusion matrix, per-class table, "
-           "top losses, most-confused pairs; --cam adds Grad-CAM overlays");
+           "top losses, most-confused pairs; --cam adds Grad-CAM overlays (on the CPU unless --device says otherwise)");
 
 }  // namespace kg::app

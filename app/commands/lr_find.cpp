@@ -1,4 +1,4 @@
-// `kgtrain lr-find RECIPE... [OVERRIDE...] [--smoke]`
+// `kgtrain lr-find RECIPE... [OVERRIDE...] [--smoke]`: the common flags (session/common_flags.h) are its flags.
 #include "command.h"
 #include "jobs/lr_find.h"
 
@@ -8,8 +8,7 @@ namespace {
 class LrFindCommand : public Command {
  public:
   void add_flags(CLI::App& cmd) override {
-    flags_.add(cmd, RecipeFlags::Kind::other);
-    cmd.add_flag("--smoke", flags_.smoke, "at most 20 sweep updates from 2 updates' worth of batches per epoch");
+    flags_.add(cmd, RecipeFlags::Kind::finding);
   }
   int run() override {
     install_signal_handlers();

@@ -1,6 +1,7 @@
-// `kgtrain merge-oof DIR... --out DIR`
+// `kgtrain merge-oof DIR... --out DIR`: its flags are the table jobs::merge_oof_flags().
 #include "command.h"
-#include "jobs/fit.h"
+#include "flag_table.h"
+#include "jobs/merge_oof.h"
 
 namespace kg::app {
 namespace {
@@ -12,16 +13,16 @@ class MergeOofCommand : public Command {
                    "run directories or fold directories holding oof_fold.csv + fold.json (latest: "
                    "<paths.runs>/latest of the environment layer)")
         ->required();
-    cmd.add_option("--out", out_, "folder for oof.csv and cv.json")->required();
+    table_.add_to(cmd);
   }
   int run() override {
     for (auto& d : dirs_) d = RecipeFlags{}.run_folder(d);
-    return jobs::run_merge_oof(dirs_, out_);
+    return jobs::run_merge_oof(dirs_, table_.values());
   }
 
  private:
   std::vector<std::string> dirs_;
-  std::string out_;
+  FlagTable<jobs::MergeOofFlags> table_{jobs::merge_oof_flags()};
 };
 
 }  // namespace

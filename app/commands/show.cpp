@@ -2,7 +2,6 @@
 // the table jobs::show_flags().
 #include <iostream>
 
-#include "cli_checks.h"
 #include "command.h"
 #include "core/error.h"
 #include "flag_table.h"
@@ -15,8 +14,7 @@ class ShowCommand : public Command {
  public:
   void add_flags(CLI::App& cmd) override {
     cmd.add_option("RECIPE", flags_.words, "RECIPE.toml files and overrides");
-    cmd.add_option("--device", flags_.device, "same as device.name=...");
-    cmd.add_option("--seed", flags_.seed, "same as run.seed=N")->check(kCountOrZero);
+    flags_.add_only(cmd, {"device", "seed"});
     table_.add_to(cmd);
   }
   int run() override {

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "config/flags.h"
 #include "config/resolve.h"
 #include "core/error.h"
 #include "core/fs.h"
@@ -72,23 +73,44 @@ bool has_fit_output(const std::string& dir) {
   return false;
 }
 
+// --weights FILE as the training context takes initial weights: none, or that one file.
+std::vector<std::string> weights_files(const FitFlags& f) {
+  if (f.weights.empty()) return {};
+  return {f.weights};
+}
+
 }  // namespace
 
-int run_merge_oof(const std::vector<std::string>& dirs, const std::string& out_dir) {
-  auto cv = session::merge_oof(dirs, out_dir);
-  std::cout << "cv " << cv["metric"].get<std::string>() << ": oof " << format_significant(cv["oof"].get<double>(), 4)
-            << ", mean " << format_significant(cv["mean"].get<double>(), 4) << " +- "
-            << format_significant(cv["std"].get<double>(), 4) << " over " << cv["folds"].size() << " folds ("
-            << cv["rows"].get<int64_t>() << " rows" << (cv["complete"].get<bool>() ? "" : "; not every fold present")
-            << ")\n";
-  for (auto& f : cv["folds"])
-    std::cout << "  fold " << f["fold"].get<int64_t>() << ": " << format_significant(f["value"].get<double>(), 4)
-              << "\n";
-  std::cout << "wrote " << (fs::path(out_dir) / "oof.csv").string() << " and cv.json\n";
-  return kExitOk;
+const config::Fields<FitFlags>& fit_flags() {
+  static const config::Fields<FitFlags> f = [] {
+    using F = FitFlags;
+    config::Fields<F> t;
+    t.field("weights", &F::weights,
+            "initial weights (safetensors, timm/torchvision names), as model.pretrained: a head of another shape is "
+            "re-initialised");
+    t.field("resume", &F::resume,
+            "auto (the newest unfinished run of run.name, or --run-dir), a run directory, latest (<paths.runs>/latest, "
+            "the newest fit), or a checkpoint directory: continue exactly where it stopped (RECIPE optional: the run's "
+            "recipe.toml is used when none is given)");
+    t.field("plot_schedule", &F::plot_schedule,
+            "draw the planned learning rate (and momentum) per update to this PNG and exit");
+    t.field("nproc", &F::nproc,
+            "train on N processes of this machine (data parallel, torch.distributed: Gloo on the CPU, NCCL on GPUs; "
+            "one GPU each), as torchrun --no-python --nproc-per-node N would")
+        .min(1);
+    t.field("multirun", &F::multirun,
+            "sweep (Hydra's grammar): key=a,b,c, key=range(start,stop[,step]), key=choice(a,b); one fit run per "
+            "combination in a sweep folder (--run-dir), sweep.csv + a ranked table; --resume SWEEP_DIR continues a "
+            "stopped sweep")
+        .alias('m');
+    t.field("jobs", &F::jobs, "with -m: runs at once (CPU threads split between them; one GPU each)").min(1);
+    return t;
+  }();
+  return f;
 }
 
 int run_fit(const FitRequest& given) {
+  config::check_flags(fit_flags(), given.flags);
   if (given.dist.active()) {
     KG_CHECK(!train::batch_size_is_auto(given.recipe), UsageError,
              "train.batch_size = \"auto\" is found by one process; with ", given.dist.world_size,
@@ -111,7 +133,7 @@ FitRequest FitRun::with_auto_batch(const FitRequest& request) {
 FitRun::FitRun(const FitRequest& request)
     : t_start_(Clock::now()),
       o_(with_auto_batch(request)),
-      s_(o_, "fit", o_.weights),
+      s_(o_, "fit", weights_files(o_.flags)),
       writer_(o_.dist.writer()),
       multi_(s_.opt.cv.run_folds.size() > 1),
       scratch_(writer_ ? std::string() : "kgtrain-rank" + std::to_string(o_.dist.rank)) {}
@@ -123,7 +145,7 @@ void FitRun::log(const std::string& line) const { o_.log(line); }
 int FitRun::run() {
   if (optim::lr_is_find(s_.session.recipe)) {
     (void)s_.session.recipe.get<train::LrFindOptions>();  // lr_find.start_lr < end_lr before anything is built
-    KG_CHECK(o_.plot_schedule.empty(), UsageError,
+    KG_CHECK(o_.flags.plot_schedule.empty(), UsageError,
              "--plot-schedule needs a number in optim.lr; with optim.lr = \"find\" the ",
              "lr is only known after the finder runs: run kgtrain lr-find first, then --plot-schedule with "
              "optim.lr=<its lr>");
@@ -208,7 +230,7 @@ bool FitRun::preview() {
       " (monitor " + s_.monitor + ")" +
       (s_.mixing_possible && data::mixup_enabled(s_.opt.mixup, 0) ? "; mixup/cutmix on" : "") + "; callbacks " +
       join(cbs, ", "));
-  if (o_.plot_schedule.empty()) return false;
+  if (o_.flags.plot_schedule.empty()) return false;
   plot_schedule(plan);
   return true;
 }
@@ -221,7 +243,7 @@ void FitRun::plot_schedule(const train::Plan& plan) const {
   lo.steps_per_epoch = plan.steps_in_epoch(0);  // clamped to >= 1 inside
   lo.title = "learning rate: " + plan.describe();
   lo.momentum_file = true;  // <stem>_momentum.png (docs/commands.md)
-  const auto drawn = report::plot_lr_curve(o_.plot_schedule, plan, plan.total_steps(), lo);
+  const auto drawn = report::plot_lr_curve(o_.flags.plot_schedule, plan, plan.total_steps(), lo);
   std::cout << "wrote " << drawn.lr_png << (drawn.momentum_png.empty() ? "" : " and " + drawn.momentum_png) << " ("
             << plan.total_steps() << " updates, peak lr " << format_significant(drawn.peak_lr, 4) << ")\n";
 }

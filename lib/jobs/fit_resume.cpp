@@ -23,10 +23,10 @@ using nlohmann::json;
 namespace kg::jobs {
 ResumeTarget resume_target(const FitRequest& o) {
   ResumeTarget t;
-  if (o.resume.empty()) return t;
-  if (o.resume != "auto") {
-    fs::path p(o.resume);
-    KG_CHECK(fs::exists(p), UsageError, "--resume ", o.resume,
+  if (o.flags.resume.empty()) return t;
+  if (o.flags.resume != "auto") {
+    fs::path p(o.flags.resume);
+    KG_CHECK(fs::exists(p), UsageError, "--resume ", o.flags.resume,
              ": no such directory (give a run directory, a checkpoint "
              "such as RUN/checkpoints/last, or \"auto\")");
     if (fs::exists(p / "state.json") || fs::exists(p / "MANIFEST.json")) {
@@ -131,8 +131,8 @@ void resume_fold(train::Trainer& trainer, const ResumeTarget& target, const std:
   for (auto& s : skipped) o.log("  resume: skipped damaged checkpoint " + s);
   // A run named by --resume whose checkpoints are all damaged is not started afresh over them (--resume
   // auto, and a fold killed before its first checkpoint, do start fresh).
-  KG_CHECK(!ck.empty() || skipped.empty() || o.resume == "auto", CheckpointError, "--resume ", o.resume, ": ", label,
-           "every checkpoint under ", (fs::path(fold_dir) / "checkpoints").string(), " is damaged (",
+  KG_CHECK(!ck.empty() || skipped.empty() || o.flags.resume == "auto", CheckpointError, "--resume ", o.flags.resume,
+           ": ", label, "every checkpoint under ", (fs::path(fold_dir) / "checkpoints").string(), " is damaged (",
            join(skipped, ", "), "): remove them to train this fold afresh, or resume from an intact copy");
   if (ck.empty()) {
     o.log(label + "no complete checkpoint to resume: starting fresh");
