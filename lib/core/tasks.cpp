@@ -19,20 +19,24 @@ Task parse_task(const std::string& name) {
   throw ConfigError("data.task = \"" + name + "\" is not a task (allowed: " + join(names, ", ") + ")");
 }
 
-void check_task_name(const std::string& task) { parse_task(task); }
+std::vector<std::string> task_names(const std::vector<Task>& tasks) {
+  std::vector<std::string> out;
+  for (Task t : tasks) out.push_back(task_name(t));
+  return out;
+}
 
-bool TaskTable::add(const std::string& component, std::vector<std::string> tasks) {
+bool TaskTable::add(const std::string& component, std::vector<Task> tasks) {
   table_[component] = std::move(tasks);
   return true;
 }
 
-const std::vector<std::string>& TaskTable::supported(const std::string& component) const {
-  static const std::vector<std::string> none;
+const std::vector<Task>& TaskTable::supported(const std::string& component) const {
+  static const std::vector<Task> none;
   auto it = table_.find(component);
   return it == table_.end() ? none : it->second;
 }
 
-std::vector<std::string> TaskTable::components_for(const std::string& task) const {
+std::vector<std::string> TaskTable::components_for(Task task) const {
   std::vector<std::string> out;
   for (auto& [name, tasks] : table_)
     for (auto& t : tasks)

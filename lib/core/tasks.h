@@ -12,20 +12,20 @@ enum class Task { multiclass, multilabel, binary, regression };
 
 const std::vector<std::string>& task_names();  // multiclass, multilabel, binary, regression
 const std::string& task_name(Task t);
+std::vector<std::string> task_names(const std::vector<Task>& tasks);
 // ConfigError naming the allowed tasks.
 Task parse_task(const std::string& name);
-void check_task_name(const std::string& task);
 
 class TaskTable {
  public:
-  bool add(const std::string& component, std::vector<std::string> tasks);
+  bool add(const std::string& component, std::vector<Task> tasks);
   // The tasks `component` supports; empty = not declared (every task).
-  const std::vector<std::string>& supported(const std::string& component) const;
+  const std::vector<Task>& supported(const std::string& component) const;
   // Components declared for `task`, sorted by name.
-  std::vector<std::string> components_for(const std::string& task) const;
+  std::vector<std::string> components_for(Task task) const;
 
  private:
-  std::map<std::string, std::vector<std::string>> table_;
+  std::map<std::string, std::vector<Task>> table_;
 };
 
 }  // namespace kg

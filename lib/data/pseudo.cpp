@@ -39,10 +39,10 @@ PseudoOptions PseudoOptions::load(const config::Tree& recipe) {
   return pseudo_fields().load(config::Options(&recipe, "pseudo"));
 }
 
-PseudoSelection select_pseudo(const at::Tensor& probs_in, const std::string& task, const PseudoOptions& o) {
+PseudoSelection select_pseudo(const at::Tensor& probs_in, Task task, const PseudoOptions& o) {
   PseudoSelection s;
   const int64_t n = probs_in.size(0);
-  if (task == "regression") {
+  if (task == Task::regression) {
     KG_CHECK(o.threshold == 0 && o.top_fraction == 0, ConfigError,
              "pseudo.threshold / pseudo.top_fraction: a regression model has no confidence to select by; set both to 0 "
              "(every row is kept)");
@@ -51,11 +51,11 @@ PseudoSelection select_pseudo(const at::Tensor& probs_in, const std::string& tas
   }
   auto p = probs_in.to(at::kDouble).contiguous();
   at::Tensor conf, cls;
-  if (task == "multiclass") {
+  if (task == Task::multiclass) {
     auto mx = p.max(1);
     conf = std::get<0>(mx);
     cls = std::get<1>(mx);
-  } else if (task == "binary") {
+  } else if (task == Task::binary) {
     auto q = p.select(1, 0);
     conf = at::max(q, 1 - q);
     cls = (q >= 0.5).to(at::kLong);
@@ -85,7 +85,7 @@ PseudoSelection select_pseudo(const at::Tensor& probs_in, const std::string& tas
     if (keep[static_cast<size_t>(i)]) {
       s.rows.push_back(i);
       s.confidence.push_back(c[i]);
-      s.label.push_back(task == "multilabel" ? -1 : k[i]);
+      s.label.push_back(task == Task::multilabel ? -1 : k[i]);
     }
   return s;
 }

@@ -8,6 +8,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "config/tree.h"
+#include "core/tasks.h"
 
 namespace kg::data {
 
@@ -33,6 +34,6 @@ struct PseudoSelection {
 // ceil(top_fraction * n_c) most confident rows of its predicted class c (multilabel: of all rows) —
 // both rules together when both are set. Regression has no confidence: ConfigError unless
 // threshold = 0 and top_fraction = 0 (keep every row).
-PseudoSelection select_pseudo(const at::Tensor& probs, const std::string& task, const PseudoOptions& o);
+PseudoSelection select_pseudo(const at::Tensor& probs, Task task, const PseudoOptions& o);
 
 }  // namespace kg::data

@@ -93,7 +93,7 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
       {"kgtrain", "fit"},
       {"model", model::model_name(recipe)},
       {"classes", s_.data.classes.to_json()},
-      {"task", s_.data.task},
+      {"task", task_name(s_.data.task)},
       {"input", {{"channels", s_.data.geom.channels}, {"height", s_.data.geom.height}, {"width", s_.data.geom.width}}},
       {"fold", k},
       {"folds", s_.opt.cv.folds}};

@@ -53,12 +53,12 @@ void write_confusion(const metric::Interpretation& in, const std::string& out) {
 
 void write_per_class(const metric::Interpretation& in, const std::string& out) {
   std::vector<std::string> header{"class", "precision", "recall", "f1", "support"};
-  if (in.task == "multilabel") header.push_back("auc");
+  if (in.task == Task::multilabel) header.push_back("auc");
   std::string csv = data::csv_line(header);
   for (auto& r : in.rows) {
     std::vector<std::string> line{r.name, format_significant(r.precision, 4), format_significant(r.recall, 4),
                                   format_significant(r.f1, 4), std::to_string(r.support)};
-    if (in.task == "multilabel") line.push_back(std::isfinite(r.auc) ? format_significant(r.auc, 4) : "");
+    if (in.task == Task::multilabel) line.push_back(std::isfinite(r.auc) ? format_significant(r.auc, 4) : "");
     csv += data::csv_line(line);
   }
   write_file_atomic(out + "/per_class.csv", csv);
@@ -95,8 +95,8 @@ void write_regression_plots(const metric::Interpretation& in, const session::Oof
 }
 
 void print_summary(const metric::Interpretation& in, const std::string& source, size_t rows) {
-  std::cout << "interpret: " << rows << " out-of-fold rows from " << source << ", " << in.task << "\n";
-  if (in.task == "regression") {
+  std::cout << "interpret: " << rows << " out-of-fold rows from " << source << ", " << task_name(in.task) << "\n";
+  if (in.task == Task::regression) {
     for (size_t k = 0; k < in.names.size(); ++k)
       std::cout << "  " << in.names[k] << ": MAE " << format_significant(in.mae[k], 4) << ", RMSE "
                 << format_significant(in.rmse[k], 4) << ", R2 " << format_significant(in.r2[k], 4) << "\n";
@@ -107,12 +107,12 @@ void print_summary(const metric::Interpretation& in, const std::string& source, 
   size_t w = 5;
   for (auto& r : in.rows) w = std::max(w, r.name.size());
   std::cout << "  " << std::string(w - 5, ' ') << "class  precision  recall  f1      support"
-            << (in.task == "multilabel" ? "  auc" : "") << "\n";
+            << (in.task == Task::multilabel ? "  auc" : "") << "\n";
   char b[160];
   for (auto& r : in.rows) {
     std::snprintf(b, sizeof b, "  %*s  %9.4f  %6.4f  %6.4f  %7lld", static_cast<int>(w), r.name.c_str(), r.precision,
                   r.recall, r.f1, static_cast<long long>(r.support));
-    std::cout << b << (in.task == "multilabel" ? "  " + format_significant(r.auc, 4) : "") << "\n";
+    std::cout << b << (in.task == Task::multilabel ? "  " + format_significant(r.auc, 4) : "") << "\n";
   }
   if (!in.most_confused.empty()) {
     std::cout << "  most confused (actual -> predicted: rows):";
@@ -157,7 +157,7 @@ int run_interpret(const InterpretRequest& r) {
   KG_CHECK(!csv.header.empty() && !csv.rows.empty(), DataError, oof_path.string(), " has no rows");
   const session::OofTable oof = session::read_oof(csv, classes, csv.header[0]);
   std::vector<std::string> names = classes.names;
-  const auto in = metric::interpret(data::task_name(classes.task), names, oof.preds, oof.targets);
+  const auto in = metric::interpret(classes.task, names, oof.preds, oof.targets);
 
   session::Session o = r;
   o.recipe =
@@ -179,8 +179,8 @@ int run_interpret(const InterpretRequest& r) {
   const std::string out = r.flags.out.empty() ? (run / "interpret").string() : r.flags.out;
   make_directories(out);
   if (in.confusion.defined()) write_confusion(in, out);
-  if (in.task != "regression") write_per_class(in, out);
-  if (in.task == "regression") write_regression_plots(in, oof, out);
+  if (in.task != Task::regression) write_per_class(in, out);
+  if (in.task == Task::regression) write_regression_plots(in, oof, out);
   json j = in.to_json();
   j["run"] = r.run;
   j["source"] = oof_path.filename().string();
@@ -189,7 +189,7 @@ int run_interpret(const InterpretRequest& r) {
   write_file_atomic(out + "/interpret.json", j.dump(2) + "\n");
   print_summary(in, oof_path.filename().string(), oof.ids.size());
   std::cout << "wrote " << out << "/ (interpret.json" << (in.confusion.defined() ? ", confusion_matrix.png/.csv" : "")
-            << (in.task != "regression" ? ", per_class.csv" : ", pred_vs_true.png, residuals.png")
+            << (in.task != Task::regression ? ", per_class.csv" : ", pred_vs_true.png, residuals.png")
             << (r.flags.top > 0 ? ", top_losses.png" : "")
             << (r.flags.cam ? ", cam_top_losses.png, cam_random.png, cams.csv" : "") << ")\n";
   return kExitOk;

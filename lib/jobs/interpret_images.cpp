@@ -58,16 +58,16 @@ std::vector<std::string> row_caption(const metric::Interpretation& in, const ses
   const auto name = [&](int64_t k) { return in.names[static_cast<size_t>(k)].substr(0, 16); };
   const int64_t r = static_cast<int64_t>(i);
   std::vector<std::string> c;
-  if (in.task == "multiclass" || in.task == "binary") {
+  if (in.task == Task::multiclass || in.task == Task::binary) {
     const int64_t t =
-        in.task == "binary" ? (oof.targets[r][0].item<double>() > 0.5 ? 1 : 0) : oof.targets[r].item<int64_t>();
+        in.task == Task::binary ? (oof.targets[r][0].item<double>() > 0.5 ? 1 : 0) : oof.targets[r].item<int64_t>();
     const int64_t p = in.predicted[r].item<int64_t>();
-    const double prob = in.task == "binary"
+    const double prob = in.task == Task::binary
                             ? (p == 1 ? oof.preds[r][0].item<double>() : 1 - oof.preds[r][0].item<double>())
                             : oof.preds[r][p].item<double>();
     wrong = t != p;
     c = {"true " + name(t), "pred " + name(p) + " " + format_significant(prob, 3)};
-  } else if (in.task == "multilabel") {
+  } else if (in.task == Task::multilabel) {
     std::string t, p;
     for (int64_t k = 0; k < oof.preds.size(1); ++k) {
       if (oof.targets[r][k].item<double>() > 0.5) t += (t.empty() ? "" : " ") + name(k);
@@ -101,9 +101,9 @@ std::vector<report::Tile> captioned(const session::TrainingContext& s, const Sho
 // negative class.
 std::pair<int64_t, bool> explained(const metric::Interpretation& in, const session::OofTable& oof, size_t i) {
   const int64_t r = static_cast<int64_t>(i);
-  if (in.task == "multiclass") return {in.predicted[r].item<int64_t>(), false};
-  if (in.task == "binary") return {0, in.predicted[r].item<int64_t>() == 0};
-  if (in.task == "multilabel") return {oof.preds[r].argmax().item<int64_t>(), false};
+  if (in.task == Task::multiclass) return {in.predicted[r].item<int64_t>(), false};
+  if (in.task == Task::binary) return {0, in.predicted[r].item<int64_t>() == 0};
+  if (in.task == Task::multilabel) return {oof.preds[r].argmax().item<int64_t>(), false};
   return {0, false};
 }
 

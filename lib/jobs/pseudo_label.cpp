@@ -137,7 +137,7 @@ RoundResult predict_and_select(const session::Session& o, const session::ModelSo
   if (predicted < t.size()) t.rows.resize(static_cast<size_t>(predicted));  // smoke
   auto sel = data::select_pseudo(probs, predictor.task(), popt);
   if (sel.rows.empty()) {
-    double best = predictor.task() == "regression" ? 0.0 : probs.max().item<double>();
+    double best = predictor.task() == Task::regression ? 0.0 : probs.max().item<double>();
     throw DataError("pseudo-label: no row of " + t.csv_path +
                     " passes pseudo.threshold = " + format_significant(popt.threshold, 9) +
                     (popt.top_fraction > 0 ? " and pseudo.top_fraction = " + format_significant(popt.top_fraction, 9)
@@ -157,7 +157,7 @@ RoundResult predict_and_select(const session::Session& o, const session::ModelSo
       toml_string(csv) + "\nextra_image_dir = " + toml_string(images) + "\n";
   write_file_atomic(layer, toml);
   json per_class = json::object();
-  if (predictor.task() == "multiclass" || predictor.task() == "binary")
+  if (predictor.task() == Task::multiclass || predictor.task() == Task::binary)
     for (auto l : sel.label)
       per_class[e.classes.names[static_cast<size_t>(l)]] =
           per_class.value(e.classes.names[static_cast<size_t>(l)], 0) + 1;

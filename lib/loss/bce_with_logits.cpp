@@ -68,7 +68,7 @@ KG_REGISTER(loss_registry(), "bce_with_logits",
             [](const BceOptions& o, const LossContext& ctx) -> LossPtr {
               return std::make_unique<BceWithLogits>(o, ctx);
             });
-KG_LOSS_TASKS("bce_with_logits", {"binary", "multilabel"});
+KG_LOSS_TASKS("bce_with_logits", {Task::binary, Task::multilabel});
 
 }  // namespace
 }  // namespace kg::loss

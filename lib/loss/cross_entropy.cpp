@@ -69,7 +69,7 @@ KG_REGISTER(loss_registry(), "cross_entropy",
             [](const CrossEntropyOptions& o, const LossContext& ctx) -> LossPtr {
               return std::make_unique<CrossEntropy>(o, ctx);
             });
-KG_LOSS_TASKS("cross_entropy", {"multiclass"});
+KG_LOSS_TASKS("cross_entropy", {Task::multiclass});
 
 }  // namespace
 }  // namespace kg::loss

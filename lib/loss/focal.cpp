@@ -19,7 +19,7 @@ struct FocalOptions {
 class Focal : public Loss {
  public:
   Focal(const FocalOptions& o, const LossContext& ctx)
-      : gamma_(o.gamma), alpha_(o.alpha), softmax_(ctx.task == "multiclass") {}
+      : gamma_(o.gamma), alpha_(o.alpha), softmax_(ctx.task == Task::multiclass) {}
   at::Tensor forward(const at::Tensor& logits, const at::Tensor& targets) const override {
     return softmax_ ? softmax_focal(logits, targets) : sigmoid_focal(logits, targets);
   }
@@ -69,7 +69,7 @@ KG_REGISTER(loss_registry(), "focal",
             "focal loss: softmax (multiclass) or torchvision's sigmoid focal (binary, multilabel)",
             "[loss]\nname = \"focal\"\ngamma = 2.0\nalpha = 0.25", focal_fields(),
             [](const FocalOptions& o, const LossContext& ctx) -> LossPtr { return std::make_unique<Focal>(o, ctx); });
-KG_LOSS_TASKS("focal", {"multiclass", "binary", "multilabel"});
+KG_LOSS_TASKS("focal", {Task::multiclass, Task::binary, Task::multilabel});
 
 }  // namespace
 }  // namespace kg::loss

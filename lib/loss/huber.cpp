@@ -33,7 +33,7 @@ config::Fields<HuberOptions> huber_fields() {
 KG_REGISTER(loss_registry(), "huber", "Huber loss, quadratic near 0 and linear beyond delta (regression)",
             "[loss]\nname = \"huber\"\ndelta = 1.0", huber_fields(),
             [](const HuberOptions& o, const LossContext&) -> LossPtr { return std::make_unique<Huber>(o); });
-KG_LOSS_TASKS("huber", {"regression"});
+KG_LOSS_TASKS("huber", {Task::regression});
 
 }  // namespace
 }  // namespace kg::loss

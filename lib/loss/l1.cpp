@@ -18,7 +18,7 @@ class L1 : public Loss {
 KG_REGISTER(loss_registry(), "l1", "mean absolute error (regression)", "[loss]\nname = \"l1\"",
             config::Fields<L1Options>(),
             [](const L1Options&, const LossContext&) -> LossPtr { return std::make_unique<L1>(); });
-KG_LOSS_TASKS("l1", {"regression"});
+KG_LOSS_TASKS("l1", {Task::regression});
 
 }  // namespace
 }  // namespace kg::loss

@@ -38,7 +38,7 @@ std::string task_default_loss(const config::Tree& t) {
   const config::Entry* e = t.find("data.task");
   const std::string task = e && e->value.is_string() ? e->value.get<std::string>() : "multiclass";
   const auto& known = task_names();
-  return std::find(known.begin(), known.end(), task) != known.end() ? default_loss(task)
+  return std::find(known.begin(), known.end(), task) != known.end() ? default_loss(parse_task(task))
                                                                     : "";  // else: reported at data.task
 }
 const bool kLossSection =
@@ -54,23 +54,21 @@ at::Tensor DeviceConstant::like(const at::Tensor& logits) const {
   return on_device_;
 }
 
-bool add_loss_tasks(const std::string& name, std::vector<std::string> tasks) {
+bool add_loss_tasks(const std::string& name, std::vector<Task> tasks) {
   return task_table().add(name, std::move(tasks));
 }
 
-const std::vector<std::string>& supported_tasks(const std::string& name) { return task_table().supported(name); }
+const std::vector<Task>& supported_tasks(const std::string& name) { return task_table().supported(name); }
 
-std::vector<std::string> losses_for(const std::string& task) { return task_table().components_for(task); }
+std::vector<std::string> losses_for(Task task) { return task_table().components_for(task); }
 
-std::string default_loss(const std::string& task) {
-  check_task_name(task);
-  if (task == "multiclass") return "cross_entropy";
-  if (task == "regression") return "mse";
+std::string default_loss(Task task) {
+  if (task == Task::multiclass) return "cross_entropy";
+  if (task == Task::regression) return "mse";
   return "bce_with_logits";
 }
 
 LossPtr build(const config::Recipe& recipe, const LossContext& ctx) {
-  check_task_name(ctx.task);
   const config::Options opts = recipe.section("loss");
   // validate() fills in data.task's default loss; a tree that skipped validation gets it here too.
   const config::Entry* set = recipe.find("loss.name");
@@ -78,11 +76,10 @@ LossPtr build(const config::Recipe& recipe, const LossContext& ctx) {
   const std::string name = explicit_name ? loss_fields().load(opts).name : default_loss(ctx.task);
   const auto& tasks = supported_tasks(name);
   if (loss_registry().find_info(name) && !tasks.empty()) {
-    bool ok = false;
-    for (auto& t : tasks) ok = ok || t == ctx.task;
-    KG_CHECK(ok, ConfigError, opts.where("name"), ": loss \"", name, "\" does not fit data.task = \"", ctx.task,
-             "\" (it supports ", join(tasks, ", "), "; losses for ", ctx.task, ": ", join(losses_for(ctx.task), ", "),
-             ")");
+    const bool ok = std::find(tasks.begin(), tasks.end(), ctx.task) != tasks.end();
+    KG_CHECK(ok, ConfigError, opts.where("name"), ": loss \"", name, "\" does not fit data.task = \"",
+             task_name(ctx.task), "\" (it supports ", join(task_names(tasks), ", "), "; losses for ",
+             task_name(ctx.task), ": ", join(losses_for(ctx.task), ", "), ")");
   }
   return with_context("while building loss " + name, [&] { return loss_registry().create(name, opts, ctx); });
 }

@@ -10,6 +10,7 @@
 
 #include "config/registry.h"
 #include "config/recipe.h"
+#include "core/tasks.h"
 
 namespace kg::loss {
 
@@ -38,17 +39,17 @@ class DeviceConstant {
 // What a loss is built for: K model outputs and the task (data.task).
 struct LossContext {
   int64_t num_outputs = 0;
-  std::string task = "multiclass";
+  Task task = Task::multiclass;
 };
 
 using LossRegistry = Registry<LossPtr(const LossContext&)>;
 LossRegistry& loss_registry();
 
 // Tasks each loss supports, declared next to its registration (KG_LOSS_TASKS).
-bool add_loss_tasks(const std::string& name, std::vector<std::string> tasks);
-const std::vector<std::string>& supported_tasks(const std::string& name);  // empty for unknown names
+bool add_loss_tasks(const std::string& name, std::vector<Task> tasks);
+const std::vector<Task>& supported_tasks(const std::string& name);  // empty for unknown names
 // Losses that apply to `task`, sorted.
-std::vector<std::string> losses_for(const std::string& task);
+std::vector<std::string> losses_for(Task task);
 
 // Recipe section [loss]; each field's doc is in loss_fields() (loss/loss.cpp) and docs/reference.md.
 struct LossOptions {
@@ -56,8 +57,8 @@ struct LossOptions {
 };
 
 // The loss for a task when loss.name is not set: cross_entropy (multiclass), bce_with_logits
-// (binary, multilabel), mse (regression). ConfigError for an unknown task.
-std::string default_loss(const std::string& task);
+// (binary, multilabel), mse (regression).
+std::string default_loss(Task task);
 
 // Builds [loss] for ctx.task. When the recipe does not set loss.name, default_loss(ctx.task) is used.
 // ConfigError when the loss does not fit the task (naming the losses that do) or its options do not
@@ -72,6 +73,6 @@ at::Tensor dense_targets(const at::Tensor& logits, const at::Tensor& targets, co
 
 }  // namespace kg::loss
 
-// KG_LOSS_TASKS("bce_with_logits", {"binary", "multilabel"})
+// KG_LOSS_TASKS("bce_with_logits", {Task::binary, Task::multilabel})
 #define KG_LOSS_TASKS(name, ...) \
   static const bool KG_CONCAT(kg_loss_tasks_, __COUNTER__) = ::kg::loss::add_loss_tasks(name, __VA_ARGS__)

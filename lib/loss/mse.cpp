@@ -18,7 +18,7 @@ class Mse : public Loss {
 KG_REGISTER(loss_registry(), "mse", "mean squared error (regression)", "[loss]\nname = \"mse\"",
             config::Fields<MseOptions>(),
             [](const MseOptions&, const LossContext&) -> LossPtr { return std::make_unique<Mse>(); });
-KG_LOSS_TASKS("mse", {"regression"});
+KG_LOSS_TASKS("mse", {Task::regression});
 
 }  // namespace
 }  // namespace kg::loss

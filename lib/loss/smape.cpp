@@ -24,7 +24,7 @@ KG_REGISTER(loss_registry(), "smape",
             "symmetric mean absolute percentage error in percent, 0..200, eps 1e-8 in the denominator (regression)",
             "[loss]\nname = \"smape\"", config::Fields<SmapeOptions>(),
             [](const SmapeOptions&, const LossContext&) -> LossPtr { return std::make_unique<Smape>(); });
-KG_LOSS_TASKS("smape", {"regression"});
+KG_LOSS_TASKS("smape", {Task::regression});
 
 }  // namespace
 }  // namespace kg::loss

@@ -15,7 +15,7 @@ struct AccuracyOptions {};
 
 class Accuracy : public Metric {
  public:
-  explicit Accuracy(const MetricContext& ctx) : multiclass_(ctx.task == "multiclass") {}
+  explicit Accuracy(const MetricContext& ctx) : multiclass_(ctx.task == Task::multiclass) {}
   void reset() override { correct_ = total_ = 0; }
   void update(const at::Tensor& preds, const at::Tensor& targets) override {
     auto p = detail::preds_2d(preds, "accuracy");
@@ -47,7 +47,7 @@ KG_REGISTER(metric_registry(), "accuracy",
             [](const AccuracyOptions&, const MetricContext& ctx) -> MetricPtr {
               return std::make_unique<Accuracy>(ctx);
             });
-KG_METRIC_TASKS("accuracy", {"multiclass", "binary", "multilabel"});
+KG_METRIC_TASKS("accuracy", {Task::multiclass, Task::binary, Task::multilabel});
 
 }  // namespace
 }  // namespace kg::metric

@@ -46,7 +46,7 @@ double column_auc(const double* score, const std::vector<char>& positive, int64_
 
 class Auc : public detail::RowsMetric {
  public:
-  explicit Auc(const MetricContext& ctx) : multiclass_(ctx.task == "multiclass") {}
+  explicit Auc(const MetricContext& ctx) : multiclass_(ctx.task == Task::multiclass) {}
   bool higher_is_better() const override { return true; }
 
  protected:
@@ -87,7 +87,7 @@ KG_REGISTER(metric_registry(), "auc",
             "(one-vs-rest) that hold both classes; NaN when none does",
             "[metric]\nnames = [\"auc\"]", config::Fields<AucOptions>(),
             [](const AucOptions&, const MetricContext& ctx) -> MetricPtr { return std::make_unique<Auc>(ctx); });
-KG_METRIC_TASKS("auc", {"binary", "multilabel", "multiclass"});
+KG_METRIC_TASKS("auc", {Task::binary, Task::multilabel, Task::multiclass});
 
 }  // namespace
 }  // namespace kg::metric

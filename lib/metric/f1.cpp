@@ -18,7 +18,7 @@ struct F1Options {};
 class F1 : public Metric {
  public:
   F1(const MetricContext& ctx, bool micro, const char* name)
-      : multiclass_(ctx.task == "multiclass"), micro_(micro), name_(name) {}
+      : multiclass_(ctx.task == Task::multiclass), micro_(micro), name_(name) {}
   void reset() override {
     tp_.clear();
     fp_.clear();
@@ -79,7 +79,7 @@ KG_REGISTER(metric_registry(), "f1",
             [](const F1Options&, const MetricContext& ctx) -> MetricPtr {
               return std::make_unique<F1>(ctx, false, "f1");
             });
-KG_METRIC_TASKS("f1", {"multiclass", "binary", "multilabel"});
+KG_METRIC_TASKS("f1", {Task::multiclass, Task::binary, Task::multilabel});
 
 KG_REGISTER(metric_registry(), "f1_micro",
             "micro F1 over all classes or label cells (sklearn average=\"micro\"); multiclass: equals accuracy",
@@ -87,7 +87,7 @@ KG_REGISTER(metric_registry(), "f1_micro",
             [](const F1Options&, const MetricContext& ctx) -> MetricPtr {
               return std::make_unique<F1>(ctx, true, "f1_micro");
             });
-KG_METRIC_TASKS("f1_micro", {"multiclass", "binary", "multilabel"});
+KG_METRIC_TASKS("f1_micro", {Task::multiclass, Task::binary, Task::multilabel});
 
 }  // namespace
 }  // namespace kg::metric

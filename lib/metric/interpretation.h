@@ -10,6 +10,8 @@
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
 
+#include "core/tasks.h"
+
 namespace kg::metric {
 
 struct ClassRow {
@@ -24,7 +26,7 @@ struct ConfusedPair {
 };
 
 struct Interpretation {
-  std::string task;
+  Task task = Task::multiclass;
   std::vector<std::string> names;           // classes (binary: negative, positive), labels or targets
   at::Tensor confusion;                     // multiclass, binary: int64 [K, K], rows truth, columns prediction
   at::Tensor predicted;                     // int64 [N] predicted class (multiclass, binary)
@@ -39,7 +41,7 @@ struct Interpretation {
 
 // `task`: multiclass | binary | multilabel | regression. `names`: one per class (binary: both classes),
 // label or target. InternalError for tensors of the wrong shape (the caller read them from an OOF file).
-Interpretation interpret(const std::string& task, const std::vector<std::string>& names, const at::Tensor& preds,
+Interpretation interpret(Task task, const std::vector<std::string>& names, const at::Tensor& preds,
                          const at::Tensor& targets);
 
 }  // namespace kg::metric

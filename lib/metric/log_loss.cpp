@@ -17,7 +17,7 @@ struct LogLossOptions {};
 
 class LogLoss : public Metric {
  public:
-  explicit LogLoss(const MetricContext& ctx) : multiclass_(ctx.task == "multiclass") {}
+  explicit LogLoss(const MetricContext& ctx) : multiclass_(ctx.task == Task::multiclass) {}
   void reset() override {
     sum_ = 0;
     count_ = 0;
@@ -58,7 +58,7 @@ KG_REGISTER(metric_registry(), "log_loss",
             [](const LogLossOptions&, const MetricContext& ctx) -> MetricPtr {
               return std::make_unique<LogLoss>(ctx);
             });
-KG_METRIC_TASKS("log_loss", {"multiclass", "binary", "multilabel"});
+KG_METRIC_TASKS("log_loss", {Task::multiclass, Task::binary, Task::multilabel});
 
 }  // namespace
 }  // namespace kg::metric

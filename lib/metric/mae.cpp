@@ -35,7 +35,7 @@ class Mae : public Metric {
 KG_REGISTER(metric_registry(), "mae", "mean absolute error over all outputs (regression)",
             "[metric]\nnames = [\"mae\"]", config::Fields<MaeOptions>(),
             [](const MaeOptions&, const MetricContext&) -> MetricPtr { return std::make_unique<Mae>(); });
-KG_METRIC_TASKS("mae", {"regression"});
+KG_METRIC_TASKS("mae", {Task::regression});
 
 }  // namespace
 }  // namespace kg::metric

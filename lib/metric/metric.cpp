@@ -26,30 +26,28 @@ TaskTable& task_table() {
 
 }  // namespace
 
-at::Tensor activate(const at::Tensor& logits, const std::string& task) {
-  check_task_name(task);
+at::Tensor activate(const at::Tensor& logits, Task task) {
   auto x = logits.to(torch::kFloat);
-  if (task == "multiclass") return torch::softmax(x, x.dim() - 1);
-  if (task == "regression") return x;
+  if (task == Task::multiclass) return torch::softmax(x, x.dim() - 1);
+  if (task == Task::regression) return x;
   return torch::sigmoid(x);
 }
 
-bool add_metric_tasks(const std::string& name, std::vector<std::string> tasks) {
+bool add_metric_tasks(const std::string& name, std::vector<Task> tasks) {
   return task_table().add(name, std::move(tasks));
 }
 
-const std::vector<std::string>& supported_tasks(const std::string& name) { return task_table().supported(name); }
+const std::vector<Task>& supported_tasks(const std::string& name) { return task_table().supported(name); }
 
-std::vector<std::string> metrics_for(const std::string& task) { return task_table().components_for(task); }
+std::vector<std::string> metrics_for(Task task) { return task_table().components_for(task); }
 
 MetricPtr create(const std::string& name, const MetricContext& ctx) {
-  check_task_name(ctx.task);
   if (!metric_registry().find_info(name)) metric_registry().unknown(name, "");
   const auto& tasks = supported_tasks(name);
-  bool ok = tasks.empty();
-  for (auto& t : tasks) ok = ok || t == ctx.task;
-  KG_CHECK(ok, ConfigError, "metric \"", name, "\" does not apply to data.task = \"", ctx.task, "\" (it supports ",
-           join(tasks, ", "), "; metrics for ", ctx.task, ": ", join(metrics_for(ctx.task), ", "), ")");
+  const bool ok = tasks.empty() || std::find(tasks.begin(), tasks.end(), ctx.task) != tasks.end();
+  KG_CHECK(ok, ConfigError, "metric \"", name, "\" does not apply to data.task = \"", task_name(ctx.task),
+           "\" (it supports ", join(task_names(tasks), ", "), "; metrics for ", task_name(ctx.task), ": ",
+           join(metrics_for(ctx.task), ", "), ")");
   return metric_registry().create(name, config::Options(config::json::object(), "metric"), ctx);
 }
 

@@ -12,12 +12,13 @@
 #include <ATen/core/Tensor.h>
 
 #include "config/registry.h"
+#include "core/tasks.h"
 
 namespace kg::metric {
 
 // Model outputs -> predictions: softmax (multiclass), sigmoid (binary, multilabel), identity
-// (regression); float32, same device. ConfigError for an unknown task.
-at::Tensor activate(const at::Tensor& logits, const std::string& task);
+// (regression); float32, same device.
+at::Tensor activate(const at::Tensor& logits, Task task);
 
 class Metric {
  public:
@@ -32,16 +33,16 @@ using MetricPtr = std::unique_ptr<Metric>;
 
 struct MetricContext {
   int64_t num_outputs = 0;
-  std::string task = "multiclass";
+  Task task = Task::multiclass;
 };
 
 using MetricRegistry = Registry<MetricPtr(const MetricContext&)>;
 MetricRegistry& metric_registry();
 
 // Tasks each metric supports, declared next to its registration (KG_METRIC_TASKS).
-bool add_metric_tasks(const std::string& name, std::vector<std::string> tasks);
-const std::vector<std::string>& supported_tasks(const std::string& name);  // empty for unknown names
-std::vector<std::string> metrics_for(const std::string& task);             // sorted
+bool add_metric_tasks(const std::string& name, std::vector<Task> tasks);
+const std::vector<Task>& supported_tasks(const std::string& name);  // empty for unknown names
+std::vector<std::string> metrics_for(Task task);                    // sorted
 
 // Builds a metric by name with its default options. ConfigError for an unknown name, or one that does
 // not apply to ctx.task (naming the tasks it supports and the metrics for ctx.task).
@@ -75,6 +76,6 @@ class RowsMetric : public Metric {
 
 }  // namespace kg::metric
 
-// KG_METRIC_TASKS("auc", {"binary", "multilabel", "multiclass"})
+// KG_METRIC_TASKS("auc", {Task::binary, Task::multilabel, Task::multiclass})
 #define KG_METRIC_TASKS(name, ...) \
   static const bool KG_CONCAT(kg_metric_tasks_, __COUNTER__) = ::kg::metric::add_metric_tasks(name, __VA_ARGS__)

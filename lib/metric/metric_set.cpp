@@ -42,14 +42,13 @@ MetricOptions MetricOptions::load(const config::Tree& recipe) {
   return metric_set_fields().load(config::Options(&recipe, "metric"));
 }
 
-std::vector<std::string> default_metrics(const std::string& task) {
-  if (task == "multiclass") return {"accuracy", "log_loss"};
-  if (task == "binary" || task == "multilabel") return {"auc", "log_loss"};
-  if (task == "regression") return {"rmse", "mae"};
-  throw ConfigError("data.task = \"" + task + "\" is not a task (allowed: multiclass, multilabel, binary, regression)");
+std::vector<std::string> default_metrics(Task task) {
+  if (task == Task::multiclass) return {"accuracy", "log_loss"};
+  if (task == Task::binary || task == Task::multilabel) return {"auc", "log_loss"};
+  return {"rmse", "mae"};  // regression
 }
 
-MetricSet::MetricSet(const config::Recipe& recipe, const std::string& task, int64_t num_outputs)
+MetricSet::MetricSet(const config::Recipe& recipe, Task task, int64_t num_outputs)
     : task_(task), num_outputs_(num_outputs) {
   const config::Options src = recipe.section("metric");
   const MetricOptions o = metric_set_fields().load(src);

@@ -8,6 +8,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "config/recipe.h"
+#include "core/tasks.h"
 
 namespace kg::metric {
 
@@ -21,13 +22,13 @@ struct MetricOptions {
 
 // Metrics when metric.names is empty: accuracy, log_loss (multiclass); auc, log_loss (binary,
 // multilabel); rmse, mae (regression). ConfigError for an unknown task.
-std::vector<std::string> default_metrics(const std::string& task);
+std::vector<std::string> default_metrics(Task task);
 
 class MetricSet {
  public:
   // ConfigError (naming metric.names / metric.monitor and where they were set) when a name is unknown
   // or does not fit the task, a name repeats, or the monitor is neither a name nor "valid_loss".
-  MetricSet(const config::Recipe& recipe, const std::string& task, int64_t num_outputs);
+  MetricSet(const config::Recipe& recipe, Task task, int64_t num_outputs);
 
   std::vector<std::string> names() const { return names_; }
   // Every metric over all rows: preds after metric::activate, targets as the task gives them.
@@ -39,7 +40,7 @@ class MetricSet {
   bool better(double a, double b, double min_delta = 0) const;
 
  private:
-  std::string task_;
+  Task task_;
   int64_t num_outputs_;
   std::vector<std::string> names_;
   std::string monitor_;

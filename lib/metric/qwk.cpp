@@ -42,7 +42,7 @@ double kappa(const std::vector<int64_t>& a, const std::vector<int64_t>& b, int64
 
 class Qwk : public detail::RowsMetric {
  public:
-  explicit Qwk(const MetricContext& ctx) : multiclass_(ctx.task == "multiclass") {
+  explicit Qwk(const MetricContext& ctx) : multiclass_(ctx.task == Task::multiclass) {
     KG_CHECK(multiclass_ || ctx.num_outputs <= 1, ConfigError,
              "metric qwk on a regression task needs one target column, "
              "the model has ",
@@ -95,7 +95,7 @@ KG_REGISTER(metric_registry(), "qwk",
             "targets' integer range",
             "[metric]\nnames = [\"qwk\"]", config::Fields<QwkOptions>(),
             [](const QwkOptions&, const MetricContext& ctx) -> MetricPtr { return std::make_unique<Qwk>(ctx); });
-KG_METRIC_TASKS("qwk", {"multiclass", "regression"});
+KG_METRIC_TASKS("qwk", {Task::multiclass, Task::regression});
 
 }  // namespace
 }  // namespace kg::metric

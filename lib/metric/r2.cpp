@@ -35,7 +35,7 @@ class R2 : public detail::RowsMetric {
 KG_REGISTER(metric_registry(), "r2", "coefficient of determination, averaged over output columns (regression)",
             "[metric]\nnames = [\"r2\"]", config::Fields<R2Options>(),
             [](const R2Options&, const MetricContext&) -> MetricPtr { return std::make_unique<R2>(); });
-KG_METRIC_TASKS("r2", {"regression"});
+KG_METRIC_TASKS("r2", {Task::regression});
 
 }  // namespace
 }  // namespace kg::metric

@@ -43,7 +43,7 @@ class Rmse : public Metric {
 KG_REGISTER(metric_registry(), "rmse", "root mean squared error, averaged over output columns (regression)",
             "[metric]\nnames = [\"rmse\"]", config::Fields<RmseOptions>(),
             [](const RmseOptions&, const MetricContext&) -> MetricPtr { return std::make_unique<Rmse>(); });
-KG_METRIC_TASKS("rmse", {"regression"});
+KG_METRIC_TASKS("rmse", {Task::regression});
 
 }  // namespace
 }  // namespace kg::metric

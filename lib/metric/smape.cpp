@@ -40,7 +40,7 @@ KG_REGISTER(metric_registry(), "smape",
             "symmetric mean absolute percentage error in percent, 0..200; 0/0 counts 0 (regression)",
             "[metric]\nnames = [\"smape\"]", config::Fields<SmapeOptions>(),
             [](const SmapeOptions&, const MetricContext&) -> MetricPtr { return std::make_unique<Smape>(); });
-KG_METRIC_TASKS("smape", {"regression"});
+KG_METRIC_TASKS("smape", {Task::regression});
 
 }  // namespace
 }  // namespace kg::metric

@@ -38,12 +38,12 @@ class TopK : public Metric {
 KG_REGISTER(metric_registry(), "top_k", "top-5 accuracy: the label is among the 5 most probable classes (multiclass)",
             "[metric]\nnames = [\"accuracy\", \"top_k\"]", config::Fields<TopKOptions>(),
             [](const TopKOptions&, const MetricContext&) -> MetricPtr { return std::make_unique<TopK>(5, "top_k"); });
-KG_METRIC_TASKS("top_k", {"multiclass"});
+KG_METRIC_TASKS("top_k", {Task::multiclass});
 
 KG_REGISTER(metric_registry(), "top_3", "top-3 accuracy: the label is among the 3 most probable classes (multiclass)",
             "[metric]\nnames = [\"accuracy\", \"top_3\"]", config::Fields<TopKOptions>(),
             [](const TopKOptions&, const MetricContext&) -> MetricPtr { return std::make_unique<TopK>(3, "top_3"); });
-KG_METRIC_TASKS("top_3", {"multiclass"});
+KG_METRIC_TASKS("top_3", {Task::multiclass});
 
 }  // namespace
 }  // namespace kg::metric

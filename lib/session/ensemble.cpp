@@ -112,8 +112,8 @@ Ensemble collect_members(const Session& o, const ModelSources& m) {
     for (auto& f : m.weights) e.members.push_back({f, model::read_safetensors(f), -1, ""});
   }
   const auto dopt = o.recipe.get<data::DataOptions>();
-  KG_CHECK(dopt.task == e.classes.task, UsageError, "the checkpoints predict a ",
-           data::task_name(e.classes.task), " task but the recipe says data.task = \"", data::task_name(dopt.task),
+  KG_CHECK(dopt.task == e.classes.task, UsageError, "the checkpoints predict a ", data::task_name(e.classes.task),
+           " task but the recipe says data.task = \"", data::task_name(dopt.task),
            "\"; use the recipe the checkpoints were trained with");
   return e;
 }
@@ -126,7 +126,7 @@ struct EnsemblePredictor::Impl {
   tta::TtaOptions tta;
   device::DeviceInfo dev;
   data::ImageGeometry geom;
-  std::string task;
+  Task task = Task::multiclass;
   std::shared_ptr<model::Network> net;
   std::vector<tta::ViewPtr> views;
   std::vector<tta::SubView> subs;
@@ -145,7 +145,7 @@ struct EnsemblePredictor::Impl {
         tta(jo.recipe.get<tta::TtaOptions>()),
         dev(device::setup(jo.recipe.get<device::DeviceOptions>())),
         geom(data::geometry(dopt)),
-        task(data::task_name(cl.task)) {
+        task(cl.task) {
     seed = static_cast<uint64_t>(jo.recipe.at("run.seed").value.get<int64_t>());
     net = model::build(jo.recipe, model_context(geom, classes, feature_dim, dopt.target_transform));
     net->to(dev.device);
@@ -255,10 +255,10 @@ void EnsemblePredictor::check(const Member& m) {
   model::load_weights(*p_->net, m.weights, model::LoadPolicy{/*strict=*/true, /*reinit_head=*/false}, m.name);
 }
 const std::vector<std::string>& EnsemblePredictor::view_labels() const { return p_->labels; }
-std::string EnsemblePredictor::task() const { return p_->task; }
+Task EnsemblePredictor::task() const { return p_->task; }
 std::string EnsemblePredictor::device_description() const { return p_->dev.description; }
 
-at::Tensor merge_members(const std::vector<at::Tensor>& probs, const config::Recipe& recipe, const std::string& task) {
+at::Tensor merge_members(const std::vector<at::Tensor>& probs, const config::Recipe& recipe, Task task) {
   if (probs.size() == 1) return probs.front();
   return tta::merge_probs(probs, recipe.get<tta::TtaOptions>().merge, task);
 }

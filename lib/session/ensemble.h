@@ -9,6 +9,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "core/tasks.h"
 #include "data/table.h"
 #include "model/model.h"
 #include "session/session.h"
@@ -51,7 +52,7 @@ class EnsemblePredictor {
   // Loads the member's weights into the model (exit 3 naming the tensors when they do not fit): dry runs.
   void check(const Member& member);
   const std::vector<std::string>& view_labels() const;
-  std::string task() const;
+  Task task() const;
   std::string device_description() const;
 
  private:
@@ -60,6 +61,6 @@ class EnsemblePredictor {
 };
 
 // Ensemble-level helpers.
-at::Tensor merge_members(const std::vector<at::Tensor>& probs, const config::Recipe& recipe, const std::string& task);
+at::Tensor merge_members(const std::vector<at::Tensor>& probs, const config::Recipe& recipe, Task task);
 
 }  // namespace kg::session

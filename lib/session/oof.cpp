@@ -225,7 +225,12 @@ json merge_oof(const std::vector<std::string>& dirs, const std::string& out_dir)
   const auto classes = data::ClassList::from_json(first.at("classes"));
   const std::string metric = first.at("metric").get<std::string>(), id_col = first.at("id_col").get<std::string>();
   const int64_t folds = first.at("folds").get<int64_t>();
-  const std::string task = first.at("task").get<std::string>();
+  Task task = Task::multiclass;
+  try {
+    task = parse_task(first.at("task").get<std::string>());
+  } catch (const ConfigError& e) {
+    throw DataError(files.front().dir + "/fold.json: " + e.what());
+  }
   std::set<int64_t> seen_folds;
   for (auto& f : files) {
     KG_CHECK(

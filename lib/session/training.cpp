@@ -47,7 +47,7 @@ TrainingContext::TrainingContext(Session given, const std::string& command, std:
   seed = static_cast<uint64_t>(opt.run.seed);
   data.threads = std::max<int>(1, static_cast<int>(opt.data.num_workers));
   data.classes = data::infer_classes(opt.data);
-  data.task = data::task_name(data.classes.task);
+  data.task = data.classes.task;
   session.log("kgtrain " + command + ": " + dev.description + ", env " + session.env_name + "; checking data...");
   const auto cache_bytes = static_cast<size_t>(opt.data.cache_max_gb * (1ull << 30));
   data.stages = data::size_schedule(opt.data);
@@ -247,8 +247,8 @@ std::string TrainingContext::data_line() const {
   return "  data    " + data.table.csv_path + " (" + data::resolve_format(opt.data) +
          "): " + std::to_string(data.table.size()) + " rows" +
          (data.table.dropped.empty() ? "" : " (" + std::to_string(data.table.dropped.size()) + " bad rows skipped)") +
-         ", " + data.task + ", " + std::to_string(data.classes.size()) +
-         (data.task == "regression" ? (data.classes.size() == 1 ? " target" : " targets") : " classes") + "; fold" +
+         ", " + task_name(data.task) + ", " + std::to_string(data.classes.size()) +
+         (data.task == Task::regression ? (data.classes.size() == 1 ? " target" : " targets") : " classes") + "; fold" +
          (opt.cv.run_folds.size() > 1 ? "s " : " ") + fold_text + " of " + std::to_string(opt.cv.folds) + " (" +
          opt.cv.strategy + "): " + std::to_string(first_split.first.size()) + " train, " +
          std::to_string(first_split.second.size()) + " valid; input " + std::to_string(data.geom.channels) + "x" +

@@ -48,7 +48,7 @@ struct TrainingOptions {
 // The training table and what reads it: classes, folds, the pipelines, the caches.
 struct TrainingData {
   data::ClassList classes;
-  std::string task;
+  Task task = Task::multiclass;  // classes.task
   data::Table table;
   std::vector<int> folds;  // fold of every table row
   std::vector<data::SizeStage> stages;

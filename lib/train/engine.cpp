@@ -32,7 +32,7 @@ void stop_if_signalled() {
 void set_predictions_stop_on_signal(bool on) { g_predictions_stop.store(on); }
 
 Predictions predict(model::Network& net, data::Loader& loader, const c10::Device& device, const loss::Loss* loss,
-                    const std::string& task, device::Precision precision) {
+                    Task task, device::Precision precision) {
   Predictions p;
   torch::NoGradGuard no_grad;
   net.eval();

@@ -9,6 +9,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+#include "core/tasks.h"
 #include "data/loader.h"
 #include "device/precision.h"
 #include "loss/loss.h"
@@ -45,7 +46,7 @@ struct PredictionsStopOnSignal {
 // Evaluation mode, no gradients. Runs every batch of `loader`; `task` picks the output activation.
 // `precision`: the forward pass under autocast (device.precision); outputs are converted to float32.
 Predictions predict(model::Network& net, data::Loader& loader, const c10::Device& device, const loss::Loss* loss,
-                    const std::string& task = "multiclass", device::Precision precision = device::Precision::fp32);
+                    Task task = Task::multiclass, device::Precision precision = device::Precision::fp32);
 
 // Data parallel evaluation: every rank predicted its data::shard_rows share of the same rows; afterwards
 // every rank holds all predictions in the rows' order (probs, targets, rows, images, the mean loss),

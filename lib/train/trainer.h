@@ -21,6 +21,7 @@
 #include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
 
+#include "core/tasks.h"
 #include "data/loader.h"
 #include "device/distributed.h"
 #include "device/loss_scaler.h"
@@ -54,7 +55,7 @@ struct TrainerParts {
   const loss::Loss* loss = nullptr;
   const metric::MetricSet* metrics = nullptr;
   c10::Device device = c10::Device(c10::kCPU);
-  std::string task = "multiclass";
+  Task task = Task::multiclass;
   device::Precision precision = device::Precision::fp32;  // device.precision: the forward pass under autocast
   device::LossScaler scaler;  // fp16: enabled (DeviceInfo::make_scaler); a pass-through otherwise
   // Data parallel: the process group (nullptr = one process). Weights start from rank 0's, gradients are

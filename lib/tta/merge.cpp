@@ -20,15 +20,14 @@ std::string shape(const at::Tensor& t) {
 }
 
 // Validates the call; returns the weights normalized to sum 1 (uniform when none are given).
-std::vector<double> prepare(const std::vector<at::Tensor>& xs, const std::string& how, const std::string& task,
+std::vector<double> prepare(const std::vector<at::Tensor>& xs, const std::string& how, Task task,
                             const std::vector<double>& weights) {
-  check_task_name(task);
   bool known = false;
   for (auto& m : kMethods) known = known || m == how;
   KG_CHECK(known, ConfigError, "tta.merge: unknown method \"", how, "\" (allowed: ", join(kMethods, ", "), ")",
            did_you_mean(how, kMethods));
   KG_CHECK(
-      how != "geometric" || task != "regression", ConfigError,
+      how != "geometric" || task != Task::regression, ConfigError,
       "tta.merge = \"geometric\" is not defined for regression: a geometric mean needs positive numbers and "
       "regression outputs may be zero or negative; use tta.merge = \"mean\" (\"logits\" is the same for regression)");
   KG_CHECK(!xs.empty(), UsageError, "tta merge: no predictions to merge");
@@ -64,9 +63,9 @@ at::Tensor weighted(const std::vector<at::Tensor>& xs, const std::vector<double>
   return acc;
 }
 
-at::Tensor activate(const at::Tensor& x, const std::string& task) {
-  if (task == "multiclass") return torch::softmax(x, -1);
-  if (task == "regression") return x;
+at::Tensor activate(const at::Tensor& x, Task task) {
+  if (task == Task::multiclass) return torch::softmax(x, -1);
+  if (task == Task::regression) return x;
   return torch::sigmoid(x);
 }
 
@@ -74,13 +73,13 @@ at::Tensor identity(const at::Tensor& x) { return x; }
 
 }  // namespace
 
-at::Tensor merge(const std::vector<at::Tensor>& outputs, const std::string& how, const std::string& task,
+at::Tensor merge(const std::vector<at::Tensor>& outputs, const std::string& how, Task task,
                  const std::vector<double>& weights) {
   const auto w = prepare(outputs, how, task, weights);
   at::Tensor out;
   if (how == "mean") {
     out = weighted(outputs, w, [&](const at::Tensor& x) { return activate(x, task); });
-  } else if (how == "geometric" && task == "multiclass") {
+  } else if (how == "geometric" && task == Task::multiclass) {
     out = torch::softmax(weighted(outputs, w, [](const at::Tensor& x) { return torch::log_softmax(x, -1); }), -1);
   } else {  // logits, and geometric for sigmoid tasks: sigmoid(mean logit) = p_g / (p_g + q_g)
     out = activate(weighted(outputs, w, identity), task);
@@ -88,13 +87,13 @@ at::Tensor merge(const std::vector<at::Tensor>& outputs, const std::string& how,
   return out.to(torch::kFloat);
 }
 
-at::Tensor merge_probs(const std::vector<at::Tensor>& probs, const std::string& how, const std::string& task,
+at::Tensor merge_probs(const std::vector<at::Tensor>& probs, const std::string& how, Task task,
                        const std::vector<double>& weights) {
   const auto w = prepare(probs, how, task, weights);
   at::Tensor out;
-  if (how == "mean" || task == "regression") {
+  if (how == "mean" || task == Task::regression) {
     out = weighted(probs, w, identity);
-  } else if (task == "multiclass") {
+  } else if (task == Task::multiclass) {
     // A zero probability stays (almost) zero; the clamp keeps 0 * log(0) from turning into NaN.
     out = torch::softmax(weighted(probs, w, [](const at::Tensor& p) { return p.clamp_min(1e-300).log(); }), -1);
   } else {

@@ -6,6 +6,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "config/tree.h"
+#include "core/tasks.h"
 
 namespace kg::tta {
 
@@ -19,13 +20,13 @@ namespace kg::tta {
 //   logits    : activate(mean of the raw outputs); regression the plain mean
 // weights (optional, one per output, >= 0, not all 0): weighted versions, normalized to sum 1.
 // ConfigError for an unknown method, task or bad weights; UsageError when the shapes differ.
-at::Tensor merge(const std::vector<at::Tensor>& outputs, const std::string& how, const std::string& task,
+at::Tensor merge(const std::vector<at::Tensor>& outputs, const std::string& how, Task task,
                  const std::vector<double>& weights = {});
 
 // The same for already-activated predictions (probabilities, or regression values), e.g. checkpoints
 // averaged after each merged its own views. Probabilities carry no logit offset, so for classification
 // `logits` merges in log space exactly like `geometric`; regression `logits` is the plain mean.
-at::Tensor merge_probs(const std::vector<at::Tensor>& probs, const std::string& how, const std::string& task,
+at::Tensor merge_probs(const std::vector<at::Tensor>& probs, const std::string& how, Task task,
                        const std::vector<double>& weights = {});
 
 // Binary/multilabel decisions: probs >= threshold, per class. `threshold` is a number or an array with

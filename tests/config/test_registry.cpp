@@ -59,11 +59,12 @@ void exercise(const std::string& kind, const kg::ComponentInfo& c) {
     // Each on the first task it supports, with targets of that task's form.
     const auto& tasks = kind == "loss" ? kg::loss::supported_tasks(c.name) : kg::metric::supported_tasks(c.name);
     REQUIRE_FALSE(tasks.empty());
-    const std::string task = tasks.front();
-    const int64_t k = task == "binary" || task == "regression" ? 1 : 3;
+    const kg::Task task = tasks.front();
+    const int64_t k = task == kg::Task::binary || task == kg::Task::regression ? 1 : 3;
     auto cells =
         torch::tensor({1.f, 0.f, 1.f, 0.f, 1.f, 0.f, 0.f, 1.f, 1.f, 1.f, 0.f, 0.f}).slice(0, 0, 4 * k).view({4, k});
-    auto targets = task == "multiclass" ? torch::tensor({0, 1, 2, 1}) : cells + (task == "regression" ? 2 : 0);
+    auto targets =
+        task == kg::Task::multiclass ? torch::tensor({0, 1, 2, 1}) : cells + (task == kg::Task::regression ? 2 : 0);
     if (kind == "loss") {
       auto v = kg::loss::build(recipe, {k, task})->forward(torch::randn({4, k}), targets);
       CHECK(v.dim() == 0);

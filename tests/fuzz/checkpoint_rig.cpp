@@ -55,8 +55,8 @@ CheckpointRig::CheckpointRig() : p_(std::make_unique<Parts>()) {
   const auto& rec = p_->recipe;
   p_->net = model::build(rec, {1, 2});
   p_->opt = optim::build(rec, *p_->net);
-  p_->loss = loss::build(rec, {2, "multiclass"});
-  p_->metrics = std::make_unique<metric::MetricSet>(rec, "multiclass", 2);
+  p_->loss = loss::build(rec, {2, kg::Task::multiclass});
+  p_->metrics = std::make_unique<metric::MetricSet>(rec, kg::Task::multiclass, 2);
   p_->plan = std::make_unique<train::Plan>(
       rec, 3, [](int64_t, int64_t) { return int64_t{4}; }, p_->net->group_names());
   train::TrainerParts parts;

@@ -83,8 +83,9 @@ TEST_CASE("losses match PyTorch on fixed logits and targets", "[unit][loss]") {
   REQUIRE(cases.size() >= 40);
   std::set<std::string> seen;
   for (const auto& c : cases) {
-    const std::string name = c.at("name"), task = c.at("task"), toml = c.at("toml");
-    INFO(name << " (" << task << ", " << c.at("note").get<std::string>() << ")\n" << toml);
+    const std::string name = c.at("name"), task_text = c.at("task"), toml = c.at("toml");
+    const kg::Task task = kg::parse_task(task_text);
+    INFO(name << " (" << task_text << ", " << c.at("note").get<std::string>() << ")\n" << toml);
     auto logits = matrix(c.at("logits"));
     auto targets = targets_of(c);
     auto loss = kg::loss::build(recipe(toml), {logits.size(1), task});
@@ -100,7 +101,7 @@ TEST_CASE("losses match PyTorch on fixed logits and targets", "[unit][loss]") {
 }
 
 TEST_CASE("binary losses take [N] targets for a single output", "[unit][loss]") {
-  auto loss = kg::loss::build(recipe("[loss]\nname = \"bce_with_logits\"\n"), {1, "binary"});
+  auto loss = kg::loss::build(recipe("[loss]\nname = \"bce_with_logits\"\n"), {1, kg::Task::binary});
   auto x = torch::tensor({0.3, -1.2, 2.0}, torch::kDouble).view({3, 1});
   auto t = torch::tensor({1.0, 0.0, 1.0}, torch::kDouble);
   CHECK(loss->forward(x, t).item<double>() ==
@@ -117,20 +118,21 @@ TEST_CASE("binary losses take [N] targets for a single output", "[unit][loss]") 
 TEST_CASE("focal and smape gradients match finite differences", "[unit][loss]") {
   torch::manual_seed(3);
   SECTION("softmax focal, hard and soft targets") {
-    auto loss = kg::loss::build(recipe("[loss]\nname = \"focal\"\ngamma = 2.0\n"), {4, "multiclass"});
+    auto loss = kg::loss::build(recipe("[loss]\nname = \"focal\"\ngamma = 2.0\n"), {4, kg::Task::multiclass});
     check_gradient(*loss, torch::randn({5, 4}) * 2, torch::tensor({0, 3, 1, 2, 2}));
     check_gradient(*loss, torch::randn({5, 4}) * 2, torch::softmax(torch::randn({5, 4}, torch::kDouble), 1));
   }
   SECTION("softmax focal, fractional gamma") {
-    auto loss = kg::loss::build(recipe("[loss]\nname = \"focal\"\ngamma = 1.5\n"), {3, "multiclass"});
+    auto loss = kg::loss::build(recipe("[loss]\nname = \"focal\"\ngamma = 1.5\n"), {3, kg::Task::multiclass});
     check_gradient(*loss, torch::randn({4, 3}), torch::tensor({2, 0, 1, 1}));
   }
   SECTION("sigmoid focal with alpha") {
-    auto loss = kg::loss::build(recipe("[loss]\nname = \"focal\"\ngamma = 2.0\nalpha = 0.25\n"), {3, "multilabel"});
+    auto loss =
+        kg::loss::build(recipe("[loss]\nname = \"focal\"\ngamma = 2.0\nalpha = 0.25\n"), {3, kg::Task::multilabel});
     check_gradient(*loss, torch::randn({4, 3}) * 2, (torch::rand({4, 3}) > 0.5).to(torch::kDouble));
   }
   SECTION("smape") {
-    auto loss = kg::loss::build(recipe("[loss]\nname = \"smape\"\n"), {2, "regression"});
+    auto loss = kg::loss::build(recipe("[loss]\nname = \"smape\"\n"), {2, kg::Task::regression});
     // Away from the kinks (y = p, p = 0) where |.| has no derivative.
     auto x = torch::tensor({1.5, -2.0, 0.7, 3.1, -0.4, 2.2}, torch::kDouble).view({3, 2});
     auto y = torch::tensor({1.0, -2.5, 1.9, 2.0, 0.6, -1.0}, torch::kDouble).view({3, 2});
@@ -139,7 +141,7 @@ TEST_CASE("focal and smape gradients match finite differences", "[unit][loss]") 
 }
 
 TEST_CASE("smape loss is in percent and finite at 0/0", "[unit][loss]") {
-  auto loss = kg::loss::build(recipe("[loss]\nname = \"smape\"\n"), {1, "regression"});
+  auto loss = kg::loss::build(recipe("[loss]\nname = \"smape\"\n"), {1, kg::Task::regression});
   auto x = torch::tensor({1.0, 0.0}, torch::kDouble).view({2, 1}).requires_grad_(true);
   auto y = torch::tensor({-1.0, 0.0}, torch::kDouble).view({2, 1});
   auto v = loss->forward(x, y);
@@ -151,53 +153,53 @@ TEST_CASE("smape loss is in percent and finite at 0/0", "[unit][loss]") {
 TEST_CASE("focal with gamma 0 is cross-entropy, alpha does not change the multiclass form", "[unit][loss]") {
   auto x = torch::randn({6, 5}, torch::kDouble);
   auto t = torch::tensor({0, 4, 2, 2, 1, 3});
-  auto ce =
-      kg::loss::build(recipe("[loss]\nname = \"cross_entropy\"\n"), {5, "multiclass"})->forward(x, t).item<double>();
-  auto f0 = kg::loss::build(recipe("[loss]\nname = \"focal\"\ngamma = 0.0\nalpha = 0.9\n"), {5, "multiclass"});
+  auto ce = kg::loss::build(recipe("[loss]\nname = \"cross_entropy\"\n"), {5, kg::Task::multiclass})
+                ->forward(x, t)
+                .item<double>();
+  auto f0 = kg::loss::build(recipe("[loss]\nname = \"focal\"\ngamma = 0.0\nalpha = 0.9\n"), {5, kg::Task::multiclass});
   CHECK(f0->forward(x, t).item<double>() == Approx(ce).epsilon(1e-12));
 }
 
 TEST_CASE("default loss per task, used when loss.name is not set", "[unit][loss]") {
-  CHECK(kg::loss::default_loss("multiclass") == "cross_entropy");
-  CHECK(kg::loss::default_loss("binary") == "bce_with_logits");
-  CHECK(kg::loss::default_loss("multilabel") == "bce_with_logits");
-  CHECK(kg::loss::default_loss("regression") == "mse");
-  CHECK(
-      contains(config_error([] { kg::loss::default_loss("ranking"); }), "multiclass, multilabel, binary, regression"));
+  CHECK(kg::loss::default_loss(kg::Task::multiclass) == "cross_entropy");
+  CHECK(kg::loss::default_loss(kg::Task::binary) == "bce_with_logits");
+  CHECK(kg::loss::default_loss(kg::Task::multilabel) == "bce_with_logits");
+  CHECK(kg::loss::default_loss(kg::Task::regression) == "mse");
+  CHECK(contains(config_error([] { kg::parse_task("ranking"); }), "multiclass, multilabel, binary, regression"));
 
   auto r = recipe("[run]\nseed = 1\n");  // no [loss] table at all
   auto x = torch::tensor({0.5, -0.25, 2.0, 1.0}, torch::kDouble).view({2, 2});
   auto y = torch::tensor({1.0, 0.0, 0.0, 3.0}, torch::kDouble).view({2, 2});
-  CHECK(kg::loss::build(r, {2, "regression"})->forward(x, y).item<double>() ==
+  CHECK(kg::loss::build(r, {2, kg::Task::regression})->forward(x, y).item<double>() ==
         Approx(torch::mse_loss(x, y).item<double>()));
-  CHECK(kg::loss::build(r, {2, "multilabel"})->forward(x, y.clamp(0, 1)).item<double>() ==
+  CHECK(kg::loss::build(r, {2, kg::Task::multilabel})->forward(x, y.clamp(0, 1)).item<double>() ==
         Approx(torch::binary_cross_entropy_with_logits(x, y.clamp(0, 1)).item<double>()));
-  CHECK(kg::loss::build(r, {2, "multiclass"})->forward(x, torch::tensor({1, 0})).item<double>() ==
+  CHECK(kg::loss::build(r, {2, kg::Task::multiclass})->forward(x, torch::tensor({1, 0})).item<double>() ==
         Approx(torch::nll_loss(torch::log_softmax(x, 1), torch::tensor({1, 0})).item<double>()));
 }
 
 TEST_CASE("a loss on the wrong task is a ConfigError naming the losses that fit", "[unit][loss]") {
-  auto e = config_error([] { kg::loss::build(recipe("[loss]\nname = \"cross_entropy\"\n"), {1, "binary"}); });
+  auto e = config_error([] { kg::loss::build(recipe("[loss]\nname = \"cross_entropy\"\n"), {1, kg::Task::binary}); });
   CHECK(contains(e, "loss.name"));
   CHECK(contains(e, "loss.toml:2"));
   CHECK(contains(e, "data.task = \"binary\""));
   CHECK(contains(e, "bce_with_logits"));
   CHECK(contains(e, "focal"));
 
-  e = config_error([] { kg::loss::build(recipe("[loss]\nname = \"bce_with_logits\"\n"), {3, "multiclass"}); });
+  e = config_error([] { kg::loss::build(recipe("[loss]\nname = \"bce_with_logits\"\n"), {3, kg::Task::multiclass}); });
   CHECK(contains(e, "supports binary, multilabel"));
   CHECK(contains(e, "cross_entropy"));
 
-  e = config_error([] { kg::loss::build(recipe("[loss]\nname = \"mse\"\n"), {1, "binary"}); });
+  e = config_error([] { kg::loss::build(recipe("[loss]\nname = \"mse\"\n"), {1, kg::Task::binary}); });
   CHECK(contains(e, "supports regression"));
-  e = config_error([] { kg::loss::build(recipe("[loss]\nname = \"huber\"\n"), {3, "multilabel"}); });
+  e = config_error([] { kg::loss::build(recipe("[loss]\nname = \"huber\"\n"), {3, kg::Task::multilabel}); });
   CHECK(contains(e, "supports regression"));
-  e = config_error([] { kg::loss::build(recipe("[loss]\nname = \"smape\"\n"), {3, "multiclass"}); });
+  e = config_error([] { kg::loss::build(recipe("[loss]\nname = \"smape\"\n"), {3, kg::Task::multiclass}); });
   CHECK(contains(e, "smape"));
-  e = config_error([] { kg::loss::build(recipe("[loss]\nname = \"focal\"\n"), {2, "regression"}); });
+  e = config_error([] { kg::loss::build(recipe("[loss]\nname = \"focal\"\n"), {2, kg::Task::regression}); });
   CHECK(contains(e, "huber"));
   CHECK(contains(e, "l1"));
-  e = config_error([] { kg::loss::build(recipe("[loss]\nname = \"mse\"\n"), {1, "ordinal"}); });
+  e = config_error([] { kg::parse_task("ordinal"); });  // a task is one of four, from data.task
   CHECK(contains(e, "data.task = \"ordinal\""));
 
   for (auto& n : kg::loss::loss_registry().names()) CHECK_FALSE(kg::loss::supported_tasks(n).empty());
@@ -205,7 +207,8 @@ TEST_CASE("a loss on the wrong task is a ConfigError naming the losses that fit"
 
 TEST_CASE("loss options that do not fit K are ConfigErrors, bad values fail validation", "[unit][loss]") {
   auto e = config_error([] {
-    kg::loss::build(recipe("[loss]\nname = \"cross_entropy\"\nclass_weights = [1.0, 2.0, 3.0]\n"), {4, "multiclass"});
+    kg::loss::build(recipe("[loss]\nname = \"cross_entropy\"\nclass_weights = [1.0, 2.0, 3.0]\n"),
+                    {4, kg::Task::multiclass});
   });
   CHECK(contains(e, "loss.class_weights"));
   CHECK(contains(e, "3 values"));
@@ -213,7 +216,7 @@ TEST_CASE("loss options that do not fit K are ConfigErrors, bad values fail vali
   CHECK(contains(e, "while building loss cross_entropy"));
 
   e = config_error([] {
-    kg::loss::build(recipe("[loss]\nname = \"bce_with_logits\"\npos_weight = [1.0, 2.0]\n"), {3, "multilabel"});
+    kg::loss::build(recipe("[loss]\nname = \"bce_with_logits\"\npos_weight = [1.0, 2.0]\n"), {3, kg::Task::multilabel});
   });
   CHECK(contains(e, "loss.pos_weight"));
   CHECK(contains(e, "K = 3"));
@@ -233,11 +236,11 @@ TEST_CASE("every loss builds from its documented example for each task it suppor
   torch::manual_seed(1);
   for (auto* c : kg::loss::loss_registry().components()) {
     for (auto& task : kg::loss::supported_tasks(c->name)) {
-      INFO(c->name << " on " << task << ", example:\n" << c->example);
-      const int64_t k = task == "binary" ? 1 : 3;
-      auto targets = task == "multiclass"   ? torch::tensor({0, 2, 1, 1})
-                     : task == "regression" ? torch::randn({4, k})
-                                            : (torch::rand({4, k}) > 0.5).to(torch::kFloat);
+      INFO(c->name << " on " << kg::task_name(task) << ", example:\n" << c->example);
+      const int64_t k = task == kg::Task::binary ? 1 : 3;
+      auto targets = task == kg::Task::multiclass   ? torch::tensor({0, 2, 1, 1})
+                     : task == kg::Task::regression ? torch::randn({4, k})
+                                                    : (torch::rand({4, k}) > 0.5).to(torch::kFloat);
       auto x = torch::randn({4, k}).requires_grad_(true);
       auto v = kg::loss::build(recipe(c->example), {k, task})->forward(x, targets);
       REQUIRE(v.dim() == 0);

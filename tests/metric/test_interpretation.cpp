@@ -20,7 +20,7 @@ TEST_CASE("interpret multiclass: confusion, per-class P/R/F1, most confused, cro
       torch::tensor({0.7, 0.2, 0.1, 0.6, 0.3, 0.1, 0.3, 0.6, 0.1, 0.2, 0.7, 0.1, 0.5, 0.4, 0.1, 0.2, 0.5, 0.3})
           .view({6, 3});
   const auto t = torch::tensor({0, 0, 0, 1, 1, 2}, torch::kLong);
-  const auto in = interpret("multiclass", {"a", "b", "c"}, p, t);
+  const auto in = interpret(kg::Task::multiclass, {"a", "b", "c"}, p, t);
   const std::vector<int64_t> cm(in.confusion.data_ptr<int64_t>(), in.confusion.data_ptr<int64_t>() + 9);
   CHECK(cm == std::vector<int64_t>{2, 1, 0, 1, 1, 0, 0, 1, 0});
   CHECK(in.accuracy == Approx(3.0 / 6));
@@ -42,7 +42,7 @@ TEST_CASE("interpret multiclass: confusion, per-class P/R/F1, most confused, cro
 }
 
 TEST_CASE("interpret binary, multilabel and regression", "[unit][metric]") {
-  const auto b = interpret("binary", {"no", "yes"}, torch::tensor({0.9, 0.2, 0.6, 0.4}).view({4, 1}),
+  const auto b = interpret(kg::Task::binary, {"no", "yes"}, torch::tensor({0.9, 0.2, 0.6, 0.4}).view({4, 1}),
                            torch::tensor({1.0, 0.0, 0.0, 1.0}).view({4, 1}));
   CHECK(b.confusion[1][1].item<int64_t>() == 1);  // yes -> yes
   CHECK(b.confusion[0][1].item<int64_t>() == 1);  // no -> yes
@@ -51,15 +51,15 @@ TEST_CASE("interpret binary, multilabel and regression", "[unit][metric]") {
 
   const auto p = torch::tensor({0.9, 0.1, 0.8, 0.7, 0.2, 0.6, 0.55, 0.4}).view({4, 2});  // row 3: x wrongly
   const auto t = torch::tensor({1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0}).view({4, 2});
-  const auto ml = interpret("multilabel", {"x", "y"}, p, t);
-  CHECK(ml.rows[0].auc ==
-        Approx(kg::metric::evaluate("auc", {1, "binary"}, p.select(1, 0).view({4, 1}), t.select(1, 0).view({4, 1}))));
+  const auto ml = interpret(kg::Task::multilabel, {"x", "y"}, p, t);
+  CHECK(ml.rows[0].auc == Approx(kg::metric::evaluate("auc", {1, kg::Task::binary}, p.select(1, 0).view({4, 1}),
+                                                      t.select(1, 0).view({4, 1}))));
   CHECK(ml.rows[1].support == 2);
   CHECK(ml.rows[0].precision == Approx(2.0 / 3));
   CHECK(ml.rows[1].precision == Approx(2.0 / 2));  // y predicted for rows 1, 2: both true
   CHECK(ml.accuracy == Approx(7.0 / 8));
 
-  const auto r = interpret("regression", {"price"}, torch::tensor({1.0, 2.0, 4.0}).view({3, 1}),
+  const auto r = interpret(kg::Task::regression, {"price"}, torch::tensor({1.0, 2.0, 4.0}).view({3, 1}),
                            torch::tensor({1.0, 3.0, 5.0}).view({3, 1}));
   CHECK(r.mae[0] == Approx(2.0 / 3));
   CHECK(r.rmse[0] == Approx(std::sqrt(2.0 / 3)));

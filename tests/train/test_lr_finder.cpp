@@ -221,7 +221,7 @@ struct FinderRig {
     pipe = std::make_unique<kg::data::Pipeline>(dopt.augment, kg::data::geometry(dopt), true, false);
     torch::manual_seed(11);
     net = kg::model::build(recipe, kg::session::model_context(kg::data::geometry(dopt), classes, 0, "none"));
-    loss = kg::loss::build(recipe, {classes.outputs(), "multiclass"});
+    loss = kg::loss::build(recipe, {classes.outputs(), kg::Task::multiclass});
   }
   kg::train::FinderParts parts() {
     kg::train::FinderParts p;
@@ -386,7 +386,7 @@ TEST_CASE("lr finder: a linear model on separable data gets a valley inside the 
   ctx.num_outputs = 2;
   torch::manual_seed(5);
   LinearNet net(ctx);
-  auto loss = kg::loss::build(recipe, {2, "multiclass"});
+  auto loss = kg::loss::build(recipe, {2, kg::Task::multiclass});
   const Points pts = separable_points(512, 17);
   kg::train::FinderParts parts;
   parts.net = &net;

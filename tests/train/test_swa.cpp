@@ -247,8 +247,8 @@ TEST_CASE("ema and swa in the training loop: lr annealing, averaged final weight
   kg::train::Plan plan(
       rec, 5, [](int64_t, int64_t) { return int64_t{5}; }, net->group_names());
   auto opt = kg::optim::build(rec, *net);
-  auto loss = kg::loss::build(rec, {2, "multiclass"});
-  kg::metric::MetricSet metrics(rec, "multiclass", 2);
+  auto loss = kg::loss::build(rec, {2, kg::Task::multiclass});
+  kg::metric::MetricSet metrics(rec, kg::Task::multiclass, 2);
   kg::train::TrainerParts parts;
   parts.net = net.get();
   parts.opt = opt.get();

@@ -75,8 +75,8 @@ struct Rig {
     torch::manual_seed(7);
     net = std::make_shared<TinyNet>(ctx);
     opt = optim::build(recipe, *net);
-    loss = loss::build(recipe, {classes.outputs(), "multiclass"});
-    metrics = std::make_unique<metric::MetricSet>(recipe, "multiclass", classes.outputs());
+    loss = loss::build(recipe, {classes.outputs(), kg::Task::multiclass});
+    metrics = std::make_unique<metric::MetricSet>(recipe, kg::Task::multiclass, classes.outputs());
     auto topt = recipe.get<train::TrainOptions>();
     const int64_t nt = static_cast<int64_t>(train_rows.size());
     plan = std::make_unique<train::Plan>(
@@ -104,7 +104,7 @@ struct Rig {
                               loss.get(),
                               metrics.get(),
                               c10::Device(c10::kCPU),
-                              "multiclass",
+                              kg::Task::multiclass,
                               device::parse_precision(recipe.get<device::DeviceOptions>().precision),
                               scaler,
                               nullptr,

@@ -62,42 +62,43 @@ TEST_CASE("tta merge: hand-computed values", "[unit][tta]") {
   using kg::tta::merge;
   // Multiclass: softmax([0, 0]) = [0.5, 0.5], softmax([ln 3, 0]) = [0.75, 0.25].
   std::vector<at::Tensor> mc{torch::tensor({{0.0f, 0.0f}}), torch::tensor({{static_cast<float>(std::log(3.0)), 0.0f}})};
-  auto m = merge(mc, "mean", "multiclass");
+  auto m = merge(mc, "mean", kg::Task::multiclass);
   CHECK(m.scalar_type() == torch::kFloat);
   CHECK(m[0][0].item<double>() == Approx(0.625));
   CHECK(m[0][1].item<double>() == Approx(0.375));
   // Geometric: sqrt(0.5 * 0.75) / (sqrt(0.5 * 0.75) + sqrt(0.5 * 0.25)) = sqrt(3) / (sqrt(3) + 1).
   const double g = std::sqrt(3.0) / (std::sqrt(3.0) + 1);
-  CHECK(merge(mc, "geometric", "multiclass")[0][0].item<double>() == Approx(g));
-  CHECK(merge(mc, "logits", "multiclass")[0][0].item<double>() == Approx(g));
+  CHECK(merge(mc, "geometric", kg::Task::multiclass)[0][0].item<double>() == Approx(g));
+  CHECK(merge(mc, "logits", kg::Task::multiclass)[0][0].item<double>() == Approx(g));
   // Weighted 3:1 mean: 0.75 * 0.5 + 0.25 * 0.75.
-  CHECK(merge(mc, "mean", "multiclass", {3, 1})[0][0].item<double>() == Approx(0.5625));
+  CHECK(merge(mc, "mean", kg::Task::multiclass, {3, 1})[0][0].item<double>() == Approx(0.5625));
   // Binary: p = 0.5 and 0.9 (logit ln 9). Mean 0.7; geometric sqrt(.45) / (sqrt(.45) + sqrt(.05)) = 0.75.
   std::vector<at::Tensor> bin{torch::tensor({{0.0f}}), torch::tensor({{static_cast<float>(std::log(9.0))}})};
-  CHECK(merge(bin, "mean", "binary")[0][0].item<double>() == Approx(0.7));
-  CHECK(merge(bin, "geometric", "binary")[0][0].item<double>() == Approx(0.75));
-  CHECK(merge(bin, "logits", "binary")[0][0].item<double>() == Approx(0.75));
+  CHECK(merge(bin, "mean", kg::Task::binary)[0][0].item<double>() == Approx(0.7));
+  CHECK(merge(bin, "geometric", kg::Task::binary)[0][0].item<double>() == Approx(0.75));
+  CHECK(merge(bin, "logits", kg::Task::binary)[0][0].item<double>() == Approx(0.75));
   // Multilabel works per column: columns are independent sigmoids.
   std::vector<at::Tensor> ml{torch::tensor({{0.0f, 0.0f}}), torch::tensor({{static_cast<float>(std::log(9.0)), 0.0f}})};
-  auto mlm = merge(ml, "mean", "multilabel");
+  auto mlm = merge(ml, "mean", kg::Task::multilabel);
   CHECK(mlm[0][0].item<double>() == Approx(0.7));
   CHECK(mlm[0][1].item<double>() == Approx(0.5));
   // Regression: values, never activated.
   std::vector<at::Tensor> reg{torch::tensor({{-1.0f, 4.0f}}), torch::tensor({{3.0f, 2.0f}})};
-  CHECK(merge(reg, "mean", "regression")[0][0].item<double>() == Approx(1.0));
-  CHECK(merge(reg, "logits", "regression")[0][1].item<double>() == Approx(3.0));
-  CHECK(merge(reg, "mean", "regression", {1, 3})[0][0].item<double>() == Approx(2.0));
+  CHECK(merge(reg, "mean", kg::Task::regression)[0][0].item<double>() == Approx(1.0));
+  CHECK(merge(reg, "logits", kg::Task::regression)[0][1].item<double>() == Approx(3.0));
+  CHECK(merge(reg, "mean", kg::Task::regression, {1, 3})[0][0].item<double>() == Approx(2.0));
   // One output merges to its own activation.
   auto one = torch::tensor({{1.0f, -2.0f, 0.5f}});
-  CHECK(torch::allclose(merge({one}, "geometric", "multiclass"), torch::softmax(one, -1)));
+  CHECK(torch::allclose(merge({one}, "geometric", kg::Task::multiclass), torch::softmax(one, -1)));
 }
 
 TEST_CASE("tta merge: every method, task and weighting against numpy", "[unit][tta]") {
   int n = 0;
   for (const auto& c : golden().at("merge")) {
-    const std::string task = c.at("task").get<std::string>(), how = c.at("how").get<std::string>();
+    const kg::Task task = kg::parse_task(c.at("task").get<std::string>());
+    const std::string how = c.at("how").get<std::string>();
     std::vector<double> w = c.at("weights").get<std::vector<double>>();
-    INFO(task << " " << how << " weights " << c.at("weights").dump());
+    INFO(kg::task_name(task) << " " << how << " weights " << c.at("weights").dump());
     check_close(kg::tta::merge(tensors(c.at("outputs")), how, task, w), c.at("merged"));
     check_close(kg::tta::merge_probs(tensors(c.at("probs")), how, task, w), c.at("merged_probs"));
     ++n;
@@ -108,13 +109,13 @@ TEST_CASE("tta merge: every method, task and weighting against numpy", "[unit][t
 TEST_CASE("tta merge_probs: a zero probability stays zero and yields no NaN", "[unit][tta]") {
   std::vector<at::Tensor> p{torch::tensor({{0.0f, 0.5f, 0.5f}}), torch::tensor({{0.2f, 0.8f, 0.0f}})};
   for (auto how : {"geometric", "logits"}) {
-    auto m = kg::tta::merge_probs(p, how, "multiclass", {1, 0});
+    auto m = kg::tta::merge_probs(p, how, kg::Task::multiclass, {1, 0});
     CHECK(torch::isfinite(m).all().item<bool>());
     CHECK(m[0][0].item<double>() == Approx(0.0).margin(1e-12));
     CHECK(m[0][1].item<double>() == Approx(0.5));
   }
   std::vector<at::Tensor> b{torch::tensor({{1.0f}, {0.0f}}), torch::tensor({{0.5f}, {0.5f}})};
-  auto m = kg::tta::merge_probs(b, "geometric", "binary");
+  auto m = kg::tta::merge_probs(b, "geometric", kg::Task::binary);
   CHECK(torch::isfinite(m).all().item<bool>());
   CHECK(m[0][0].item<double>() > 0.99);
   CHECK(m[1][0].item<double>() < 0.01);
@@ -123,23 +124,26 @@ TEST_CASE("tta merge_probs: a zero probability stays zero and yields no NaN", "[
 TEST_CASE("tta merge: errors", "[unit][tta]") {
   using kg::tta::merge;
   std::vector<at::Tensor> two{torch::zeros({4, 3}), torch::zeros({4, 3})};
-  auto msg = error_of<kg::ConfigError>([&] { merge(two, "geometric", "regression"); });
+  auto msg = error_of<kg::ConfigError>([&] { merge(two, "geometric", kg::Task::regression); });
   CHECK(has(msg, "geometric"));
   CHECK(has(msg, "regression"));
   CHECK(has(msg, "mean"));
-  CHECK_THROWS_AS(kg::tta::merge_probs(two, "geometric", "regression"), kg::ConfigError);
-  msg = error_of<kg::UsageError>([] { merge({torch::zeros({4, 3}), torch::zeros({4, 2})}, "mean", "multiclass"); });
+  CHECK_THROWS_AS(kg::tta::merge_probs(two, "geometric", kg::Task::regression), kg::ConfigError);
+  msg = error_of<kg::UsageError>([] {
+    merge({torch::zeros({4, 3}), torch::zeros({4, 2})}, "mean", kg::Task::multiclass);
+  });
   CHECK(has(msg, "[4, 2]"));
   CHECK(has(msg, "[4, 3]"));
-  CHECK_THROWS_AS(merge({torch::zeros({4, 3}), torch::zeros({5, 3})}, "mean", "multiclass"), kg::UsageError);
-  CHECK_THROWS_AS(merge({}, "mean", "multiclass"), kg::UsageError);
+  CHECK_THROWS_AS(merge({torch::zeros({4, 3}), torch::zeros({5, 3})}, "mean", kg::Task::multiclass), kg::UsageError);
+  CHECK_THROWS_AS(merge({}, "mean", kg::Task::multiclass), kg::UsageError);
+  CHECK(has(error_of<kg::ConfigError>([&] { merge(two, "median", kg::Task::multiclass); }),
+            "allowed: mean, geometric, logits"));
   CHECK(
-      has(error_of<kg::ConfigError>([&] { merge(two, "median", "multiclass"); }), "allowed: mean, geometric, logits"));
-  CHECK(has(error_of<kg::ConfigError>([&] { merge(two, "geometrc", "multiclass"); }), "did you mean geometric"));
-  CHECK_THROWS_AS(merge(two, "mean", "ranking"), kg::ConfigError);
-  CHECK(has(error_of<kg::ConfigError>([&] { merge(two, "mean", "multiclass", {1.0}); }), "1 weights for 2"));
-  CHECK_THROWS_AS(merge(two, "mean", "multiclass", {1.0, -1.0}), kg::ConfigError);
-  CHECK_THROWS_AS(merge(two, "mean", "multiclass", {0.0, 0.0}), kg::ConfigError);
+      has(error_of<kg::ConfigError>([&] { merge(two, "geometrc", kg::Task::multiclass); }), "did you mean geometric"));
+  CHECK_THROWS_AS(kg::parse_task("ranking"), kg::ConfigError);  // a task is one of four, from data.task
+  CHECK(has(error_of<kg::ConfigError>([&] { merge(two, "mean", kg::Task::multiclass, {1.0}); }), "1 weights for 2"));
+  CHECK_THROWS_AS(merge(two, "mean", kg::Task::multiclass, {1.0, -1.0}), kg::ConfigError);
+  CHECK_THROWS_AS(merge(two, "mean", kg::Task::multiclass, {0.0, 0.0}), kg::ConfigError);
 }
 
 TEST_CASE("tta apply_threshold: one threshold or one per class", "[unit][tta]") {
