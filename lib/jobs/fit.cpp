@@ -6,54 +6,37 @@
 #include <torch/torch.h>
 
 #include <chrono>
-#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
-#include <sstream>
 
 #include "config/flags.h"
 #include "config/resolve.h"
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/run_lock.h"
-#include "core/stop.h"
 #include "core/strings.h"
 #include "data/csv.h"
-#include "data/folds.h"
 #include "data/loader.h"
 #include "data/mixup.h"
-#include "data/options.h"
 #include "data/source.h"
-#include "data/table.h"
-#include "device/device.h"
 #include "jobs/fit_resume.h"
 #include "jobs/lr_find.h"
-#include "loss/loss.h"
-#include "metric/metric.h"
-#include "metric/metric_set.h"
-#include "model/batchnorm.h"
 #include "model/model.h"
-#include "model/safetensors.h"
 #include "model/summary.h"
-#include "model/weights.h"
 #include "optim/optimizer.h"
-#include "optim/schedule.h"
 #include "report/lr_curve.h"
 #include "report/plot.h"
 #include "session/auto_batch.h"
 #include "session/latest_run.h"
-#include "session/model_input.h"
 #include "session/oof.h"
 #include "session/session.h"
 #include "session/training.h"
 #include "train/callback.h"
-#include "train/checkpoint.h"
 #include "train/engine.h"
 #include "train/lr_finder.h"
 #include "train/options.h"
 #include "train/plan.h"
-#include "train/trainer.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
