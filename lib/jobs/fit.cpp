@@ -69,8 +69,8 @@ const config::Fields<FitFlags>& fit_flags() {
     using F = FitFlags;
     config::Fields<F> t;
     t.field("weights", &F::weights,
-            "initial weights (safetensors, timm/torchvision names), as model.pretrained: a head of another shape is "
-            "re-initialised");
+            "initial weights (safetensors or torch.save's .pth; timm/torchvision names), as model.pretrained: a head of "
+            "another shape is re-initialised");
     t.field("resume", &F::resume,
             "auto (the newest unfinished run of run.name, or --run-dir), a run directory, latest (<paths.runs>/latest, "
             "the newest fit), or a checkpoint directory: continue exactly where it stopped (RECIPE optional: the run's "

@@ -146,8 +146,8 @@ const config::Fields<TtaPredictFlags>& tta_predict_flags() {
     config::Fields<F> t;
     t.field("checkpoint", &F::checkpoint, session::kCheckpointFlagDoc);
     t.field("weights", &F::weights,
-            "a safetensors weights file for the recipe's model and the classes of its data (repeat to ensemble; "
-            "mixes with --checkpoint)");
+            "a weights file (safetensors or torch.save's .pth) for the recipe's model and the classes of its data "
+            "(repeat to ensemble; mixes with --checkpoint)");
     t.field("from_run", &F::from_run, session::kFromRunFlagDoc);
     t.field("out", &F::out, "submission CSV path (none: paths.submission, else RUN_DIR/submission.csv)");
     t.field("probs", &F::probs, "also write per-class probabilities to this CSV");

@@ -26,8 +26,9 @@ config::Fields<ModelOptions> model_fields() {
   config::Fields<ModelOptions> f;
   f.field("name", &ModelOptions::name, "network architecture (see kgtrain show --list)").kind("model");
   f.field("pretrained", &ModelOptions::pretrained,
-          "safetensors file of initial weights with timm/torchvision names (a differing head is re-initialised; "
-          "the first conv is adapted to data.channels); \"\" = random init");
+          "file of initial weights with timm/torchvision names: safetensors, or torch.save's .pth/.pt/.bin (a state "
+          "dict, or a checkpoint holding one; never run as code); a differing head is re-initialised, the first conv "
+          "adapted to data.channels; \"\" = random init");
   f.field("pretrained_strict", &ModelOptions::pretrained_strict,
           "fail when a backbone tensor of model.pretrained is missing or unexpected (default: report and go on)");
   f.field("drop_rate", &ModelOptions::drop_rate, "dropout before the classifier (timm drop_rate)").range(0, 0.99);

@@ -167,6 +167,7 @@ std::string LoadReport::str() const {
   part("shape mismatch", mismatched);
   part("head re-initialised for the new task", reinitialized);
   part("first conv adapted", adapted);
+  part("names", renamed);
   return s.empty() ? "all tensors matched" : s;
 }
 

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 
 #include <torch/torch.h>
 
 #include "core/error.h"
 #include "core/strings.h"
+#include "model/torch_save.h"
 
 namespace kg::model {
 
@@ -33,10 +35,52 @@ at::Tensor adapt_input_conv(const at::Tensor& w0, int64_t in_chans, const std::s
   return w.to(w0.scalar_type()).contiguous();
 }
 
+namespace {
+
+// The wrapper prefixes stripped, in order ("module.model." loses both); none when a name already matches.
+std::vector<std::string> strip_wrapper_prefixes(TensorMap& tensors, const std::map<std::string, at::Tensor>& model) {
+  std::vector<std::string> stripped;
+  for (bool again = true; again && !tensors.empty();) {
+    again = false;
+    for (auto& [name, t] : tensors)
+      if (model.count(name)) return stripped;
+    for (const std::string prefix : {"module.", "model.", "backbone."}) {
+      const bool all =
+          std::all_of(tensors.begin(), tensors.end(), [&](const auto& kv) { return starts_with(kv.first, prefix); });
+      if (!all) continue;
+      TensorMap renamed;
+      for (auto& [name, t] : tensors) renamed[name.substr(prefix.size())] = t;
+      tensors = std::move(renamed);
+      stripped.push_back("prefix " + prefix + " stripped");
+      again = true;
+      break;
+    }
+  }
+  return stripped;
+}
+
+}  // namespace
+
+WeightsFile read_weights(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  KG_CHECK(in, CheckpointError, path, ": cannot open the weights file");
+  char first = 0;
+  in.get(first);
+  if (is_zip_file(path)) {
+    auto w = read_torch_save(path);
+    return {std::move(w.tensors), w.key.empty() ? path : path + " (its " + w.key + ")"};
+  }
+  KG_CHECK(static_cast<unsigned char>(first) != 0x80, CheckpointError, path,
+           " is in torch.save's legacy format (PyTorch before 1.6), which kgtrain does not read: save it again with "
+           "torch.save(torch.load(path), path) in PyTorch 1.6 or later");
+  return {read_safetensors(path), path};
+}
+
 LoadReport load_weights(Network& net, TensorMap tensors, const LoadPolicy& policy, const std::string& source) {
   std::map<std::string, at::Tensor> model;
   for (auto& p : net.named_parameters(true)) model.emplace(p.key(), p.value());
   for (auto& b : net.named_buffers(true)) model.emplace(b.key(), b.value());
+  const auto renamed = strip_wrapper_prefixes(tensors, model);
 
   std::vector<std::string> adapted, reinit;
   const std::string& fc = net.first_conv();
@@ -63,6 +107,7 @@ LoadReport load_weights(Network& net, TensorMap tensors, const LoadPolicy& polic
   LoadReport r = load_state_dict(net, tensors, /*strict=*/false, source);
   r.adapted = adapted;
   r.reinitialized = reinit;
+  r.renamed = renamed;
   std::vector<std::string> missing;
   for (auto& m : r.missing) {
     if (ends_with(m, "num_batches_tracked")) continue;         // older torchvision files lack it
@@ -97,7 +142,8 @@ LoadReport load_weights(Network& net, TensorMap tensors, const LoadPolicy& polic
 }
 
 LoadReport load_pretrained(Network& net, const std::string& path, bool strict) {
-  return load_weights(net, read_safetensors(path), {strict, true}, path);
+  auto w = read_weights(path);
+  return load_weights(net, std::move(w.tensors), {strict, true}, w.source);
 }
 
 }  // namespace kg::model

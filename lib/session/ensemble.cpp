@@ -109,7 +109,10 @@ Ensemble collect_members(const Session& o, const ModelSources& m) {
              "--weights use the recipe's classes (", cl.size(), ") but the checkpoints have ", e.classes.size(),
              "; an ensemble needs the same classes");
     e.classes = cl;
-    for (auto& f : m.weights) e.members.push_back({f, model::read_safetensors(f), -1, ""});
+    for (auto& f : m.weights) {
+      auto w = model::read_weights(f);
+      e.members.push_back({w.source, std::move(w.tensors), -1, ""});
+    }
   }
   const auto dopt = o.recipe.get<data::DataOptions>();
   KG_CHECK(dopt.task == e.classes.task, UsageError, "the checkpoints predict a ", data::task_name(e.classes.task),

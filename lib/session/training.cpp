@@ -157,9 +157,11 @@ std::shared_ptr<model::Network> TrainingContext::build_net(const std::vector<int
                            r->str());
   if (net->target_scale().active())
     fit_target_scale(*net, train_rows.empty() ? split_of(opt.cv.run_folds.front()).first : train_rows);
-  for (auto& f : initial_weights_)
-    weight_notes.push_back("--weights " + f + ": " +
-                           model::load_weights(*net, model::read_safetensors(f), {}, f).str());
+  for (auto& f : initial_weights_) {
+    auto w = model::read_weights(f);
+    weight_notes.push_back("--weights " + w.source + ": " +
+                           model::load_weights(*net, std::move(w.tensors), {}, w.source).str());
+  }
   return net;
 }
 

@@ -29,6 +29,7 @@
 #include "data/table.h"
 #include "fuzz/checkpoint_rig.h"
 #include "model/safetensors.h"
+#include "model/unpickle.h"
 #include "test_paths.h"
 #include "train/checkpoint.h"
 #include "train/log_options.h"
@@ -251,6 +252,25 @@ int submission(const uint8_t* data, size_t size) {
     data::SubmissionFormat f;
     f.output = (data[0] & 4) ? "label" : (data[0] & 8) ? "probability" : "auto";
     (void)data::format_submission(o, test, preds, classes, f);
+  });
+}
+
+int torch_pickle(const uint8_t* data, size_t size) {
+  return refusals_ok([&] {
+    try {
+      // Each storage as read_torch_save's reader gives it: zeros, as long as the archive's record would be (bounded
+      // here as the record's size bounds it there).
+      auto doc = model::pickle::unpickle(reinterpret_cast<const char*>(data), size,
+                                         [](const std::string&, const std::string&, int64_t numel) {
+                                           if (numel < 0 || numel > (1 << 16)) throw DataError("storage size");
+                                           return torch::zeros({numel});
+                                         });
+      (void)doc.root->describe();
+    } catch (const Error&) {
+      throw;
+    } catch (const std::runtime_error& e) {
+      throw CheckpointError(e.what());  // what read_torch_save makes of it
+    }
   });
 }
 

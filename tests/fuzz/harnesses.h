@@ -18,7 +18,8 @@
   X(checkpoint, "a checkpoint folder: MANIFEST.json, state.json, state.safetensors") \
   X(image, "image bytes through the decode path and its size limits")                \
   X(idx, "IDX (MNIST) image + label files through import-idx")                       \
-  X(submission, "a sample_submission.csv matched against test ids and classes")
+  X(submission, "a sample_submission.csv matched against test ids and classes")      \
+  X(torch_pickle, "a torch.save pickle (data.pkl): the restricted unpickler, storages, tensor views")
 
 namespace kg::fuzz {
 
