@@ -26,9 +26,10 @@ config::Fields<ModelOptions> model_fields() {
   config::Fields<ModelOptions> f;
   f.field("name", &ModelOptions::name, "network architecture (see kgtrain show --list)").kind("model");
   f.field("pretrained", &ModelOptions::pretrained,
-          "file of initial weights with timm/torchvision names: safetensors, or torch.save's .pth/.pt/.bin (a state "
-          "dict, or a checkpoint holding one; never run as code); a differing head is re-initialised, the first conv "
-          "adapted to data.channels; \"\" = random init");
+          "initial weights with timm/torchvision names: a safetensors or torch.save (.pth/.pt/.bin; a state dict, or a "
+          "checkpoint holding one; never run as code) file, or a Hugging Face timm folder (config.json, whose "
+          "architecture must be model.name); a differing head is re-initialised, the first conv adapted to "
+          "data.channels; \"\" = random init");
   f.field("pretrained_strict", &ModelOptions::pretrained_strict,
           "fail when a backbone tensor of model.pretrained is missing or unexpected (default: report and go on)");
   f.field("drop_rate", &ModelOptions::drop_rate, "dropout before the classifier (timm drop_rate)").range(0, 0.99);
@@ -178,7 +179,8 @@ NetworkPtr build(const config::Recipe& recipe, ModelContext ctx) {
   NetworkPtr net = with_context("while building model " + ctx.model.name,
                                 [&] { return model_registry().create(ctx.model.name, opts, ctx); });
   if (!ctx.model.pretrained.empty())
-    net->set_pretrained_report(load_pretrained(*net, ctx.model.pretrained, ctx.model.pretrained_strict));
+    net->set_pretrained_report(
+        load_pretrained(*net, ctx.model.pretrained, ctx.model.pretrained_strict, ctx.model.name));
   return net;
 }
 

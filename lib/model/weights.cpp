@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
 #include <torch/torch.h>
@@ -61,19 +62,38 @@ std::vector<std::string> strip_wrapper_prefixes(TensorMap& tensors, const std::m
 
 }  // namespace
 
-WeightsFile read_weights(const std::string& path) {
+namespace {
+
+WeightsFile read_weights_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   KG_CHECK(in, CheckpointError, path, ": cannot open the weights file");
   char first = 0;
   in.get(first);
   if (is_zip_file(path)) {
     auto w = read_torch_save(path);
-    return {std::move(w.tensors), w.key.empty() ? path : path + " (its " + w.key + ")"};
+    return {std::move(w.tensors), w.key.empty() ? path : path + " (its " + w.key + ")", std::nullopt};
   }
   KG_CHECK(static_cast<unsigned char>(first) != 0x80, CheckpointError, path,
            " is in torch.save's legacy format (PyTorch before 1.6), which kgtrain does not read: save it again with "
            "torch.save(torch.load(path), path) in PyTorch 1.6 or later");
-  return {read_safetensors(path), path};
+  return {read_safetensors(path), path, std::nullopt};
+}
+
+}  // namespace
+
+WeightsFile read_weights(const std::string& path) {
+  std::error_code ec;
+  const bool folder = std::filesystem::is_directory(path, ec);
+  WeightsFile w = read_weights_file(folder ? weights_in_folder(path) : path);
+  w.config = read_weights_config(folder ? path : std::filesystem::path(path).parent_path().string());
+  if (w.config) w.source += " (" + w.config->str() + ")";
+  return w;
+}
+
+WeightsFile read_weights_for(const std::string& path, const std::string& model_name) {
+  WeightsFile w = read_weights(path);
+  if (w.config) check_architecture(*w.config, model_name);
+  return w;
 }
 
 LoadReport load_weights(Network& net, TensorMap tensors, const LoadPolicy& policy, const std::string& source) {
@@ -141,8 +161,8 @@ LoadReport load_weights(Network& net, TensorMap tensors, const LoadPolicy& polic
   return r;
 }
 
-LoadReport load_pretrained(Network& net, const std::string& path, bool strict) {
-  auto w = read_weights(path);
+LoadReport load_pretrained(Network& net, const std::string& path, bool strict, const std::string& model_name) {
+  auto w = read_weights_for(path, model_name);
   return load_weights(net, std::move(w.tensors), {strict, true}, w.source);
 }
 

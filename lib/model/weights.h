@@ -1,10 +1,12 @@
 // Initial and external weights: load by name with a report, adapt the first conv to the input
 // channels (timm's adapt_input_conv), and re-initialise a head whose shape belongs to another task.
 #pragma once
+#include <optional>
 #include <string>
 
 #include "model/model.h"
 #include "model/safetensors.h"
+#include "model/weights_config.h"
 
 namespace kg::model {
 
@@ -19,19 +21,26 @@ struct LoadPolicy {
 };
 
 // A weights file in any form kgtrain reads, told apart by its first bytes: safetensors, or torch.save's zip
-// (.pth, .pt, pytorch_model.bin; a state dict nested in a checkpoint is found, model/torch_save.h). `source` names
-// what was read for messages: "w.pth", or "w.pth (its state_dict)". CheckpointError (exit 3) naming the file.
+// (.pth, .pt, pytorch_model.bin; a state dict nested in a checkpoint is found, model/torch_save.h); or a folder in
+// Hugging Face's timm layout, whose config.json is read with the weights (model/weights_config.h), as it is for a
+// file beside one. `source` names what was read for messages: "w.pth", "w.pth (its state_dict)", "dir/model.safetensors
+// (config.json: resnet50, 1000 classes)". CheckpointError (exit 3) naming the file; ConfigError (exit 2) for a bad
+// config.json.
 struct WeightsFile {
   TensorMap tensors;
   std::string source;
+  std::optional<WeightsConfig> config;
 };
 WeightsFile read_weights(const std::string& path);
+// read_weights, refused (exit 2, naming both) when its config.json states an architecture other than `model_name`.
+WeightsFile read_weights_for(const std::string& path, const std::string& model_name);
 
 // Copies `tensors` into the network. Names saved through a wrapper (DataParallel's "module.", Lightning's "model.",
 // a detector's "backbone.") lose that prefix when none matches the model as it is and every name carries it. A backbone
 // tensor of the wrong shape is always an error (exit 3); BatchNorm's num_batches_tracked may be absent.
 LoadReport load_weights(Network& net, TensorMap tensors, const LoadPolicy& policy, const std::string& source);
-// model.pretrained: read the file, then load_weights with the head re-initialised when it differs.
-LoadReport load_pretrained(Network& net, const std::string& path, bool strict);
+// model.pretrained for the model `model_name`: read_weights_for, then load_weights with the head re-initialised when
+// it differs.
+LoadReport load_pretrained(Network& net, const std::string& path, bool strict, const std::string& model_name);
 
 }  // namespace kg::model

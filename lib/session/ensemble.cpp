@@ -110,7 +110,7 @@ Ensemble collect_members(const Session& o, const ModelSources& m) {
              "; an ensemble needs the same classes");
     e.classes = cl;
     for (auto& f : m.weights) {
-      auto w = model::read_weights(f);
+      auto w = model::read_weights_for(f, model::model_name(o.recipe));
       e.members.push_back({w.source, std::move(w.tensors), -1, ""});
     }
   }

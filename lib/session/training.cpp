@@ -158,7 +158,7 @@ std::shared_ptr<model::Network> TrainingContext::build_net(const std::vector<int
   if (net->target_scale().active())
     fit_target_scale(*net, train_rows.empty() ? split_of(opt.cv.run_folds.front()).first : train_rows);
   for (auto& f : initial_weights_) {
-    auto w = model::read_weights(f);
+    auto w = model::read_weights_for(f, model::model_name(session.recipe));
     weight_notes.push_back("--weights " + w.source + ": " +
                            model::load_weights(*net, std::move(w.tensors), {}, w.source).str());
   }

@@ -1,0 +1,85 @@
+#include "model/weights_config.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/fs.h"
+#include "core/strings.h"
+#include "model/model.h"
+
+namespace fs = std::filesystem;
+
+namespace kg::model {
+namespace {
+
+// What timm's save_pretrained writes at the top level; kgtrain reads the first two.
+const std::vector<std::string> kKnownKeys{"architecture",   "num_classes", "num_features", "global_pool",
+                                          "pretrained_cfg", "model_args",  "label_names",  "label_descriptions"};
+
+}  // namespace
+
+std::string WeightsConfig::str() const {
+  std::string s = "config.json: " + (architecture.empty() ? std::string("no architecture stated") : architecture);
+  if (num_classes) s += ", " + std::to_string(*num_classes) + " classes";
+  if (!unread.empty()) s += "; not read: " + join(unread, ", ");
+  return s;
+}
+
+std::optional<WeightsConfig> read_weights_config(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "config.json").string();
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return std::nullopt;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(path + ": not JSON (" + e.what() + ")");
+  }
+  KG_CHECK(j.is_object(), ConfigError, path, ": expected a JSON object, got ", j.type_name());
+  WeightsConfig c;
+  c.path = path;
+  if (j.contains("architecture")) {
+    KG_CHECK(j["architecture"].is_string(), ConfigError, path, ": architecture: expected a string, got ",
+             j["architecture"].dump());
+    const std::string arch = j["architecture"].get<std::string>();
+    c.architecture = arch.substr(0, arch.find('.'));  // "resnet50.a1_in1k" -> "resnet50"
+  }
+  if (j.contains("num_classes")) {
+    KG_CHECK(j["num_classes"].is_number_integer() && j["num_classes"].get<int64_t>() >= 0, ConfigError, path,
+             ": num_classes: expected an integer >= 0, got ", j["num_classes"].dump());
+    c.num_classes = j["num_classes"].get<int64_t>();
+  }
+  KG_CHECK(!j.contains("pretrained_cfg") || j["pretrained_cfg"].is_object(), ConfigError, path,
+           ": pretrained_cfg: expected an object, got ", j["pretrained_cfg"].dump());
+  for (auto& [key, v] : j.items())
+    if (std::find(kKnownKeys.begin(), kKnownKeys.end(), key) == kKnownKeys.end()) c.unread.push_back(key);
+  return c;
+}
+
+std::string weights_in_folder(const std::string& dir) {
+  std::error_code ec;
+  for (const char* name : {"model.safetensors", "pytorch_model.bin"})
+    if (fs::is_regular_file(fs::path(dir) / name, ec)) return (fs::path(dir) / name).string();
+  throw CheckpointError(dir +
+                        " is a folder without model.safetensors or pytorch_model.bin (Hugging Face's timm "
+                        "layout); name the weights file itself");
+}
+
+void check_architecture(const WeightsConfig& config, const std::string& model_name) {
+  if (config.architecture.empty() || config.architecture == model_name) return;
+  const bool tf = starts_with(config.architecture, "tf_") && config.architecture.substr(3) == model_name;
+  const bool known = model_registry().find_info(config.architecture) != nullptr;
+  throw ConfigError("model.name = \"" + model_name + "\" but " + config.path + " says these weights are " +
+                    config.architecture +
+                    (tf ? " (TensorFlow's port: \"same\" padding and BatchNorm eps 1e-3; the names and shapes are " +
+                              model_name + "'s, so they would load without an error and compute other features)"
+                        : "") +
+                    (known ? "; set model.name = \"" + config.architecture + "\""
+                           : "; kgtrain does not build " + config.architecture) +
+                    ", or use weights trained for " + model_name);
+}
+
+}  // namespace kg::model
