@@ -64,16 +64,24 @@ std::vector<std::string> strip_wrapper_prefixes(TensorMap& tensors, const std::m
 
 namespace {
 
-WeightsFile read_weights_file(const std::string& path) {
+// torch.save's legacy format (before PyTorch 1.6) is a pickle stream that opens with its magic number: PROTO (0x80),
+// the protocol (2), LONG1 (0x8a). A safetensors file opens with its header's length (8 bytes, little-endian), then
+// the header's '{': its first byte is 0x80 whenever the length is 128 modulo 256, so the first byte alone proves
+// nothing.
+bool is_legacy_torch_save(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   KG_CHECK(in, CheckpointError, path, ": cannot open the weights file");
-  char first = 0;
-  in.get(first);
+  unsigned char b[9] = {};
+  in.read(reinterpret_cast<char*>(b), sizeof b);
+  return b[0] == 0x80 && b[1] >= 2 && b[1] <= 5 && b[2] == 0x8a && !(in.gcount() == 9 && b[8] == '{');
+}
+
+WeightsFile read_weights_file(const std::string& path) {
   if (is_zip_file(path)) {
     auto w = read_torch_save(path);
     return {std::move(w.tensors), w.key.empty() ? path : path + " (its " + w.key + ")", std::nullopt};
   }
-  KG_CHECK(static_cast<unsigned char>(first) != 0x80, CheckpointError, path,
+  KG_CHECK(!is_legacy_torch_save(path), CheckpointError, path,
            " is in torch.save's legacy format (PyTorch before 1.6), which kgtrain does not read: save it again with "
            "torch.save(torch.load(path), path) in PyTorch 1.6 or later");
   return {read_safetensors(path), path, std::nullopt};
@@ -111,6 +119,15 @@ LoadReport load_weights(Network& net, TensorMap tensors, const LoadPolicy& polic
       w = adapt_input_conv(w, want.size(1), source + ": " + fc);
       adapted.push_back(fc + " " + std::to_string(tensors[fc].size(1)) + " channels");
     }
+  }
+  for (auto& [name, t] : tensors) {  // a shape the family can fit (ViT's pos_embed for another image size)
+    auto it = model.find(name);
+    if (it == model.end() || it->second.sizes() == t.sizes() || net.is_head_param(name)) continue;
+    std::string note;
+    at::Tensor fitted = net.fit_loaded(name, t, it->second, note);
+    if (!fitted.defined()) continue;
+    t = fitted;
+    adapted.push_back(note);
   }
   if (policy.reinit_head) {
     for (auto& [name, t] : model) {

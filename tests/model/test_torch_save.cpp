@@ -114,6 +114,21 @@ TEST_CASE("torch.save: what kgtrain refuses, with the file named and what to do"
   CHECK(refusal(zip_only).find("other.zip") != std::string::npos);
 }
 
+TEST_CASE("a safetensors file whose header is 128 bytes long is no legacy torch.save file", "[unit][model]") {
+  // Its first byte is 0x80, as a pickle's PROTO opcode: timm's resnet50 state dict saved by safetensors.torch was
+  // refused as "legacy format" until kgtrain read the magic number's bytes too.
+  std::string header = R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+  header.resize(128, ' ');  // safetensors pads its header with spaces
+  std::string bytes(8, '\0');
+  bytes[0] = static_cast<char>(0x80);
+  const float value = 2.5f;
+  bytes += header + std::string(reinterpret_cast<const char*>(&value), 4);
+  kg::test::TempDir dir;
+  const auto w = kg::model::read_weights(dir.write("w.safetensors", bytes));
+  REQUIRE(w.tensors.count("t") == 1);
+  CHECK(w.tensors.at("t").item<float>() == 2.5f);
+}
+
 TEST_CASE("fit --weights reads a .pth and says what it loaded", "[integration][model]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 24, 4);
