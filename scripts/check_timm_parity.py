@@ -37,10 +37,17 @@ import numpy as np
 import safetensors.torch
 import timm
 import torch
+from timm.models.vision_transformer import checkpoint_filter_fn
 from PIL import Image
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-MODELS = ("resnet18", "resnet34", "resnet50", "efficientnet_b0", "efficientnet_b2", "convnext_tiny")
+MODELS = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "resnext50_32x4d", "resnext101_32x8d",
+          "seresnext50_32x4d", "seresnext101_32x8d", "efficientnet_b0", "efficientnet_b2", "efficientnet_b5",
+          "tf_efficientnet_b0", "tf_efficientnet_b1", "tf_efficientnet_b2", "tf_efficientnet_b3", "tf_efficientnet_b4",
+          "tf_efficientnet_b5", "tf_efficientnet_b6", "tf_efficientnet_b7", "convnext_tiny", "convnext_base",
+          "convnext_large", "vit_tiny_patch16_224", "vit_small_patch16_224", "vit_base_patch16_224",
+          "vit_base_patch32_224", "deit_small_patch16_224", "deit3_small_patch16_224")
+VIT = ("vit_", "deit")
 N_IMAGES, SIZE, CLASSES, TOL = 16, 64, 10, 1e-4
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 RECIPE = """# check_timm_parity.py: identity view only, fp32 on the CPU, images already at data.image_size (no resize).
@@ -106,16 +113,25 @@ def preprocess(folder, ids):
     return torch.stack(xs)
 
 
-def timm_model(arch, seed, x):
+def create(arch, **kwargs):
+    """timm's model; a ViT for the images' size (kgtrain builds it for data.image_size)."""
+    if arch.startswith(VIT):
+        kwargs.setdefault("img_size", SIZE)
+    return timm.create_model(arch, pretrained=False, num_classes=CLASSES, in_chans=3, **kwargs)
+
+
+def timm_model(arch, seed, x, **kwargs):
     """timm's random init made less degenerate, with BatchNorm statistics and a head scale that suit the images x."""
     torch.manual_seed(seed)
-    model = timm.create_model(arch, pretrained=False, num_classes=CLASSES, in_chans=3)
+    model = create(arch, **kwargs)
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() == 1 and name.endswith(("weight", "gamma")):
                 p.uniform_(0.5, 1.5)
             elif p.dim() == 1:
                 p.normal_(0, 0.1)
+            elif name in ("cls_token", "pos_embed"):  # timm's cls_token init (std 1e-6) is nearly zero
+                p.normal_(0, 0.5)
         # Running statistics: the average of 4 train-mode batches of 8 noisy images (not the 16-image batch's own).
         bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
         for m in bns:
@@ -197,7 +213,7 @@ def check_model(exe, arch, work, recipe, x, ids, seed):
     trained = safetensors.torch.load_file(found[0])
     start = dict(model.named_parameters())
     res["changed"] = max((trained[k].double() - p.detach().double()).abs().max().item() for k, p in start.items())
-    back = timm.create_model(arch, pretrained=False, num_classes=CLASSES)
+    back = create(arch)
     try:
         back.load_state_dict(trained, strict=True)
         res["strict"] = True
@@ -209,11 +225,26 @@ def check_model(exe, arch, work, recipe, x, ids, seed):
     want = probs(back, x)
     res["reverse"] = (got - want).abs().max().item()
     res["reverse_logit"] = logit_diff(got, want)
+    if arch.startswith(VIT):
+        # Weights saved at timm's 224 px into kgtrain at 64 px: pos_embed resampled on load, against timm's own
+        # load at 64 px (checkpoint_filter_fn, what create_model(pretrained=True, img_size=64) does).
+        big = timm.create_model(arch, pretrained=False, num_classes=CLASSES, in_chans=3)
+        with torch.no_grad():
+            big.load_state_dict({k: v for k, v in model.state_dict().items() if k != "pos_embed"}, strict=False)
+            big.pos_embed.normal_(0, 0.5)
+        big_file = os.path.join(work, f"{arch}_224.safetensors")
+        safetensors.torch.save_file(big.state_dict(), big_file)
+        small = create(arch)
+        small.load_state_dict(checkpoint_filter_fn(big.state_dict(), small), strict=True)
+        want = probs(small, x)
+        got = predict(exe, recipe, arch, big_file, os.path.join(work, f"{arch}_predict_224"), ids)
+        res["resampled"] = (got - want).abs().max().item()
     return res
 
 
 def passed(r):
-    return r.get("strict") and r["forward"] < TOL and r.get("reverse", 1) < TOL and r.get("changed", 0) > 0
+    return (r.get("strict") and r["forward"] < TOL and r.get("reverse", 1) < TOL and r.get("changed", 0) > 0
+            and r.get("resampled", 0) < TOL)
 
 
 def main():
@@ -240,8 +271,8 @@ def main():
           f"pass: max |p_timm - p_kgtrain| < {TOL:g} (fp32, CPU)")
     print("|dp|: max probability difference (the test); |dlogit|: max difference of logit_k - logit_top, from those "
           "probabilities; fit moved: max parameter change in fit; max p: timm's largest probability")
-    print(f"{'model':<16} {'fwd |dp|':>9} {'fwd |dlogit|':>12} {'rev |dp|':>9} {'rev |dlogit|':>12} {'strict':>6} "
-          f"{'fit moved':>9} {'max p':>6} {'time':>5}  result")
+    print(f"{'model':<24} {'fwd |dp|':>9} {'fwd |dlogit|':>12} {'rev |dp|':>9} {'rev |dlogit|':>12} {'strict':>6} "
+          f"{'fit moved':>9} {'max p':>6} {'224 |dp|':>9} {'time':>5}  result")
     failed = 0
     for i, arch in enumerate(a.models):
         t0 = time.time()
@@ -253,8 +284,8 @@ def main():
         failed += not ok
         fmt = lambda k: f"{r[k]:.2e}" if k in r else "-"  # noqa: E731
         strict = {True: "yes", False: "NO"}.get(r.get("strict"), "-")
-        print(f"{arch:<16} {fmt('forward'):>9} {fmt('forward_logit'):>12} {fmt('reverse'):>9} "
-              f"{fmt('reverse_logit'):>12} {strict:>6} {fmt('changed'):>9} {r.get('max_p', float('nan')):6.3f} {time.time() - t0:4.0f}s  "
+        print(f"{arch:<24} {fmt('forward'):>9} {fmt('forward_logit'):>12} {fmt('reverse'):>9} "
+              f"{fmt('reverse_logit'):>12} {strict:>6} {fmt('changed'):>9} {r.get('max_p', float('nan')):6.3f} {fmt('resampled'):>9} {time.time() - t0:4.0f}s  "
               f"{'ok' if ok else 'FAIL'}", flush=True)
         if "error" in r:
             print("  " + r["error"].replace("\n", "\n  "))

@@ -16,18 +16,6 @@ struct ConvNeXtOptions {};
 constexpr double kNormEps = 1e-6;
 constexpr double kLayerScaleInit = 1e-6;
 
-// timm's trunc_normal_(std=.02) cuts at the absolute bounds [-2, 2], 100 standard deviations out: no
-// sample ever reaches them, so a clamped normal draws the same distribution (and ~10x faster than
-// PyTorch's inverse-CDF method, whose erfinv costs seconds on convnext's 28M weights).
-void trunc_normal_(at::Tensor& t, double std, double lo = -2.0, double hi = 2.0) { t.normal_(0.0, std).clamp_(lo, hi); }
-
-// LayerNorm in its weights' dtype, as CUDA autocast runs layer_norm (fp32 policy): under bf16 autocast the input
-// arrives in bf16, and LibTorch 1.13's CPU kernel refuses a bf16 input with float weights ("expected scalar type
-// BFloat16 but found Float"); 2.x accepts the mix. A no-op without autocast.
-at::Tensor norm_input(const at::Tensor& x, const at::Tensor& weight) {
-  return x.scalar_type() == weight.scalar_type() ? x : x.to(weight.scalar_type());
-}
-
 // LayerNorm over the channels of an NCHW map (timm LayerNorm2d): permuted to NHWC, which is
 // contiguous when the input is channels_last.
 struct LayerNorm2dImpl : torch::nn::Module {
@@ -40,15 +28,6 @@ struct LayerNorm2dImpl : torch::nn::Module {
   at::Tensor weight, bias;
 };
 TORCH_MODULE(LayerNorm2d);
-
-struct MlpImpl : torch::nn::Module {
-  MlpImpl(int64_t c, int64_t hidden)
-      : fc1(register_module("fc1", torch::nn::Linear(c, hidden))),
-        fc2(register_module("fc2", torch::nn::Linear(hidden, c))) {}
-  at::Tensor forward(const at::Tensor& x) { return fc2->forward(torch::gelu(fc1->forward(x))); }  // exact (erf) GELU
-  torch::nn::Linear fc1, fc2;
-};
-TORCH_MODULE(Mlp);
 
 // x + drop_path(gamma * mlp(norm(conv_dw(x)))), the norm and MLP on NHWC.
 struct BlockImpl : torch::nn::Module {
@@ -152,12 +131,12 @@ class ConvNeXt final : public Network {
   torch::nn::LayerNorm norm_{nullptr};
 };
 
-void add_convnext(const char* name, const char* doc, std::array<int64_t, 4> depths) {
-  model_registry().add(
-      name, doc, std::string("[model]\nname = \"") + name + "\"", config::Fields<ConvNeXtOptions>(),
-      [name, depths](const ConvNeXtOptions&, const ModelContext& ctx) -> NetworkPtr {
-        return std::make_shared<ConvNeXt>(name, depths, std::array<int64_t, 4>{96, 192, 384, 768}, ctx);
-      });
+void add_convnext(const char* name, const char* doc, std::array<int64_t, 4> depths,
+                  std::array<int64_t, 4> dims = {96, 192, 384, 768}) {
+  model_registry().add(name, doc, std::string("[model]\nname = \"") + name + "\"", config::Fields<ConvNeXtOptions>(),
+                       [name, depths, dims](const ConvNeXtOptions&, const ModelContext& ctx) -> NetworkPtr {
+                         return std::make_shared<ConvNeXt>(name, depths, dims, ctx);
+                       });
 }
 
 const bool kConvnextRegistered = [] {
@@ -167,6 +146,12 @@ const bool kConvnextRegistered = [] {
   add_convnext("convnext_small",
                "ConvNeXt-S (timm names; 50.2M parameters at 1000 classes; 4x4 patch stem, needs >= 32 px)",
                {3, 3, 27, 3});
+  add_convnext("convnext_base",
+               "ConvNeXt-B (timm names; 88.6M parameters at 1000 classes; 4x4 patch stem, needs >= 32 px)",
+               {3, 3, 27, 3}, {128, 256, 512, 1024});
+  add_convnext("convnext_large",
+               "ConvNeXt-L (timm names; 197.8M parameters at 1000 classes; 4x4 patch stem, needs >= 32 px)",
+               {3, 3, 27, 3}, {192, 384, 768, 1536});
   return true;
 }();
 

@@ -1,7 +1,10 @@
-// EfficientNet-B0..B4 (Tan & Le 2019) with timm's efficientnet_b* layout and parameter names:
+// EfficientNet-B0..B7 (Tan & Le 2019) with timm's efficientnet_b* layout and parameter names:
 // conv_stem, bn1, blocks.{stage}.{block}.{conv_pw,bn1,conv_dw,bn2,se.conv_reduce,se.conv_expand,conv_pwl,bn3},
-// conv_head, bn2, classifier. The architecture is timm's non-tf variant and torchvision's efficientnet_b*
-// (symmetric k//2 padding, BatchNorm eps 1e-5 / momentum 0.1, SiLU, SE reduced from the block input width).
+// conv_head, bn2, classifier. efficientnet_b* is timm's PyTorch variant and torchvision's (symmetric k//2 padding,
+// BatchNorm eps 1e-5 / momentum 0.1, SiLU, SE reduced from the block input width); tf_efficientnet_b* is the port
+// of Google's TF weights (the Noisy Student ones Kaggle fine-tunes): the same names and shapes, but TF's "same"
+// padding (a strided conv pads (k - 1 + the input's remainder) split with the extra pixel right/bottom, as timm's
+// Conv2dSame) and BatchNorm eps 1e-3.
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -16,6 +19,14 @@ namespace kg::model {
 namespace {
 
 struct EfficientNetOptions {};  // the shared [model] keys cover what timm's efficientnet_b* takes
+
+// What tells the TF port from the PyTorch variant.
+struct EffNetVariant {
+  bool same_pad = false;  // TF "same" padding on strided convs (stride-1 convs pad k // 2 either way)
+  double bn_eps = 1e-5;
+};
+constexpr EffNetVariant kTorchVariant{false, 1e-5};
+constexpr EffNetVariant kTfVariant{true, 1e-3};
 
 // timm make_divisible(v, 8): nearest multiple of 8, at least 8, never more than 10% below v.
 int64_t make_divisible(double v) {
@@ -32,10 +43,28 @@ constexpr StageDef kStages[] = {{3, 1, 1, 16, 1},  {3, 2, 6, 24, 2},  {5, 2, 6, 
                                 {5, 1, 6, 112, 3}, {5, 2, 6, 192, 4}, {3, 1, 6, 320, 1}};
 constexpr double kSeRatio = 0.25;
 
-torch::nn::Conv2d conv(int64_t cin, int64_t cout, int64_t k, int64_t stride = 1, int64_t groups = 1) {
+// A strided conv of the TF variant pads in its forward (same_conv); every other conv pads k // 2 itself.
+torch::nn::Conv2d conv(const EffNetVariant& v, int64_t cin, int64_t cout, int64_t k, int64_t stride = 1,
+                       int64_t groups = 1) {
+  const int64_t pad = v.same_pad && stride > 1 ? 0 : k / 2;
   return torch::nn::Conv2d(
-      torch::nn::Conv2dOptions(cin, cout, k).stride(stride).padding(k / 2).groups(groups).bias(false));
+      torch::nn::Conv2dOptions(cin, cout, k).stride(stride).padding(pad).groups(groups).bias(false));
 }
+
+// TF's "same" padding (timm pad_same) for a strided conv of the TF variant: the output is ceil(input / stride);
+// the padding that takes is split with the odd pixel on the right and bottom. Any other conv runs as it is.
+at::Tensor same_conv(const EffNetVariant& v, torch::nn::Conv2d& c, const at::Tensor& x) {
+  const auto& o = c->options;
+  if (!v.same_pad || ((*o.stride())[0] == 1 && (*o.stride())[1] == 1)) return c->forward(x);
+  int64_t p[2];
+  for (int d = 0; d < 2; ++d) {
+    const int64_t in = x.size(2 + d), s = (*o.stride())[d], k = (*o.kernel_size())[d];
+    p[d] = std::max<int64_t>(((in + s - 1) / s - 1) * s + k - in, 0);
+  }
+  return c->forward(torch::constant_pad_nd(x, {p[1] / 2, p[1] - p[1] / 2, p[0] / 2, p[0] - p[0] / 2}));
+}
+
+BatchNorm2d effnet_bn(const EffNetVariant& v, int64_t c) { return BatchNorm2d(torch::nn::BatchNormOptions(c).eps(v.bn_eps)); }
 
 // timm's SqueezeExcite: mean over H, W -> 1x1 conv (reduce) -> SiLU -> 1x1 conv (expand) -> sigmoid gate.
 struct SqueezeExciteImpl : torch::nn::Module {
@@ -58,19 +87,20 @@ int64_t se_channels(int64_t mid, int64_t expand) {
 
 // timm DepthwiseSeparableConv (stage 0): dw conv -> BN -> SiLU -> SE -> pw conv -> BN (+ residual).
 struct DepthwiseSeparableImpl : torch::nn::Module {
-  DepthwiseSeparableImpl(int64_t cin, int64_t cout, int64_t k, int64_t stride, double dp)
-      : skip(stride == 1 && cin == cout), drop_path_rate(dp) {
-    conv_dw = register_module("conv_dw", conv(cin, cin, k, stride, cin));
-    bn1 = register_module("bn1", BatchNorm2d(cin));
+  DepthwiseSeparableImpl(const EffNetVariant& v, int64_t cin, int64_t cout, int64_t k, int64_t stride, double dp)
+      : variant(v), skip(stride == 1 && cin == cout), drop_path_rate(dp) {
+    conv_dw = register_module("conv_dw", conv(v, cin, cin, k, stride, cin));
+    bn1 = register_module("bn1", effnet_bn(v, cin));
     se = register_module("se", SqueezeExcite(cin, se_channels(cin, 1)));
-    conv_pw = register_module("conv_pw", conv(cin, cout, 1));
-    bn2 = register_module("bn2", BatchNorm2d(cout));
+    conv_pw = register_module("conv_pw", conv(v, cin, cout, 1));
+    bn2 = register_module("bn2", effnet_bn(v, cout));
   }
   at::Tensor forward(const at::Tensor& x) {
-    at::Tensor y = se->forward(torch::silu(bn1->forward(conv_dw->forward(x))));
+    at::Tensor y = se->forward(torch::silu(bn1->forward(same_conv(variant, conv_dw, x))));
     y = bn2->forward(conv_pw->forward(y));
     return skip ? drop_path(y, drop_path_rate, is_training()) + x : y;
   }
+  EffNetVariant variant;
   bool skip;
   double drop_path_rate;
   torch::nn::Conv2d conv_dw{nullptr}, conv_pw{nullptr};
@@ -82,23 +112,25 @@ TORCH_MODULE(DepthwiseSeparable);
 // timm InvertedResidual (MBConv): pw expand -> BN -> SiLU -> dw conv -> BN -> SiLU -> SE -> pw project -> BN (+
 // residual).
 struct InvertedResidualImpl : torch::nn::Module {
-  InvertedResidualImpl(int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t expand, double dp)
-      : skip(stride == 1 && cin == cout), drop_path_rate(dp) {
+  InvertedResidualImpl(const EffNetVariant& v, int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t expand,
+                       double dp)
+      : variant(v), skip(stride == 1 && cin == cout), drop_path_rate(dp) {
     const int64_t mid = make_divisible(static_cast<double>(cin * expand));
-    conv_pw = register_module("conv_pw", conv(cin, mid, 1));
-    bn1 = register_module("bn1", BatchNorm2d(mid));
-    conv_dw = register_module("conv_dw", conv(mid, mid, k, stride, mid));
-    bn2 = register_module("bn2", BatchNorm2d(mid));
+    conv_pw = register_module("conv_pw", conv(v, cin, mid, 1));
+    bn1 = register_module("bn1", effnet_bn(v, mid));
+    conv_dw = register_module("conv_dw", conv(v, mid, mid, k, stride, mid));
+    bn2 = register_module("bn2", effnet_bn(v, mid));
     se = register_module("se", SqueezeExcite(mid, se_channels(mid, expand)));
-    conv_pwl = register_module("conv_pwl", conv(mid, cout, 1));
-    bn3 = register_module("bn3", BatchNorm2d(cout));
+    conv_pwl = register_module("conv_pwl", conv(v, mid, cout, 1));
+    bn3 = register_module("bn3", effnet_bn(v, cout));
   }
   at::Tensor forward(const at::Tensor& x) {
     at::Tensor y = torch::silu(bn1->forward(conv_pw->forward(x)));
-    y = se->forward(torch::silu(bn2->forward(conv_dw->forward(y))));
+    y = se->forward(torch::silu(bn2->forward(same_conv(variant, conv_dw, y))));
     y = bn3->forward(conv_pwl->forward(y));
     return skip ? drop_path(y, drop_path_rate, is_training()) + x : y;
   }
+  EffNetVariant variant;
   bool skip;
   double drop_path_rate;
   torch::nn::Conv2d conv_pw{nullptr}, conv_dw{nullptr}, conv_pwl{nullptr};
@@ -132,10 +164,10 @@ void init_goog(torch::nn::Module& m) {
 
 class EfficientNet final : public Network {
  public:
-  EfficientNet(double width, double depth, const ModelContext& ctx) {
+  EfficientNet(const EffNetVariant& v, double width, double depth, const ModelContext& ctx) : variant_(v) {
     const int64_t stem = make_divisible(32 * width);
-    conv_stem = register_module("conv_stem", conv(ctx.in_chans, stem, 3, 2));
-    bn1 = register_module("bn1", BatchNorm2d(stem));
+    conv_stem = register_module("conv_stem", conv(v, ctx.in_chans, stem, 3, 2));
+    bn1 = register_module("bn1", effnet_bn(v, stem));
 
     // timm's depth scaling (depth_trunc='ceil') and drop path rule: block i of n gets rate * i / n.
     std::vector<int64_t> repeats;
@@ -154,17 +186,17 @@ class EfficientNet final : public Network {
         const int64_t stride = b == 0 ? s.stride : 1;
         const double dp = ctx.model.drop_path_rate * static_cast<double>(index++) / static_cast<double>(total);
         if (s.expand == 1)
-          stage->push_back(DepthwiseSeparable(cin, cout, s.kernel, stride, dp));
+          stage->push_back(DepthwiseSeparable(v, cin, cout, s.kernel, stride, dp));
         else
-          stage->push_back(InvertedResidual(cin, cout, s.kernel, stride, s.expand, dp));
+          stage->push_back(InvertedResidual(v, cin, cout, s.kernel, stride, s.expand, dp));
         cin = cout;
       }
       blocks->push_back(stage);
       stages_.push_back(stage);
     }
     const int64_t features = make_divisible(1280 * width);
-    conv_head = register_module("conv_head", conv(cin, features, 1));
-    bn2 = register_module("bn2", BatchNorm2d(features));
+    conv_head = register_module("conv_head", conv(v, cin, features, 1));
+    bn2 = register_module("bn2", effnet_bn(v, features));
     init_goog(*this);
 
     add_group("stem", {"conv_stem", "bn1"});
@@ -178,32 +210,46 @@ class EfficientNet final : public Network {
   }
 
   at::Tensor forward_features(const at::Tensor& input) override {
-    at::Tensor x = torch::silu(bn1->forward(conv_stem->forward(input)));
+    at::Tensor x = torch::silu(bn1->forward(same_conv(variant_, conv_stem, input)));
     for (auto& s : stages_) x = run_stage(s, x);
     return torch::silu(bn2->forward(conv_head->forward(x)));
   }
 
  private:
+  EffNetVariant variant_;
   torch::nn::Conv2d conv_stem{nullptr}, conv_head{nullptr};
   BatchNorm2d bn1{nullptr}, bn2{nullptr};
   std::vector<torch::nn::Sequential> stages_;
 };
 
-void add_efficientnet(const char* name, const char* doc, double width, double depth) {
-  model_registry().add(name, doc, std::string("[model]\nname = \"") + name + "\"",
-                       config::Fields<EfficientNetOptions>(),
-                       [width, depth](const EfficientNetOptions&, const ModelContext& ctx) -> NetworkPtr {
-                         return std::make_shared<EfficientNet>(width, depth, ctx);
+void add_efficientnet(const std::string& name, const std::string& doc, const EffNetVariant& v, double width, double depth) {
+  model_registry().add(name, doc, "[model]\nname = \"" + name + "\"", config::Fields<EfficientNetOptions>(),
+                       [v, width, depth](const EfficientNetOptions&, const ModelContext& ctx) -> NetworkPtr {
+                         return std::make_shared<EfficientNet>(v, width, depth, ctx);
                        });
+}
+
+// Both variants of B<i>: efficientnet_b<i> and tf_efficientnet_b<i>.
+void add_both(int i, const char* params, double width, double depth) {
+  const std::string b = "efficientnet_b" + std::to_string(i), size = std::string("; ") + params;
+  add_efficientnet(b, "EfficientNet-B" + std::to_string(i) + " (timm names" + size + " at 1000 classes)",
+                   kTorchVariant, width, depth);
+  add_efficientnet("tf_" + b,
+                   "EfficientNet-B" + std::to_string(i) + ", TF port: \"same\" padding, BatchNorm eps 1e-3 (timm names" +
+                       size + " at 1000 classes)",
+                   kTfVariant, width, depth);
 }
 
 // (channel multiplier, depth multiplier) from the paper, as timm's efficientnet_b*.
 const bool kEfficientnetRegistered = [] {
-  add_efficientnet("efficientnet_b0", "EfficientNet-B0 (timm names; 5.3M parameters at 1000 classes)", 1.0, 1.0);
-  add_efficientnet("efficientnet_b1", "EfficientNet-B1 (timm names; 7.8M parameters at 1000 classes)", 1.0, 1.1);
-  add_efficientnet("efficientnet_b2", "EfficientNet-B2 (timm names; 9.1M parameters at 1000 classes)", 1.1, 1.2);
-  add_efficientnet("efficientnet_b3", "EfficientNet-B3 (timm names; 12.2M parameters at 1000 classes)", 1.2, 1.4);
-  add_efficientnet("efficientnet_b4", "EfficientNet-B4 (timm names; 19.3M parameters at 1000 classes)", 1.4, 1.8);
+  add_both(0, "5.3M parameters", 1.0, 1.0);
+  add_both(1, "7.8M parameters", 1.0, 1.1);
+  add_both(2, "9.1M parameters", 1.1, 1.2);
+  add_both(3, "12.2M parameters", 1.2, 1.4);
+  add_both(4, "19.3M parameters", 1.4, 1.8);
+  add_both(5, "30.4M parameters", 1.6, 2.2);
+  add_both(6, "43.0M parameters", 1.8, 2.6);
+  add_both(7, "66.3M parameters", 2.0, 3.1);
   return true;
 }();
 

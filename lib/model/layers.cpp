@@ -32,4 +32,16 @@ void init_cnn(torch::nn::Module& m) {
   }
 }
 
+MlpImpl::MlpImpl(int64_t c, int64_t hidden)
+    : fc1(register_module("fc1", torch::nn::Linear(c, hidden))),
+      fc2(register_module("fc2", torch::nn::Linear(hidden, c))) {}
+
+at::Tensor MlpImpl::forward(const at::Tensor& x) { return fc2->forward(torch::gelu(fc1->forward(x))); }
+
+void trunc_normal_(at::Tensor& t, double std, double lo, double hi) { t.normal_(0.0, std).clamp_(lo, hi); }
+
+at::Tensor norm_input(const at::Tensor& x, const at::Tensor& weight) {
+  return x.scalar_type() == weight.scalar_type() ? x : x.to(weight.scalar_type());
+}
+
 }  // namespace kg::model

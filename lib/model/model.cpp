@@ -118,11 +118,19 @@ std::vector<std::string> Network::group_names() const {
   return names;
 }
 
+bool Network::skips_weight_decay(const std::string& param) const {
+  return std::find(no_weight_decay_.begin(), no_weight_decay_.end(), param) != no_weight_decay_.end();
+}
+
 void Network::finish(const ModelContext& ctx, torch::nn::Module& fc_parent, const std::string& fc_path,
-                     const std::string& default_pool) {
+                     const std::string& default_pool, const std::vector<std::string>& pools) {
   pool_ = ctx.model.global_pool.empty() ? default_pool : ctx.model.global_pool;
-  KG_CHECK(known_pool(pool_), ConfigError, "model.global_pool: unknown pool \"", pool_,
-           "\" (known: avg, max, avgmax, catavgmax)");
+  if (pools.empty())
+    KG_CHECK(known_pool(pool_), ConfigError, "model.global_pool: unknown pool \"", pool_,
+             "\" (known: avg, max, avgmax, catavgmax)");
+  else
+    KG_CHECK(std::find(pools.begin(), pools.end(), pool_) != pools.end(), ConfigError, "model.global_pool: \"",
+             pool_, "\" is not a pool of this model (it takes: ", join(pools, ", "), ")");
   int64_t width = 0;
   {
     // What nn.LazyLinear does in Python: one forward pass reveals the feature width.

@@ -85,6 +85,15 @@ class Network : public torch::nn::Module {
   void set_channels_last(bool on);
   bool channels_last() const { return channels_last_; }
 
+  // Parameters timm's no_weight_decay() names (ViT's pos_embed, cls_token): no weight decay, as for biases.
+  bool skips_weight_decay(const std::string& param) const;
+  // A file's tensor of another shape than the model's, made to fit when the family knows how (ViT's pos_embed for
+  // another image size); undefined when it does not. `note` says what was done ("pos_embed 14x14 -> 4x4 grid").
+  virtual at::Tensor fit_loaded(const std::string& /*name*/, const at::Tensor& /*file*/, const at::Tensor& /*model*/,
+                                std::string& /*note*/) const {
+    return {};
+  }
+
   // What model.pretrained loaded, when it was set.
   const std::optional<LoadReport>& pretrained_report() const { return pretrained_report_; }
   void set_pretrained_report(LoadReport r) { pretrained_report_ = std::move(r); }
@@ -93,10 +102,12 @@ class Network : public torch::nn::Module {
   // Declares a layer group by module-name prefixes, in forward order ("stem", {"conv1", "bn1"}).
   void add_group(std::string name, std::vector<std::string> prefixes);
   void set_first_conv(std::string param) { first_conv_ = std::move(param); }
+  void set_no_weight_decay(std::vector<std::string> params) { no_weight_decay_ = std::move(params); }
   // Called last in a family's constructor: a dry forward finds the feature width, then the head is
   // built with its classifier registered as `fc_name` under `fc_parent` (timm's name for the family).
+  // `pools`: the model.global_pool values the family takes (empty: the CNN pools of head.h).
   void finish(const ModelContext& ctx, torch::nn::Module& fc_parent, const std::string& fc_path,
-              const std::string& default_pool = "avg");
+              const std::string& default_pool = "avg", const std::vector<std::string>& pools = {});
   // Applied to pooled features before the head (convnext's head.norm); identity by default.
   virtual at::Tensor pre_logits(const at::Tensor& pooled) { return pooled; }
   // Builds modules that depend on the pooled width (convnext's head.norm) before the head.
@@ -115,6 +126,7 @@ class Network : public torch::nn::Module {
  private:
   std::vector<std::pair<std::string, std::vector<std::string>>> groups_;
   std::string first_conv_;
+  std::vector<std::string> no_weight_decay_;
   std::string pool_ = "avg";
   Head head_;
   bool grad_checkpointing_ = false;

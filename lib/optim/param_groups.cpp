@@ -105,8 +105,9 @@ std::vector<ParamGroup> build_param_groups(const model::Network& net, const Opti
     ParamGroup decay{layer_groups[i].name, {}, {}, mults[i], o.weight_decay};
     ParamGroup no_decay{layer_groups[i].name + "/no_decay", {}, {}, mults[i], 0.0};
     for (auto& [name, t] : layer_groups[i].params) {
-      // timm's filter_bias_and_bn: every parameter with dim <= 1 is a bias or a norm scale/shift.
-      auto& dst = o.decay_norm_bias || t.dim() > 1 ? decay : no_decay;
+      // timm's param_groups_weight_decay: every parameter with dim <= 1 is a bias or a norm scale/shift; the model's
+      // no_weight_decay() names (ViT's pos_embed, cls_token) join them.
+      auto& dst = o.decay_norm_bias || (t.dim() > 1 && !net.skips_weight_decay(name)) ? decay : no_decay;
       dst.params.push_back(t);
       dst.names.push_back(name);
     }
