@@ -44,7 +44,9 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 MODELS = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "resnext50_32x4d", "resnext101_32x8d",
           "seresnext50_32x4d", "seresnext101_32x8d", "efficientnet_b0", "efficientnet_b2", "efficientnet_b5",
           "tf_efficientnet_b0", "tf_efficientnet_b1", "tf_efficientnet_b2", "tf_efficientnet_b3", "tf_efficientnet_b4",
-          "tf_efficientnet_b5", "tf_efficientnet_b6", "tf_efficientnet_b7", "convnext_tiny", "convnext_base",
+          "tf_efficientnet_b5", "tf_efficientnet_b6", "tf_efficientnet_b7", "efficientnetv2_s", "efficientnetv2_m",
+          "tf_efficientnetv2_s", "tf_efficientnetv2_m", "efficientnetv2_rw_s", "efficientnetv2_rw_m", "convnext_tiny",
+          "convnext_base",
           "convnext_large", "vit_tiny_patch16_224", "vit_small_patch16_224", "vit_base_patch16_224",
           "vit_base_patch32_224", "deit_small_patch16_224", "deit3_small_patch16_224")
 VIT = ("vit_", "deit")

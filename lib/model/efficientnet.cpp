@@ -1,5 +1,6 @@
-// EfficientNet-B0..B7 (Tan & Le 2019) with timm's efficientnet_b* layout and parameter names:
-// conv_stem, bn1, blocks.{stage}.{block}.{conv_pw,bn1,conv_dw,bn2,se.conv_reduce,se.conv_expand,conv_pwl,bn3},
+// EfficientNet-B0..B7 (Tan & Le 2019) and EfficientNetV2-S/M (Tan & Le 2021) with timm's layout and parameter names:
+// conv_stem, bn1, blocks.{stage}.{block}.{conv_pw,bn1,conv_dw,bn2,se.conv_reduce,se.conv_expand,conv_pwl,bn3} (V2's
+// fused blocks: conv_exp, bn1, conv_pwl, bn2; its first stage: conv, bn1),
 // conv_head, bn2, classifier. efficientnet_b* is timm's PyTorch variant and torchvision's (symmetric k//2 padding,
 // BatchNorm eps 1e-5 / momentum 0.1, SiLU, SE reduced from the block input width); tf_efficientnet_b* is the port
 // of Google's TF weights (the Noisy Student ones Kaggle fine-tunes): the same names and shapes, but TF's "same"
@@ -35,13 +36,34 @@ int64_t make_divisible(double v) {
   return r;
 }
 
-// One stage of timm's arch_def for efficientnet_b0: ds_r1_k3_s1_e1_c16_se0.25, ir_r2_k3_s2_e6_c24_se0.25, ...
+// timm's block kinds: ds (depthwise-separable), ir (inverted residual, MBConv), er (edge residual, FusedMBConv:
+// a full 3x3 conv expands), cn (conv + BN + act).
+enum class BlockKind { ds, ir, er, cn };
+
+// One stage of timm's arch_def: ds_r1_k3_s1_e1_c16_se0.25 is {ds, 3, 1, 1, 16, 1, se}.
 struct StageDef {
+  BlockKind kind;
   int64_t kernel, stride, expand, channels, repeats;
+  bool se;
 };
-constexpr StageDef kStages[] = {{3, 1, 1, 16, 1},  {3, 2, 6, 24, 2},  {5, 2, 6, 40, 2}, {3, 2, 6, 80, 3},
-                                {5, 1, 6, 112, 3}, {5, 2, 6, 192, 4}, {3, 1, 6, 320, 1}};
 constexpr double kSeRatio = 0.25;
+
+// A whole network: its stages, stem and head widths before the width multiplier, the multipliers (depth per stage).
+struct EffNetSpec {
+  std::vector<StageDef> stages;
+  int64_t stem = 32, features = 1280;
+  double width = 1.0;
+  std::vector<double> depth;  // one per stage
+};
+
+const std::vector<StageDef>& v1_stages() {
+  using K = BlockKind;
+  static const std::vector<StageDef> s = {{K::ds, 3, 1, 1, 16, 1, true},  {K::ir, 3, 2, 6, 24, 2, true},
+                                          {K::ir, 5, 2, 6, 40, 2, true},  {K::ir, 3, 2, 6, 80, 3, true},
+                                          {K::ir, 5, 1, 6, 112, 3, true}, {K::ir, 5, 2, 6, 192, 4, true},
+                                          {K::ir, 3, 1, 6, 320, 1, true}};
+  return s;
+}
 
 // A strided conv of the TF variant pads in its forward (same_conv); every other conv pads k // 2 itself.
 torch::nn::Conv2d conv(const EffNetVariant& v, int64_t cin, int64_t cout, int64_t k, int64_t stride = 1,
@@ -139,6 +161,53 @@ struct InvertedResidualImpl : torch::nn::Module {
 };
 TORCH_MODULE(InvertedResidual);
 
+// timm EdgeResidual (FusedMBConv): full conv expand (k x k, stride) -> BN -> SiLU -> [SE] -> pw project -> BN
+// (+ residual).
+struct EdgeResidualImpl : torch::nn::Module {
+  EdgeResidualImpl(const EffNetVariant& v, int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t expand,
+                   bool with_se, double dp)
+      : variant(v), skip(stride == 1 && cin == cout), drop_path_rate(dp) {
+    const int64_t mid = make_divisible(static_cast<double>(cin * expand));
+    conv_exp = register_module("conv_exp", conv(v, cin, mid, k, stride));
+    bn1 = register_module("bn1", effnet_bn(v, mid));
+    if (with_se) se = register_module("se", SqueezeExcite(mid, se_channels(mid, expand)));
+    conv_pwl = register_module("conv_pwl", conv(v, mid, cout, 1));
+    bn2 = register_module("bn2", effnet_bn(v, cout));
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    at::Tensor y = torch::silu(bn1->forward(same_conv(variant, conv_exp, x)));
+    if (se) y = se->forward(y);
+    y = bn2->forward(conv_pwl->forward(y));
+    return skip ? drop_path(y, drop_path_rate, is_training()) + x : y;
+  }
+  EffNetVariant variant;
+  bool skip;
+  double drop_path_rate;
+  torch::nn::Conv2d conv_exp{nullptr}, conv_pwl{nullptr};
+  BatchNorm2d bn1{nullptr}, bn2{nullptr};
+  SqueezeExcite se{nullptr};
+};
+TORCH_MODULE(EdgeResidual);
+
+// timm ConvBnAct (EfficientNetV2's first stage, "cn_..._skip"): conv -> BN -> SiLU (+ residual).
+struct ConvBnActImpl : torch::nn::Module {
+  ConvBnActImpl(const EffNetVariant& v, int64_t cin, int64_t cout, int64_t k, int64_t stride, double dp)
+      : variant(v), skip(stride == 1 && cin == cout), drop_path_rate(dp) {
+    conv = register_module("conv", kg::model::conv(v, cin, cout, k, stride));
+    bn1 = register_module("bn1", effnet_bn(v, cout));
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    at::Tensor y = torch::silu(bn1->forward(same_conv(variant, conv, x)));
+    return skip ? drop_path(y, drop_path_rate, is_training()) + x : y;
+  }
+  EffNetVariant variant;
+  bool skip;
+  double drop_path_rate;
+  torch::nn::Conv2d conv{nullptr};
+  BatchNorm2d bn1{nullptr};
+};
+TORCH_MODULE(ConvBnAct);
+
 // timm's _init_weight_goog (TF EfficientNet init): conv N(0, sqrt(2 / fan_out)) with fan_out = k*k*out/groups,
 // BN 1/0, linear U(-1/sqrt(out), 1/sqrt(out)) with zero bias.
 void init_goog_module(torch::nn::Module& mod) {
@@ -164,37 +233,42 @@ void init_goog(torch::nn::Module& m) {
 
 class EfficientNet final : public Network {
  public:
-  EfficientNet(const EffNetVariant& v, double width, double depth, const ModelContext& ctx) : variant_(v) {
-    const int64_t stem = make_divisible(32 * width);
+  EfficientNet(const EffNetVariant& v, const EffNetSpec& spec, const ModelContext& ctx) : variant_(v) {
+    const double width = spec.width;
+    const int64_t stem = make_divisible(static_cast<double>(spec.stem) * width);
     conv_stem = register_module("conv_stem", conv(v, ctx.in_chans, stem, 3, 2));
     bn1 = register_module("bn1", effnet_bn(v, stem));
 
     // timm's depth scaling (depth_trunc='ceil') and drop path rule: block i of n gets rate * i / n.
     std::vector<int64_t> repeats;
     int64_t total = 0;
-    for (const auto& s : kStages) {
-      repeats.push_back(static_cast<int64_t>(std::ceil(static_cast<double>(s.repeats) * depth)));
+    for (size_t i = 0; i < spec.stages.size(); ++i) {
+      repeats.push_back(static_cast<int64_t>(std::ceil(static_cast<double>(spec.stages[i].repeats) * spec.depth[i])));
       total += repeats.back();
     }
     auto blocks = register_module("blocks", torch::nn::ModuleList());
     int64_t cin = stem, index = 0;
-    for (size_t i = 0; i < std::size(kStages); ++i) {
-      const StageDef& s = kStages[i];
+    for (size_t i = 0; i < spec.stages.size(); ++i) {
+      const StageDef& s = spec.stages[i];
       const int64_t cout = make_divisible(static_cast<double>(s.channels) * width);
       torch::nn::Sequential stage;
       for (int64_t b = 0; b < repeats[i]; ++b) {
         const int64_t stride = b == 0 ? s.stride : 1;
         const double dp = ctx.model.drop_path_rate * static_cast<double>(index++) / static_cast<double>(total);
-        if (s.expand == 1)
-          stage->push_back(DepthwiseSeparable(v, cin, cout, s.kernel, stride, dp));
-        else
-          stage->push_back(InvertedResidual(v, cin, cout, s.kernel, stride, s.expand, dp));
+        switch (s.kind) {
+          case BlockKind::ds: stage->push_back(DepthwiseSeparable(v, cin, cout, s.kernel, stride, dp)); break;
+          case BlockKind::ir: stage->push_back(InvertedResidual(v, cin, cout, s.kernel, stride, s.expand, dp)); break;
+          case BlockKind::er:
+            stage->push_back(EdgeResidual(v, cin, cout, s.kernel, stride, s.expand, s.se, dp));
+            break;
+          case BlockKind::cn: stage->push_back(ConvBnAct(v, cin, cout, s.kernel, stride, dp)); break;
+        }
         cin = cout;
       }
       blocks->push_back(stage);
       stages_.push_back(stage);
     }
-    const int64_t features = make_divisible(1280 * width);
+    const int64_t features = make_divisible(static_cast<double>(spec.features) * width);
     conv_head = register_module("conv_head", conv(v, cin, features, 1));
     bn2 = register_module("bn2", effnet_bn(v, features));
     init_goog(*this);
@@ -222,25 +296,53 @@ class EfficientNet final : public Network {
   std::vector<torch::nn::Sequential> stages_;
 };
 
-void add_efficientnet(const std::string& name, const std::string& doc, const EffNetVariant& v, double width, double depth) {
+void add_efficientnet(const std::string& name, const std::string& doc, const EffNetVariant& v, const EffNetSpec& spec) {
   model_registry().add(name, doc, "[model]\nname = \"" + name + "\"", config::Fields<EfficientNetOptions>(),
-                       [v, width, depth](const EfficientNetOptions&, const ModelContext& ctx) -> NetworkPtr {
-                         return std::make_shared<EfficientNet>(v, width, depth, ctx);
+                       [v, spec](const EfficientNetOptions&, const ModelContext& ctx) -> NetworkPtr {
+                         return std::make_shared<EfficientNet>(v, spec, ctx);
                        });
 }
 
-// Both variants of B<i>: efficientnet_b<i> and tf_efficientnet_b<i>.
+// Both variants of B<i>: efficientnet_b<i> and tf_efficientnet_b<i>; (channel, depth multiplier) from the paper.
 void add_both(int i, const char* params, double width, double depth) {
+  const EffNetSpec spec{v1_stages(), 32, 1280, width, std::vector<double>(v1_stages().size(), depth)};
   const std::string b = "efficientnet_b" + std::to_string(i), size = std::string("; ") + params;
   add_efficientnet(b, "EfficientNet-B" + std::to_string(i) + " (timm names" + size + " at 1000 classes)",
-                   kTorchVariant, width, depth);
+                   kTorchVariant, spec);
   add_efficientnet("tf_" + b,
                    "EfficientNet-B" + std::to_string(i) + ", TF port: \"same\" padding, BatchNorm eps 1e-3 (timm names" +
                        size + " at 1000 classes)",
-                   kTfVariant, width, depth);
+                   kTfVariant, spec);
 }
 
-// (channel multiplier, depth multiplier) from the paper, as timm's efficientnet_b*.
+// EfficientNetV2 (Tan & Le 2021), timm's _gen_efficientnetv2_s/_m: FusedMBConv (er) stages first, then MBConv with SE.
+// The _rw_ ones are timm's own first version (an er first stage, 272 channels last, 1792 features).
+EffNetSpec v2_spec(char size, bool rw) {
+  using K = BlockKind;
+  EffNetSpec s;
+  s.stem = 24;
+  if (size == 's' || rw) {
+    s.stages = {{K::cn, 3, 1, 1, 24, 2, false},    {K::er, 3, 2, 4, 48, 4, false},
+                {K::er, 3, 2, 4, 64, 4, false},    {K::ir, 3, 2, 4, 128, 6, true},
+                {K::ir, 3, 1, 6, 160, 9, true},    {K::ir, 3, 2, 6, 256, 15, true}};
+    if (rw) {
+      s.stages.front() = {K::er, 3, 1, 1, 24, 2, false};
+      s.stages.back().channels = 272;
+      s.features = 1792;
+    }
+  } else {
+    s.stages = {{K::cn, 3, 1, 1, 24, 3, false}, {K::er, 3, 2, 4, 48, 5, false}, {K::er, 3, 2, 4, 80, 5, false},
+                {K::ir, 3, 2, 4, 160, 7, true}, {K::ir, 3, 1, 6, 176, 14, true}, {K::ir, 3, 2, 6, 304, 18, true},
+                {K::ir, 3, 1, 6, 512, 5, true}};
+  }
+  s.depth.assign(s.stages.size(), 1.0);
+  if (rw && size == 'm') {  // efficientnetv2_rw_m: channels x1.2, depth x1.2 then x1.6 for the last two stages
+    s.width = 1.2;
+    s.depth = {1.2, 1.2, 1.2, 1.2, 1.6, 1.6};
+  }
+  return s;
+}
+
 const bool kEfficientnetRegistered = [] {
   add_both(0, "5.3M parameters", 1.0, 1.0);
   add_both(1, "7.8M parameters", 1.0, 1.1);
@@ -250,6 +352,20 @@ const bool kEfficientnetRegistered = [] {
   add_both(5, "30.4M parameters", 1.6, 2.2);
   add_both(6, "43.0M parameters", 1.8, 2.6);
   add_both(7, "66.3M parameters", 2.0, 3.1);
+  add_efficientnet("efficientnetv2_s", "EfficientNetV2-S (timm names; 21.5M parameters at 1000 classes)",
+                   kTorchVariant, v2_spec('s', false));
+  add_efficientnet("efficientnetv2_m", "EfficientNetV2-M (timm names; 54.1M parameters at 1000 classes)",
+                   kTorchVariant, v2_spec('m', false));
+  add_efficientnet("tf_efficientnetv2_s",
+                   "EfficientNetV2-S, TF port: \"same\" padding, BatchNorm eps 1e-3 (timm names; 21.5M parameters)",
+                   kTfVariant, v2_spec('s', false));
+  add_efficientnet("tf_efficientnetv2_m",
+                   "EfficientNetV2-M, TF port: \"same\" padding, BatchNorm eps 1e-3 (timm names; 54.1M parameters)",
+                   kTfVariant, v2_spec('m', false));
+  add_efficientnet("efficientnetv2_rw_s", "EfficientNetV2-S, timm's own variant (timm names; 23.9M parameters)",
+                   kTorchVariant, v2_spec('s', true));
+  add_efficientnet("efficientnetv2_rw_m", "EfficientNetV2-M, timm's own variant (timm names; 53.2M parameters)",
+                   kTorchVariant, v2_spec('m', true));
   return true;
 }();
 

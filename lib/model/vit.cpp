@@ -101,7 +101,7 @@ TORCH_MODULE(Block);
 class VisionTransformer final : public Network {
  public:
   VisionTransformer(const std::string& name, const Arch& a, const ModelContext& ctx)
-      : patch_(a.patch), prefix_(a.deit3 ? 0 : 1), avg_(ctx.model.global_pool == "avg") {
+      : prefix_(a.deit3 ? 0 : 1), avg_(ctx.model.global_pool == "avg") {
     namespace nn = torch::nn;
     KG_CHECK(ctx.height >= a.patch && ctx.width >= a.patch, ConfigError, "model ", name, " needs images of at least ",
              a.patch, "x", a.patch, " pixels (its patch), got ", ctx.height, "x", ctx.width,
@@ -174,7 +174,7 @@ class VisionTransformer final : public Network {
       }
   }
 
-  int64_t patch_, prefix_, grid_h_ = 0, grid_w_ = 0;
+  int64_t prefix_, grid_h_ = 0, grid_w_ = 0;
   bool avg_;
   torch::nn::Conv2d proj_{nullptr};
   at::Tensor cls_token_, pos_embed_;

@@ -3,9 +3,9 @@
 The other architecture fixtures (gen_resnet.py, gen_efficientnet.py, gen_convnext.py) come from torchvision
 with its names mapped to timm's; this one comes from PyPI timm itself, so CI (which has no timm) checks
 that kgtrain's resnet18/34/50, efficientnet_b0/b2, convnext_tiny, resnext50_32x4d, seresnext50_32x4d,
-tf_efficientnet_b0, vit_tiny_patch16_224 and deit3_small_patch16_224 (the last two built for 64 px) are timm's networks: the same
-state_dict names and shapes (num_batches_tracked included, shape []), and the same logits for the same
-weights. For each model, timm.create_model(arch, pretrained=False, num_classes=10, in_chans=3,
+tf_efficientnet_b0, tf_efficientnetv2_s, vit_tiny_patch16_224 and deit3_small_patch16_224 (the last two built for
+64 px) are timm's networks: the same state_dict names and shapes (num_batches_tracked included, shape []), and
+the same logits for the same weights. For each model, timm.create_model(arch, pretrained=False, num_classes=10, in_chans=3,
 drop_rate=0, drop_path_rate=0), filled from det_weights.py by timm's names (no renaming: kgtrain uses
 timm's), forward in float64 on det_input([2, 3, 64, 64]):
   eval_logits             eval mode, the filled running statistics
@@ -32,7 +32,8 @@ from det_weights import det_fill, det_input, det_tensor, three_logits  # noqa: E
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 OUT = os.path.join(ROOT, "tests", "golden", "timm_parity.json")
 MODELS = ("resnet18", "resnet34", "resnet50", "efficientnet_b0", "efficientnet_b2", "convnext_tiny", "resnext50_32x4d",
-          "seresnext50_32x4d", "tf_efficientnet_b0", "vit_tiny_patch16_224", "deit3_small_patch16_224")
+          "seresnext50_32x4d", "tf_efficientnet_b0", "tf_efficientnetv2_s", "vit_tiny_patch16_224",
+          "deit3_small_patch16_224")
 NUM_CLASSES = 10
 INPUT_SHAPE = [2, 3, 64, 64]
 SCRAMBLE = 7919
