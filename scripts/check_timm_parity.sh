@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# kgtrain's backbones against PyPI timm, as CI runs it (.ci/run): scripts/check_timm_parity.py in a venv with timm.
+#   bash scripts/check_timm_parity.sh                 the CI models (one of each block kind, below) with build-cuda's kgtrain
+#   bash scripts/check_timm_parity.sh --all           all 35 models the script knows (~12 min on 2 cores)
+#   bash scripts/check_timm_parity.sh --fetch-only    only the venv (pip; .ci/run does it beside the builds)
+#   bash scripts/check_timm_parity.sh -- ARGS...      check_timm_parity.py's own arguments (--models, --keep, ...)
+# The venv (.venv-timm) is layered on .venv-torch (scripts/setup.sh --torch pip), whose torch is the one
+# build-cuda/kgtrain links: its site-packages is on the venv's path, so pip sees torch 2.11.0 as installed and adds
+# only the pinned torchvision (timm needs it) and timm beside it. Installing timm into .venv-torch itself would let
+# pip replace that torch with the newest (torchvision's newest pins it).
+# Environment: KGTRAIN (build-cuda/kgtrain), TORCH_VENV (.venv-torch), VENV (.venv-timm).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TORCH_VERSION=2.11.0
+TORCHVISION_VERSION=0.26.0
+TIMM_VERSION=1.0.31
+TORCH_VENV=${TORCH_VENV:-.venv-torch}
+VENV=${VENV:-.venv-timm}
+KGTRAIN=${KGTRAIN:-build-cuda/kgtrain}
+# One model of each block kind: basic and bottleneck residuals, grouped and squeeze-excited bottlenecks, PyTorch's and
+# TF's EfficientNet padding, ConvNeXt, ViT with and without the class token's position (and their 224 -> 64 px load).
+CI_MODELS=(resnet18 resnet50 resnext50_32x4d seresnext50_32x4d efficientnet_b0 tf_efficientnet_b0 tf_efficientnet_b3
+  tf_efficientnetv2_s efficientnetv2_rw_s convnext_tiny vit_tiny_patch16_224 deit3_small_patch16_224)
+
+die() { echo "check_timm_parity: $*" >&2; exit 2; }
+
+have_timm() {
+  [[ -x "$VENV/bin/python" ]] && "$VENV/bin/python" - "$TORCH_VERSION" "$TIMM_VERSION" <<'EOF' 2>/dev/null
+import sys, torch, timm, safetensors, PIL
+sys.exit(0 if (torch.__version__.split("+")[0], timm.__version__) == tuple(sys.argv[1:3]) else 1)
+EOF
+}
+
+make_venv() {
+  [[ -x "$TORCH_VENV/bin/python" ]] || die "no $TORCH_VENV: make it with bash scripts/setup.sh --torch pip"
+  local base site own
+  base=$("$TORCH_VENV/bin/python" -c 'import sys; print(sys._base_executable)')
+  [[ -x "$VENV/bin/python" ]] || "$base" -m venv "$VENV" || die "cannot make a venv with $base (apt install python3-venv)"
+  site=$("$TORCH_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  own=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  echo "$site" > "$own/_kgtrain_torch_venv.pth"
+  echo "check_timm_parity: pip install timm==$TIMM_VERSION into $VENV (torch from $TORCH_VENV)"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" \
+    "torchvision==$TORCHVISION_VERSION" "timm==$TIMM_VERSION" safetensors pillow numpy
+}
+
+have_timm || make_venv
+have_timm || die "$VENV does not import torch $TORCH_VERSION and timm $TIMM_VERSION"
+[[ "${1:-}" == --fetch-only ]] && exit 0
+
+ARGS=(--kgtrain "$KGTRAIN")
+case "${1:-}" in
+  "") ARGS+=(--models "${CI_MODELS[@]}") ;;
+  --all) ;;
+  --) shift; ARGS+=("$@") ;;
+  *) die "unknown argument $1 (--all, --fetch-only, or -- followed by check_timm_parity.py's arguments)" ;;
+esac
+exec "$VENV/bin/python" scripts/check_timm_parity.py "${ARGS[@]}"
