@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/stop.h"
 #include "core/strings.h"
+#include "model/preprocessing.h"
 #include "session/latest_run.h"
 #include "test_hooks.h"
 #include "train/options.h"
@@ -202,6 +203,9 @@ session::Session RecipeFlags::resolve(const std::string& command) const {
   session::Session o;
   o.recipe = config::Recipe::validate(resolved.tree);
   for (auto& w : o.recipe.warnings()) std::cerr << "warning: " << w << "\n";
+  auto followed = model::follow_weights_preprocessing(o.recipe);  // model.pretrained's config.json, where silent
+  o.recipe = std::move(followed.recipe);
+  o.preprocessing_notes = std::move(followed.notes);
   o.command = command;
   o.layers = resolved.layers;
   o.env_name = resolved.env_name + (resolved.env_file.empty() ? "" : " (" + resolved.env_file + ")");

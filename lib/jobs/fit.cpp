@@ -190,6 +190,7 @@ bool FitRun::preview() {
       (table.feature_dim ? ", " + std::to_string(table.feature_dim) + " numeric features into the head" : "") +
       (s_.dev.channels_last ? ", channels_last" : "") + (net->grad_checkpointing() ? ", gradient checkpointing" : "") +
       "; groups " + join(net->group_names(), ", "));
+  for (auto& n : s_.session.preprocessing_notes) log("  data    " + n);
   for (auto& n : s_.weight_notes) log("  weights " + n);
   if (!s_.target_note.empty()) log("  target  " + s_.target_note);
   model_info_ = msum.to_json();

@@ -182,6 +182,7 @@ int run_lr_find(const session::Session& given) {
         s.session.recipe.at("optim.name").value.get<std::string>() + "; loss " +
         s.session.recipe.at("loss.name").value.get<std::string>() + "; precision " +
         device::precision_name(s.dev.precision));
+  for (auto& n : s.session.preprocessing_notes) o.log("  data    " + n);
   for (auto& n : s.weight_notes) o.log("  weights " + n);
   if (!s.target_note.empty()) o.log("  target  " + s.target_note);
   (void)plan_epochs(s, *net, static_cast<int64_t>(s.split_of(fold).first.size()));  // freezing / fine_tune errors now

@@ -93,7 +93,7 @@ WeightsFile read_weights(const std::string& path) {
   std::error_code ec;
   const bool folder = std::filesystem::is_directory(path, ec);
   WeightsFile w = read_weights_file(folder ? weights_in_folder(path) : path);
-  w.config = read_weights_config(folder ? path : std::filesystem::path(path).parent_path().string());
+  w.config = weights_config_for(path);
   if (w.config) w.source += " (" + w.config->str() + ")";
   return w;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,41 @@ namespace {
 // What timm's save_pretrained writes at the top level; kgtrain reads the first two.
 const std::vector<std::string> kKnownKeys{"architecture",   "num_classes", "num_features", "global_pool",
                                           "pretrained_cfg", "model_args",  "label_names",  "label_descriptions"};
+
+// A list of `n` (0 = any count > 0) positive numbers at pretrained_cfg.<key>, or ConfigError naming it.
+template <class T>
+std::vector<T> numbers(const nlohmann::json& cfg, const char* key, size_t n, const std::string& path) {
+  if (!cfg.contains(key) || cfg[key].is_null()) return {};
+  const auto& v = cfg[key];
+  bool ok = v.is_array() && !v.empty() && (n == 0 || v.size() == n);
+  for (size_t i = 0; ok && i < v.size(); ++i)
+    ok = (std::is_integral<T>::value ? v[i].is_number_integer() : v[i].is_number()) && v[i].get<double>() > 0;
+  KG_CHECK(ok, ConfigError, path, ": pretrained_cfg.", key, ": expected ",
+           n ? "a list of " + std::to_string(n) : std::string("a non-empty list of"), " positive ",
+           std::is_integral<T>::value ? "integers" : "numbers", ", got ", v.dump());
+  return v.get<std::vector<T>>();
+}
+
+WeightsPreprocessing read_preprocessing(const nlohmann::json& cfg, const std::string& path) {
+  WeightsPreprocessing p;
+  p.mean = numbers<double>(cfg, "mean", 0, path);
+  p.std = numbers<double>(cfg, "std", 0, path);
+  KG_CHECK(p.mean.size() == p.std.size() || p.mean.empty() || p.std.empty(), ConfigError, path,
+           ": pretrained_cfg: mean has ", p.mean.size(), " values and std ", p.std.size(), "; expected one per channel");
+  p.input_size = numbers<int64_t>(cfg, "input_size", 3, path);
+  if (cfg.contains("interpolation") && !cfg["interpolation"].is_null()) {
+    KG_CHECK(cfg["interpolation"].is_string(), ConfigError, path,
+             ": pretrained_cfg.interpolation: expected a string, got ", cfg["interpolation"].dump());
+    p.interpolation = cfg["interpolation"].get<std::string>();
+  }
+  if (cfg.contains("crop_pct") && !cfg["crop_pct"].is_null()) {
+    const auto& v = cfg["crop_pct"];
+    KG_CHECK(v.is_number() && v.get<double>() > 0 && v.get<double>() <= 1, ConfigError, path,
+             ": pretrained_cfg.crop_pct: expected a number in (0, 1], got ", v.dump());
+    p.crop_pct = v.get<double>();
+  }
+  return p;
+}
 
 }  // namespace
 
@@ -54,6 +90,7 @@ std::optional<WeightsConfig> read_weights_config(const std::string& dir) {
   }
   KG_CHECK(!j.contains("pretrained_cfg") || j["pretrained_cfg"].is_object(), ConfigError, path,
            ": pretrained_cfg: expected an object, got ", j["pretrained_cfg"].dump());
+  if (j.contains("pretrained_cfg")) c.preprocessing = read_preprocessing(j["pretrained_cfg"], path);
   for (auto& [key, v] : j.items())
     if (std::find(kKnownKeys.begin(), kKnownKeys.end(), key) == kKnownKeys.end()) c.unread.push_back(key);
   return c;
@@ -66,6 +103,11 @@ std::string weights_in_folder(const std::string& dir) {
   throw CheckpointError(dir +
                         " is a folder without model.safetensors or pytorch_model.bin (Hugging Face's timm "
                         "layout); name the weights file itself");
+}
+
+std::optional<WeightsConfig> weights_config_for(const std::string& path) {
+  std::error_code ec;
+  return read_weights_config(fs::is_directory(path, ec) ? path : fs::path(path).parent_path().string());
 }
 
 void check_architecture(const WeightsConfig& config, const std::string& model_name) {

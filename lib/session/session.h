@@ -28,6 +28,7 @@ struct Session {
   bool tty = false;           // stderr is a terminal (not a notebook's pseudo-terminal): live progress bar
   int columns = 0;            // that terminal's width (0 = unknown)
   nlohmann::json auto_batch;  // fit, lr-find: what train.batch_size = "auto" tried and chose (null = a fixed size)
+  std::vector<std::string> preprocessing_notes;  // what model.pretrained's config.json set (model/preprocessing.h)
   device::DistEnv dist;       // fit: torchrun's RANK/WORLD_SIZE/... (world_size 1 = one process)
 
   // A line to stderr unless quiet.
