@@ -37,7 +37,7 @@ import numpy as np
 import safetensors.torch
 import timm
 import torch
-from timm.models.vision_transformer import checkpoint_filter_fn
+from timm.models import swin_transformer, vision_transformer
 from PIL import Image
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -48,8 +48,9 @@ MODELS = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "resnext
           "tf_efficientnetv2_s", "tf_efficientnetv2_m", "efficientnetv2_rw_s", "efficientnetv2_rw_m", "convnext_tiny",
           "convnext_base",
           "convnext_large", "vit_tiny_patch16_224", "vit_small_patch16_224", "vit_base_patch16_224",
-          "vit_base_patch32_224", "deit_small_patch16_224", "deit3_small_patch16_224")
-VIT = ("vit_", "deit")
+          "vit_base_patch32_224", "deit_small_patch16_224", "deit3_small_patch16_224", "swin_tiny_patch4_window7_224",
+          "swin_small_patch4_window7_224", "swin_base_patch4_window12_384")
+VIT = ("vit_", "deit", "swin_")
 N_IMAGES, SIZE, CLASSES, TOL = 16, 64, 10, 1e-4
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 RECIPE = """# check_timm_parity.py: identity view only, fp32 on the CPU, images already at data.image_size (no resize).
@@ -231,13 +232,17 @@ def check_model(exe, arch, work, recipe, x, ids, seed):
         # Weights saved at timm's 224 px into kgtrain at 64 px: pos_embed resampled on load, against timm's own
         # load at 64 px (checkpoint_filter_fn, what create_model(pretrained=True, img_size=64) does).
         big = timm.create_model(arch, pretrained=False, num_classes=CLASSES, in_chans=3)
-        with torch.no_grad():
-            big.load_state_dict({k: v for k, v in model.state_dict().items() if k != "pos_embed"}, strict=False)
-            big.pos_embed.normal_(0, 0.5)
+        with torch.no_grad():  # the same weights, but the positions (and a swin's bias tables) of the 224 px model
+            big.load_state_dict({k: v for k, v in model.state_dict().items()
+                                 if k != "pos_embed" and "relative_position" not in k}, strict=False)
+            for k, p in big.named_parameters():
+                if k == "pos_embed" or "relative_position_bias_table" in k:
+                    p.normal_(0, 0.5)
         big_file = os.path.join(work, f"{arch}_224.safetensors")
         safetensors.torch.save_file(big.state_dict(), big_file)
         small = create(arch)
-        small.load_state_dict(checkpoint_filter_fn(big.state_dict(), small), strict=True)
+        filter_fn = (swin_transformer if arch.startswith("swin_") else vision_transformer).checkpoint_filter_fn
+        small.load_state_dict(filter_fn(big.state_dict(), small), strict=True)
         want = probs(small, x)
         got = predict(exe, recipe, arch, big_file, os.path.join(work, f"{arch}_predict_224"), ids)
         res["resampled"] = (got - want).abs().max().item()

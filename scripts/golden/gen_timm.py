@@ -3,8 +3,8 @@
 The other architecture fixtures (gen_resnet.py, gen_efficientnet.py, gen_convnext.py) come from torchvision
 with its names mapped to timm's; this one comes from PyPI timm itself, so CI (which has no timm) checks
 that kgtrain's resnet18/34/50, efficientnet_b0/b2, convnext_tiny, resnext50_32x4d, seresnext50_32x4d,
-tf_efficientnet_b0, tf_efficientnetv2_s, vit_tiny_patch16_224 and deit3_small_patch16_224 (the last two built for
-64 px) are timm's networks: the same state_dict names and shapes (num_batches_tracked included, shape []), and
+tf_efficientnet_b0, tf_efficientnetv2_s, vit_tiny_patch16_224, deit3_small_patch16_224 and swin_tiny_patch4_window7_224
+(the last three built for 64 px) are timm's networks: the same state_dict names and shapes (num_batches_tracked included, shape []), and
 the same logits for the same weights. For each model, timm.create_model(arch, pretrained=False, num_classes=10, in_chans=3,
 drop_rate=0, drop_path_rate=0), filled from det_weights.py by timm's names (no renaming: kgtrain uses
 timm's), forward in float64 on det_input([2, 3, 64, 64]):
@@ -14,7 +14,7 @@ timm's), forward in float64 on det_input([2, 3, 64, 64]):
   calibrated_eval_logits  eval mode again with those statistics: logits that depend on the input (through
                           ~50 BatchNorms with det_fill's statistics the signal fades; efficientnet's
                           eval_logits are the same for both images)
-Fill: det_fill for the BatchNorm networks; ConvNeXt and the ViTs (no BatchNorm to calibrate) takes det_fill's values
+Fill: det_fill for the BatchNorm networks; ConvNeXt, the ViTs and Swin (no BatchNorm to calibrate) takes det_fill's values
 read at flat index (k * 7919) % numel, as gen_convnext.py does (plain det_fill collapses its output to
 nearly a constant). No weights are stored: the C++ test makes the same ones.
   .venv-torch/bin/python scripts/golden/gen_timm.py   (PyPI torch + timm; writes tests/golden/timm_parity.json)
@@ -33,7 +33,7 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 OUT = os.path.join(ROOT, "tests", "golden", "timm_parity.json")
 MODELS = ("resnet18", "resnet34", "resnet50", "efficientnet_b0", "efficientnet_b2", "convnext_tiny", "resnext50_32x4d",
           "seresnext50_32x4d", "tf_efficientnet_b0", "tf_efficientnetv2_s", "vit_tiny_patch16_224",
-          "deit3_small_patch16_224")
+          "deit3_small_patch16_224", "swin_tiny_patch4_window7_224")
 NUM_CLASSES = 10
 INPUT_SHAPE = [2, 3, 64, 64]
 SCRAMBLE = 7919
@@ -55,8 +55,8 @@ def det_fill_scrambled(model):
 
 
 def generate(arch):
-    # A ViT is built for the input's size, as kgtrain builds it for data.image_size.
-    size = {"img_size": INPUT_SHAPE[2]} if arch.startswith(("vit_", "deit")) else {}
+    # A ViT or Swin is built for the input's size, as kgtrain builds it for data.image_size.
+    size = {"img_size": INPUT_SHAPE[2]} if arch.startswith(("vit_", "deit", "swin_")) else {}
     model = timm.create_model(arch, pretrained=False, num_classes=NUM_CLASSES, in_chans=INPUT_SHAPE[1],
                               drop_rate=0.0, drop_path_rate=0.0, **size)
     bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]

@@ -1,5 +1,6 @@
 // kgtrain's resnet18/34/50, efficientnet_b0/b2, convnext_tiny, resnext50_32x4d, seresnext50_32x4d, tf_efficientnet_b0,
-// tf_efficientnetv2_s, vit_tiny_patch16_224 and deit3_small_patch16_224 (both built for 64 px) against PyPI timm's own models (not torchvision's
+// tf_efficientnetv2_s, vit_tiny_patch16_224, deit3_small_patch16_224 and swin_tiny_patch4_window7_224 (the last three
+// built for 64 px) against PyPI timm's own models (not torchvision's
 // with mapped names, as the per-family tests): exactly timm's state_dict (every name and shape, nothing missing or
 // extra), so timm's Hugging Face model.safetensors files load as-is, and timm's float64 logits for the same
 // name-derived weights (tests/golden/timm_parity.json, made by scripts/golden/gen_timm.py with timm 1.0.31).
@@ -73,7 +74,7 @@ void check_logits(const at::Tensor& got, const at::Tensor& want, const std::stri
 
 }  // namespace
 
-TEST_CASE("the timm parity fixture covers the twelve models with logits that depend on the input",
+TEST_CASE("the timm parity fixture covers the thirteen models with logits that depend on the input",
           "[unit][model][timm]") {
   std::vector<std::string> archs;
   for (auto& m : golden().at("models")) {
@@ -84,11 +85,11 @@ TEST_CASE("the timm parity fixture covers the twelve models with logits that dep
   CHECK(archs == std::vector<std::string>{"resnet18", "resnet34", "resnet50", "efficientnet_b0", "efficientnet_b2",
                                           "convnext_tiny", "resnext50_32x4d", "seresnext50_32x4d",
                                           "tf_efficientnet_b0", "tf_efficientnetv2_s", "vit_tiny_patch16_224",
-                                          "deit3_small_patch16_224"});
+                                          "deit3_small_patch16_224", "swin_tiny_patch4_window7_224"});
   CHECK(golden().at("dtype") == "float64");
 }
 
-TEST_CASE("twelve backbones have timm's state_dict and timm's logits", "[unit][model][timm]") {
+TEST_CASE("thirteen backbones have timm's state_dict and timm's logits", "[unit][model][timm]") {
   for (auto& m : golden().at("models")) {
     const std::string arch = m.at("model");
     DYNAMIC_SECTION(arch) {
