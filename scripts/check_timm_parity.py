@@ -49,7 +49,7 @@ MODELS = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "resnext
           "convnext_base",
           "convnext_large", "vit_tiny_patch16_224", "vit_small_patch16_224", "vit_base_patch16_224",
           "vit_base_patch32_224", "deit_small_patch16_224", "deit3_small_patch16_224", "swin_tiny_patch4_window7_224",
-          "swin_small_patch4_window7_224", "swin_base_patch4_window12_384")
+          "swin_small_patch4_window7_224", "swin_base_patch4_window12_384", "eca_nfnet_l0", "eca_nfnet_l1")
 VIT = ("vit_", "deit", "swin_")
 N_IMAGES, SIZE, CLASSES, TOL = 16, 64, 10, 1e-4
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -135,6 +135,8 @@ def timm_model(arch, seed, x, **kwargs):
                 p.normal_(0, 0.1)
             elif name in ("cls_token", "pos_embed"):  # timm's cls_token init (std 1e-6) is nearly zero
                 p.normal_(0, 0.5)
+            elif name.endswith(".gain"):  # NFNet's conv gains: conv3's start at 0, which would mute every branch
+                p.uniform_(0.5, 1.5)
         # Running statistics: the average of 4 train-mode batches of 8 noisy images (not the 16-image batch's own).
         bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
         for m in bns:

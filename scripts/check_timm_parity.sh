@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kgtrain's backbones against PyPI timm, as CI runs it (.ci/run): scripts/check_timm_parity.py in a venv with timm.
 #   bash scripts/check_timm_parity.sh                 the CI models (one of each block kind, below) with build-cuda's kgtrain
-#   bash scripts/check_timm_parity.sh --all           all 38 models the script knows (~12 min on 2 cores)
+#   bash scripts/check_timm_parity.sh --all           all 40 models the script knows (~12 min on 2 cores)
 #   bash scripts/check_timm_parity.sh --fetch-only    only the venv (pip; .ci/run does it beside the builds)
 #   bash scripts/check_timm_parity.sh -- ARGS...      check_timm_parity.py's own arguments (--models, --keep, ...)
 # The venv (.venv-timm) is layered on .venv-torch (scripts/setup.sh --torch pip), whose torch is the one
@@ -19,10 +19,10 @@ VENV=${VENV:-.venv-timm}
 KGTRAIN=${KGTRAIN:-build-cuda/kgtrain}
 # One model of each block kind: basic and bottleneck residuals, grouped and squeeze-excited bottlenecks, PyTorch's and
 # TF's EfficientNet padding, EfficientNetV2's fused blocks, ConvNeXt, ViT with and without the class token's position,
-# Swin's shifted windows (and the transformers' 224 -> 64 px load).
+# Swin's shifted windows (and the transformers' 224 -> 64 px load), NFNet's standardised convs.
 CI_MODELS=(resnet18 resnet50 resnext50_32x4d seresnext50_32x4d efficientnet_b0 tf_efficientnet_b0 tf_efficientnet_b3
   tf_efficientnetv2_s efficientnetv2_rw_s convnext_tiny vit_tiny_patch16_224 deit3_small_patch16_224
-  swin_tiny_patch4_window7_224)
+  swin_tiny_patch4_window7_224 eca_nfnet_l0)
 
 die() { echo "check_timm_parity: $*" >&2; exit 2; }
 

@@ -16,7 +16,8 @@ timm's), forward in float64 on det_input([2, 3, 64, 64]):
                           eval_logits are the same for both images)
 Fill: det_fill for the BatchNorm networks; ConvNeXt, the ViTs and Swin (no BatchNorm to calibrate) takes det_fill's values
 read at flat index (k * 7919) % numel, as gen_convnext.py does (plain det_fill collapses its output to
-nearly a constant). No weights are stored: the C++ test makes the same ones.
+nearly a constant; eca_nfnet_l0's weight-standardised convs collapse either fill's output to a constant, so it is
+checked against timm by scripts/check_timm_parity.py alone, in CI). No weights are stored: the C++ test makes the same ones.
   .venv-torch/bin/python scripts/golden/gen_timm.py   (PyPI torch + timm; writes tests/golden/timm_parity.json)
 """
 import json
