@@ -25,6 +25,7 @@
 #include "support/fixtures.h"
 #include "support/gpu.h"
 #include "support/heap.h"
+#include "support/model_families.h"
 
 namespace {
 namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
@@ -149,12 +150,12 @@ TEST_CASE("checkpointed resnet9 and resnet18 give the plain network's loss, grad
   }
 }
 
-TEST_CASE("every registered backbone checkpoints with the plain network's gradients", "[unit][model]") {
+TEST_CASE("every registered backbone family checkpoints with the plain network's gradients", "[unit][model]") {
   torch::manual_seed(3);
   auto x = torch::randn({2, 3, 32, 32});
   auto w = torch::randn({2, 5});
   int tested = 0;
-  for (auto& name : kg::model::model_registry().names()) {
+  for (auto& name : kg::test::representative_models()) {
     if (name == "torchscript") continue;  // one opaque stage: refuses grad_checkpointing
     INFO("model " << name);
     auto* info = kg::model::model_registry().find_info(name);
