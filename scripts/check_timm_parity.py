@@ -1,16 +1,17 @@
-"""kgtrain and PyPI timm agree on resnet18/34/50, efficientnet_b0/b2 and convnext_tiny, weights moving both ways.
+"""kgtrain and PyPI timm agree on every backbone kgtrain builds, weights moving both ways; torchvision's files load.
 
-  .venv-torch/bin/python scripts/check_timm_parity.py [--kgtrain build-debian/kgtrain]
-      [--models resnet18 convnext_tiny ...] [--keep DIR] [--seed 0]
-Run it with the repository's venv (.venv-torch, made by scripts/setup.sh: PyPI torch) after
-`.venv-torch/bin/pip install timm safetensors pillow` (checked with timm 1.0.31, torch 2.11), not Debian's python3.
+  bash scripts/check_timm_parity.sh [--all | -- ARGS]      (makes .venv-timm; CI runs one model of each block kind)
+  .venv-timm/bin/python scripts/check_timm_parity.py [--kgtrain build-cuda/kgtrain] [--models resnet18 ...]
+      [--torchvision efficientnet_b0 ...] [--keep DIR] [--seed 0]
+Checked with timm 1.0.31, torchvision 0.26.0, torch 2.11.
 
 For each model, in a scratch folder (--keep DIR keeps it):
-  forward  timm.create_model(arch, pretrained=False, num_classes=10, in_chans=3), seeded, made less degenerate than
-           timm's init (which zeroes the last BatchNorm of each residual block and sets ConvNeXt's layer scale to
-           1e-6): 1-D weights, layer scales and biases are redrawn; the BatchNorm running statistics are the
-           average of 4 train-mode batches of 8 of the images plus noise, so eval-mode BatchNorm is really tested;
-           the classifier is scaled to logits of standard deviation 2, so the softmax is not saturated. Saved with
+  forward  timm.create_model(arch, pretrained=False, num_classes=10, in_chans=3; a ViT or Swin for 64 px), seeded,
+           made less degenerate than timm's init (which zeroes the last BatchNorm of each residual block, sets
+           ConvNeXt's layer scale to 1e-6 and NFNet's last conv gains to 0): 1-D weights, layer scales, gains, biases
+           and positions are redrawn; the BatchNorm running statistics are the average of 4 train-mode batches of 8
+           of the images plus noise, so eval-mode BatchNorm is really tested; the classifier is scaled to logits of
+           standard deviation 2, so the softmax is not saturated. Saved with
            safetensors.torch.save_file(model.state_dict()), exactly as a timm Hugging Face model.safetensors (no
            renaming). `kgtrain tta-predict --weights` predicts 16 generated 64 px RGB PNGs (one identity view, fp32,
            CPU; the images are already 64 px, so no resize); timm predicts the same pixels, preprocessed as kgtrain
@@ -19,9 +20,13 @@ For each model, in a scratch folder (--keep DIR keeps it):
            1e-3) saves checkpoints/last/model.safetensors; timm.create_model(arch, pretrained=False, num_classes=10)
            .load_state_dict(..., strict=True) loads it, and predicts the same images as `kgtrain tta-predict` does
            with it.
-Pass: max |p_timm - p_kgtrain| < 1e-4 in both directions (float32), a strict load, and weights that changed in fit.
-Prints one row a model; exit 1 on any failure. The six models take about 3 minutes of CPU time (6 min wall on a
-busy 2-core machine), most of it in kgtrain fit.
+  224 px   (ViT, DeiT, Swin) weights of timm's 224 px model, loaded by kgtrain at 64 px (positions or relative
+           position tables resampled) and by timm's own checkpoint_filter_fn at 64 px: the same predictions.
+For each --torchvision name: torchvision.models.<name>(num_classes=10), made less degenerate the same way, saved with
+torch.save(model.state_dict()) (torchvision's names: features.*, classifier.*), predicted by kgtrain's network of that
+name through `tta-predict --weights file.pth` against torchvision's own forward.
+Pass: max |p_timm - p_kgtrain| < 1e-4 in every direction (float32), a strict load, and weights that changed in fit.
+Prints one row a check; exit 1 on any failure.
 """
 import argparse
 import csv
@@ -51,6 +56,7 @@ MODELS = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "resnext
           "vit_base_patch32_224", "deit_small_patch16_224", "deit3_small_patch16_224", "swin_tiny_patch4_window7_224",
           "swin_small_patch4_window7_224", "swin_base_patch4_window12_384", "eca_nfnet_l0", "eca_nfnet_l1")
 VIT = ("vit_", "deit", "swin_")
+TORCHVISION = ("resnet50", "resnext50_32x4d", "efficientnet_b0", "efficientnet_b3", "convnext_tiny")
 N_IMAGES, SIZE, CLASSES, TOL = 16, 64, 10, 1e-4
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 RECIPE = """# check_timm_parity.py: identity view only, fp32 on the CPU, images already at data.image_size (no resize).
@@ -127,6 +133,11 @@ def timm_model(arch, seed, x, **kwargs):
     """timm's random init made less degenerate, with BatchNorm statistics and a head scale that suit the images x."""
     torch.manual_seed(seed)
     model = create(arch, **kwargs)
+    return nontrivial(model, model.get_classifier(), x)
+
+
+def nontrivial(model, head, x):
+    """The model's init made less degenerate, with BatchNorm statistics and a head scale that suit the images x."""
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() == 1 and name.endswith(("weight", "gamma")):
@@ -136,6 +147,8 @@ def timm_model(arch, seed, x, **kwargs):
             elif name in ("cls_token", "pos_embed"):  # timm's cls_token init (std 1e-6) is nearly zero
                 p.normal_(0, 0.5)
             elif name.endswith(".gain"):  # NFNet's conv gains: conv3's start at 0, which would mute every branch
+                p.uniform_(0.5, 1.5)
+            elif name.endswith("layer_scale"):  # torchvision's ConvNeXt layer scale [C, 1, 1], 1e-6 at init
                 p.uniform_(0.5, 1.5)
         # Running statistics: the average of 4 train-mode batches of 8 noisy images (not the 16-image batch's own).
         bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
@@ -150,7 +163,6 @@ def timm_model(arch, seed, x, **kwargs):
         # The head scaled to logits of standard deviation 2 per image: a softmax neither flat nor saturated,
         # so probabilities show a logit difference.
         scale = 2.0 / model.eval()(x).std(dim=1).mean().item()
-        head = model.get_classifier()
         head.weight.mul_(scale)
         head.bias.mul_(scale)
     return model.eval()
@@ -251,7 +263,30 @@ def check_model(exe, arch, work, recipe, x, ids, seed):
     return res
 
 
+def torchvision_head(model):
+    """The final linear layer of torchvision's ResNet / ResNeXt (fc), EfficientNet (classifier.1), ConvNeXt
+    (classifier.2)."""
+    return model.fc if hasattr(model, "fc") else model.classifier[-1]
+
+
+def check_torchvision(exe, arch, work, recipe, x, ids, seed):
+    """torchvision's model of the same name, its state_dict saved by torch.save (torchvision's names), predicted by
+    kgtrain's timm network of that name: the names mapped on load (model/torchvision_names.h)."""
+    import torchvision
+    torch.manual_seed(seed)
+    model = getattr(torchvision.models, arch)(weights=None, num_classes=CLASSES)
+    model = nontrivial(model, torchvision_head(model), x)
+    path = os.path.join(work, f"{arch}_torchvision.pth")
+    torch.save(model.state_dict(), path)
+    got = predict(exe, recipe, arch, path, os.path.join(work, f"{arch}_predict_torchvision"), ids)
+    want = probs(model, x)
+    return {"model": "torchvision " + arch, "forward": (got - want).abs().max().item(),
+            "forward_logit": logit_diff(got, want), "max_p": want.max().item(), "torchvision": True}
+
+
 def passed(r):
+    if r.get("torchvision"):
+        return r["forward"] < TOL
     return (r.get("strict") and r["forward"] < TOL and r.get("reverse", 1) < TOL and r.get("changed", 0) > 0
             and r.get("resampled", 0) < TOL)
 
@@ -259,7 +294,9 @@ def passed(r):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kgtrain", default=os.path.join(ROOT, "build-debian", "kgtrain"))
-    ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    ap.add_argument("--models", nargs="*", default=list(MODELS), choices=MODELS)
+    ap.add_argument("--torchvision", nargs="*", default=list(TORCHVISION), choices=TORCHVISION,
+                    help="also torchvision's model of each name, saved by torch.save with torchvision's names")
     ap.add_argument("--keep", help="work in DIR and keep it (default: a temporary folder, removed)")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
@@ -280,20 +317,22 @@ def main():
           f"pass: max |p_timm - p_kgtrain| < {TOL:g} (fp32, CPU)")
     print("|dp|: max probability difference (the test); |dlogit|: max difference of logit_k - logit_top, from those "
           "probabilities; fit moved: max parameter change in fit; max p: timm's largest probability")
-    print(f"{'model':<24} {'fwd |dp|':>9} {'fwd |dlogit|':>12} {'rev |dp|':>9} {'rev |dlogit|':>12} {'strict':>6} "
+    print(f"{'model':<30} {'fwd |dp|':>9} {'fwd |dlogit|':>12} {'rev |dp|':>9} {'rev |dlogit|':>12} {'strict':>6} "
           f"{'fit moved':>9} {'max p':>6} {'224 |dp|':>9} {'time':>5}  result")
     failed = 0
-    for i, arch in enumerate(a.models):
+    jobs = [(arch, check_model) for arch in a.models] + [(arch, check_torchvision) for arch in a.torchvision]
+    for i, (arch, check) in enumerate(jobs):
         t0 = time.time()
         try:
-            r = check_model(exe, arch, work, recipe, x, ids, a.seed + i)
+            r = check(exe, arch, work, recipe, x, ids, a.seed + i)
         except (RuntimeError, AssertionError) as e:
             r = {"model": arch, "forward": float("nan"), "error": str(e)}
+        arch = r["model"]
         ok = passed(r)
         failed += not ok
         fmt = lambda k: f"{r[k]:.2e}" if k in r else "-"  # noqa: E731
         strict = {True: "yes", False: "NO"}.get(r.get("strict"), "-")
-        print(f"{arch:<24} {fmt('forward'):>9} {fmt('forward_logit'):>12} {fmt('reverse'):>9} "
+        print(f"{arch:<30} {fmt('forward'):>9} {fmt('forward_logit'):>12} {fmt('reverse'):>9} "
               f"{fmt('reverse_logit'):>12} {strict:>6} {fmt('changed'):>9} {r.get('max_p', float('nan')):6.3f} {fmt('resampled'):>9} {time.time() - t0:4.0f}s  "
               f"{'ok' if ok else 'FAIL'}", flush=True)
         if "error" in r:

@@ -4,12 +4,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <torch/torch.h>
 
 #include "core/error.h"
 #include "core/strings.h"
 #include "model/torch_save.h"
+#include "model/torchvision_names.h"
 
 namespace kg::model {
 
@@ -108,7 +110,17 @@ LoadReport load_weights(Network& net, TensorMap tensors, const LoadPolicy& polic
   std::map<std::string, at::Tensor> model;
   for (auto& p : net.named_parameters(true)) model.emplace(p.key(), p.value());
   for (auto& b : net.named_buffers(true)) model.emplace(b.key(), b.value());
-  const auto renamed = strip_wrapper_prefixes(tensors, model);
+  auto renamed = strip_wrapper_prefixes(tensors, model);
+  const bool any_match =
+      std::any_of(tensors.begin(), tensors.end(), [&](const auto& kv) { return model.count(kv.first) > 0; });
+  if (!any_match) {  // torchvision's EfficientNet / ConvNeXt layout (features.*) for the timm network
+    std::set<std::string> names;
+    for (auto& [name, t] : model) names.insert(name);
+    if (auto tv = from_torchvision(tensors, names)) {
+      tensors = std::move(tv->tensors);
+      renamed.push_back(tv->note);
+    }
+  }
 
   std::vector<std::string> adapted, reinit;
   const std::string& fc = net.first_conv();
