@@ -107,10 +107,21 @@ int64_t se_channels(int64_t mid, int64_t expand) {
   return static_cast<int64_t>(std::nearbyint(static_cast<double>(mid) * (kSeRatio / static_cast<double>(expand))));
 }
 
+// What every block holds: its variant, whether it adds its input back (stride 1, same width), its drop-path rate.
+struct EffBlock : torch::nn::Module {
+  EffBlock(const EffNetVariant& v, bool skip, double dp) : variant(v), skip(skip), drop_path_rate(dp) {}
+  at::Tensor residual(const at::Tensor& y, const at::Tensor& x) const {
+    return skip ? drop_path(y, drop_path_rate, is_training()) + x : y;
+  }
+  EffNetVariant variant;
+  bool skip;
+  double drop_path_rate;
+};
+
 // timm DepthwiseSeparableConv (stage 0): dw conv -> BN -> SiLU -> SE -> pw conv -> BN (+ residual).
-struct DepthwiseSeparableImpl : torch::nn::Module {
+struct DepthwiseSeparableImpl : EffBlock {
   DepthwiseSeparableImpl(const EffNetVariant& v, int64_t cin, int64_t cout, int64_t k, int64_t stride, double dp)
-      : variant(v), skip(stride == 1 && cin == cout), drop_path_rate(dp) {
+      : EffBlock(v, stride == 1 && cin == cout, dp) {
     conv_dw = register_module("conv_dw", conv(v, cin, cin, k, stride, cin));
     bn1 = register_module("bn1", effnet_bn(v, cin));
     se = register_module("se", SqueezeExcite(cin, se_channels(cin, 1)));
@@ -120,11 +131,8 @@ struct DepthwiseSeparableImpl : torch::nn::Module {
   at::Tensor forward(const at::Tensor& x) {
     at::Tensor y = se->forward(torch::silu(bn1->forward(same_conv(variant, conv_dw, x))));
     y = bn2->forward(conv_pw->forward(y));
-    return skip ? drop_path(y, drop_path_rate, is_training()) + x : y;
+    return residual(y, x);
   }
-  EffNetVariant variant;
-  bool skip;
-  double drop_path_rate;
   torch::nn::Conv2d conv_dw{nullptr}, conv_pw{nullptr};
   BatchNorm2d bn1{nullptr}, bn2{nullptr};
   SqueezeExcite se{nullptr};
@@ -133,10 +141,10 @@ TORCH_MODULE(DepthwiseSeparable);
 
 // timm InvertedResidual (MBConv): pw expand -> BN -> SiLU -> dw conv -> BN -> SiLU -> SE -> pw project -> BN (+
 // residual).
-struct InvertedResidualImpl : torch::nn::Module {
+struct InvertedResidualImpl : EffBlock {
   InvertedResidualImpl(const EffNetVariant& v, int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t expand,
                        double dp)
-      : variant(v), skip(stride == 1 && cin == cout), drop_path_rate(dp) {
+      : EffBlock(v, stride == 1 && cin == cout, dp) {
     const int64_t mid = make_divisible(static_cast<double>(cin * expand));
     conv_pw = register_module("conv_pw", conv(v, cin, mid, 1));
     bn1 = register_module("bn1", effnet_bn(v, mid));
@@ -150,11 +158,8 @@ struct InvertedResidualImpl : torch::nn::Module {
     at::Tensor y = torch::silu(bn1->forward(conv_pw->forward(x)));
     y = se->forward(torch::silu(bn2->forward(same_conv(variant, conv_dw, y))));
     y = bn3->forward(conv_pwl->forward(y));
-    return skip ? drop_path(y, drop_path_rate, is_training()) + x : y;
+    return residual(y, x);
   }
-  EffNetVariant variant;
-  bool skip;
-  double drop_path_rate;
   torch::nn::Conv2d conv_pw{nullptr}, conv_dw{nullptr}, conv_pwl{nullptr};
   BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
   SqueezeExcite se{nullptr};
@@ -163,10 +168,10 @@ TORCH_MODULE(InvertedResidual);
 
 // timm EdgeResidual (FusedMBConv): full conv expand (k x k, stride) -> BN -> SiLU -> [SE] -> pw project -> BN
 // (+ residual).
-struct EdgeResidualImpl : torch::nn::Module {
+struct EdgeResidualImpl : EffBlock {
   EdgeResidualImpl(const EffNetVariant& v, int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t expand,
                    bool with_se, double dp)
-      : variant(v), skip(stride == 1 && cin == cout), drop_path_rate(dp) {
+      : EffBlock(v, stride == 1 && cin == cout, dp) {
     const int64_t mid = make_divisible(static_cast<double>(cin * expand));
     conv_exp = register_module("conv_exp", conv(v, cin, mid, k, stride));
     bn1 = register_module("bn1", effnet_bn(v, mid));
@@ -178,11 +183,8 @@ struct EdgeResidualImpl : torch::nn::Module {
     at::Tensor y = torch::silu(bn1->forward(same_conv(variant, conv_exp, x)));
     if (se) y = se->forward(y);
     y = bn2->forward(conv_pwl->forward(y));
-    return skip ? drop_path(y, drop_path_rate, is_training()) + x : y;
+    return residual(y, x);
   }
-  EffNetVariant variant;
-  bool skip;
-  double drop_path_rate;
   torch::nn::Conv2d conv_exp{nullptr}, conv_pwl{nullptr};
   BatchNorm2d bn1{nullptr}, bn2{nullptr};
   SqueezeExcite se{nullptr};
@@ -190,19 +192,16 @@ struct EdgeResidualImpl : torch::nn::Module {
 TORCH_MODULE(EdgeResidual);
 
 // timm ConvBnAct (EfficientNetV2's first stage, "cn_..._skip"): conv -> BN -> SiLU (+ residual).
-struct ConvBnActImpl : torch::nn::Module {
+struct ConvBnActImpl : EffBlock {
   ConvBnActImpl(const EffNetVariant& v, int64_t cin, int64_t cout, int64_t k, int64_t stride, double dp)
-      : variant(v), skip(stride == 1 && cin == cout), drop_path_rate(dp) {
+      : EffBlock(v, stride == 1 && cin == cout, dp) {
     conv = register_module("conv", kg::model::conv(v, cin, cout, k, stride));
     bn1 = register_module("bn1", effnet_bn(v, cout));
   }
   at::Tensor forward(const at::Tensor& x) {
     at::Tensor y = torch::silu(bn1->forward(same_conv(variant, conv, x)));
-    return skip ? drop_path(y, drop_path_rate, is_training()) + x : y;
+    return residual(y, x);
   }
-  EffNetVariant variant;
-  bool skip;
-  double drop_path_rate;
   torch::nn::Conv2d conv{nullptr};
   BatchNorm2d bn1{nullptr};
 };

@@ -11,7 +11,6 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "device/compat.h"
 #include "model/layers.h"
 #include "model/model.h"
 
@@ -126,13 +125,13 @@ struct WindowAttentionImpl : torch::nn::Module {
       const int64_t nw = mask.size(0);
       bias = (bias + mask.view({1, nw, 1, n, n}).expand({b / nw, nw, heads, n, n}).reshape({-1, heads, n, n}));
     }
-#if KG_TORCH_VERSION_AT_LEAST(2, 0)
-    at::Tensor y = at::scaled_dot_product_attention(q, k, v, bias.to(q.scalar_type()));
-#else
-    at::Tensor y = torch::softmax(torch::matmul(q * std::pow(static_cast<double>(c / heads), -0.5), k.transpose(-2, -1)) + bias,
+    // Matrix products and softmax, as timm's Swin by default (its fused path is experimental, off unless asked for):
+    // PyTorch 2.x's scaled_dot_product_attention with a mask picks other kernels with and without autograd, so a
+    // checkpointed stage's recompute would differ from its forward in the last bits.
+    at::Tensor y = torch::softmax(torch::matmul(q * std::pow(static_cast<double>(c / heads), -0.5), k.transpose(-2, -1)) +
+                                      bias.to(q.scalar_type()),
                                   -1)
                        .matmul(v);
-#endif
     return proj->forward(y.transpose(1, 2).reshape({b, n, c}));
   }
   int64_t heads, window;
