@@ -55,7 +55,8 @@ MODELS = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "resnext
           "convnext_large", "vit_tiny_patch16_224", "vit_small_patch16_224", "vit_base_patch16_224",
           "vit_base_patch32_224", "deit_small_patch16_224", "deit3_small_patch16_224", "swin_tiny_patch4_window7_224",
           "swin_small_patch4_window7_224", "swin_base_patch4_window12_384", "eca_nfnet_l0", "eca_nfnet_l1")
-VIT = ("vit_", "deit", "swin_")
+# Transformers built for the image size: timm builds them for 64 px too, and their 224 px weights are resampled.
+SIZED = ("vit_", "deit", "swin_")
 TORCHVISION = ("resnet50", "resnext50_32x4d", "efficientnet_b0", "efficientnet_b3", "convnext_tiny")
 N_IMAGES, SIZE, CLASSES, TOL = 16, 64, 10, 1e-4
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -124,7 +125,7 @@ def preprocess(folder, ids):
 
 def create(arch, **kwargs):
     """timm's model; a ViT for the images' size (kgtrain builds it for data.image_size)."""
-    if arch.startswith(VIT):
+    if arch.startswith(SIZED):
         kwargs.setdefault("img_size", SIZE)
     return timm.create_model(arch, pretrained=False, num_classes=CLASSES, in_chans=3, **kwargs)
 
@@ -242,7 +243,7 @@ def check_model(exe, arch, work, recipe, x, ids, seed):
     want = probs(back, x)
     res["reverse"] = (got - want).abs().max().item()
     res["reverse_logit"] = logit_diff(got, want)
-    if arch.startswith(VIT):
+    if arch.startswith(SIZED):
         # Weights saved at timm's 224 px into kgtrain at 64 px: pos_embed resampled on load, against timm's own
         # load at 64 px (checkpoint_filter_fn, what create_model(pretrained=True, img_size=64) does).
         big = timm.create_model(arch, pretrained=False, num_classes=CLASSES, in_chans=3)

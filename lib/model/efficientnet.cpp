@@ -29,13 +29,6 @@ struct EffNetVariant {
 constexpr EffNetVariant kTorchVariant{false, 1e-5};
 constexpr EffNetVariant kTfVariant{true, 1e-3};
 
-// timm make_divisible(v, 8): nearest multiple of 8, at least 8, never more than 10% below v.
-int64_t make_divisible(double v) {
-  int64_t r = std::max<int64_t>(8, static_cast<int64_t>(v + 4.0) / 8 * 8);
-  if (static_cast<double>(r) < 0.9 * v) r += 8;
-  return r;
-}
-
 // timm's block kinds: ds (depthwise-separable), ir (inverted residual, MBConv), er (edge residual, FusedMBConv:
 // a full 3x3 conv expands), cn (conv + BN + act).
 enum class BlockKind { ds, ir, er, cn };
@@ -86,7 +79,9 @@ at::Tensor same_conv(const EffNetVariant& v, torch::nn::Conv2d& c, const at::Ten
   return c->forward(torch::constant_pad_nd(x, {p[1] / 2, p[1] - p[1] / 2, p[0] / 2, p[0] - p[0] / 2}));
 }
 
-BatchNorm2d effnet_bn(const EffNetVariant& v, int64_t c) { return BatchNorm2d(torch::nn::BatchNormOptions(c).eps(v.bn_eps)); }
+BatchNorm2d effnet_bn(const EffNetVariant& v, int64_t c) {
+  return BatchNorm2d(torch::nn::BatchNormOptions(c).eps(v.bn_eps));
+}
 
 // timm's SqueezeExcite: mean over H, W -> 1x1 conv (reduce) -> SiLU -> 1x1 conv (expand) -> sigmoid gate.
 struct SqueezeExciteImpl : torch::nn::Module {
@@ -255,12 +250,18 @@ class EfficientNet final : public Network {
         const int64_t stride = b == 0 ? s.stride : 1;
         const double dp = ctx.model.drop_path_rate * static_cast<double>(index++) / static_cast<double>(total);
         switch (s.kind) {
-          case BlockKind::ds: stage->push_back(DepthwiseSeparable(v, cin, cout, s.kernel, stride, dp)); break;
-          case BlockKind::ir: stage->push_back(InvertedResidual(v, cin, cout, s.kernel, stride, s.expand, dp)); break;
+          case BlockKind::ds:
+            stage->push_back(DepthwiseSeparable(v, cin, cout, s.kernel, stride, dp));
+            break;
+          case BlockKind::ir:
+            stage->push_back(InvertedResidual(v, cin, cout, s.kernel, stride, s.expand, dp));
+            break;
           case BlockKind::er:
             stage->push_back(EdgeResidual(v, cin, cout, s.kernel, stride, s.expand, s.se, dp));
             break;
-          case BlockKind::cn: stage->push_back(ConvBnAct(v, cin, cout, s.kernel, stride, dp)); break;
+          case BlockKind::cn:
+            stage->push_back(ConvBnAct(v, cin, cout, s.kernel, stride, dp));
+            break;
         }
         cin = cout;
       }
@@ -306,11 +307,11 @@ void add_efficientnet(const std::string& name, const std::string& doc, const Eff
 void add_both(int i, const char* params, double width, double depth) {
   const EffNetSpec spec{v1_stages(), 32, 1280, width, std::vector<double>(v1_stages().size(), depth)};
   const std::string b = "efficientnet_b" + std::to_string(i), size = std::string("; ") + params;
-  add_efficientnet(b, "EfficientNet-B" + std::to_string(i) + " (timm names" + size + " at 1000 classes)",
-                   kTorchVariant, spec);
+  add_efficientnet(b, "EfficientNet-B" + std::to_string(i) + " (timm names" + size + " at 1000 classes)", kTorchVariant,
+                   spec);
   add_efficientnet("tf_" + b,
-                   "EfficientNet-B" + std::to_string(i) + ", TF port: \"same\" padding, BatchNorm eps 1e-3 (timm names" +
-                       size + " at 1000 classes)",
+                   "EfficientNet-B" + std::to_string(i) +
+                       ", TF port: \"same\" padding, BatchNorm eps 1e-3 (timm names" + size + " at 1000 classes)",
                    kTfVariant, spec);
 }
 
@@ -321,16 +322,15 @@ EffNetSpec v2_spec(char size, bool rw) {
   EffNetSpec s;
   s.stem = 24;
   if (size == 's' || rw) {
-    s.stages = {{K::cn, 3, 1, 1, 24, 2, false},    {K::er, 3, 2, 4, 48, 4, false},
-                {K::er, 3, 2, 4, 64, 4, false},    {K::ir, 3, 2, 4, 128, 6, true},
-                {K::ir, 3, 1, 6, 160, 9, true},    {K::ir, 3, 2, 6, 256, 15, true}};
+    s.stages = {{K::cn, 3, 1, 1, 24, 2, false}, {K::er, 3, 2, 4, 48, 4, false}, {K::er, 3, 2, 4, 64, 4, false},
+                {K::ir, 3, 2, 4, 128, 6, true}, {K::ir, 3, 1, 6, 160, 9, true}, {K::ir, 3, 2, 6, 256, 15, true}};
     if (rw) {
       s.stages.front() = {K::er, 3, 1, 1, 24, 2, false};
       s.stages.back().channels = 272;
       s.features = 1792;
     }
   } else {
-    s.stages = {{K::cn, 3, 1, 1, 24, 3, false}, {K::er, 3, 2, 4, 48, 5, false}, {K::er, 3, 2, 4, 80, 5, false},
+    s.stages = {{K::cn, 3, 1, 1, 24, 3, false}, {K::er, 3, 2, 4, 48, 5, false},  {K::er, 3, 2, 4, 80, 5, false},
                 {K::ir, 3, 2, 4, 160, 7, true}, {K::ir, 3, 1, 6, 176, 14, true}, {K::ir, 3, 2, 6, 304, 18, true},
                 {K::ir, 3, 1, 6, 512, 5, true}};
   }
@@ -351,10 +351,10 @@ const bool kEfficientnetRegistered = [] {
   add_both(5, "30.4M parameters", 1.6, 2.2);
   add_both(6, "43.0M parameters", 1.8, 2.6);
   add_both(7, "66.3M parameters", 2.0, 3.1);
-  add_efficientnet("efficientnetv2_s", "EfficientNetV2-S (timm names; 21.5M parameters at 1000 classes)",
-                   kTorchVariant, v2_spec('s', false));
-  add_efficientnet("efficientnetv2_m", "EfficientNetV2-M (timm names; 54.1M parameters at 1000 classes)",
-                   kTorchVariant, v2_spec('m', false));
+  add_efficientnet("efficientnetv2_s", "EfficientNetV2-S (timm names; 21.5M parameters at 1000 classes)", kTorchVariant,
+                   v2_spec('s', false));
+  add_efficientnet("efficientnetv2_m", "EfficientNetV2-M (timm names; 54.1M parameters at 1000 classes)", kTorchVariant,
+                   v2_spec('m', false));
   add_efficientnet("tf_efficientnetv2_s",
                    "EfficientNetV2-S, TF port: \"same\" padding, BatchNorm eps 1e-3 (timm names; 21.5M parameters)",
                    kTfVariant, v2_spec('s', false));

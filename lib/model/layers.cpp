@@ -38,10 +38,18 @@ MlpImpl::MlpImpl(int64_t c, int64_t hidden)
 
 at::Tensor MlpImpl::forward(const at::Tensor& x) { return fc2->forward(torch::gelu(fc1->forward(x))); }
 
+int64_t make_divisible(double v) {
+  int64_t r = std::max<int64_t>(8, static_cast<int64_t>(v + 4.0) / 8 * 8);
+  if (static_cast<double>(r) < 0.9 * v) r += 8;
+  return r;
+}
+
 void trunc_normal_(at::Tensor& t, double std, double lo, double hi) { t.normal_(0.0, std).clamp_(lo, hi); }
 
 at::Tensor norm_input(const at::Tensor& x, const at::Tensor& weight) {
   return x.scalar_type() == weight.scalar_type() ? x : x.to(weight.scalar_type());
 }
+
+at::Tensor run_norm(torch::nn::LayerNorm& n, const at::Tensor& x) { return n->forward(norm_input(x, n->weight)); }
 
 }  // namespace kg::model

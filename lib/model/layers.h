@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 
 namespace kg::model {
@@ -20,6 +21,10 @@ double block_drop_path(double rate, int64_t index, int64_t blocks);
 // linear layers PyTorch's default. Applied to the submodules of `m` (not `m` itself: safe in a constructor).
 void init_cnn(torch::nn::Module& m);
 
+// timm's make_divisible(v, 8): the nearest multiple of 8, at least 8, never more than 10% below v (EfficientNet's
+// and NFNet's channel rounding).
+int64_t make_divisible(double v);
+
 // timm's trunc_normal_(std) cuts at the absolute bounds [-2, 2], 100 standard deviations out for std .02: no
 // sample ever reaches them, so a clamped normal draws the same distribution (and ~10x faster than PyTorch's
 // inverse-CDF method, whose erfinv costs seconds on convnext's 28M weights).
@@ -29,6 +34,8 @@ void trunc_normal_(at::Tensor& t, double std, double lo = -2.0, double hi = 2.0)
 // input arrives in bf16, and LibTorch 1.13's CPU kernel refuses a bf16 input with float weights ("expected scalar
 // type BFloat16 but found Float"); 2.x accepts the mix. A no-op without autocast.
 at::Tensor norm_input(const at::Tensor& x, const at::Tensor& weight);
+// A LayerNorm applied to its input in its weights' dtype (norm_input).
+at::Tensor run_norm(torch::nn::LayerNorm& n, const at::Tensor& x);
 
 // timm's Mlp: fc1 -> exact (erf) GELU -> fc2 (ConvNeXt's block, ViT's block).
 struct MlpImpl : torch::nn::Module {

@@ -129,8 +129,8 @@ void Network::finish(const ModelContext& ctx, torch::nn::Module& fc_parent, cons
     KG_CHECK(known_pool(pool_), ConfigError, "model.global_pool: unknown pool \"", pool_,
              "\" (known: avg, max, avgmax, catavgmax)");
   else
-    KG_CHECK(std::find(pools.begin(), pools.end(), pool_) != pools.end(), ConfigError, "model.global_pool: \"",
-             pool_, "\" is not a pool of this model (it takes: ", join(pools, ", "), ")");
+    KG_CHECK(std::find(pools.begin(), pools.end(), pool_) != pools.end(), ConfigError, "model.global_pool: \"", pool_,
+             "\" is not a pool of this model (it takes: ", join(pools, ", "), ")");
   int64_t width = 0;
   {
     // What nn.LazyLinear does in Python: one forward pass reveals the feature width.

@@ -19,13 +19,6 @@ struct NfNetOptions {};  // the shared [model] keys cover what timm's eca_nfnet_
 constexpr double kSiluGamma = 1.7881293296813965;  // timm's _nonlin_gamma["silu"]
 constexpr double kAlpha = 0.2, kAttnGain = 2.0, kStdConvEps = 1e-5;
 
-// timm make_divisible(v, 8): nearest multiple of 8, at least 8, never more than 10% below v.
-int64_t divisible(double v) {
-  int64_t r = std::max<int64_t>(8, static_cast<int64_t>(v + 4.0) / 8 * 8);
-  if (static_cast<double>(r) < 0.9 * v) r += 8;
-  return r;
-}
-
 // timm's ScaledStdConv2d: the weight standardised over each output channel's fan-in (biased variance, eps 1e-5),
 // times gain * gamma / sqrt(fan-in); symmetric padding ((stride - 1) + (k - 1)) / 2; a bias.
 struct ScaledStdConvImpl : torch::nn::Module {
@@ -59,8 +52,8 @@ struct EcaImpl : torch::nn::Module {
   explicit EcaImpl(int64_t channels) {
     const auto t = static_cast<int64_t>(std::abs(std::log2(static_cast<double>(channels)) + 1.0) / 2.0);
     const int64_t k = std::max<int64_t>(t % 2 ? t : t + 1, 3);
-    conv = register_module(
-        "conv", torch::nn::Conv1d(torch::nn::Conv1dOptions(1, 1, k).padding((k - 1) / 2).bias(false)));
+    conv =
+        register_module("conv", torch::nn::Conv1d(torch::nn::Conv1dOptions(1, 1, k).padding((k - 1) / 2).bias(false)));
   }
   at::Tensor forward(const at::Tensor& x) {
     at::Tensor y = conv->forward(x.mean({2, 3}).view({x.size(0), 1, -1}));
@@ -92,7 +85,7 @@ TORCH_MODULE(Downsample);
 struct BlockImpl : torch::nn::Module {
   BlockImpl(int64_t cin, int64_t cout, int64_t stride, double beta, int64_t group_size, double bottle_ratio, double dp)
       : beta(beta), drop_path_rate(dp) {
-    int64_t mid = divisible(static_cast<double>(cout) * bottle_ratio);
+    int64_t mid = make_divisible(static_cast<double>(cout) * bottle_ratio);
     const int64_t groups = mid / group_size;
     mid = group_size * groups;
     if (cin != cout || stride != 1) downsample = register_module("downsample", Downsample(cin, cout, stride));
@@ -156,8 +149,8 @@ class NfNet final : public Network {
       stages->push_back(stage);
       stages_.push_back(stage);
     }
-    final_conv_ = register_module("final_conv",
-                                  ScaledStdConv(cin, divisible(static_cast<double>(channels[3]) * a.feat_mult), 1));
+    final_conv_ = register_module(
+        "final_conv", ScaledStdConv(cin, make_divisible(static_cast<double>(channels[3]) * a.feat_mult), 1));
     head_ = register_module("head", std::make_shared<torch::nn::Module>());
     add_group("stem", {"stem"});
     for (int s = 0; s < 4; ++s) add_group("stages." + std::to_string(s), {"stages." + std::to_string(s)});
@@ -166,8 +159,10 @@ class NfNet final : public Network {
     finish(ctx, *head_, "head.fc");
     torch::NoGradGuard no_grad;  // timm: the classifier N(0, 0.01), zero bias
     for (auto& p : head_->named_parameters())
-      if (p.key() == "fc.weight") p.value().normal_(0.0, 0.01);
-      else if (p.key() == "fc.bias") p.value().zero_();
+      if (p.key() == "fc.weight")
+        p.value().normal_(0.0, 0.01);
+      else if (p.key() == "fc.bias")
+        p.value().zero_();
   }
 
   at::Tensor forward_features(const at::Tensor& input) override {
@@ -189,10 +184,9 @@ class NfNet final : public Network {
 };
 
 void add_nfnet(const std::string& name, const std::string& doc, const Arch& a) {
-  model_registry().add(name, doc, "[model]\nname = \"" + name + "\"", config::Fields<NfNetOptions>(),
-                       [a](const NfNetOptions&, const ModelContext& ctx) -> NetworkPtr {
-                         return std::make_shared<NfNet>(a, ctx);
-                       });
+  model_registry().add(
+      name, doc, "[model]\nname = \"" + name + "\"", config::Fields<NfNetOptions>(),
+      [a](const NfNetOptions&, const ModelContext& ctx) -> NetworkPtr { return std::make_shared<NfNet>(a, ctx); });
 }
 
 const bool kNfnetRegistered = [] {

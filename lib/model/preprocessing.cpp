@@ -54,8 +54,8 @@ FollowedRecipe follow_weights_preprocessing(const config::Recipe& recipe) {
       changes.emplace_back("data.image_size", config::Entry{hw, from, {}, false});
       notes.push_back("data.image_size = " + hw.dump() + where);
     } else if (size.value != hw && !(size.value.is_number_integer() && hw[0] == size.value && hw[1] == size.value)) {
-      notes.push_back("data.image_size = " + size.value.dump() + " (" + size.origin.str() + "; the weights were made at " +
-                      hw.dump() + ")");
+      notes.push_back("data.image_size = " + size.value.dump() + " (" + size.origin.str() +
+                      "; the weights were made at " + hw.dump() + ")");
     }
   }
 
@@ -93,11 +93,13 @@ FollowedRecipe follow_weights_preprocessing(const config::Recipe& recipe) {
     }
   }
   if (!has_normalize && !p.mean.empty() && !p.std.empty()) {
-    const json t = {{"name", "normalize"}, {"mean", per_channel(p.mean, channels)}, {"std", per_channel(p.std, channels)}};
+    const json t = {
+        {"name", "normalize"}, {"mean", per_channel(p.mean, channels)}, {"std", per_channel(p.std, channels)}};
     aug.inner["[" + std::to_string(aug.value.size()) + "]"] = from;
     aug.value.push_back(t);
-    notes.push_back("data.augment[" + std::to_string(aug.value.size() - 1) + "] (normalize) added, mean = " +
-                    list_str(t["mean"].get<std::vector<double>>()) + ", std = " + list_str(t["std"].get<std::vector<double>>()) + where);
+    notes.push_back("data.augment[" + std::to_string(aug.value.size() - 1) +
+                    "] (normalize) added, mean = " + list_str(t["mean"].get<std::vector<double>>()) +
+                    ", std = " + list_str(t["std"].get<std::vector<double>>()) + where);
     changed = true;
   }
   if (changed) changes.emplace_back("data.augment", aug);

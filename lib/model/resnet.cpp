@@ -81,11 +81,10 @@ struct BottleneckImpl : torch::nn::Module {
     const int64_t width = planes * shape.base_width / 64 * shape.groups;
     conv1 = register_module("conv1", conv(cin, width, 1, 1));
     bn1 = register_module("bn1", BatchNorm2d(width));
-    conv2 = register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(width, width, 3)
-                                                           .stride(stride)
-                                                           .padding(1)
-                                                           .groups(shape.groups)
-                                                           .bias(false)));
+    conv2 = register_module(
+        "conv2",
+        torch::nn::Conv2d(
+            torch::nn::Conv2dOptions(width, width, 3).stride(stride).padding(1).groups(shape.groups).bias(false)));
     bn2 = register_module("bn2", BatchNorm2d(width));
     conv3 = register_module("conv3", conv(width, planes * kExpansion, 1, 1));
     bn3 = register_module("bn3", BatchNorm2d(planes * kExpansion));
@@ -189,12 +188,10 @@ const bool kResnetRegistered = [] {
   add_resnet<Bottleneck>("resnext101_32x8d",
                          "ResNeXt-101 32x8d (torchvision/timm names; 88.8M parameters at 1000 classes)", {3, 4, 23, 3},
                          {32, 8, false});
-  add_resnet<Bottleneck>("seresnext50_32x4d",
-                         "SE-ResNeXt-50 32x4d (timm names; 27.6M parameters at 1000 classes)", {3, 4, 6, 3},
-                         {32, 4, true});
-  add_resnet<Bottleneck>("seresnext101_32x8d",
-                         "SE-ResNeXt-101 32x8d (timm names; 93.6M parameters at 1000 classes)", {3, 4, 23, 3},
-                         {32, 8, true});
+  add_resnet<Bottleneck>("seresnext50_32x4d", "SE-ResNeXt-50 32x4d (timm names; 27.6M parameters at 1000 classes)",
+                         {3, 4, 6, 3}, {32, 4, true});
+  add_resnet<Bottleneck>("seresnext101_32x8d", "SE-ResNeXt-101 32x8d (timm names; 93.6M parameters at 1000 classes)",
+                         {3, 4, 23, 3}, {32, 8, true});
   return true;
 }();
 

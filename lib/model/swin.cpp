@@ -26,7 +26,6 @@ struct Arch {
 };
 
 torch::nn::LayerNorm layer_norm(int64_t dim) { return torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})); }
-at::Tensor run_norm(torch::nn::LayerNorm& n, const at::Tensor& x) { return n->forward(norm_input(x, n->weight)); }
 
 // [B, H, W, C] -> [B * windows, wh * ww, C], windows in row-major order (timm's window_partition).
 at::Tensor window_partition(const at::Tensor& x, int64_t wh, int64_t ww) {
@@ -128,10 +127,11 @@ struct WindowAttentionImpl : torch::nn::Module {
     // Matrix products and softmax, as timm's Swin by default (its fused path is experimental, off unless asked for):
     // PyTorch 2.x's scaled_dot_product_attention with a mask picks other kernels with and without autograd, so a
     // checkpointed stage's recompute would differ from its forward in the last bits.
-    at::Tensor y = torch::softmax(torch::matmul(q * std::pow(static_cast<double>(c / heads), -0.5), k.transpose(-2, -1)) +
-                                      bias.to(q.scalar_type()),
-                                  -1)
-                       .matmul(v);
+    at::Tensor y =
+        torch::softmax(torch::matmul(q * std::pow(static_cast<double>(c / heads), -0.5), k.transpose(-2, -1)) +
+                           bias.to(q.scalar_type()),
+                       -1)
+            .matmul(v);
     return proj->forward(y.transpose(1, 2).reshape({b, n, c}));
   }
   int64_t heads, window;
@@ -157,16 +157,14 @@ struct BlockImpl : torch::nn::Module {
   // timm's get_attn_mask for a padded map of hp x wp: tokens from different regions of the rolled map don't attend.
   at::Tensor attn_mask(int64_t hp, int64_t wp, const at::Tensor& like) {
     if (shift[0] == 0 && shift[1] == 0) return {};
-    if (mask_.defined() && mask_hw_ == std::array<int64_t, 2>{hp, wp} && mask_.device() == like.device())
-      return mask_;
+    if (mask_.defined() && mask_hw_ == std::array<int64_t, 2>{hp, wp} && mask_.device() == like.device()) return mask_;
     at::Tensor img = torch::zeros({1, hp, wp, 1});
     auto bounds = [](int64_t size, int64_t w, int64_t s) {
       return std::array<std::pair<int64_t, int64_t>, 3>{{{0, size - w}, {size - w, size - s}, {size - s, size}}};
     };
     int cnt = 0;
     for (auto [y0, y1] : bounds(hp, win[0], shift[0]))
-      for (auto [x0, x1] : bounds(wp, win[1], shift[1]))
-        img.slice(1, y0, y1).slice(2, x0, x1).fill_(cnt++);
+      for (auto [x0, x1] : bounds(wp, win[1], shift[1])) img.slice(1, y0, y1).slice(2, x0, x1).fill_(cnt++);
     at::Tensor m = window_partition(img, win[0], win[1]).squeeze(-1);  // [windows, N]
     at::Tensor d = m.unsqueeze(1) - m.unsqueeze(2);
     mask_ = d.ne(0).to(torch::kFloat).mul_(-100.0).to(like.device());
@@ -232,8 +230,8 @@ class SwinTransformer final : public Network {
     namespace nn = torch::nn;
     const int64_t min_side = a.patch * 8;  // three 2x merges after the patch embedding leave at least one token
     KG_CHECK(ctx.height >= min_side && ctx.width >= min_side, ConfigError, "model ", name, " needs images of at least ",
-             min_side, "x", min_side, " pixels (a ", a.patch, "x", a.patch, " patch embedding, then three 2x merges), got ",
-             ctx.height, "x", ctx.width, "; set data.image_size");
+             min_side, "x", min_side, " pixels (a ", a.patch, "x", a.patch,
+             " patch embedding, then three 2x merges), got ", ctx.height, "x", ctx.width, "; set data.image_size");
     auto patch_embed = register_module("patch_embed", std::make_shared<nn::Module>());
     proj_ = patch_embed->register_module("proj",
                                          nn::Conv2d(nn::Conv2dOptions(ctx.in_chans, a.dim, a.patch).stride(a.patch)));

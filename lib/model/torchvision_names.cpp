@@ -12,12 +12,12 @@ namespace {
 
 // torchvision MBConv children -> timm names. Blocks without expansion (torchvision's stage 1, timm's
 // DepthwiseSeparableConv) hold [dw, se, project]; the others [expand, dw, se, project].
-const std::map<std::string, std::string> kDepthwiseSeparable{{"0.0", "conv_dw"},      {"0.1", "bn1"},
+const std::map<std::string, std::string> kDepthwiseSeparable{{"0.0", "conv_dw"},          {"0.1", "bn1"},
                                                              {"1.fc1", "se.conv_reduce"}, {"1.fc2", "se.conv_expand"},
-                                                             {"2.0", "conv_pw"},      {"2.1", "bn2"}};
+                                                             {"2.0", "conv_pw"},          {"2.1", "bn2"}};
 const std::map<std::string, std::string> kInvertedResidual{
-    {"0.0", "conv_pw"},        {"0.1", "bn1"},           {"1.0", "conv_dw"},  {"1.1", "bn2"},
-    {"2.fc1", "se.conv_reduce"}, {"2.fc2", "se.conv_expand"}, {"3.0", "conv_pwl"}, {"3.1", "bn3"}};
+    {"0.0", "conv_pw"},          {"0.1", "bn1"},      {"1.0", "conv_dw"}, {"1.1", "bn2"}, {"2.fc1", "se.conv_reduce"},
+    {"2.fc2", "se.conv_expand"}, {"3.0", "conv_pwl"}, {"3.1", "bn3"}};
 
 // torchvision efficientnet_b0..b7: features.0 = stem conv + BN, features.1..7 = the stages, features.8 = head conv +
 // BN, classifier.1 = the linear layer.
@@ -44,10 +44,13 @@ std::string efficientnet_name(const std::string& tv, const TensorMap& file) {
 // block.5 the MLP, layer_scale), even features 2, 4, 6 = downsamples, classifier.0 = LayerNorm2d, classifier.2 = fc.
 std::string convnext_name(const std::string& tv) {
   static const std::regex stem(R"(features\.0\.([01])\.(\w+))"),
-      block(R"(features\.([1357])\.(\d+)\.(block\.\d|layer_scale)(\.\w+)?)"), down(R"(features\.([246])\.([01])\.(\w+))"),
-      classifier(R"(classifier\.([02])\.(\w+))");
-  static const std::map<std::string, std::string> parts{
-      {"block.0", "conv_dw"}, {"block.2", "norm"}, {"block.3", "mlp.fc1"}, {"block.5", "mlp.fc2"}, {"layer_scale", "gamma"}};
+      block(R"(features\.([1357])\.(\d+)\.(block\.\d|layer_scale)(\.\w+)?)"),
+      down(R"(features\.([246])\.([01])\.(\w+))"), classifier(R"(classifier\.([02])\.(\w+))");
+  static const std::map<std::string, std::string> parts{{"block.0", "conv_dw"},
+                                                        {"block.2", "norm"},
+                                                        {"block.3", "mlp.fc1"},
+                                                        {"block.5", "mlp.fc2"},
+                                                        {"layer_scale", "gamma"}};
   std::smatch m;
   if (std::regex_match(tv, m, stem)) return "stem." + m[1].str() + "." + m[2].str();
   if (std::regex_match(tv, m, block) && parts.count(m[3].str()))
@@ -69,10 +72,11 @@ std::optional<Renamed> from_torchvision(const TensorMap& file, const std::set<st
   // torchvision's efficientnet_b5..b7 (stems of 48, 56, 64 channels) hold TF-ported weights for BatchNorm eps 1e-3
   // with PyTorch's padding: neither timm's efficientnet_b* (eps 1e-5) nor its tf_ port ("same" padding) computes
   // their features, so they would load without an error into the wrong network.
-  KG_CHECK(!efficientnet || file.at("features.0.0.weight").size(0) < 48, CheckpointError,
-           "these are torchvision's efficientnet_b5/b6/b7 weights, made for BatchNorm eps 1e-3 with PyTorch's padding: "
-           "kgtrain's efficientnet_b* use eps 1e-5 and its tf_efficientnet_b* TF's \"same\" padding, so neither computes "
-           "their features; use timm's weights for tf_efficientnet_b5..b7 or efficientnet_b5..b7 instead");
+  KG_CHECK(
+      !efficientnet || file.at("features.0.0.weight").size(0) < 48, CheckpointError,
+      "these are torchvision's efficientnet_b5/b6/b7 weights, made for BatchNorm eps 1e-3 with PyTorch's padding: "
+      "kgtrain's efficientnet_b* use eps 1e-5 and its tf_efficientnet_b* TF's \"same\" padding, so neither computes "
+      "their features; use timm's weights for tf_efficientnet_b5..b7 or efficientnet_b5..b7 instead");
   Renamed r;
   for (const auto& [name, t] : file) {
     const std::string to = efficientnet ? efficientnet_name(name, file) : convnext_name(name);

@@ -30,7 +30,6 @@ struct Arch {
 torch::nn::LayerNorm layer_norm(int64_t dim) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(kNormEps));
 }
-at::Tensor run_norm(torch::nn::LayerNorm& n, const at::Tensor& x) { return n->forward(norm_input(x, n->weight)); }
 
 // pos_embed [1, prefix + h0 * w0, D] resampled to an h x w grid, as timm's resample_abs_pos_embed: the grid part in
 // float32, bicubic with antialiasing (F.interpolate(..., antialias=True)), the prefix entries kept.
@@ -55,9 +54,9 @@ struct AttentionImpl : torch::nn::Module {
 #if KG_TORCH_VERSION_AT_LEAST(2, 0)
     at::Tensor y = at::scaled_dot_product_attention(q, k, v);  // the fused kernels timm uses (fused_attn)
 #else
-    at::Tensor y = torch::softmax(torch::matmul(q * std::pow(static_cast<double>(c / heads), -0.5), k.transpose(-2, -1)),
-                                  -1)
-                       .matmul(v);
+    at::Tensor y =
+        torch::softmax(torch::matmul(q * std::pow(static_cast<double>(c / heads), -0.5), k.transpose(-2, -1)), -1)
+            .matmul(v);
 #endif
     return proj->forward(y.transpose(1, 2).reshape({b, n, c}));
   }
@@ -104,8 +103,7 @@ class VisionTransformer final : public Network {
       : prefix_(a.deit3 ? 0 : 1), avg_(ctx.model.global_pool == "avg") {
     namespace nn = torch::nn;
     KG_CHECK(ctx.height >= a.patch && ctx.width >= a.patch, ConfigError, "model ", name, " needs images of at least ",
-             a.patch, "x", a.patch, " pixels (its patch), got ", ctx.height, "x", ctx.width,
-             "; set data.image_size");
+             a.patch, "x", a.patch, " pixels (its patch), got ", ctx.height, "x", ctx.width, "; set data.image_size");
     grid_h_ = ctx.height / a.patch, grid_w_ = ctx.width / a.patch;
     auto patch_embed = register_module("patch_embed", std::make_shared<nn::Module>());
     proj_ = patch_embed->register_module("proj",
@@ -134,8 +132,8 @@ class VisionTransformer final : public Network {
   at::Tensor forward_features(const at::Tensor& input) override {
     at::Tensor x = proj_->forward(input);
     const int64_t h = x.size(2), w = x.size(3);
-    at::Tensor pos = h == grid_h_ && w == grid_w_ ? pos_embed_
-                                                  : resample_pos_embed(pos_embed_, prefix_, grid_h_, grid_w_, h, w);
+    at::Tensor pos =
+        h == grid_h_ && w == grid_w_ ? pos_embed_ : resample_pos_embed(pos_embed_, prefix_, grid_h_, grid_w_, h, w);
     x = x.flatten(2).transpose(1, 2);
     at::Tensor cls = cls_token_.expand({x.size(0), -1, -1}).to(x.scalar_type());
     x = prefix_ == 0 ? torch::cat({cls, x + pos}, 1) : torch::cat({cls, x}, 1) + pos;
@@ -191,7 +189,8 @@ void add_vit(const std::string& name, const std::string& doc, const Arch& a) {
 
 // The published weights' resolutions of each architecture: one name each, as config.json's architecture says.
 void add_sizes(const std::string& stem, const std::string& doc, const Arch& a, std::initializer_list<int> sizes) {
-  for (int s : sizes) add_vit(stem + "_" + std::to_string(s), doc + "; weights trained at " + std::to_string(s) + " px", a);
+  for (int s : sizes)
+    add_vit(stem + "_" + std::to_string(s), doc + "; weights trained at " + std::to_string(s) + " px", a);
 }
 
 const bool kVitRegistered = [] {

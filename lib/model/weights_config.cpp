@@ -39,7 +39,8 @@ WeightsPreprocessing read_preprocessing(const nlohmann::json& cfg, const std::st
   p.mean = numbers<double>(cfg, "mean", 0, path);
   p.std = numbers<double>(cfg, "std", 0, path);
   KG_CHECK(p.mean.size() == p.std.size() || p.mean.empty() || p.std.empty(), ConfigError, path,
-           ": pretrained_cfg: mean has ", p.mean.size(), " values and std ", p.std.size(), "; expected one per channel");
+           ": pretrained_cfg: mean has ", p.mean.size(), " values and std ", p.std.size(),
+           "; expected one per channel");
   p.input_size = numbers<int64_t>(cfg, "input_size", 3, path);
   if (cfg.contains("interpolation") && !cfg["interpolation"].is_null()) {
     KG_CHECK(cfg["interpolation"].is_string(), ConfigError, path,

@@ -12,10 +12,10 @@ namespace kg::model {
 
 // pretrained_cfg's preprocessing: what the weights were trained on (timm's eval transform). Unset = not stated.
 struct WeightsPreprocessing {
-  std::vector<double> mean, std;             // per channel, [0, 1] pixel units
-  std::vector<int64_t> input_size;           // [channels, height, width]
-  std::string interpolation;                 // timm's: bicubic, bilinear, nearest, ...
-  std::optional<double> crop_pct;            // eval: resize to size / crop_pct, then centre crop
+  std::vector<double> mean, std;    // per channel, [0, 1] pixel units
+  std::vector<int64_t> input_size;  // [channels, height, width]
+  std::string interpolation;        // timm's: bicubic, bilinear, nearest, ...
+  std::optional<double> crop_pct;   // eval: resize to size / crop_pct, then centre crop
   bool empty() const { return mean.empty() && std.empty() && input_size.empty() && interpolation.empty() && !crop_pct; }
 };
 

@@ -22,11 +22,27 @@ TEST_CASE("every larger sibling stands for a registered model the every-model te
     CHECK(has(names, sibling));
     CHECK(has(built, stand_in));
   }
-  for (const char* n : {"resnet9", "resnet18", "resnet34", "resnet50", "efficientnet_b0", "efficientnet_b1",
-                        "efficientnet_b2", "efficientnet_b3", "efficientnet_b4", "convnext_tiny", "convnext_small",
-                        "resnext50_32x4d", "seresnext50_32x4d", "tf_efficientnet_b0", "efficientnetv2_s",
-                        "tf_efficientnetv2_s", "efficientnetv2_rw_s", "vit_tiny_patch16_224",
-                        "deit3_small_patch16_224", "swin_tiny_patch4_window7_224", "eca_nfnet_l0"}) {
+  for (const char* n : {"resnet9",
+                        "resnet18",
+                        "resnet34",
+                        "resnet50",
+                        "efficientnet_b0",
+                        "efficientnet_b1",
+                        "efficientnet_b2",
+                        "efficientnet_b3",
+                        "efficientnet_b4",
+                        "convnext_tiny",
+                        "convnext_small",
+                        "resnext50_32x4d",
+                        "seresnext50_32x4d",
+                        "tf_efficientnet_b0",
+                        "efficientnetv2_s",
+                        "tf_efficientnetv2_s",
+                        "efficientnetv2_rw_s",
+                        "vit_tiny_patch16_224",
+                        "deit3_small_patch16_224",
+                        "swin_tiny_patch4_window7_224",
+                        "eca_nfnet_l0"}) {
     INFO(n);
     CHECK(has(built, n));
   }

@@ -19,7 +19,8 @@ using kg::config::json;
 // A Hugging Face timm folder whose config.json has this pretrained_cfg (the weights file is never read here).
 std::string hub_folder(const kg::test::TempDir& dir, const std::string& pretrained_cfg) {
   dir.write("hub/config.json", R"({"architecture": "vit_tiny_patch16_224.augreg_in21k", "num_classes": 1000,
-    "pretrained_cfg": )" + pretrained_cfg + "}");
+    "pretrained_cfg": )" + pretrained_cfg +
+                                   "}");
   return dir / "hub";
 }
 
@@ -27,10 +28,10 @@ const std::string kAugreg = R"({"tag": "augreg_in21k", "input_size": [3, 384, 32
   "crop_pct": 0.9, "crop_mode": "center", "mean": [0.5, 0.4, 0.3], "std": [0.2, 0.25, 0.3], "first_conv": "x"})";
 
 kg::model::FollowedRecipe follow(const std::string& folder, const std::string& data) {
-  auto recipe = kg::config::Recipe::validate(kg::config::parse_toml_string(
-      "[data]\nnum_classes = 10\n" + data + "\n[model]\nname = \"vit_tiny_patch16_224\"\npretrained = \"" + folder +
-          "\"\n",
-      "follow.toml"));
+  auto recipe = kg::config::Recipe::validate(
+      kg::config::parse_toml_string("[data]\nnum_classes = 10\n" + data +
+                                        "\n[model]\nname = \"vit_tiny_patch16_224\"\npretrained = \"" + folder + "\"\n",
+                                    "follow.toml"));
   return kg::model::follow_weights_preprocessing(recipe);
 }
 
@@ -66,9 +67,9 @@ TEST_CASE("what the recipe says wins over the weights' config.json", "[unit][mod
   const json aug = f.recipe.at("data.augment").value;
   REQUIRE(aug.size() == 2);
   CHECK(aug[0].at("crop_pct") == 1.0);
-  CHECK(aug[0].at("interpolation") == "cubic");                       // unsaid: the weights'
-  CHECK(aug[1].at("mean") == json::array({0.485, 0.456, 0.406}));     // said: the recipe's
-  CHECK(aug[1].at("std") == json::array({0.2, 0.25, 0.3}));           // unsaid: the weights'
+  CHECK(aug[0].at("interpolation") == "cubic");                    // unsaid: the weights'
+  CHECK(aug[1].at("mean") == json::array({0.485, 0.456, 0.406}));  // said: the recipe's
+  CHECK(aug[1].at("std") == json::array({0.2, 0.25, 0.3}));        // unsaid: the weights'
   CHECK(f.notes[0] == "data.image_size = 224 (follow.toml:3:14; the weights were made at [384,320])");
 
   // A preset is the recipe speaking for both.

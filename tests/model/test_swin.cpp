@@ -20,8 +20,10 @@ namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLi
 
 namespace {
 
-kg::model::NetworkPtr swin(int64_t size, int64_t outputs = 10, const std::string& name = "swin_tiny_patch4_window7_224") {
-  auto recipe = kg::config::Recipe::validate(kg::config::parse_toml_string("[model]\nname = \"" + name + "\"\n", "swin.toml"));
+kg::model::NetworkPtr swin(int64_t size, int64_t outputs = 10,
+                           const std::string& name = "swin_tiny_patch4_window7_224") {
+  auto recipe =
+      kg::config::Recipe::validate(kg::config::parse_toml_string("[model]\nname = \"" + name + "\"\n", "swin.toml"));
   kg::model::ModelContext ctx{3, outputs};
   ctx.height = ctx.width = size;
   return kg::model::build(recipe, ctx);

@@ -26,22 +26,24 @@ kg::model::TensorMap named(const std::vector<std::string>& names, int64_t stem_c
 }  // namespace
 
 TEST_CASE("torchvision's efficientnet names become timm's", "[unit][model]") {
-  auto file = named({"features.0.1.running_var", "features.1.0.block.0.0.weight", "features.1.0.block.1.fc2.bias",
-                     "features.1.0.block.2.1.weight", "features.2.0.block.0.0.weight", "features.2.0.block.1.1.bias",
-                     "features.2.0.block.2.fc1.weight", "features.2.0.block.3.0.weight", "features.2.0.block.3.1.weight",
-                     "features.8.0.weight", "features.8.1.running_mean", "classifier.1.bias", "extra.thing"});
+  auto file =
+      named({"features.0.1.running_var", "features.1.0.block.0.0.weight", "features.1.0.block.1.fc2.bias",
+             "features.1.0.block.2.1.weight", "features.2.0.block.0.0.weight", "features.2.0.block.1.1.bias",
+             "features.2.0.block.2.fc1.weight", "features.2.0.block.3.0.weight", "features.2.0.block.3.1.weight",
+             "features.8.0.weight", "features.8.1.running_mean", "classifier.1.bias", "extra.thing"});
   auto r = kg::model::from_torchvision(file, kEfficientNet);
   REQUIRE(r);
   CHECK(r->note == "torchvision's efficientnet names mapped to timm's");
   std::set<std::string> got;
   for (auto& [n, t] : r->tensors) got.insert(n);
-  CHECK(got == std::set<std::string>{"conv_stem.weight", "bn1.running_var",
-                                     // stage 1: depthwise-separable [dw, se, project]
-                                     "blocks.0.0.conv_dw.weight", "blocks.0.0.se.conv_expand.bias", "blocks.0.0.bn2.weight",
-                                     // stage 2: inverted residual [expand, dw, se, project]
-                                     "blocks.1.0.conv_pw.weight", "blocks.1.0.bn2.bias", "blocks.1.0.se.conv_reduce.weight",
-                                     "blocks.1.0.conv_pwl.weight", "blocks.1.0.bn3.weight", "conv_head.weight",
-                                     "bn2.running_mean", "classifier.bias", "extra.thing"});
+  CHECK(got ==
+        std::set<std::string>{"conv_stem.weight", "bn1.running_var",
+                              // stage 1: depthwise-separable [dw, se, project]
+                              "blocks.0.0.conv_dw.weight", "blocks.0.0.se.conv_expand.bias", "blocks.0.0.bn2.weight",
+                              // stage 2: inverted residual [expand, dw, se, project]
+                              "blocks.1.0.conv_pw.weight", "blocks.1.0.bn2.bias", "blocks.1.0.se.conv_reduce.weight",
+                              "blocks.1.0.conv_pwl.weight", "blocks.1.0.bn3.weight", "conv_head.weight",
+                              "bn2.running_mean", "classifier.bias", "extra.thing"});
 }
 
 TEST_CASE("torchvision's convnext names become timm's, layer_scale a vector", "[unit][model]") {
@@ -53,11 +55,10 @@ TEST_CASE("torchvision's convnext names become timm's, layer_scale a vector", "[
   REQUIRE(r);
   std::set<std::string> got;
   for (auto& [n, t] : r->tensors) got.insert(n);
-  CHECK(got == std::set<std::string>{"stem.0.weight", "stem.1.bias", "stages.0.blocks.2.conv_dw.weight",
-                                     "stages.0.blocks.2.norm.weight", "stages.1.blocks.0.mlp.fc1.bias",
-                                     "stages.2.blocks.8.mlp.fc2.weight", "stages.1.downsample.0.weight",
-                                     "stages.3.downsample.1.bias", "head.norm.weight", "head.fc.weight",
-                                     "stages.3.blocks.1.gamma"});
+  CHECK(got == std::set<std::string>{
+                   "stem.0.weight", "stem.1.bias", "stages.0.blocks.2.conv_dw.weight", "stages.0.blocks.2.norm.weight",
+                   "stages.1.blocks.0.mlp.fc1.bias", "stages.2.blocks.8.mlp.fc2.weight", "stages.1.downsample.0.weight",
+                   "stages.3.downsample.1.bias", "head.norm.weight", "head.fc.weight", "stages.3.blocks.1.gamma"});
   CHECK(r->tensors.at("stages.3.blocks.1.gamma").sizes() == c10::IntArrayRef{768});
 }
 

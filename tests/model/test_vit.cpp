@@ -101,8 +101,7 @@ TEST_CASE("weights saved at 224 px load into a 64 px vit with pos_embed resample
                     Catch::Contains("does not fit the model") && Catch::Contains("pos_embed"));
 }
 
-TEST_CASE("a vit takes inputs of another size, resampling pos_embed as a network built for it would",
-          "[unit][model]") {
+TEST_CASE("a vit takes inputs of another size, resampling pos_embed as a network built for it would", "[unit][model]") {
   torch::manual_seed(1);
   auto at64 = vit("vit_tiny_patch16_224", 64);
   kg::test::det_fill_scrambled(*at64);

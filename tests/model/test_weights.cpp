@@ -13,6 +13,7 @@
 #include "model/safetensors.h"
 #include "model/weights.h"
 #include "support/temp_dir.h"
+#include "support/errors.h"
 
 namespace {
 namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
@@ -34,16 +35,6 @@ const std::string kResnet18 = "[model]\nname = \"resnet18\"\nsmall_input = true\
 
 std::string pretrained(const std::string& file) { return kResnet18 + "pretrained = \"" + file + "\"\n"; }
 
-template <class E>
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 }  // namespace
 
 TEST_CASE("adapt_input_conv follows timm: 1 channel sums RGB, more channels repeat and rescale", "[unit][model]") {
@@ -59,8 +50,9 @@ TEST_CASE("adapt_input_conv follows timm: 1 channel sums RGB, more channels repe
   // 6-channel weights convert to 1 channel by summing groups of 3, but not to 4 channels.
   auto w6 = torch::randn({4, 6, 1, 1});
   CHECK(torch::allclose(kg::model::adapt_input_conv(w6, 1, "w"), w6.reshape({4, 2, 3, 1, 1}).sum(2)));
-  CHECK(error_of<kg::CheckpointError>([&] { kg::model::adapt_input_conv(w6, 4, "w6"); }).find("only 3-channel") !=
-        std::string::npos);
+  CHECK(kg::test::error_of<kg::CheckpointError>([&] {
+          kg::model::adapt_input_conv(w6, 4, "w6");
+        }).find("only 3-channel") != std::string::npos);
 }
 
 TEST_CASE("model.pretrained: backbone loaded, differing head re-initialised, first conv adapted", "[unit][model]") {
@@ -94,7 +86,8 @@ TEST_CASE("model.pretrained: backbone loaded, differing head re-initialised, fir
     auto extra = weights;
     extra["something.else"] = torch::zeros({2});
     kg::model::write_safetensors(file, extra);
-    auto e = error_of<kg::CheckpointError>([&] { build(pretrained(file) + "pretrained_strict = true\n", 3, 10); });
+    auto e =
+        kg::test::error_of<kg::CheckpointError>([&] { build(pretrained(file) + "pretrained_strict = true\n", 3, 10); });
     CHECK(e.find("something.else") != std::string::npos);
     kg::model::write_safetensors(file, weights);
     CHECK_NOTHROW(build(pretrained(file) + "pretrained_strict = true\n", 3, 10));
@@ -107,27 +100,27 @@ TEST_CASE("model.pretrained: backbone loaded, differing head re-initialised, fir
     auto bad = weights;
     bad["layer2.0.conv2.weight"] = torch::zeros({128, 128, 1, 1});
     kg::model::write_safetensors(file, bad);
-    auto e = error_of<kg::CheckpointError>([&] { build(pretrained(file), 3, 10); });
+    auto e = kg::test::error_of<kg::CheckpointError>([&] { build(pretrained(file), 3, 10); });
     CHECK(e.find("layer2.0.conv2.weight") != std::string::npos);
     CHECK(e.find("[128, 128, 1, 1]") != std::string::npos);
   }
   SECTION("weights of another architecture share no names: an error, not a silent random init") {
     kg::model::write_safetensors(file,
                                  kg::model::state_dict(*build("[model]\nname = \"resnet9\"\nwidth = 2\n", 3, 10)));
-    auto e = error_of<kg::CheckpointError>([&] { build(pretrained(file), 3, 10); });
+    auto e = kg::test::error_of<kg::CheckpointError>([&] { build(pretrained(file), 3, 10); });
     CHECK(e.find("is model.name right?") != std::string::npos);
   }
 }
 
 TEST_CASE("model.pretrained: missing, truncated and inconsistent files are CheckpointErrors", "[unit][model]") {
   kg::test::TempDir dir;
-  auto e = error_of<kg::CheckpointError>([&] { build(pretrained(dir / "nope.safetensors"), 3, 2); });
+  auto e = kg::test::error_of<kg::CheckpointError>([&] { build(pretrained(dir / "nope.safetensors"), 3, 2); });
   CHECK(e.find("nope.safetensors") != std::string::npos);
 
   auto bytes = kg::model::encode_safetensors(kg::model::state_dict(*build(kResnet18, 3, 2)));
   std::string cut = dir / "cut.safetensors";
   kg::write_file_atomic(cut, bytes.substr(0, bytes.size() / 2));
-  e = error_of<kg::CheckpointError>([&] { build(pretrained(cut), 3, 2); });
+  e = kg::test::error_of<kg::CheckpointError>([&] { build(pretrained(cut), 3, 2); });
   CHECK(e.find("cut.safetensors") != std::string::npos);
   CHECK(e.find("past the end") != std::string::npos);
 
@@ -136,7 +129,7 @@ TEST_CASE("model.pretrained: missing, truncated and inconsistent files are Check
   std::string f(8, '\0');
   f[0] = static_cast<char>(h.size());
   kg::write_file_atomic(dtype, f + h + std::string(8, '\0'));
-  e = error_of<kg::CheckpointError>([&] { build(pretrained(dtype), 3, 2); });
+  e = kg::test::error_of<kg::CheckpointError>([&] { build(pretrained(dtype), 3, 2); });
   CHECK(e.find("unsupported dtype") != std::string::npos);
 }
 
@@ -156,7 +149,7 @@ TEST_CASE("saved weights load back into a fresh model with identical outputs", "
   CHECK(torch::equal(a->forward(x), b->forward(x)));
   // A checkpoint for another class count is refused when the head must match (tta-predict --weights).
   auto c = build(kResnet18, 3, 5);
-  auto e = error_of<kg::CheckpointError>([&] {
+  auto e = kg::test::error_of<kg::CheckpointError>([&] {
     kg::model::load_weights(*c, kg::model::read_safetensors(file), {true, false}, file);
   });
   CHECK(e.find("fc.weight") != std::string::npos);

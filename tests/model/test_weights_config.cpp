@@ -8,6 +8,7 @@
 #include "core/fs.h"
 #include "model/weights.h"
 #include "support/fixtures.h"
+#include "support/errors.h"
 #include "test_paths.h"
 
 namespace {
@@ -27,16 +28,6 @@ std::string hub_folder(kg::test::TempDir& dir, const std::string& name, const st
       weights_name == "model.safetensors" ? kGolden + "resnet9_w4.safetensors" : kGolden + "pth/resnet9_w4.pth";
   kg::write_file_atomic(folder + "/" + weights_name, kg::read_file(src));
   return folder;
-}
-
-template <class E>
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace
@@ -60,7 +51,7 @@ TEST_CASE("a Hub folder is read as one unit: its weights and its config.json", "
   }
   // A folder without the weights, and a file without a config.json beside it.
   kg::make_directories(dir / "empty");
-  CHECK(error_of<kg::CheckpointError>([&] {
+  CHECK(kg::test::error_of<kg::CheckpointError>([&] {
           kg::model::read_weights(dir / "empty");
         }).find("without model.safetensors or pytorch_model.bin") != std::string::npos);
   CHECK_FALSE(kg::model::read_weights(kGolden + "pth/resnet9_w4.pth").config);
@@ -69,12 +60,12 @@ TEST_CASE("a Hub folder is read as one unit: its weights and its config.json", "
 TEST_CASE("config.json's architecture must be model.name's: the tf_ port is named, not loaded", "[unit][model]") {
   kg::test::TempDir dir;
   const std::string tf = hub_folder(dir, "tf", R"({"architecture": "tf_efficientnet_b0.ns_jft_in1k"})");
-  const auto e = error_of<kg::ConfigError>([&] { kg::model::read_weights_for(tf, "efficientnet_b0"); });
+  const auto e = kg::test::error_of<kg::ConfigError>([&] { kg::model::read_weights_for(tf, "efficientnet_b0"); });
   CHECK(e.find("model.name = \"efficientnet_b0\"") != std::string::npos);
   CHECK(e.find("these weights are tf_efficientnet_b0") != std::string::npos);
   CHECK(e.find("\"same\" padding") != std::string::npos);
   const std::string r50 = hub_folder(dir, "r50", R"({"architecture": "resnet50.a1_in1k", "num_classes": 1000})");
-  CHECK(error_of<kg::ConfigError>([&] {
+  CHECK(kg::test::error_of<kg::ConfigError>([&] {
           kg::model::read_weights_for(r50, "resnet9");
         }).find("set model.name = \"resnet50\"") != std::string::npos);
   CHECK_NOTHROW(kg::model::read_weights_for(r50, "resnet50"));  // the names are checked when they load
@@ -92,7 +83,7 @@ TEST_CASE("a config.json of the wrong form is a usage error naming the key", "[u
   for (const auto& [text, want] : bad) {
     INFO(text);
     const std::string folder = hub_folder(dir, "bad" + std::to_string(n++), text);
-    const auto e = error_of<kg::ConfigError>([&] { kg::model::read_weights(folder); });
+    const auto e = kg::test::error_of<kg::ConfigError>([&] { kg::model::read_weights(folder); });
     CHECK(e.find(folder + "/config.json") != std::string::npos);
     CHECK(e.find(want) != std::string::npos);
   }

@@ -34,11 +34,11 @@ inline const std::map<std::string, std::string>& larger_siblings() {
         {"eca_nfnet_l2", "eca_nfnet_l0"},
     };
     for (int i = 1; i <= 7; ++i) s["tf_efficientnet_b" + std::to_string(i)] = "tf_efficientnet_b0";
-    for (const char* v : {"vit_tiny_patch16_384", "vit_small_patch16_224", "vit_small_patch16_384", "vit_base_patch16_224",
-                          "vit_base_patch16_384", "vit_large_patch16_224", "vit_large_patch16_384", "vit_base_patch32_224",
-                          "vit_base_patch32_384",
-                          "deit_tiny_patch16_224", "deit_small_patch16_224", "deit_base_patch16_224",
-                          "deit_base_patch16_384"})
+    for (const char* v :
+         {"vit_tiny_patch16_384", "vit_small_patch16_224", "vit_small_patch16_384", "vit_base_patch16_224",
+          "vit_base_patch16_384", "vit_large_patch16_224", "vit_large_patch16_384", "vit_base_patch32_224",
+          "vit_base_patch32_384", "deit_tiny_patch16_224", "deit_small_patch16_224", "deit_base_patch16_224",
+          "deit_base_patch16_384"})
       s[v] = "vit_tiny_patch16_224";
     for (const char* v : {"deit3_small_patch16_384", "deit3_base_patch16_224", "deit3_base_patch16_384",
                           "deit3_large_patch16_224", "deit3_large_patch16_384"})
