@@ -22,9 +22,10 @@ For each model, in a scratch folder (--keep DIR keeps it):
            with it.
   224 px   (ViT, DeiT, Swin) weights of timm's 224 px model, loaded by kgtrain at 64 px (positions or relative
            position tables resampled) and by timm's own checkpoint_filter_fn at 64 px: the same predictions.
-For each --torchvision name: torchvision.models.<name>(num_classes=10), made less degenerate the same way, saved with
-torch.save(model.state_dict()) (torchvision's names: features.*, classifier.*), predicted by kgtrain's network of that
-name through `tta-predict --weights file.pth` against torchvision's own forward.
+For each --torchvision name: torchvision.models.<name>(num_classes=10; a ViT for 64 px), made less degenerate the same
+way, saved with torch.save(model.state_dict()) (torchvision's names: features.*, encoder.*, classifier.*), predicted
+through `tta-predict --weights file.pth` by kgtrain's network of the same computation (TORCHVISION below: the name,
+or timm's name for it, or tv_efficientnet_b5..b7 for the TF-ported weights) against torchvision's own forward.
 Pass: max |p_timm - p_kgtrain| < 1e-4 in every direction (float32), a strict load, and weights that changed in fit.
 Prints one row a check; exit 1 on any failure.
 """
@@ -54,10 +55,17 @@ MODELS = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "resnext
           "convnext_base",
           "convnext_large", "vit_tiny_patch16_224", "vit_small_patch16_224", "vit_base_patch16_224",
           "vit_base_patch32_224", "deit_small_patch16_224", "deit3_small_patch16_224", "swin_tiny_patch4_window7_224",
-          "swin_small_patch4_window7_224", "swin_base_patch4_window12_384", "eca_nfnet_l0", "eca_nfnet_l1")
+          "swin_small_patch4_window7_224", "swin_base_patch4_window12_384", "eca_nfnet_l0", "eca_nfnet_l1",
+          "wide_resnet50_2", "resnext101_64x4d", "efficientnetv2_l", "tf_efficientnetv2_l")
 # Transformers built for the image size: timm builds them for 64 px too, and their 224 px weights are resampled.
 SIZED = ("vit_", "deit", "swin_")
-TORCHVISION = ("resnet50", "resnext50_32x4d", "efficientnet_b0", "efficientnet_b3", "convnext_tiny")
+# torchvision's name -> kgtrain's network of the same computation (model/torchvision_names.h).
+TORCHVISION = {"resnet50": "resnet50", "resnext50_32x4d": "resnext50_32x4d", "wide_resnet50_2": "wide_resnet50_2",
+               "efficientnet_b0": "efficientnet_b0", "efficientnet_b3": "efficientnet_b3",
+               "efficientnet_b4": "efficientnet_b4", "efficientnet_b5": "tv_efficientnet_b5",
+               "efficientnet_v2_s": "efficientnet_v2_s", "efficientnet_v2_m": "efficientnet_v2_m",
+               "convnext_tiny": "convnext_tiny", "vit_b_16": "vit_base_patch16_224", "vit_b_32": "vit_base_patch32_224",
+               "swin_t": "swin_tiny_patch4_window7_224"}
 N_IMAGES, SIZE, CLASSES, TOL = 16, 64, 10, 1e-4
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 RECIPE = """# check_timm_parity.py: identity view only, fp32 on the CPU, images already at data.image_size (no resize).
@@ -93,7 +101,7 @@ views = ["identity"]
 """
 
 
-def make_data(root, seed):
+def make_data(root, seed, size=SIZE):
     """16 RGB images (smooth colour fields plus noise, each channel its own) in kgtrain's csv layout."""
     rng = np.random.default_rng(seed)
     ids = [f"img{i:02d}" for i in range(N_IMAGES)]
@@ -101,7 +109,7 @@ def make_data(root, seed):
         os.makedirs(os.path.join(root, sub), exist_ok=True)
     for i, name in enumerate(ids):
         coarse = rng.uniform(0, 255, (8, 8, 3)).astype(np.uint8)
-        img = np.asarray(Image.fromarray(coarse).resize((SIZE, SIZE), Image.BILINEAR), dtype=np.float64)
+        img = np.asarray(Image.fromarray(coarse).resize((size, size), Image.BILINEAR), dtype=np.float64)
         img = np.clip(img + rng.normal(0, 20, img.shape), 0, 255).astype(np.uint8)
         for sub in ("train", "test"):
             Image.fromarray(img, "RGB").save(os.path.join(root, sub, name + ".png"))
@@ -110,6 +118,18 @@ def make_data(root, seed):
     with open(os.path.join(root, "test.csv"), "w", newline="") as f:
         csv.writer(f).writerows([("id",)] + [(n,) for n in ids])
     return ids
+
+
+def setup(work, seed, size):
+    """The images of `size` px, their recipe and their preprocessed tensor: (recipe path, x, ids)."""
+    suffix = "" if size == SIZE else f"_{size}"
+    data = os.path.join(work, "data" + suffix)
+    ids = make_data(data, seed, size)
+    recipe = os.path.join(work, f"timm_parity{suffix}.toml")
+    with open(recipe, "w") as f:
+        f.write(RECIPE.format(seed=seed, root=data, size=size, classes=CLASSES, n=N_IMAGES, mean=list(MEAN),
+                              std=list(STD)))
+    return recipe, preprocess(os.path.join(data, "test"), ids), ids
 
 
 def preprocess(folder, ids):
@@ -145,7 +165,7 @@ def nontrivial(model, head, x):
                 p.uniform_(0.5, 1.5)
             elif p.dim() == 1:
                 p.normal_(0, 0.1)
-            elif name in ("cls_token", "pos_embed"):  # timm's cls_token init (std 1e-6) is nearly zero
+            elif name in ("cls_token", "pos_embed", "class_token", "encoder.pos_embedding"):  # (nearly) zero at init
                 p.normal_(0, 0.5)
             elif name.endswith(".gain"):  # NFNet's conv gains: conv3's start at 0, which would mute every branch
                 p.uniform_(0.5, 1.5)
@@ -266,8 +286,11 @@ def check_model(exe, arch, work, recipe, x, ids, seed):
 
 def torchvision_head(model):
     """The final linear layer of torchvision's ResNet / ResNeXt (fc), EfficientNet (classifier.1), ConvNeXt
-    (classifier.2)."""
-    return model.fc if hasattr(model, "fc") else model.classifier[-1]
+    (classifier.2), ViT (heads.head), Swin (head)."""
+    for attr in ("fc", "head"):
+        if isinstance(getattr(model, attr, None), torch.nn.Linear):
+            return getattr(model, attr)
+    return model.heads[-1] if hasattr(model, "heads") else model.classifier[-1]
 
 
 def check_torchvision(exe, arch, work, recipe, x, ids, seed):
@@ -275,13 +298,16 @@ def check_torchvision(exe, arch, work, recipe, x, ids, seed):
     kgtrain's timm network of that name: the names mapped on load (model/torchvision_names.h)."""
     import torchvision
     torch.manual_seed(seed)
-    model = getattr(torchvision.models, arch)(weights=None, num_classes=CLASSES)
+    kwargs = {"image_size": SIZE} if arch.startswith("vit_") else {}  # torchvision's ViT is built for one size
+    if arch.startswith("swin_"):  # below 224 px torchvision pads its maps to 7x7 windows where timm shrinks them
+        recipe, x, ids = setup(work, seed, 224)
+    model = getattr(torchvision.models, arch)(weights=None, num_classes=CLASSES, **kwargs)
     model = nontrivial(model, torchvision_head(model), x)
     path = os.path.join(work, f"{arch}_torchvision.pth")
     torch.save(model.state_dict(), path)
-    got = predict(exe, recipe, arch, path, os.path.join(work, f"{arch}_predict_torchvision"), ids)
+    got = predict(exe, recipe, TORCHVISION[arch], path, os.path.join(work, f"{arch}_predict_torchvision"), ids)
     want = probs(model, x)
-    return {"model": "torchvision " + arch, "forward": (got - want).abs().max().item(),
+    return {"model": f"tv {arch} ({TORCHVISION[arch]})", "forward": (got - want).abs().max().item(),
             "forward_logit": logit_diff(got, want), "max_p": want.max().item(), "torchvision": True}
 
 
@@ -307,13 +333,7 @@ def main():
     work = os.path.abspath(a.keep) if a.keep else tempfile.mkdtemp(prefix="timm_parity_")
     os.makedirs(work, exist_ok=True)
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
-    data = os.path.join(work, "data")
-    ids = make_data(data, a.seed)
-    recipe = os.path.join(work, "timm_parity.toml")
-    with open(recipe, "w") as f:
-        f.write(RECIPE.format(seed=a.seed, root=data, size=SIZE, classes=CLASSES, n=N_IMAGES, mean=list(MEAN),
-                              std=list(STD)))
-    x = preprocess(os.path.join(data, "test"), ids)
+    recipe, x, ids = setup(work, a.seed, SIZE)
     print(f"timm {timm.__version__}, torch {torch.__version__}, {exe}; {N_IMAGES} images of {SIZE} px; "
           f"pass: max |p_timm - p_kgtrain| < {TOL:g} (fp32, CPU)")
     print("|dp|: max probability difference (the test); |dlogit|: max difference of logit_k - logit_top, from those "

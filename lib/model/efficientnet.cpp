@@ -1,12 +1,14 @@
-// EfficientNet-B0..B7 (Tan & Le 2019) and EfficientNetV2-S/M (Tan & Le 2021) with timm's layout and parameter names:
+// EfficientNet-B0..B7 (Tan & Le 2019) and EfficientNetV2-S/M/L (Tan & Le 2021) with timm's layout and parameter names:
 // conv_stem, bn1, blocks.{stage}.{block}.{conv_pw,bn1,conv_dw,bn2,se.conv_reduce,se.conv_expand,conv_pwl,bn3} (V2's
 // fused blocks: conv_exp, bn1, conv_pwl, bn2; its first stage: conv, bn1),
 // conv_head, bn2, classifier. efficientnet_b* is timm's PyTorch variant and torchvision's (symmetric k//2 padding,
 // BatchNorm eps 1e-5 / momentum 0.1, SiLU, SE reduced from the block input width); tf_efficientnet_b* is the port
 // of Google's TF weights (the Noisy Student ones Kaggle fine-tunes): the same names and shapes, but TF's "same"
 // padding (a strided conv pads (k - 1 + the input's remainder) split with the extra pixel right/bottom, as timm's
-// Conv2dSame) and BatchNorm eps 1e-3.
+// Conv2dSame) and BatchNorm eps 1e-3. torchvision's efficientnet_b5..b7 (tv_efficientnet_b*) and efficientnet_v2_*
+// have PyTorch's padding with eps 1e-3: a third variant, which only torchvision's files fit (model/torchvision_names).
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <iterator>
 
@@ -28,6 +30,8 @@ struct EffNetVariant {
 };
 constexpr EffNetVariant kTorchVariant{false, 1e-5};
 constexpr EffNetVariant kTfVariant{true, 1e-3};
+// torchvision's efficientnet_b5..b7 and efficientnet_v2_*: PyTorch's padding with TF's eps.
+constexpr EffNetVariant kTorchvisionVariant{false, 1e-3};
 
 // timm's block kinds: ds (depthwise-separable), ir (inverted residual, MBConv), er (edge residual, FusedMBConv:
 // a full 3x3 conv expands), cn (conv + BN + act).
@@ -313,6 +317,12 @@ void add_both(int i, const char* params, double width, double depth) {
                    "EfficientNet-B" + std::to_string(i) +
                        ", TF port: \"same\" padding, BatchNorm eps 1e-3 (timm names" + size + " at 1000 classes)",
                    kTfVariant, spec);
+  if (i >= 5)  // torchvision's b5..b7 hold TF's weights ported for PyTorch's padding, with TF's eps
+    add_efficientnet("tv_" + b,
+                     "EfficientNet-B" + std::to_string(i) +
+                         ", torchvision's: PyTorch padding, BatchNorm eps 1e-3 (torchvision's files load; timm names" +
+                         size + ")",
+                     kTorchvisionVariant, spec);
 }
 
 // EfficientNetV2 (Tan & Le 2021), timm's _gen_efficientnetv2_s/_m: FusedMBConv (er) stages first, then MBConv with SE.
@@ -321,7 +331,12 @@ EffNetSpec v2_spec(char size, bool rw) {
   using K = BlockKind;
   EffNetSpec s;
   s.stem = 24;
-  if (size == 's' || rw) {
+  if (size == 'l') {  // timm's _gen_efficientnetv2_l = torchvision's efficientnet_v2_l
+    s.stem = 32;
+    s.stages = {{K::cn, 3, 1, 1, 32, 4, false},  {K::er, 3, 2, 4, 64, 7, false},  {K::er, 3, 2, 4, 96, 7, false},
+                {K::ir, 3, 2, 4, 192, 10, true}, {K::ir, 3, 1, 6, 224, 19, true}, {K::ir, 3, 2, 6, 384, 25, true},
+                {K::ir, 3, 1, 6, 640, 7, true}};
+  } else if (size == 's' || rw) {
     s.stages = {{K::cn, 3, 1, 1, 24, 2, false}, {K::er, 3, 2, 4, 48, 4, false}, {K::er, 3, 2, 4, 64, 4, false},
                 {K::ir, 3, 2, 4, 128, 6, true}, {K::ir, 3, 1, 6, 160, 9, true}, {K::ir, 3, 2, 6, 256, 15, true}};
     if (rw) {
@@ -351,16 +366,21 @@ const bool kEfficientnetRegistered = [] {
   add_both(5, "30.4M parameters", 1.6, 2.2);
   add_both(6, "43.0M parameters", 1.8, 2.6);
   add_both(7, "66.3M parameters", 2.0, 3.1);
-  add_efficientnet("efficientnetv2_s", "EfficientNetV2-S (timm names; 21.5M parameters at 1000 classes)", kTorchVariant,
-                   v2_spec('s', false));
-  add_efficientnet("efficientnetv2_m", "EfficientNetV2-M (timm names; 54.1M parameters at 1000 classes)", kTorchVariant,
-                   v2_spec('m', false));
-  add_efficientnet("tf_efficientnetv2_s",
-                   "EfficientNetV2-S, TF port: \"same\" padding, BatchNorm eps 1e-3 (timm names; 21.5M parameters)",
-                   kTfVariant, v2_spec('s', false));
-  add_efficientnet("tf_efficientnetv2_m",
-                   "EfficientNetV2-M, TF port: \"same\" padding, BatchNorm eps 1e-3 (timm names; 54.1M parameters)",
-                   kTfVariant, v2_spec('m', false));
+  for (const char size : {'s', 'm', 'l'}) {
+    const std::string S(1, static_cast<char>(std::toupper(size))), x(1, size);
+    const char* params = size == 's' ? "21.5M" : size == 'm' ? "54.1M" : "118.5M";
+    add_efficientnet("efficientnetv2_" + x,
+                     "EfficientNetV2-" + S + " (timm names; " + params + " parameters at 1000 classes)", kTorchVariant,
+                     v2_spec(size, false));
+    add_efficientnet("tf_efficientnetv2_" + x,
+                     "EfficientNetV2-" + S + ", TF port: \"same\" padding, BatchNorm eps 1e-3 (timm names; " + params +
+                         " parameters)",
+                     kTfVariant, v2_spec(size, false));
+    add_efficientnet("efficientnet_v2_" + x,
+                     "EfficientNetV2-" + S + ", torchvision's: PyTorch padding, BatchNorm eps 1e-3 (torchvision's " +
+                         "files load; timm names; " + params + " parameters)",
+                     kTorchvisionVariant, v2_spec(size, false));
+  }
   add_efficientnet("efficientnetv2_rw_s", "EfficientNetV2-S, timm's own variant (timm names; 23.9M parameters)",
                    kTorchVariant, v2_spec('s', true));
   add_efficientnet("efficientnetv2_rw_m", "EfficientNetV2-M, timm's own variant (timm names; 53.2M parameters)",

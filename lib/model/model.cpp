@@ -186,6 +186,7 @@ NetworkPtr build(const config::Recipe& recipe, ModelContext ctx) {
   ctx.model = recipe.get<ModelOptions>();
   NetworkPtr net = with_context("while building model " + ctx.model.name,
                                 [&] { return model_registry().create(ctx.model.name, opts, ctx); });
+  net->set_arch(ctx.model.name);
   if (!ctx.model.pretrained.empty())
     net->set_pretrained_report(
         load_pretrained(*net, ctx.model.pretrained, ctx.model.pretrained_strict, ctx.model.name));

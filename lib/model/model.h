@@ -94,6 +94,10 @@ class Network : public torch::nn::Module {
     return {};
   }
 
+  // The model.name it was built as ("" when built outside build()): which files fit it beyond names and shapes.
+  const std::string& arch() const { return arch_; }
+  void set_arch(std::string name) { arch_ = std::move(name); }
+
   // What model.pretrained loaded, when it was set.
   const std::optional<LoadReport>& pretrained_report() const { return pretrained_report_; }
   void set_pretrained_report(LoadReport r) { pretrained_report_ = std::move(r); }
@@ -132,6 +136,7 @@ class Network : public torch::nn::Module {
   bool grad_checkpointing_ = false;
   bool channels_last_ = false;
   std::optional<LoadReport> pretrained_report_;
+  std::string arch_;
 };
 using NetworkPtr = std::shared_ptr<Network>;
 

@@ -1,5 +1,6 @@
 // ResNet-18/34/50/101/152 (He et al. 2015, v1.5: stride on the 3x3 conv), ResNeXt (Xie et al. 2017: grouped 3x3
-// convs) and SE-ResNeXt (Hu et al. 2018: squeeze-excitation after the last BatchNorm of each block), torchvision's
+// convs), Wide ResNet (Zagoruyko & Komodakis 2016: bottlenecks twice as wide) and SE-ResNeXt (Hu et al. 2018:
+// squeeze-excitation after the last BatchNorm of each block), torchvision's
 // and timm's layout and parameter names: conv1, bn1, layer1.0.conv1, ..., layer4.1.downsample.0, layer1.0.se.fc1,
 // fc. timm's drop_path on the residual branch and zero-initialised last BatchNorm of each block (zero_init_last).
 #include <torch/torch.h>
@@ -188,6 +189,15 @@ const bool kResnetRegistered = [] {
   add_resnet<Bottleneck>("resnext101_32x8d",
                          "ResNeXt-101 32x8d (torchvision/timm names; 88.8M parameters at 1000 classes)", {3, 4, 23, 3},
                          {32, 8, false});
+  add_resnet<Bottleneck>("resnext101_64x4d",
+                         "ResNeXt-101 64x4d (torchvision/timm names; 83.5M parameters at 1000 classes)", {3, 4, 23, 3},
+                         {64, 4, false});
+  add_resnet<Bottleneck>("wide_resnet50_2",
+                         "Wide ResNet-50-2: bottlenecks twice as wide (torchvision/timm names; 68.9M parameters)",
+                         {3, 4, 6, 3}, {1, 128, false});
+  add_resnet<Bottleneck>("wide_resnet101_2",
+                         "Wide ResNet-101-2: bottlenecks twice as wide (torchvision/timm names; 126.9M parameters)",
+                         {3, 4, 23, 3}, {1, 128, false});
   add_resnet<Bottleneck>("seresnext50_32x4d", "SE-ResNeXt-50 32x4d (timm names; 27.6M parameters at 1000 classes)",
                          {3, 4, 6, 3}, {32, 4, true});
   add_resnet<Bottleneck>("seresnext101_32x8d", "SE-ResNeXt-101 32x8d (timm names; 93.6M parameters at 1000 classes)",

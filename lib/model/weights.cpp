@@ -111,12 +111,10 @@ LoadReport load_weights(Network& net, TensorMap tensors, const LoadPolicy& polic
   for (auto& p : net.named_parameters(true)) model.emplace(p.key(), p.value());
   for (auto& b : net.named_buffers(true)) model.emplace(b.key(), b.value());
   auto renamed = strip_wrapper_prefixes(tensors, model);
-  const bool any_match =
-      std::any_of(tensors.begin(), tensors.end(), [&](const auto& kv) { return model.count(kv.first) > 0; });
-  if (!any_match) {  // torchvision's EfficientNet / ConvNeXt layout (features.*) for the timm network
+  {  // torchvision's layout (features.*, encoder.*) for the timm network
     std::set<std::string> names;
     for (auto& [name, t] : model) names.insert(name);
-    if (auto tv = from_torchvision(tensors, names)) {
+    if (auto tv = from_torchvision(tensors, names, net.arch())) {
       tensors = std::move(tv->tensors);
       renamed.push_back(tv->note);
     }

@@ -1,7 +1,8 @@
 // Adam (Kingma & Ba 2015) and AdamW (Loshchilov & Hutter 2019), exactly torch.optim.Adam / AdamW 1.13:
 // Adam adds L2 weight decay to the gradient, AdamW decays the weights (p *= 1 - lr * wd); bias
-// correction uses each parameter's own step count. `fused = true` (LibTorch 2.x, CUDA parameters) updates
-// a bucket with PyTorch's fused kernel (torch.optim.AdamW(fused=True)): one launch instead of ~8.
+// correction uses each parameter's own step count. `fused = true` updates a bucket with PyTorch's fused kernel
+// (torch.optim.AdamW(fused=True)): on CUDA (LibTorch 2.0) one launch instead of ~8, on the CPU (LibTorch 2.4) one
+// vectorised pass instead of ~8 (ViT-B's step: 0.05 s against 0.145 s on 2 cores).
 #include <cmath>
 #include <string>
 #include <vector>
@@ -25,6 +26,8 @@ struct AdamOptions {
 
 // Whether this build has PyTorch's fused Adam/AdamW kernels (torch.optim.Adam(W)(fused=True), PyTorch 2.0).
 constexpr bool kHasFusedAdam = KG_TORCH_VERSION_AT_LEAST(2, 0);
+// ... and their CPU kernels (PyTorch 2.4).
+constexpr bool kHasFusedAdamCpu = KG_TORCH_VERSION_AT_LEAST(2, 4);
 
 class Adam : public MultiTensorOptimizer {
  public:
@@ -34,14 +37,16 @@ class Adam : public MultiTensorOptimizer {
     momentum_ = o.betas[0];
   }
 
-  std::string describe() const override { return Optimizer::describe() + (o_.fused ? ", fused kernel on CUDA" : ""); }
+  std::string describe() const override {
+    return Optimizer::describe() + (!o_.fused ? "" : kHasFusedAdamCpu ? ", fused kernel" : ", fused kernel on CUDA");
+  }
 
  protected:
   // One Adam(W) update of `ps` (all at update count `step`) with multi-tensor (foreach) kernels, op for
   // op torch.optim.Adam(W)'s arithmetic. On the CPU LibTorch runs them tensor by tensor, so the result
   // does not depend on how the parameters are grouped (tested bit for bit).
   void update_bucket(Bucket& b, const StepArgs& a) override {
-    if (o_.fused && b.ps[0].is_cuda()) return update_fused(b, a);
+    if (o_.fused && (b.ps[0].is_cuda() || (kHasFusedAdamCpu && b.ps[0].is_cpu()))) return update_fused(b, a);
     auto& ps = b.ps;
     auto& gs = b.gs;
     const int64_t step = b.step;
@@ -100,8 +105,9 @@ config::Fields<AdamOptions> adam_fields() {
   f.field("eps", &AdamOptions::eps, "term added to the denominator").positive();
   f.field("amsgrad", &AdamOptions::amsgrad, "use the AMSGrad variant (Reddi et al. 2018)");
   f.field("fused", &AdamOptions::fused,
-          "CUDA: update each group with PyTorch's fused kernel (fused=True), one launch instead of ~8 multi-tensor "
-          "ones; needs a LibTorch 2.x build; parameters on the CPU keep the multi-tensor path");
+          "update each group with PyTorch's fused kernel (fused=True): on CUDA one launch instead of ~8 "
+          "multi-tensor ones (LibTorch 2.0 or newer), on the CPU one vectorised pass instead of ~8 (LibTorch 2.4 or "
+          "newer; older 2.x builds keep the multi-tensor path there); rounding may differ in the last bits");
   return f;
 }
 

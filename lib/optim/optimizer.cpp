@@ -80,17 +80,27 @@ void Optimizer::update_group(const std::vector<Item>& items, const StepArgs& a) 
 
 std::vector<Optimizer::Bucket> Optimizer::buckets_of(const std::vector<Item>& items, bool by_step) {
   std::vector<Bucket> out;
-  std::vector<std::tuple<int64_t, int, int, int, int>> keys;
+  std::vector<std::tuple<int64_t, int, int, int, int>> keys;  // of each open bucket
+  std::vector<size_t> open;                                   // the bucket each key fills now
+  std::vector<int64_t> numel;                                 // elements in each bucket
   for (const auto& it : items) {
     const auto key = std::make_tuple(by_step ? it.s->step : int64_t{0}, static_cast<int>(it.p->device().type()),
                                      static_cast<int>(it.p->device().index()), static_cast<int>(it.p->scalar_type()),
                                      static_cast<int>(it.grad->scalar_type()));
-    size_t b = std::find(keys.begin(), keys.end(), key) - keys.begin();
-    if (b == keys.size()) {
-      keys.push_back(key);
+    const size_t k = std::find(keys.begin(), keys.end(), key) - keys.begin();
+    const bool full = k < keys.size() && it.p->is_cpu() && numel[open[k]] + it.p->numel() > kCpuBucketNumel;
+    if (k == keys.size() || full) {
+      if (k == keys.size()) {
+        keys.push_back(key);
+        open.push_back(0);
+      }
+      open[k] = out.size();
       out.emplace_back();
       out.back().step = std::get<0>(key);
+      numel.push_back(0);
     }
+    const size_t b = open[k];
+    numel[b] += it.p->numel();
     out[b].ps.push_back(*it.p);
     out[b].gs.push_back(*it.grad);
     out[b].states.push_back(it.s);

@@ -94,7 +94,11 @@ class Optimizer {
   // CUDA a handful of launches for the whole group instead of several per parameter).
   virtual void update_group(const std::vector<Item>& items, const StepArgs& a);
   // What one set of multi-tensor kernels can update: items of one device, parameter dtype and gradient
-  // dtype (and update count, with `by_step`), in parameter order.
+  // dtype (and update count, with `by_step`), in parameter order. On the CPU a bucket holds at most
+  // kCpuBucketNumel elements (a larger tensor is a bucket of its own): LibTorch runs a foreach op tensor by
+  // tensor, so a bucket's ~8 passes then stay in the cache, where over a whole model each pass reads it from memory
+  // (ViT-B's AdamW step: 0.145 s against 0.172 s on 2 cores). Elementwise: no bit changes.
+  static constexpr int64_t kCpuBucketNumel = int64_t{1} << 20;
   struct Bucket {
     std::vector<at::Tensor> ps, gs;
     std::vector<ParamState*> states;

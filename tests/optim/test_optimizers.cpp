@@ -376,20 +376,23 @@ TEST_CASE("adam/adamw/sgd/radam/rmsprop's multi-tensor group update is bit-ident
     INFO(name << " " << extra);
     torch::manual_seed(3);
     std::vector<at::Tensor> a, b;
-    for (auto shape : std::vector<std::vector<int64_t>>{{8, 3, 3, 3}, {8}, {16, 8}, {16}, {5}}) {
+    std::vector<std::string> names;
+    // {1100, 1000} is more than a CPU bucket holds (kCpuBucketNumel): the buckets split around it.
+    for (auto shape : std::vector<std::vector<int64_t>>{{8, 3, 3, 3}, {8}, {1100, 1000}, {16, 8}, {16}, {5}}) {
       a.push_back(torch::randn(shape).requires_grad_(true));
       b.push_back(a.back().detach().clone().requires_grad_(true));
+      names.push_back("p" + std::to_string(names.size()));
     }
-    // a: one group of five (multi-tensor kernels); b: a group per parameter (update() one by one).
-    std::vector<ParamGroup> one{{"all", a, {"p0", "p1", "p2", "p3", "p4"}, 1.0, 0.01}}, each;
+    // a: one group of six (multi-tensor kernels); b: a group per parameter (update() one by one).
+    std::vector<ParamGroup> one{{"all", a, names, 1.0, 0.01}}, each;
     for (size_t i = 0; i < b.size(); ++i)
       each.push_back({"g" + std::to_string(i), {b[i]}, {"p" + std::to_string(i)}, 1.0, 0.01});
     auto r = recipe("name = \"" + name + "\"\nlr = 0.01\n" + extra);
     auto oa = kg::optim::build(r, one), ob = kg::optim::build(r, each);
     for (int64_t t = 0; t < 6; ++t) {
       for (size_t i = 0; i < a.size(); ++i) {
-        // p4 gets no gradient on steps 2 and 3: its step count falls behind (a bucket of its own).
-        const bool skip = i == 4 && (t == 2 || t == 3);
+        // p5 gets no gradient on steps 2 and 3: its step count falls behind (a bucket of its own).
+        const bool skip = i == 5 && (t == 2 || t == 3);
         at::Tensor g = grad_at(t * 10 + static_cast<int64_t>(i), a[i].sizes());
         a[i].mutable_grad() = skip ? at::Tensor() : g;
         b[i].mutable_grad() = skip ? at::Tensor() : g.clone();
@@ -401,57 +404,32 @@ TEST_CASE("adam/adamw/sgd/radam/rmsprop's multi-tensor group update is bit-ident
         CHECK(torch::equal(a[i], b[i]));
       }
     }
-    CHECK(oa->state_of("p4")->step == 4);
+    CHECK(oa->state_of("p5")->step == 4);
     if (name == "sgd" && extra.find("momentum = 0.0") == std::string::npos)
-      CHECK(oa->state_of("p4")->slots.count("momentum_buffer") == 1);
+      CHECK(oa->state_of("p5")->slots.count("momentum_buffer") == 1);
   }
 }
 
-TEST_CASE("optim.fused: refused by a LibTorch 1.x build, the multi-tensor path for CPU parameters", "[unit][optim]") {
-  for (std::string name : {"adam", "adamw"}) {
-    INFO(name);
-    torch::manual_seed(4);
-    auto a = torch::randn({6, 3}).requires_grad_(true), b = a.detach().clone().requires_grad_(true);
-    auto r = recipe("name = \"" + name + "\"\nlr = 0.01\nfused = true\n");
-#if KG_TORCH_VERSION_AT_LEAST(2, 0)
-    auto fused = kg::optim::build(r, {{"g", {a}, {"w"}, 1.0, 0.01}});
-    auto plain = kg::optim::build(recipe("name = \"" + name + "\"\nlr = 0.01\n"), {{"g", {b}, {"w"}, 1.0, 0.01}});
-    CHECK_THAT(fused->describe(), Catch::Contains("fused kernel on CUDA"));
-    for (int64_t t = 0; t < 3; ++t) {
-      a.mutable_grad() = grad_at(t, a.sizes());
-      b.mutable_grad() = grad_at(t, b.sizes());
-      fused->step();
-      plain->step();
-    }
-    CHECK(torch::equal(a, b));  // the fused kernel is CUDA's; CPU parameters take the multi-tensor path
-#else
-    CHECK_THROWS_AS(kg::optim::build(r, {{"g", {a}, {"w"}, 1.0, 0.01}}), kg::ConfigError);
-    CHECK_THROWS_WITH(kg::optim::build(r, {{"g", {a}, {"w"}, 1.0, 0.01}}),
-                      Catch::Contains("optim.fused = true needs PyTorch's fused Adam kernels (LibTorch 2.0 or newer); "
-                                      "this kgtrain is built with LibTorch 1.13") &&
-                          Catch::Contains("set optim.fused = false"));
-#endif
-  }
-}
-
-TEST_CASE("optim.fused on CUDA: PyTorch's fused kernel gives the multi-tensor update", "[unit][gpu][optim]") {
-  KG_REQUIRE_GPU();
+// PyTorch's fused Adam(W) kernel against kgtrain's multi-tensor update on `device`: four parameters, one of which
+// skips a step (a bucket of its own); the same values to float32 rounding.
+void check_fused_update(const torch::Device& device) {
   for (std::string extra : {"name = \"adamw\"", "name = \"adam\"", "name = \"adamw\"\namsgrad = true"}) {
     INFO(extra);
     torch::manual_seed(5);
     std::vector<at::Tensor> a, b, init;
     for (auto shape : std::vector<std::vector<int64_t>>{{8, 3, 3, 3}, {8}, {16, 8}, {5}}) {
-      a.push_back(torch::randn(shape, torch::kCUDA).requires_grad_(true));
+      a.push_back(torch::randn(shape, device).requires_grad_(true));
       b.push_back(a.back().detach().clone().requires_grad_(true));
       init.push_back(a.back().detach().clone());
     }
     const std::vector<std::string> names{"p0", "p1", "p2", "p3"};
     auto fused = kg::optim::build(recipe(extra + "\nlr = 0.01\nfused = true"), {{"g", a, names, 1.0, 0.05}});
     auto plain = kg::optim::build(recipe(extra + "\nlr = 0.01"), {{"g", b, names, 1.0, 0.05}});
+    CHECK_THAT(fused->describe(), Catch::Contains("fused kernel"));
     for (int64_t t = 0; t < 6; ++t) {
       for (size_t i = 0; i < a.size(); ++i) {
         const bool skip = i == 3 && t == 2;  // p3's update count falls behind: a bucket of its own
-        at::Tensor g = grad_at(t * 10 + static_cast<int64_t>(i), a[i].sizes()).cuda();
+        at::Tensor g = grad_at(t * 10 + static_cast<int64_t>(i), a[i].sizes()).to(device);
         a[i].mutable_grad() = skip ? at::Tensor() : g;
         b[i].mutable_grad() = skip ? at::Tensor() : g.clone();
       }
@@ -467,6 +445,42 @@ TEST_CASE("optim.fused on CUDA: PyTorch's fused kernel gives the multi-tensor up
     CHECK(torch::allclose(fused->state_of("p2")->slots.at("exp_avg_sq"), plain->state_of("p2")->slots.at("exp_avg_sq"),
                           1e-5, 1e-9));
   }
+}
+
+TEST_CASE("optim.fused on the CPU: PyTorch's fused kernel (LibTorch 2.4) gives the multi-tensor update; refused by 1.x",
+          "[unit][optim]") {
+#if KG_TORCH_VERSION_AT_LEAST(2, 4)
+  check_fused_update(torch::kCPU);
+#elif KG_TORCH_VERSION_AT_LEAST(2, 0)
+  torch::manual_seed(4);
+  auto a = torch::randn({6, 3}).requires_grad_(true), b = a.detach().clone().requires_grad_(true);
+  auto fused = kg::optim::build(recipe("name = \"adamw\"\nlr = 0.01\nfused = true\n"), {{"g", {a}, {"w"}, 1.0, 0.01}});
+  auto plain = kg::optim::build(recipe("name = \"adamw\"\nlr = 0.01\n"), {{"g", {b}, {"w"}, 1.0, 0.01}});
+  CHECK_THAT(fused->describe(), Catch::Contains("fused kernel on CUDA"));
+  for (int64_t t = 0; t < 3; ++t) {
+    a.mutable_grad() = grad_at(t, a.sizes());
+    b.mutable_grad() = grad_at(t, b.sizes());
+    fused->step();
+    plain->step();
+  }
+  CHECK(torch::equal(a, b));  // no CPU kernel before 2.4: CPU parameters take the multi-tensor path
+#else
+  for (std::string name : {"adam", "adamw"}) {
+    INFO(name);
+    auto a = torch::randn({6, 3}).requires_grad_(true);
+    auto r = recipe("name = \"" + name + "\"\nlr = 0.01\nfused = true\n");
+    CHECK_THROWS_AS(kg::optim::build(r, {{"g", {a}, {"w"}, 1.0, 0.01}}), kg::ConfigError);
+    CHECK_THROWS_WITH(kg::optim::build(r, {{"g", {a}, {"w"}, 1.0, 0.01}}),
+                      Catch::Contains("optim.fused = true needs PyTorch's fused Adam kernels (LibTorch 2.0 or newer); "
+                                      "this kgtrain is built with LibTorch 1.13") &&
+                          Catch::Contains("set optim.fused = false"));
+  }
+#endif
+}
+
+TEST_CASE("optim.fused on CUDA: PyTorch's fused kernel gives the multi-tensor update", "[unit][gpu][optim]") {
+  KG_REQUIRE_GPU();
+  check_fused_update(torch::kCUDA);
 }
 
 }  // namespace KG_UNITY_ID

@@ -17,12 +17,20 @@ inline const std::map<std::string, std::string>& larger_siblings() {
         {"resnet101", "resnet50"},
         {"resnet152", "resnet50"},
         {"resnext101_32x8d", "resnext50_32x4d"},
+        {"resnext101_64x4d", "resnext50_32x4d"},
+        {"wide_resnet50_2", "resnet50"},
+        {"wide_resnet101_2", "resnet50"},
         {"seresnext101_32x8d", "seresnext50_32x4d"},
         {"efficientnet_b5", "efficientnet_b4"},
         {"efficientnet_b6", "efficientnet_b4"},
         {"efficientnet_b7", "efficientnet_b4"},
         {"efficientnetv2_m", "efficientnetv2_s"},
+        {"efficientnetv2_l", "efficientnetv2_s"},
+        {"efficientnet_v2_s", "efficientnetv2_s"},  // torchvision's eps: a value, not another code path
+        {"efficientnet_v2_m", "efficientnetv2_s"},
+        {"efficientnet_v2_l", "efficientnetv2_s"},
         {"tf_efficientnetv2_m", "tf_efficientnetv2_s"},
+        {"tf_efficientnetv2_l", "tf_efficientnetv2_s"},
         {"efficientnetv2_rw_m", "efficientnetv2_rw_s"},
         {"convnext_base", "convnext_small"},
         {"convnext_large", "convnext_small"},
@@ -34,6 +42,7 @@ inline const std::map<std::string, std::string>& larger_siblings() {
         {"eca_nfnet_l2", "eca_nfnet_l0"},
     };
     for (int i = 1; i <= 7; ++i) s["tf_efficientnet_b" + std::to_string(i)] = "tf_efficientnet_b0";
+    for (int i = 5; i <= 7; ++i) s["tv_efficientnet_b" + std::to_string(i)] = "efficientnet_b4";
     for (const char* v :
          {"vit_tiny_patch16_384", "vit_small_patch16_224", "vit_small_patch16_384", "vit_base_patch16_224",
           "vit_base_patch16_384", "vit_large_patch16_224", "vit_large_patch16_384", "vit_base_patch32_224",
