@@ -31,6 +31,7 @@
 
 #include "core/error.h"
 #include "core/stop.h"
+#include "device/slurm.h"
 
 namespace kg::device {
 namespace {
@@ -220,10 +221,75 @@ std::vector<std::vector<size_t>> plan_buckets(const std::vector<at::Tensor>& ten
   return buckets;
 }
 
+namespace {
+
+const std::string* env_value(const std::map<std::string, std::string>& environ, const std::string& name) {
+  auto it = environ.find(name);
+  return it == environ.end() || it->second.empty() ? nullptr : &it->second;
+}
+
+// srun's tasks without torchrun: SLURM_PROCID, SLURM_STEP_NUM_TASKS (the step's tasks; srun sets it, a batch
+// script's own shell does not, so kgtrain started there stays one process), SLURM_LOCALID, the tasks on this node
+// from SLURM_STEP_TASKS_PER_NODE at SLURM_NODEID, and the store at MASTER_ADDR:MASTER_PORT, else the node list's
+// first host and 15000 + the job id's last 4 digits (Lightning's SLURMEnvironment rule).
+DistEnv slurm_env(const std::map<std::string, std::string>& environ) {
+  DistEnv e;
+  e.launcher = "slurm";
+  auto need = [&](const std::string& name) -> const std::string& {
+    const std::string* v = env_value(environ, name);
+    if (!v) throw UsageError(name + " is not set: srun sets it for each task of a step with SLURM_STEP_NUM_TASKS > 1");
+    return *v;
+  };
+  e.world_size = env_int(environ, "SLURM_STEP_NUM_TASKS", 1, 65536, "the step's number of tasks");
+  e.rank = env_int(environ, "SLURM_PROCID", 0, e.world_size - 1, "this task's rank, below SLURM_STEP_NUM_TASKS");
+  need("SLURM_LOCALID");
+  e.local_rank = env_int(environ, "SLURM_LOCALID", 0, e.world_size - 1, "this task's rank on its node");
+  e.local_world_size = e.world_size;
+  const char* per_node_var = env_value(environ, "SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE"
+                             : env_value(environ, "SLURM_TASKS_PER_NODE")    ? "SLURM_TASKS_PER_NODE"
+                                                                             : nullptr;
+  if (per_node_var) {
+    const auto per_node = slurm_tasks_per_node(need(per_node_var), per_node_var);
+    const int node = env_value(environ, "SLURM_NODEID")
+                         ? env_int(environ, "SLURM_NODEID", 0, static_cast<int>(per_node.size()) - 1,
+                                   ("this node's index in " + std::string(per_node_var)).c_str())
+                         : 0;
+    e.local_world_size = per_node[static_cast<size_t>(node)];
+    if (e.local_rank >= e.local_world_size)
+      throw UsageError("SLURM_LOCALID=" + std::to_string(e.local_rank) + ": expected a rank below this node's " +
+                       std::to_string(e.local_world_size) + " tasks (" + per_node_var + ")");
+  }
+  if (const std::string* addr = env_value(environ, "MASTER_ADDR")) {
+    e.master_addr = *addr;
+  } else {
+    const char* list_var = env_value(environ, "SLURM_STEP_NODELIST") ? "SLURM_STEP_NODELIST"
+                           : env_value(environ, "SLURM_JOB_NODELIST") ? "SLURM_JOB_NODELIST"
+                                                                      : "SLURM_NODELIST";
+    e.master_addr = slurm_first_host(need(list_var), list_var);
+  }
+  if (env_value(environ, "MASTER_PORT")) {
+    e.master_port = env_int(environ, "MASTER_PORT", 1, 65535, "a TCP port");
+  } else {
+    const std::string& job = need("SLURM_JOB_ID");
+    if (job.find_first_not_of("0123456789") != std::string::npos)
+      throw UsageError("SLURM_JOB_ID=" + job + ": expected a number (or set MASTER_PORT)");
+    e.master_port = 15000 + std::stoi(job.size() > 4 ? job.substr(job.size() - 4) : job);
+  }
+  return e;
+}
+
+}  // namespace
+
 DistEnv dist_env_from(const std::map<std::string, std::string>& environ) {
   DistEnv e;
   auto ws = environ.find("WORLD_SIZE");
-  if (ws == environ.end() || ws->second.empty() || ws->second == "1") return e;
+  if (ws == environ.end() || ws->second.empty()) {  // not torchrun's (nor --nproc's): srun's tasks, or one process
+    const std::string* tasks = env_value(environ, "SLURM_STEP_NUM_TASKS");
+    if (tasks && *tasks != "1" && env_value(environ, "SLURM_PROCID")) return slurm_env(environ);
+    return e;
+  }
+  if (ws->second == "1") return e;
+  e.launcher = "torchrun";
   e.world_size = env_int(environ, "WORLD_SIZE", 1, 65536, "the number of processes");
   e.rank = env_int(environ, "RANK", 0, e.world_size - 1, "this process's rank, below WORLD_SIZE");
   e.local_rank = env_int(environ, "LOCAL_RANK", 0, e.world_size - 1, "this process's rank on its machine");
@@ -235,6 +301,10 @@ DistEnv dist_env_from(const std::map<std::string, std::string>& environ) {
     throw UsageError("MASTER_ADDR is not set: a multi-process launch (WORLD_SIZE > 1) needs rank 0's address");
   e.master_addr = addr->second;
   e.master_port = env_int(environ, "MASTER_PORT", 1, 65535, "a TCP port");
+  const std::string* agent = env_value(environ, "TORCHELASTIC_USE_AGENT_STORE");
+  e.agent_store = agent && (*agent == "True" || *agent == "true" || *agent == "1");
+  if (env_value(environ, "TORCHELASTIC_RESTART_COUNT"))
+    e.restart = env_int(environ, "TORCHELASTIC_RESTART_COUNT", 0, 1 << 20, "torchrun's restart count");
   return e;
 }
 
@@ -293,16 +363,18 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const DistEnv& env, const c1
     try {
       c10d::TCPStoreOptions so;
       so.port = static_cast<std::uint16_t>(env.master_port);
-      so.isServer = env.rank == 0;
+      so.isServer = env.rank == 0 && !env.agent_store;
       so.numWorkers = static_cast<size_t>(env.world_size);
       so.waitWorkers = false;  // the ranks are counted below
       so.timeout = std::clamp(left(), std::chrono::milliseconds(100), std::chrono::milliseconds(1000));
       store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
+      if (env.agent_store)
+        store = c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(env.restart), store);
       break;
     } catch (const std::exception& e) {
       check_stop();
-      // Rank 0's server fails at once (a port in use); the others retry until rank 0 is up.
-      if (env.rank == 0 || left().count() <= 0) throw rendezvous_failed(e.what());
+      // Rank 0's server fails at once (a port in use); the others retry until rank 0 (or the agent) is up.
+      if ((env.rank == 0 && !env.agent_store) || left().count() <= 0) throw rendezvous_failed(e.what());
     }
   }
   try {

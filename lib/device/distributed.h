@@ -27,12 +27,21 @@ struct DistEnv {
   int local_world_size = 1;  // ranks on this machine (LOCAL_WORLD_SIZE; WORLD_SIZE when unset)
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  std::string launcher;  // "torchrun" (torchrun, fit --nproc), "slurm" (srun's tasks); "" for one process
+  // torchrun's agent serves the store at MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True: its c10d rendezvous store,
+  // shared with the workers), so rank 0 connects to it as the others do; each restart's keys live under
+  // /worker/attempt_<TORCHELASTIC_RESTART_COUNT>, as torch.distributed's env:// rendezvous keeps them.
+  bool agent_store = false;
+  int restart = 0;
   bool active() const { return world_size > 1; }
   bool writer() const { return rank == 0; }
 };
 
-// Reads torchrun's variables from `environ`. Absent WORLD_SIZE (or 1) = single process; a missing or
-// malformed variable of a multi-process launch is a UsageError naming it.
+// Reads torchrun's variables from `environ` (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
+// MASTER_PORT), else srun's (SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_LOCALID, SLURM_STEP_TASKS_PER_NODE at
+// SLURM_NODEID; MASTER_ADDR or the node list's first host, MASTER_PORT or 15000 + the job id's last 4 digits:
+// device/slurm.h). Neither, or a world of 1 = single process; a missing or malformed variable of a multi-process
+// launch is a UsageError naming it.
 DistEnv dist_env_from(const std::map<std::string, std::string>& environ);
 
 // A connected process group. Every collective is a blocking call of all ranks in the same order; a

@@ -20,6 +20,7 @@
 #include "optim/param_groups.h"
 #include "optim/schedule.h"
 #include "session/model_input.h"
+#include "session/same_job.h"
 #include "train/step_graphs.h"
 
 namespace kg::session {
@@ -37,6 +38,7 @@ TrainingContext::TrainingContext(Session given, const std::string& command, std:
   if (session.dist.active()) {
     // The rendezvous first: a rank that cannot join fails before the data is read.
     group = device::ProcessGroup::connect(session.dist, dev.device, std::chrono::seconds(opt.device.dist_timeout_s));
+    check_same_job(*group, job_fingerprint(session.recipe, binary_identity()));
     session.log("  ranks   " + std::to_string(session.dist.world_size) + " processes (" + group->backend_name() +
                 "), global batch " + std::to_string(opt.train.batch_size * session.dist.world_size) + " = " +
                 std::to_string(session.dist.world_size) + " x " + std::to_string(opt.train.batch_size) +

@@ -22,6 +22,8 @@
 #include "data/csv.h"
 #include "data/loader.h"
 #include "device/distributed.h"
+#include "device/slurm.h"
+#include "session/same_job.h"
 #include "model/batchnorm.h"
 #include "model/safetensors.h"
 #include "support/fixtures.h"
@@ -59,6 +61,18 @@ TEST_CASE("torchrun's environment is read, and a broken one named", "[unit][devi
   CHECK(e.master_addr == "10.0.0.2");
   CHECK(e.master_port == 29400);
   CHECK_FALSE(e.writer());
+  CHECK(e.launcher == "torchrun");
+  CHECK_FALSE(e.agent_store);  // fit --nproc, torchrun's static rendezvous: rank 0 serves the store
+  // torchrun's c10d rendezvous: its agent serves the store; a restart's keys are its own.
+  e = dist_env_from({{"WORLD_SIZE", "2"},
+                     {"RANK", "0"},
+                     {"LOCAL_RANK", "0"},
+                     {"MASTER_ADDR", "h"},
+                     {"MASTER_PORT", "29400"},
+                     {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                     {"TORCHELASTIC_RESTART_COUNT", "2"}});
+  CHECK(e.agent_store);
+  CHECK(e.restart == 2);
   try {
     dist_env_from({{"WORLD_SIZE", "2"}, {"RANK", "0"}, {"LOCAL_RANK", "0"}, {"MASTER_ADDR", "127.0.0.1"}});
     FAIL("no error");
@@ -73,6 +87,84 @@ TEST_CASE("torchrun's environment is read, and a broken one named", "[unit][devi
     CHECK(std::string(err.what()).find("RANK=2: expected this process's rank, below WORLD_SIZE (0..1)") !=
           std::string::npos);
   }
+}
+
+TEST_CASE("Slurm's compressed node lists and tasks per node", "[unit][device][dist]") {
+  using kg::device::slurm_first_host;
+  using kg::device::slurm_tasks_per_node;
+  CHECK(slurm_first_host("node[01-04,07],gpu5", "L") == "node01");
+  CHECK(slurm_first_host("a,b", "L") == "a");
+  CHECK(slurm_first_host("single", "L") == "single");
+  CHECK(slurm_first_host("rack[2-3]-n[007,9]", "L") == "rack2-n007");
+  CHECK(slurm_first_host("gpu[3],cpu[1-2]", "L") == "gpu3");
+  for (const char* bad : {"", "node[01-04", "node]", "[", "n[-3]", ",a"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(slurm_first_host(bad, "SLURM_JOB_NODELIST"),
+                      Catch::StartsWith(std::string("SLURM_JOB_NODELIST=") + bad + ": expected a Slurm node list"));
+  }
+  CHECK(slurm_tasks_per_node("2(x3),1", "T") == std::vector<int>{2, 2, 2, 1});
+  CHECK(slurm_tasks_per_node("4", "T") == std::vector<int>{4});
+  CHECK(slurm_tasks_per_node("1,3(x2)", "T") == std::vector<int>{1, 3, 3});
+  for (const char* bad : {"", "2(x3", "2(3)", "0", "2,", "a", "2(x0)", ",2"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(slurm_tasks_per_node(bad, "T"), kg::UsageError);
+  }
+}
+
+TEST_CASE("srun's environment is read as torchrun's, and a broken one named", "[unit][device][dist]") {
+  using kg::device::dist_env_from;
+  const std::map<std::string, std::string> task{{"SLURM_STEP_NUM_TASKS", "6"},
+                                                {"SLURM_PROCID", "4"},
+                                                {"SLURM_LOCALID", "1"},
+                                                {"SLURM_NODEID", "1"},
+                                                {"SLURM_STEP_TASKS_PER_NODE", "3(x2)"},
+                                                {"SLURM_STEP_NODELIST", "gpu[07-08]"},
+                                                {"SLURM_JOB_ID", "4812345"}};
+  auto e = dist_env_from(task);
+  CHECK(e.active());
+  CHECK(e.launcher == "slurm");
+  CHECK(e.world_size == 6);
+  CHECK(e.rank == 4);
+  CHECK(e.local_rank == 1);
+  CHECK(e.local_world_size == 3);
+  CHECK(e.master_addr == "gpu07");  // the node list's first host
+  CHECK(e.master_port == 15000 + 2345);  // the job id's last 4 digits, as Lightning
+  auto with = [&](std::map<std::string, std::string> extra) {
+    auto m = task;
+    for (auto& [k, v] : extra) m[k] = v;
+    return m;
+  };
+  e = dist_env_from(with({{"MASTER_ADDR", "10.1.2.3"}, {"MASTER_PORT", "29400"}}));
+  CHECK(e.master_addr == "10.1.2.3");
+  CHECK(e.master_port == 29400);
+  // torchrun started by srun (one agent a node): torchrun's variables win.
+  e = dist_env_from(with({{"WORLD_SIZE", "2"},
+                          {"RANK", "1"},
+                          {"LOCAL_RANK", "0"},
+                          {"MASTER_ADDR", "h"},
+                          {"MASTER_PORT", "29500"}}));
+  CHECK(e.launcher == "torchrun");
+  CHECK(e.world_size == 2);
+  // A batch script's own shell (SLURM_NTASKS, SLURM_PROCID = 0, no step of tasks) or a one-task step: one process.
+  CHECK_FALSE(dist_env_from({{"SLURM_NTASKS", "4"}, {"SLURM_PROCID", "0"}}).active());
+  CHECK_FALSE(dist_env_from(with({{"SLURM_STEP_NUM_TASKS", "1"}, {"SLURM_PROCID", "0"}})).active());
+  auto error_of = [&](std::map<std::string, std::string> m) {
+    try {
+      dist_env_from(m);
+    } catch (const kg::UsageError& err) {
+      return std::string(err.what());
+    }
+    return std::string("no error");
+  };
+  auto no_localid = task;
+  no_localid.erase("SLURM_LOCALID");
+  CHECK_THAT(error_of(no_localid), Catch::StartsWith("SLURM_LOCALID is not set: srun sets it"));
+  CHECK_THAT(error_of(with({{"SLURM_PROCID", "6"}})),
+             Catch::StartsWith("SLURM_PROCID=6: expected this task's rank, below SLURM_STEP_NUM_TASKS (0..5)"));
+  CHECK_THAT(error_of(with({{"SLURM_LOCALID", "3"}})), Catch::Contains("below this node's 3 tasks"));
+  CHECK_THAT(error_of(with({{"SLURM_NODEID", "2"}})), Catch::StartsWith("SLURM_NODEID=2: expected this node's index"));
+  CHECK_THAT(error_of(with({{"SLURM_STEP_NODELIST", "gpu[07"}})), Catch::StartsWith("SLURM_STEP_NODELIST=gpu[07"));
+  CHECK_THAT(error_of(with({{"SLURM_JOB_ID", "12_3"}})), Catch::Contains("or set MASTER_PORT"));
 }
 
 TEST_CASE("each rank takes its slice of every global batch, a short one is split evenly and padded",
@@ -250,6 +342,76 @@ TEST_CASE("fit --nproc 2 with batch B trains the weights of one process with bat
   CHECK(summary["folds"][0]["updates"] == kg::test::read_json(dir / "one/summary.json")["folds"][0]["updates"]);
 }
 
+TEST_CASE("two tasks started as srun starts them train the weights of fit --nproc 2, bit for bit", "[integration][dist]") {
+  kg::test::TempDir dir;
+  auto ds = kg::test::make_tiny_dataset(dir, 48, 4);
+  auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
+  const std::string args = "' --quiet train.epochs=2 train.batch_size=6 device.dist_timeout_s=60 ";
+  auto nproc = kg::test::run_kgtrain(
+      {"fit", recipe, "--quiet", "train.epochs=2", "train.batch_size=6", "--nproc", "2", "--run-dir", dir / "nproc"});
+  INFO(nproc.output);
+  REQUIRE(nproc.exit_code == 0);
+  // srun's variables only (no RANK, WORLD_SIZE, MASTER_ADDR): the store on the node list's first host.
+  const int port = kg::test::free_port();
+  auto task = [&](int rank) {
+    return "SLURM_JOB_ID=77 SLURM_STEP_NUM_TASKS=2 SLURM_STEP_TASKS_PER_NODE=2 SLURM_NODEID=0 "
+           "SLURM_STEP_NODELIST=localhost MASTER_PORT=" +
+           std::to_string(port) + " SLURM_PROCID=" + std::to_string(rank) + " SLURM_LOCALID=" + std::to_string(rank) +
+           " '" + KGTRAIN_BINARY + "' fit '" + recipe + args;
+  };
+  auto srun = kg::test::run_shell("(" + task(1) + ">/dev/null 2>&1 &) ; " + task(0) + "--run-dir '" + (dir / "srun") +
+                                  "'");
+  INFO(srun.output);
+  REQUIRE(srun.exit_code == 0);
+  const auto a = kg::model::read_safetensors(dir / "nproc/checkpoints/last/model.safetensors");
+  const auto b = kg::model::read_safetensors(dir / "srun/checkpoints/last/model.safetensors");
+  REQUIRE(a.size() == b.size());
+  for (auto& [k, t] : a) {
+    INFO(k);
+    CHECK(torch::equal(t, b.at(k)));
+  }
+  CHECK(kg::test::read_json(dir / "srun/summary.json")["folds"][0]["processes"] == 2);
+}
+
+TEST_CASE("a job's fingerprint: binary, LibTorch and recipe, the nodes' own keys aside", "[unit][session][dist]") {
+  kg::test::TempDir dir;
+  auto ds = kg::test::make_tiny_dataset(dir, 8, 2);
+  auto file = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
+  auto fp = [&](std::vector<std::string> args) {
+    return kg::session::job_fingerprint(kg::test::resolve_recipe({file}, args), "kgtrain 1 sha256 ab");
+  };
+  const auto base = fp({});
+  CHECK(base[0] == "binary kgtrain 1 sha256 ab");
+  CHECK(kg::starts_with(base[1], "LibTorch "));
+  CHECK(std::find(base.begin(), base.end(), "optim.lr = 0.02") != base.end());
+  // A node's own cores, GPUs and memory may differ; anything else may not.
+  CHECK(kg::session::first_difference(base, fp({"device.threads=2", "data.num_workers=1"})).empty());
+  CHECK(kg::session::first_difference(base, fp({"optim.lr=0.5"})) == "optim.lr: 0.02 on rank 0, 0.5 here");
+  CHECK(kg::session::first_difference(base, fp({"+model.extra_key=1"})) == "model.extra_key: (not set) on rank 0, 1 here");
+  auto other_binary = base;
+  other_binary[0] = "binary kgtrain 1 sha256 cd";
+  CHECK(kg::session::first_difference(base, other_binary) ==
+        "binary: kgtrain 1 sha256 ab on rank 0, kgtrain 1 sha256 cd here");
+}
+
+TEST_CASE("ranks that run another recipe stop before training, every one with exit 2", "[integration][dist]") {
+  kg::test::TempDir dir;
+  auto ds = kg::test::make_tiny_dataset(dir, 24, 4);
+  auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
+  const int port = kg::test::free_port();
+  const std::string bin = std::string("'") + KGTRAIN_BINARY + "' fit '" + recipe + "' --quiet device.dist_timeout_s=60 ";
+  auto r = kg::test::run_shell("(" + rank_env(1, 2, port) + bin + "optim.lr=0.5 > '" + (dir / "rank1.txt") +
+                               "' 2>&1; echo $? > '" + (dir / "rank1.exit") + "') & " + rank_env(0, 2, port) + bin +
+                               "--run-dir '" + (dir / "run") + "'; echo exit0=$?; wait");
+  INFO(r.output);
+  CHECK(r.output.find("exit0=2") != std::string::npos);
+  CHECK(r.output.find("rank 1 of 2 run another job than rank 0") != std::string::npos);
+  const std::string rank1 = kg::read_file(dir / "rank1.txt");
+  INFO(rank1);
+  CHECK(kg::trim(kg::read_file(dir / "rank1.exit")) == "2");
+  CHECK(rank1.find("this rank runs another job than rank 0: optim.lr: 0.02 on rank 0, 0.5 here") != std::string::npos);
+}
+
 // A shell loop that waits (at most 120 s) until the run in `run_dir` has finished an epoch: training is under way.
 std::string until_trained(const std::string& run_dir) {
   return "for i in $(seq 600); do [ -s '" + run_dir + "/metrics.jsonl' ] && break; sleep 0.2; done; ";
@@ -261,14 +423,17 @@ TEST_CASE("a rank that fails or never comes ends the job with exit 4, not a hang
   auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
   const std::string bin =
       std::string("'") + KGTRAIN_BINARY + "' fit '" + recipe + "' --quiet device.dist_timeout_s=20 ";
-  SECTION("rank 1 stops after the rendezvous (its data folder is missing)") {
+  SECTION("rank 1 dies in training (SIGKILL): rank 0 stops with exit 4") {
     const int port = kg::test::free_port();
+    const std::string run = dir / "run", many = "train.epochs=3000 ";
     const auto t0 = std::chrono::steady_clock::now();
-    auto r = kg::test::run_shell("(" + rank_env(1, 2, port) + bin + "data.root=/nonexistent >/dev/null 2>&1 &) ; " +
-                                 rank_env(0, 2, port) + bin + "--run-dir '" + (dir / "run") + "'");
+    auto r = kg::test::run_shell("(" + rank_env(1, 2, port) + bin + many + ">/dev/null 2>&1 & echo $! > '" +
+                                 (dir / "k1") + "'; wait) & " + rank_env(0, 2, port) + bin + many + "--run-dir '" +
+                                 run + "' & p0=$!; " + until_trained(run) + "kill -KILL $(cat '" + (dir / "k1") +
+                                 "'); wait $p0; echo exit0=$?");
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     INFO(r.output);
-    CHECK(r.exit_code == 4);
+    CHECK(r.output.find("exit0=4") != std::string::npos);
     CHECK(r.output.find("[rank 0/2] error: distributed") != std::string::npos);
     CHECK(s < 60);
   }
