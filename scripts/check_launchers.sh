@@ -11,7 +11,8 @@
 #   elastic restart         torchrun --max-restarts 1 over `fit --run-dir R --resume auto`, rank 1 killed (SIGKILL) once
 #                           the run has checkpointed mid-epoch: the group restarts from R's last complete checkpoint and
 #                           ends with the weights of the uninterrupted `fit --nproc 2`
-# Prints one row a check (seconds, seconds to the first update of rank 0, result) and exits 1 on any failure.
+# Prints one row a run (its seconds, rank 0's rendezvous seconds and the run's training img/s from its log, the
+# weights' verdict) and exits 1 on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -84,7 +85,6 @@ keep_last = 3
 threads = 1
 dist_timeout_s = 120
 EOF
-fit() { "$KGTRAIN" fit "$W/recipe.toml" --quiet "$@"; }
 
 # Tensor bytes of two model.safetensors files (the header's metadata aside): "same" or the first differing tensor.
 same_weights() {
@@ -108,46 +108,59 @@ EOF
 }
 
 FAILED=0
-report() {  # name seconds run_dir reference_run_dir
+# Rank 0's figures from its log: the rendezvous ("met in 0.21 s") and the run's training img/s (all ranks together).
+met() { grep -o 'met in [0-9.e+-]* s' "$1" | head -1 | awk '{print $3}'; }
+rate() { grep -o '[0-9.]* train img/s' "$1" | tail -1 | awk '{print $1}'; }
+row() {  # name seconds log verdict
+  printf '%-24s %6.1f s %10s %12s   %s\n' "$1" "$2" "${3:+$(met "$3")}" "${3:+$(rate "$3")}" "$4"
+}
+report() {  # name seconds run_dir reference_run_dir rank-0 log
   local verdict
   verdict=$(same_weights "$4/checkpoints/last/model.safetensors" "$3/checkpoints/last/model.safetensors" 2>&1) || FAILED=1
-  printf '%-24s %6.1f s   %s\n' "$1" "$2" "$verdict"
+  row "$1" "$2" "$5" "$verdict"
 }
 now() { date +%s.%N; }
 since() { "$PY" -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$1" "$(now)"; }
 free_port() { "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 echo "check_launchers: $KGTRAIN, $("$PY" -c 'import torch; print("torchrun of torch " + torch.__version__)'), Gloo, $(nproc) cores"
-printf '%-24s %8s   %s\n' check time "weights against fit --nproc"
-t=$(now); fit --nproc 2 --run-dir "$W/nproc2"; printf '%-24s %6.1f s\n' "fit --nproc 2" "$(since "$t")"
-t=$(now); fit --nproc 4 --run-dir "$W/nproc4"; printf '%-24s %6.1f s\n' "fit --nproc 4" "$(since "$t")"
+printf '%-24s %8s %10s %12s   %s\n' check time "rendezvous" "train img/s" "weights against fit --nproc"
+run_logged() {  # name log args...: a fit of its own, its row
+  local name=$1 log=$2 t; shift 2
+  t=$(now)
+  "$KGTRAIN" fit "$W/recipe.toml" "$@" >"$log" 2>&1 || { cat "$log"; FAILED=1; }
+  row "$name" "$(since "$t")" "$log" ""
+}
+run_logged "fit, 1 process" "$W/one.log" --run-dir "$W/one"
+run_logged "fit --nproc 2" "$W/nproc2.log" --nproc 2 --run-dir "$W/nproc2"
+run_logged "fit --nproc 4" "$W/nproc4.log" --nproc 4 --run-dir "$W/nproc4"
 
 # Two torchrun agents on this machine, as on two nodes: one rendezvous endpoint, node ranks 0 and 1.
 agents() {  # per_node run_dir
   local port; port=$(free_port)
   local args=(--nnodes 2 --nproc-per-node "$1" --rdzv-backend c10d --rdzv-endpoint "127.0.0.1:$port" --rdzv-id launchers
-    --no-python "$KGTRAIN" fit "$W/recipe.toml" --quiet --run-dir "$2")
+    --no-python "$KGTRAIN" fit "$W/recipe.toml" --run-dir "$2")
   "$TORCHRUN" --node-rank 1 "${args[@]}" >"$2.node1.log" 2>&1 &
   local other=$!
   "$TORCHRUN" --node-rank 0 "${args[@]}" >"$2.node0.log" 2>&1 || { cat "$2.node0.log"; FAILED=1; }
   wait "$other" || { cat "$2.node1.log"; FAILED=1; }
 }
-t=$(now); agents 1 "$W/agents2"; report "torchrun 2 nodes x 1" "$(since "$t")" "$W/agents2" "$W/nproc2"
-t=$(now); agents 2 "$W/agents4"; report "torchrun 2 nodes x 2" "$(since "$t")" "$W/agents4" "$W/nproc4"
+t=$(now); agents 1 "$W/agents2"; report "torchrun 2 nodes x 1" "$(since "$t")" "$W/agents2" "$W/nproc2" "$W/agents2.node0.log"
+t=$(now); agents 2 "$W/agents4"; report "torchrun 2 nodes x 2" "$(since "$t")" "$W/agents4" "$W/nproc4" "$W/agents4.node0.log"
 
 # srun's tasks, without srun: its variables and nothing of torchrun's.
 port=$(free_port)
 task() {  # rank
   env SLURM_JOB_ID=4242 SLURM_STEP_NUM_TASKS=2 SLURM_STEP_TASKS_PER_NODE=2 SLURM_NODEID=0 \
     SLURM_STEP_NODELIST=localhost MASTER_PORT="$port" SLURM_PROCID="$1" SLURM_LOCALID="$1" \
-    "$KGTRAIN" fit "$W/recipe.toml" --quiet --run-dir "$W/srun"
+    "$KGTRAIN" fit "$W/recipe.toml" --run-dir "$W/srun"
 }
 t=$(now)
 task 1 >"$W/srun.task1.log" 2>&1 &
 other=$!
-task 0 || FAILED=1
+task 0 >"$W/srun.task0.log" 2>&1 || { cat "$W/srun.task0.log"; FAILED=1; }
 wait "$other" || { cat "$W/srun.task1.log"; FAILED=1; }
-report "srun (simulated)" "$(since "$t")" "$W/srun" "$W/nproc2"
+report "srun (simulated)" "$(since "$t")" "$W/srun" "$W/nproc2" "$W/srun.task0.log"
 
 # Elastic: rank 1 killed once the run has a mid-epoch checkpoint; torchrun restarts both from it.
 t=$(now)
@@ -167,7 +180,7 @@ done
 wait "$agent" || { cat "$W/elastic.log"; FAILED=1; }
 if [ -z "$killed" ]; then echo "elastic restart: rank 1 was never killed (no checkpoint in time)"; FAILED=1; fi
 grep -q "resume  $W/elastic" "$W/elastic.log" || { echo "elastic restart: the run did not resume"; FAILED=1; }
-report "elastic restart" "$(since "$t")" "$W/elastic" "$W/nproc2"
+report "elastic restart" "$(since "$t")" "$W/elastic" "$W/nproc2" "$W/elastic.log"
 grep -o "resumed from .*" "$W/elastic.log" | sed 's/^/  rank 1 killed; /' || true
 
 [ "$FAILED" = 0 ] && echo "check_launchers: ok" || echo "check_launchers: FAILED"

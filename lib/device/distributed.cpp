@@ -36,26 +36,6 @@
 namespace kg::device {
 namespace {
 
-int env_int(const std::map<std::string, std::string>& environ, const std::string& name, int lo, int hi,
-            const char* what) {
-  auto it = environ.find(name);
-  if (it == environ.end() || it->second.empty())
-    throw UsageError(name +
-                     " is not set: a multi-process launch (WORLD_SIZE > 1) needs RANK, LOCAL_RANK, MASTER_ADDR and "
-                     "MASTER_PORT too (torchrun --no-python and kgtrain fit --nproc set them)");
-  size_t used = 0;
-  long v = 0;
-  try {
-    v = std::stol(it->second, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != it->second.size() || v < lo || v > hi)
-    throw UsageError(name + "=" + it->second + ": expected " + what + " (" + std::to_string(lo) + ".." +
-                     std::to_string(hi) + ")");
-  return static_cast<int>(v);
-}
-
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 #ifdef KG_HAVE_GLOO
@@ -221,64 +201,35 @@ std::vector<std::vector<size_t>> plan_buckets(const std::vector<at::Tensor>& ten
   return buckets;
 }
 
-namespace {
+namespace detail {
+int env_int(const std::map<std::string, std::string>& environ, const std::string& name, int lo, int hi,
+            const char* what) {
+  auto it = environ.find(name);
+  if (it == environ.end() || it->second.empty())
+    throw UsageError(name +
+                     " is not set: a multi-process launch (WORLD_SIZE > 1) needs RANK, LOCAL_RANK, MASTER_ADDR and "
+                     "MASTER_PORT too (torchrun --no-python and kgtrain fit --nproc set them)");
+  size_t used = 0;
+  long v = 0;
+  try {
+    v = std::stol(it->second, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != it->second.size() || v < lo || v > hi)
+    throw UsageError(name + "=" + it->second + ": expected " + what + " (" + std::to_string(lo) + ".." +
+                     std::to_string(hi) + ")");
+  return static_cast<int>(v);
+}
 
 const std::string* env_value(const std::map<std::string, std::string>& environ, const std::string& name) {
   auto it = environ.find(name);
   return it == environ.end() || it->second.empty() ? nullptr : &it->second;
 }
+}  // namespace detail
 
-// srun's tasks without torchrun: SLURM_PROCID, SLURM_STEP_NUM_TASKS (the step's tasks; srun sets it, a batch
-// script's own shell does not, so kgtrain started there stays one process), SLURM_LOCALID, the tasks on this node
-// from SLURM_STEP_TASKS_PER_NODE at SLURM_NODEID, and the store at MASTER_ADDR:MASTER_PORT, else the node list's
-// first host and 15000 + the job id's last 4 digits (Lightning's SLURMEnvironment rule).
-DistEnv slurm_env(const std::map<std::string, std::string>& environ) {
-  DistEnv e;
-  e.launcher = "slurm";
-  auto need = [&](const std::string& name) -> const std::string& {
-    const std::string* v = env_value(environ, name);
-    if (!v) throw UsageError(name + " is not set: srun sets it for each task of a step with SLURM_STEP_NUM_TASKS > 1");
-    return *v;
-  };
-  e.world_size = env_int(environ, "SLURM_STEP_NUM_TASKS", 1, 65536, "the step's number of tasks");
-  e.rank = env_int(environ, "SLURM_PROCID", 0, e.world_size - 1, "this task's rank, below SLURM_STEP_NUM_TASKS");
-  need("SLURM_LOCALID");
-  e.local_rank = env_int(environ, "SLURM_LOCALID", 0, e.world_size - 1, "this task's rank on its node");
-  e.local_world_size = e.world_size;
-  const char* per_node_var = env_value(environ, "SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE"
-                             : env_value(environ, "SLURM_TASKS_PER_NODE")    ? "SLURM_TASKS_PER_NODE"
-                                                                             : nullptr;
-  if (per_node_var) {
-    const auto per_node = slurm_tasks_per_node(need(per_node_var), per_node_var);
-    const int node = env_value(environ, "SLURM_NODEID")
-                         ? env_int(environ, "SLURM_NODEID", 0, static_cast<int>(per_node.size()) - 1,
-                                   ("this node's index in " + std::string(per_node_var)).c_str())
-                         : 0;
-    e.local_world_size = per_node[static_cast<size_t>(node)];
-    if (e.local_rank >= e.local_world_size)
-      throw UsageError("SLURM_LOCALID=" + std::to_string(e.local_rank) + ": expected a rank below this node's " +
-                       std::to_string(e.local_world_size) + " tasks (" + per_node_var + ")");
-  }
-  if (const std::string* addr = env_value(environ, "MASTER_ADDR")) {
-    e.master_addr = *addr;
-  } else {
-    const char* list_var = env_value(environ, "SLURM_STEP_NODELIST") ? "SLURM_STEP_NODELIST"
-                           : env_value(environ, "SLURM_JOB_NODELIST") ? "SLURM_JOB_NODELIST"
-                                                                      : "SLURM_NODELIST";
-    e.master_addr = slurm_first_host(need(list_var), list_var);
-  }
-  if (env_value(environ, "MASTER_PORT")) {
-    e.master_port = env_int(environ, "MASTER_PORT", 1, 65535, "a TCP port");
-  } else {
-    const std::string& job = need("SLURM_JOB_ID");
-    if (job.find_first_not_of("0123456789") != std::string::npos)
-      throw UsageError("SLURM_JOB_ID=" + job + ": expected a number (or set MASTER_PORT)");
-    e.master_port = 15000 + std::stoi(job.size() > 4 ? job.substr(job.size() - 4) : job);
-  }
-  return e;
-}
-
-}  // namespace
+using detail::env_int;
+using detail::env_value;
 
 DistEnv dist_env_from(const std::map<std::string, std::string>& environ) {
   DistEnv e;
@@ -344,8 +295,11 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const DistEnv& env, const c1
     return DeviceError(
         "distributed rendezvous at " + env.master_addr + ":" + std::to_string(env.master_port) + " failed on rank " +
         std::to_string(env.rank) + " of " + std::to_string(env.world_size) + ": " + first_line(what) +
-        " (did every rank start, and is MASTER_PORT free on rank 0's machine? waited device.dist_timeout_s = " +
-        std::to_string(timeout.count()) + " s)");
+        (env.agent_store
+             ? " (torchrun's agent serves this store: is it the torchrun of the PyTorch kgtrain was built with, " +
+                   std::string(TORCH_VERSION) + "? Another version's store may not answer this client. Waited "
+             : " (did every rank start, and is MASTER_PORT free on rank 0's machine? waited ") +
+        "device.dist_timeout_s = " + std::to_string(timeout.count()) + " s)");
   };
   // The rendezvous polls in short steps: a stop signal ends it at once (TCPStore's own wait ignored SIGTERM),
   // and the whole wait, connecting and meeting every rank, is one device.dist_timeout_s.

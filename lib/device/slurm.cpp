@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "core/error.h"
+#include "device/distributed.h"
 
 namespace kg::device {
 namespace {
@@ -68,6 +69,59 @@ std::vector<int> slurm_tasks_per_node(const std::string& spec, const std::string
   }
   if (out.empty()) throw malformed(var, spec, want);
   return out;
+}
+
+using detail::env_int;
+using detail::env_value;
+
+// srun's tasks without torchrun: SLURM_PROCID, SLURM_STEP_NUM_TASKS (the step's tasks; srun sets it, a batch
+// script's own shell does not, so kgtrain started there stays one process), SLURM_LOCALID, the tasks on this node
+// from SLURM_STEP_TASKS_PER_NODE at SLURM_NODEID, and the store at MASTER_ADDR:MASTER_PORT, else the node list's
+// first host and 15000 + the job id's last 4 digits (Lightning's SLURMEnvironment rule).
+DistEnv slurm_env(const std::map<std::string, std::string>& environ) {
+  DistEnv e;
+  e.launcher = "slurm";
+  auto need = [&](const std::string& name) -> const std::string& {
+    const std::string* v = env_value(environ, name);
+    if (!v) throw UsageError(name + " is not set: srun sets it for each task of a step with SLURM_STEP_NUM_TASKS > 1");
+    return *v;
+  };
+  e.world_size = env_int(environ, "SLURM_STEP_NUM_TASKS", 1, 65536, "the step's number of tasks");
+  e.rank = env_int(environ, "SLURM_PROCID", 0, e.world_size - 1, "this task's rank, below SLURM_STEP_NUM_TASKS");
+  need("SLURM_LOCALID");
+  e.local_rank = env_int(environ, "SLURM_LOCALID", 0, e.world_size - 1, "this task's rank on its node");
+  e.local_world_size = e.world_size;
+  const char* per_node_var = env_value(environ, "SLURM_STEP_TASKS_PER_NODE") ? "SLURM_STEP_TASKS_PER_NODE"
+                             : env_value(environ, "SLURM_TASKS_PER_NODE")    ? "SLURM_TASKS_PER_NODE"
+                                                                             : nullptr;
+  if (per_node_var) {
+    const auto per_node = slurm_tasks_per_node(need(per_node_var), per_node_var);
+    const int node = env_value(environ, "SLURM_NODEID")
+                         ? env_int(environ, "SLURM_NODEID", 0, static_cast<int>(per_node.size()) - 1,
+                                   ("this node's index in " + std::string(per_node_var)).c_str())
+                         : 0;
+    e.local_world_size = per_node[static_cast<size_t>(node)];
+    if (e.local_rank >= e.local_world_size)
+      throw UsageError("SLURM_LOCALID=" + std::to_string(e.local_rank) + ": expected a rank below this node's " +
+                       std::to_string(e.local_world_size) + " tasks (" + per_node_var + ")");
+  }
+  if (const std::string* addr = env_value(environ, "MASTER_ADDR")) {
+    e.master_addr = *addr;
+  } else {
+    const char* list_var = env_value(environ, "SLURM_STEP_NODELIST")  ? "SLURM_STEP_NODELIST"
+                           : env_value(environ, "SLURM_JOB_NODELIST") ? "SLURM_JOB_NODELIST"
+                                                                      : "SLURM_NODELIST";
+    e.master_addr = slurm_first_host(need(list_var), list_var);
+  }
+  if (env_value(environ, "MASTER_PORT")) {
+    e.master_port = env_int(environ, "MASTER_PORT", 1, 65535, "a TCP port");
+  } else {
+    const std::string& job = need("SLURM_JOB_ID");
+    if (job.find_first_not_of("0123456789") != std::string::npos)
+      throw UsageError("SLURM_JOB_ID=" + job + ": expected a number (or set MASTER_PORT)");
+    e.master_port = 15000 + std::stoi(job.size() > 4 ? job.substr(job.size() - 4) : job);
+  }
+  return e;
 }
 
 }  // namespace kg::device

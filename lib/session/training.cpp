@@ -37,10 +37,13 @@ TrainingContext::TrainingContext(Session given, const std::string& command, std:
   dev = device::setup(opt.device);
   if (session.dist.active()) {
     // The rendezvous first: a rank that cannot join fails before the data is read.
+    const auto t0 = std::chrono::steady_clock::now();
     group = device::ProcessGroup::connect(session.dist, dev.device, std::chrono::seconds(opt.device.dist_timeout_s));
+    const double met = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     check_same_job(*group, job_fingerprint(session.recipe, binary_identity()));
     session.log("  ranks   " + std::to_string(session.dist.world_size) + " processes (" + group->backend_name() +
-                "), global batch " + std::to_string(opt.train.batch_size * session.dist.world_size) + " = " +
+                (session.dist.launcher == "slurm" ? ", srun's tasks" : "") + "), met in " + format_significant(met, 2) +
+                " s; global batch " + std::to_string(opt.train.batch_size * session.dist.world_size) + " = " +
                 std::to_string(session.dist.world_size) + " x " + std::to_string(opt.train.batch_size) +
                 (opt.device.sync_batchnorm ? ", SyncBatchNorm" : "") +
                 (opt.device.dist_overlap ? ", gradients summed during backward" : ", gradients summed after backward") +

@@ -127,7 +127,7 @@ TEST_CASE("srun's environment is read as torchrun's, and a broken one named", "[
   CHECK(e.rank == 4);
   CHECK(e.local_rank == 1);
   CHECK(e.local_world_size == 3);
-  CHECK(e.master_addr == "gpu07");  // the node list's first host
+  CHECK(e.master_addr == "gpu07");       // the node list's first host
   CHECK(e.master_port == 15000 + 2345);  // the job id's last 4 digits, as Lightning
   auto with = [&](std::map<std::string, std::string> extra) {
     auto m = task;
@@ -138,11 +138,8 @@ TEST_CASE("srun's environment is read as torchrun's, and a broken one named", "[
   CHECK(e.master_addr == "10.1.2.3");
   CHECK(e.master_port == 29400);
   // torchrun started by srun (one agent a node): torchrun's variables win.
-  e = dist_env_from(with({{"WORLD_SIZE", "2"},
-                          {"RANK", "1"},
-                          {"LOCAL_RANK", "0"},
-                          {"MASTER_ADDR", "h"},
-                          {"MASTER_PORT", "29500"}}));
+  e = dist_env_from(
+      with({{"WORLD_SIZE", "2"}, {"RANK", "1"}, {"LOCAL_RANK", "0"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "29500"}}));
   CHECK(e.launcher == "torchrun");
   CHECK(e.world_size == 2);
   // A batch script's own shell (SLURM_NTASKS, SLURM_PROCID = 0, no step of tasks) or a one-task step: one process.
@@ -342,7 +339,8 @@ TEST_CASE("fit --nproc 2 with batch B trains the weights of one process with bat
   CHECK(summary["folds"][0]["updates"] == kg::test::read_json(dir / "one/summary.json")["folds"][0]["updates"]);
 }
 
-TEST_CASE("two tasks started as srun starts them train the weights of fit --nproc 2, bit for bit", "[integration][dist]") {
+TEST_CASE("two tasks started as srun starts them train the weights of fit --nproc 2, bit for bit",
+          "[integration][dist]") {
   kg::test::TempDir dir;
   auto ds = kg::test::make_tiny_dataset(dir, 48, 4);
   auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
@@ -359,8 +357,8 @@ TEST_CASE("two tasks started as srun starts them train the weights of fit --npro
            std::to_string(port) + " SLURM_PROCID=" + std::to_string(rank) + " SLURM_LOCALID=" + std::to_string(rank) +
            " '" + KGTRAIN_BINARY + "' fit '" + recipe + args;
   };
-  auto srun = kg::test::run_shell("(" + task(1) + ">/dev/null 2>&1 &) ; " + task(0) + "--run-dir '" + (dir / "srun") +
-                                  "'");
+  auto srun =
+      kg::test::run_shell("(" + task(1) + ">/dev/null 2>&1 &) ; " + task(0) + "--run-dir '" + (dir / "srun") + "'");
   INFO(srun.output);
   REQUIRE(srun.exit_code == 0);
   const auto a = kg::model::read_safetensors(dir / "nproc/checkpoints/last/model.safetensors");
@@ -387,7 +385,8 @@ TEST_CASE("a job's fingerprint: binary, LibTorch and recipe, the nodes' own keys
   // A node's own cores, GPUs and memory may differ; anything else may not.
   CHECK(kg::session::first_difference(base, fp({"device.threads=2", "data.num_workers=1"})).empty());
   CHECK(kg::session::first_difference(base, fp({"optim.lr=0.5"})) == "optim.lr: 0.02 on rank 0, 0.5 here");
-  CHECK(kg::session::first_difference(base, fp({"+model.extra_key=1"})) == "model.extra_key: (not set) on rank 0, 1 here");
+  CHECK(kg::session::first_difference(base, fp({"+model.extra_key=1"})) ==
+        "model.extra_key: (not set) on rank 0, 1 here");
   auto other_binary = base;
   other_binary[0] = "binary kgtrain 1 sha256 cd";
   CHECK(kg::session::first_difference(base, other_binary) ==
@@ -399,7 +398,8 @@ TEST_CASE("ranks that run another recipe stop before training, every one with ex
   auto ds = kg::test::make_tiny_dataset(dir, 24, 4);
   auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
   const int port = kg::test::free_port();
-  const std::string bin = std::string("'") + KGTRAIN_BINARY + "' fit '" + recipe + "' --quiet device.dist_timeout_s=60 ";
+  const std::string bin =
+      std::string("'") + KGTRAIN_BINARY + "' fit '" + recipe + "' --quiet device.dist_timeout_s=60 ";
   auto r = kg::test::run_shell("(" + rank_env(1, 2, port) + bin + "optim.lr=0.5 > '" + (dir / "rank1.txt") +
                                "' 2>&1; echo $? > '" + (dir / "rank1.exit") + "') & " + rank_env(0, 2, port) + bin +
                                "--run-dir '" + (dir / "run") + "'; echo exit0=$?; wait");
@@ -427,10 +427,10 @@ TEST_CASE("a rank that fails or never comes ends the job with exit 4, not a hang
     const int port = kg::test::free_port();
     const std::string run = dir / "run", many = "train.epochs=3000 ";
     const auto t0 = std::chrono::steady_clock::now();
-    auto r = kg::test::run_shell("(" + rank_env(1, 2, port) + bin + many + ">/dev/null 2>&1 & echo $! > '" +
-                                 (dir / "k1") + "'; wait) & " + rank_env(0, 2, port) + bin + many + "--run-dir '" +
-                                 run + "' & p0=$!; " + until_trained(run) + "kill -KILL $(cat '" + (dir / "k1") +
-                                 "'); wait $p0; echo exit0=$?");
+    auto r =
+        kg::test::run_shell("(" + rank_env(1, 2, port) + bin + many + ">/dev/null 2>&1 & echo $! > '" + (dir / "k1") +
+                            "'; wait) & " + rank_env(0, 2, port) + bin + many + "--run-dir '" + run + "' & p0=$!; " +
+                            until_trained(run) + "kill -KILL $(cat '" + (dir / "k1") + "'); wait $p0; echo exit0=$?");
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     INFO(r.output);
     CHECK(r.output.find("exit0=4") != std::string::npos);
@@ -460,9 +460,10 @@ TEST_CASE("a rank that fails or never comes ends the job with exit 4, not a hang
     CHECK(waited < 10.5);  // connecting and meeting the ranks share the 6 s (they took 2 x 6 s)
   }
   SECTION("Ctrl-C to fit --nproc: every rank stops at the same update, rank 0 saves, exit 130") {
-    auto r = kg::test::run_shell(std::string("'") + KGTRAIN_BINARY + "' fit '" + recipe +
-                                 "' --quiet train.epochs=3000 --nproc 2 " + "--run-dir '" + (dir / "run3") +
-                                 "' & pid=$!; " + until_trained(dir / "run3") + "kill -INT $pid; wait $pid; echo exit=$?");
+    auto r =
+        kg::test::run_shell(std::string("'") + KGTRAIN_BINARY + "' fit '" + recipe +
+                            "' --quiet train.epochs=3000 --nproc 2 " + "--run-dir '" + (dir / "run3") + "' & pid=$!; " +
+                            until_trained(dir / "run3") + "kill -INT $pid; wait $pid; echo exit=$?");
     INFO(r.output);
     CHECK(r.output.find("exit=130") != std::string::npos);
     const auto summary = kg::test::read_json(dir / "run3/summary.json");
@@ -473,11 +474,11 @@ TEST_CASE("a rank that fails or never comes ends the job with exit 4, not a hang
     // Rank 0 used to take a peer's stop for a finished run and fail in the next collective (exit 4, no save).
     const int port = kg::test::free_port();
     const std::string run = dir / "run4", many = "train.epochs=3000 ";
-    auto r =
-        kg::test::run_shell("(" + rank_env(1, 2, port) + bin + many + ">/dev/null 2>&1 & echo $! > '" + (dir / "p1") +
-                            "'; wait $!; echo $? > '" + (dir / "e1") + "') & " + rank_env(0, 2, port) + bin + many +
-                            "--run-dir '" + run + "' & p0=$!; " + until_trained(run) + "kill -TERM $(cat '" + (dir / "p1") +
-                            "'); wait $p0; echo exit0=$?; wait; echo exit1=$(cat '" + (dir / "e1") + "')");
+    auto r = kg::test::run_shell("(" + rank_env(1, 2, port) + bin + many + ">/dev/null 2>&1 & echo $! > '" +
+                                 (dir / "p1") + "'; wait $!; echo $? > '" + (dir / "e1") + "') & " +
+                                 rank_env(0, 2, port) + bin + many + "--run-dir '" + run + "' & p0=$!; " +
+                                 until_trained(run) + "kill -TERM $(cat '" + (dir / "p1") +
+                                 "'); wait $p0; echo exit0=$?; wait; echo exit1=$(cat '" + (dir / "e1") + "')");
     INFO(r.output);
     CHECK(r.output.find("exit0=143") != std::string::npos);
     CHECK(r.output.find("exit1=143") != std::string::npos);
