@@ -1,5 +1,6 @@
 #include "session/same_job.h"
 
+#include <map>
 #include <set>
 
 #include <torch/torch.h>
