@@ -36,7 +36,11 @@ MlpImpl::MlpImpl(int64_t c, int64_t hidden)
     : fc1(register_module("fc1", torch::nn::Linear(c, hidden))),
       fc2(register_module("fc2", torch::nn::Linear(hidden, c))) {}
 
-at::Tensor MlpImpl::forward(const at::Tensor& x) { return fc2->forward(torch::gelu(fc1->forward(x))); }
+at::Tensor apply_linear(const torch::nn::Linear& fc, const at::Tensor& x) {
+  return torch::linear(x, fc->weight, fc->bias);
+}
+
+at::Tensor MlpImpl::forward(const at::Tensor& x) { return apply_linear(fc2, torch::gelu(apply_linear(fc1, x))); }
 
 int64_t make_divisible(double v) {
   int64_t r = std::max<int64_t>(8, static_cast<int64_t>(v + 4.0) / 8 * 8);

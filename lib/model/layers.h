@@ -37,6 +37,11 @@ at::Tensor norm_input(const at::Tensor& x, const at::Tensor& weight);
 // A LayerNorm applied to its input in its weights' dtype (norm_input).
 at::Tensor run_norm(torch::nn::LayerNorm& n, const at::Tensor& x);
 
+// x W^T + b through at::linear, as PyTorch's nn.Linear: a contiguous input of any rank is one GEMM with the bias
+// folded in (addmm). torch::nn::Linear::forward (the C++ frontend's F::linear) does that for 2-D input only: tokens
+// [B, N, C] go through matmul and a separate in-place bias add, one more pass over the output forward and backward.
+at::Tensor apply_linear(const torch::nn::Linear& fc, const at::Tensor& x);
+
 // timm's Mlp: fc1 -> exact (erf) GELU -> fc2 (ConvNeXt's block, ViT's block).
 struct MlpImpl : torch::nn::Module {
   MlpImpl(int64_t c, int64_t hidden);

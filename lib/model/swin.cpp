@@ -114,25 +114,27 @@ struct WindowAttentionImpl : torch::nn::Module {
   // x [B * windows, N, C]; mask [windows, N, N] (0 / -100) for shifted windows, or undefined.
   at::Tensor forward(const at::Tensor& x, const at::Tensor& mask) {
     const int64_t b = x.size(0), n = x.size(1), c = x.size(2);
-    at::Tensor t = qkv->forward(x).reshape({b, n, 3, heads, c / heads}).permute({2, 0, 3, 1, 4});
-    at::Tensor q = t[0], k = t[1], v = t[2];
+    at::Tensor t = apply_linear(qkv, x).reshape({b, n, 3, heads, c / heads}).permute({2, 0, 3, 1, 4});
+    // unbind, as timm: its backward stacks the three gradients into one tensor, where three selects would each
+    // zero-fill a qkv-sized gradient and add into it.
+    const auto parts = t.unbind(0);
+    const at::Tensor &q = parts[0], &k = parts[1], &v = parts[2];
     at::Tensor bias = relative_position_bias_table.index_select(0, on(index_, x).view(-1))
                           .view({window, window, heads})
                           .permute({2, 0, 1})
                           .unsqueeze(0);
-    if (mask.defined()) {
-      const int64_t nw = mask.size(0);
-      bias = (bias + mask.view({1, nw, 1, n, n}).expand({b / nw, nw, heads, n, n}).reshape({-1, heads, n, n}));
-    }
     // Matrix products and softmax, as timm's Swin by default (its fused path is experimental, off unless asked for):
     // PyTorch 2.x's scaled_dot_product_attention with a mask picks other kernels with and without autograd, so a
     // checkpointed stage's recompute would differ from its forward in the last bits.
-    at::Tensor y =
-        torch::softmax(torch::matmul(q * std::pow(static_cast<double>(c / heads), -0.5), k.transpose(-2, -1)) +
-                           bias.to(q.scalar_type()),
-                       -1)
-            .matmul(v);
-    return proj->forward(y.transpose(1, 2).reshape({b, n, c}));
+    at::Tensor scores =
+        torch::matmul(q * std::pow(static_cast<double>(c / heads), -0.5), k.transpose(-2, -1)) + bias.to(q.scalar_type());
+    if (mask.defined()) {  // as timm: the mask broadcast over batch and heads, not materialised at the scores' size
+      const int64_t nw = mask.size(0);
+      scores = (scores.view({-1, nw, heads, n, n}) + mask.view({1, nw, 1, n, n}).to(scores.scalar_type()))
+                   .view({-1, heads, n, n});
+    }
+    at::Tensor y = torch::softmax(scores, -1).matmul(v);
+    return apply_linear(proj, y.transpose(1, 2).reshape({b, n, c}));
   }
   int64_t heads, window;
   torch::nn::Linear qkv{nullptr}, proj{nullptr};
@@ -180,7 +182,8 @@ struct BlockImpl : torch::nn::Module {
     if (ph || pw) y = torch::constant_pad_nd(y, {0, 0, 0, pw, 0, ph});
     const int64_t hp = h + ph, wp = w + pw;
     y = attn->forward(window_partition(y, win[0], win[1]), attn_mask(hp, wp, x));
-    y = window_reverse(y, win[0], win[1], hp, wp).slice(1, 0, h).slice(2, 0, w);
+    y = window_reverse(y, win[0], win[1], hp, wp);
+    if (ph || pw) y = y.slice(1, 0, h).slice(2, 0, w);  // an unpadded map skips the slices' zero-filling backward
     if (shifted) y = torch::roll(y, {shift[0], shift[1]}, {1, 2});
     at::Tensor out = x + drop_path(y, drop_path_rate, is_training());
     at::Tensor flat = out.reshape({b, -1, c});

@@ -49,8 +49,11 @@ struct AttentionImpl : torch::nn::Module {
   }
   at::Tensor forward(const at::Tensor& x) {
     const int64_t b = x.size(0), n = x.size(1), c = x.size(2);
-    at::Tensor t = qkv->forward(x).reshape({b, n, 3, heads, c / heads}).permute({2, 0, 3, 1, 4});
-    at::Tensor q = t[0], k = t[1], v = t[2];
+    at::Tensor t = apply_linear(qkv, x).reshape({b, n, 3, heads, c / heads}).permute({2, 0, 3, 1, 4});
+    // unbind, as timm: its backward stacks the three gradients into one tensor, where three selects would each
+    // zero-fill a qkv-sized gradient and add into it.
+    const auto parts = t.unbind(0);
+    const at::Tensor &q = parts[0], &k = parts[1], &v = parts[2];
 #if KG_TORCH_VERSION_AT_LEAST(2, 0)
     at::Tensor y = at::scaled_dot_product_attention(q, k, v);  // the fused kernels timm uses (fused_attn)
 #else
@@ -58,7 +61,7 @@ struct AttentionImpl : torch::nn::Module {
         torch::softmax(torch::matmul(q * std::pow(static_cast<double>(c / heads), -0.5), k.transpose(-2, -1)), -1)
             .matmul(v);
 #endif
-    return proj->forward(y.transpose(1, 2).reshape({b, n, c}));
+    return apply_linear(proj, y.transpose(1, 2).reshape({b, n, c}));
   }
   int64_t heads;
   torch::nn::Linear qkv{nullptr}, proj{nullptr};
