@@ -216,9 +216,19 @@ session::Session RecipeFlags::resolve(const std::string& command) const {
   // A notebook's `!kgtrain` runs under a pseudo-terminal that re-renders \r poorly: plain lines there.
   o.tty = ::isatty(STDERR_FILENO) && !train::in_notebook(in.environ);
   o.columns = terminal_columns(in.environ);
+  o.dist = device::dist_env_from(in.environ);
   if (command == "fit") {
-    o.dist = device::dist_env_from(in.environ);
     if (o.dist.active() && !o.dist.writer()) o.quiet = true;  // rank 0 alone reports progress
+  } else {
+    // N copies of another command would each do the whole job and race on its outputs.
+    KG_CHECK(!o.dist.active(), UsageError, "kgtrain ", command, " runs as one process, and this is rank ", o.dist.rank,
+             " of ", o.dist.world_size, " started by ", o.dist.launcher == "slurm" ? "srun" : "torchrun",
+             ": only fit trains across processes. Run ", command, " once, on one node",
+             command == "pseudo-label" ? " without --rounds (predict and select), then train on its rows across nodes: "
+                                         "kgtrain fit RECIPE.toml OUT/pseudo.toml "
+                                         "under torchrun or srun, with OUT on a disk every node reads"
+                                       : "");
+    o.dist = {};
   }
   read_test_hooks(in.environ);
   return o;

@@ -1,4 +1,6 @@
 // `kgtrain fit RECIPE... [OVERRIDE...] [FLAGS]`: its flags are the table jobs::fit_flags().
+#include <filesystem>
+
 #include "command.h"
 #include "config/flags.h"
 #include "core/error.h"
@@ -7,6 +9,8 @@
 #include "jobs/fit.h"
 #include "launch.h"
 #include "sweep.h"
+
+namespace fs = std::filesystem;
 
 namespace kg::app {
 namespace {
@@ -46,7 +50,18 @@ class FitCommand : public Command {
     auto& resume = req_.flags.resume;
     if (resume.empty() || resume == "auto") return;
     resume = flags_.run_folder(resume);
-    flags_.use_run_recipe(resume);
+    if (flags_.use_run_recipe(resume) || flags_.has_recipe_file()) return;
+    // No recipe file and none in the run: on a node that does not share rank 0's disk the run is not here.
+    const auto env = environment();
+    const auto rank = env.find("RANK") != env.end() ? env.find("RANK") : env.find("SLURM_PROCID");
+    const bool other_rank = rank != env.end() && rank->second != "0";
+    KG_CHECK(!other_rank, UsageError, "--resume ", resume, ": rank ", rank->second, " finds no run recipe there (",
+             resume,
+             "/recipe.toml is not on this node's disk): where the nodes do not share rank 0's disk, give every rank "
+             "the recipe files as well, kgtrain fit RECIPE.toml ... --resume ",
+             resume, "; rank 0 reads the run and sends its checkpoint to the other ranks");
+    KG_CHECK(fs::exists(resume), UsageError, "--resume ", resume,
+             ": no such directory (give a run directory, a checkpoint such as RUN/checkpoints/last, or \"auto\")");
   }
 
   int run_multirun() {

@@ -68,9 +68,10 @@ const config::Fields<FitFlags>& fit_flags() {
   static const config::Fields<FitFlags> f = [] {
     using F = FitFlags;
     config::Fields<F> t;
-    t.field("weights", &F::weights,
-            "initial weights (safetensors or torch.save's .pth; timm/torchvision names), as model.pretrained: a head of "
-            "another shape is re-initialised");
+    t.field(
+        "weights", &F::weights,
+        "initial weights (safetensors or torch.save's .pth; timm/torchvision names), as model.pretrained: a head of "
+        "another shape is re-initialised");
     t.field("resume", &F::resume,
             "auto (the newest unfinished run of run.name, or --run-dir), a run directory, latest (<paths.runs>/latest, "
             "the newest fit), or a checkpoint directory: continue exactly where it stopped (RECIPE optional: the run's "
@@ -302,8 +303,11 @@ void FitRun::lr_from_finder() {
   if (!optim::lr_is_find(s_.session.recipe)) return;
   const fs::path found = fs::path(run_dir_) / "lr_find.json";
   json lf;
-  if (resuming_ && fs::exists(found)) {
-    lf = json::parse(read_file(found.string()));
+  // Rank 0's lr_find.json, on every rank (a non-writing rank's own folder is scratch, its disk may not hold the run).
+  const std::string saved =
+      rank0_text(s_.group, resuming_ && writer_ && fs::exists(found) ? read_file(found.string()) : std::string());
+  if (!saved.empty()) {
+    lf = json::parse(saved);
     KG_CHECK(lf.contains("lr") && lf["lr"].is_number(), DataError, found.string(),
              " holds no \"lr\": remove it to run the finder again");
     log("  lr find reused from " + found.string());

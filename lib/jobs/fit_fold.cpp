@@ -46,10 +46,16 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
   const fs::path src =
       resuming_ ? (multi_ ? fs::path(target_.run_dir) / ("fold_" + std::to_string(k)) : fs::path(target_.run_dir))
                 : dir;
-  if (resuming_ && fs::exists(src / "fold.json") && fs::exists(src / "oof_fold.csv")) {
+  // Rank 0 looks (the other ranks' disks may not hold the run) and every rank skips the finished fold alike.
+  const std::string finished =
+      resuming_ ? rank0_text(s_.group, writer_ && fs::exists(src / "fold.json") && fs::exists(src / "oof_fold.csv")
+                                           ? read_file((src / "fold.json").string())
+                                           : std::string())
+                : std::string();
+  if (!finished.empty()) {
     log("fold " + std::to_string(k) + ": already finished in " + src.string() + "; skipped");
     out.status = "completed";
-    out.summary = json::parse(read_file((src / "fold.json").string()));
+    out.summary = json::parse(finished);
     return out;
   }
   const auto& recipe = s_.session.recipe;
@@ -112,8 +118,8 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
   train::Trainer trainer(std::move(parts), plan, s_.opt.train, s_.opt.checkpoint, train_loader, valid_loader,
                          s_.mix_fn(), train::build_callbacks(recipe), io);
   if (resuming_)
-    resume_fold(trainer, target_, src.string(), k, multi_ ? "fold " + std::to_string(k) + ": " : std::string(), writer_,
-                s_.group, o_);
+    resume_fold(trainer, target_, src.string(), dir.string(), k,
+                multi_ ? "fold " + std::to_string(k) + ": " : std::string(), writer_, s_.group, o_);
   auto outcome = trainer.fit();
   const auto& st = trainer.state();
   out.status = outcome.status;

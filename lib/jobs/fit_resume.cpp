@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
+#include <torch/torch.h>
 
 #include "core/error.h"
 #include "core/fs.h"
@@ -107,26 +108,84 @@ void check_same_split(const std::string& run_dir, const std::vector<std::string>
            run_dir, " without recipe files) or start a new run");
 }
 
-void resume_fold(train::Trainer& trainer, const ResumeTarget& target, const std::string& fold_dir, int64_t k,
-                 const std::string& label, bool writer, const device::ProcessGroupPtr& group, const FitRequest& o) {
-  // A checkpoint named by --resume (verified once here) serves its own fold; other folds take their
-  // newest complete one (find_latest already hashed it: no second verification).
+std::string rank0_text(const device::ProcessGroupPtr& group, const std::string& text) {
+  if (!group) return text;
+  std::vector<std::string> v{text};
+  group->broadcast_strings(v);
+  return v[0];
+}
+
+namespace {
+
+// A checkpoint's identity: its MANIFEST.json (every file's size and SHA-256), or a schema-1 one's state.json.
+std::string checkpoint_identity(const fs::path& dir) {
+  for (const char* f : {"MANIFEST.json", "state.json"})
+    if (fs::is_regular_file(dir / f)) return std::string(f) + "\n" + read_file((dir / f).string());
+  return "";
+}
+
+// Checkpoint `ck` (rank 0's choice) on this rank: `ck` itself where this rank's disk holds the same one (a shared
+// file system), else the copy rank 0 sends, one file per broadcast, written under own_dir/received/<name>.
+// `received` says which.
+std::string checkpoint_here(const std::string& ck, const std::string& own_dir, bool writer, device::ProcessGroup& group,
+                            bool& received, const FitRequest& o) {
+  const fs::path dir(ck);
+  std::vector<std::string> theirs{writer ? checkpoint_identity(dir) : std::string()};
+  group.broadcast_strings(theirs);
+  const bool lacks =
+      !writer && (checkpoint_identity(dir) != theirs[0] || !train::checkpoint_problem(ck, /*deep=*/false).empty());
+  at::Tensor flags = torch::zeros({group.world_size()}, torch::kLong);
+  if (lacks) flags[group.rank()] = 1;
+  std::vector<at::Tensor> t{flags};
+  group.all_reduce_sum(t);
+  std::vector<std::string> lacking;
+  for (int r = 0; r < group.world_size(); ++r)
+    if (flags[r].item<int64_t>() > 0) lacking.push_back(std::to_string(r));
+  received = lacks;
+  if (lacking.empty()) return ck;
+  std::vector<std::string> names;
+  if (writer)
+    for (auto& e : fs::directory_iterator(dir))
+      if (e.is_regular_file()) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  std::vector<std::string> listed{join(names, "\n")};
+  group.broadcast_strings(listed);
+  names = split(listed[0], '\n');
+  const fs::path dest = fs::path(own_dir) / "received" / dir.filename();
+  if (lacks) make_directories(dest.string());
+  double bytes = 0;
+  for (const auto& n : names) {
+    std::vector<std::string> file{writer ? read_file((dir / n).string()) : std::string()};
+    group.broadcast_strings(file);
+    bytes += static_cast<double>(file[0].size());
+    if (lacks) write_file_atomic((dest / n).string(), file[0]);
+  }
+  o.log("  resume  " + ck + " is not on the disk of rank" + (lacking.size() > 1 ? "s " : " ") + join(lacking, ", ") +
+        ": rank 0 sent its " + std::to_string(names.size()) + " files (" + format_significant(bytes / (1 << 20), 3) +
+        " MiB)");
+  return lacks ? dest.string() : ck;
+}
+
+}  // namespace
+
+void resume_fold(train::Trainer& trainer, const ResumeTarget& target, const std::string& fold_dir,
+                 const std::string& own_dir, int64_t k, const std::string& label, bool writer,
+                 const device::ProcessGroupPtr& group, const FitRequest& o) {
+  // A checkpoint named by --resume (verified once here, by rank 0 alone with a group: the others may not see it)
+  // serves its own fold; other folds take their newest complete one (find_latest already hashed it).
   std::optional<train::Checkpoint> given;
-  if (!target.checkpoint.empty()) {
+  if (!target.checkpoint.empty() && writer) {
     auto c = train::load_checkpoint(target.checkpoint, true);
     if (c.state.value("fold", int64_t{-1}) == k) given = std::move(c);
   }
   std::string ck = given ? target.checkpoint : std::string();
   std::vector<std::string> skipped;
-  if (ck.empty()) {
-    if (writer) {
-      if (auto latest = train::find_latest((fs::path(fold_dir) / "checkpoints").string(), &skipped)) ck = *latest;
-    }
-    if (group) {  // every rank resumes from the checkpoint rank 0 chose
-      std::vector<std::string> chosen{ck};
-      group->broadcast_strings(chosen);
-      ck = chosen[0];
-    }
+  if (ck.empty() && writer)
+    if (auto latest = train::find_latest((fs::path(fold_dir) / "checkpoints").string(), &skipped)) ck = *latest;
+  bool received = false;
+  if (group) {  // every rank resumes from the checkpoint rank 0 chose, read from its own disk or sent by rank 0
+    ck = rank0_text(group, ck);
+    if (!ck.empty()) ck = checkpoint_here(ck, own_dir, writer, *group, received, o);
   }
   for (auto& s : skipped) o.log("  resume: skipped damaged checkpoint " + s);
   // A run named by --resume whose checkpoints are all damaged is not started afresh over them (--resume
@@ -138,7 +197,8 @@ void resume_fold(train::Trainer& trainer, const ResumeTarget& target, const std:
     o.log(label + "no complete checkpoint to resume: starting fresh");
     return;
   }
-  train::Checkpoint c = given ? std::move(*given) : train::load_checkpoint(ck, false);
+  // A received copy is hashed: the bytes that crossed the network are the ones rank 0's manifest lists.
+  train::Checkpoint c = given ? std::move(*given) : train::load_checkpoint(ck, /*verify=*/received);
   KG_CHECK(!train::holds_averaged_weights(c.state), UsageError, "--resume: ", ck, " holds the ",
            c.state["weights"].dump(),
            " weights, which won that epoch, beside the model's training state: training "

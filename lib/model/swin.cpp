@@ -126,8 +126,8 @@ struct WindowAttentionImpl : torch::nn::Module {
     // Matrix products and softmax, as timm's Swin by default (its fused path is experimental, off unless asked for):
     // PyTorch 2.x's scaled_dot_product_attention with a mask picks other kernels with and without autograd, so a
     // checkpointed stage's recompute would differ from its forward in the last bits.
-    at::Tensor scores =
-        torch::matmul(q * std::pow(static_cast<double>(c / heads), -0.5), k.transpose(-2, -1)) + bias.to(q.scalar_type());
+    at::Tensor scores = torch::matmul(q * std::pow(static_cast<double>(c / heads), -0.5), k.transpose(-2, -1)) +
+                        bias.to(q.scalar_type());
     if (mask.defined()) {  // as timm: the mask broadcast over batch and heads, not materialised at the scores' size
       const int64_t nw = mask.size(0);
       scores = (scores.view({-1, nw, heads, n, n}) + mask.view({1, nw, 1, n, n}).to(scores.scalar_type()))
