@@ -6,6 +6,10 @@
 #   torchrun 2 nodes x 1    two torchrun agents (--nnodes 2 --node-rank 0/1, c10d rendezvous on 127.0.0.1) with one
 #                           process each: the weights of `fit --nproc 2`, bit for bit
 #   torchrun 2 nodes x 2    the same with --nproc-per-node 2: the weights of `fit --nproc 4`
+#   torchrun 2 netns x 2    the same in two network namespaces joined by a veth pair, each its own address (10.77.N.1
+#                           and .2; --local-addr, the host agent named by --rdzv-conf is_host): ranks on other
+#                           "machines" reach each other's Gloo address, not 127.0.0.1; skipped, and said so, where
+#                           namespaces cannot be made (not root, no iproute2)
 #   srun                    two tasks with Slurm's variables only (SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_LOCALID,
 #                           SLURM_STEP_NODELIST, SLURM_JOB_ID): the weights of `fit --nproc 2`
 #   elastic restart         torchrun --max-restarts 1 over `fit --run-dir R --resume auto`, rank 1 killed (SIGKILL) once
@@ -147,6 +151,34 @@ agents() {  # per_node run_dir
 }
 t=$(now); agents 1 "$W/agents2"; report "torchrun 2 nodes x 1" "$(since "$t")" "$W/agents2" "$W/nproc2" "$W/agents2.node0.log"
 t=$(now); agents 2 "$W/agents4"; report "torchrun 2 nodes x 2" "$(since "$t")" "$W/agents4" "$W/nproc4" "$W/agents4.node0.log"
+
+# Two network namespaces as two machines: each agent sees only its own veth address and loopback.
+NS_A=kgl$$a NS_B=kgl$$b NET=10.77.$(($$ % 250))
+netns_down() { ip netns del "$NS_A" 2>/dev/null || true; ip netns del "$NS_B" 2>/dev/null || true; }
+netns_up() {
+  command -v ip >/dev/null && ip netns add "$NS_A" 2>/dev/null && ip netns add "$NS_B" 2>/dev/null &&
+    ip link add "${NS_A}v" type veth peer name "${NS_B}v" 2>/dev/null && ip link set "${NS_A}v" netns "$NS_A" &&
+    ip link set "${NS_B}v" netns "$NS_B" && ip -n "$NS_A" addr add "$NET.1/24" dev "${NS_A}v" &&
+    ip -n "$NS_B" addr add "$NET.2/24" dev "${NS_B}v" && ip -n "$NS_A" link set "${NS_A}v" up &&
+    ip -n "$NS_B" link set "${NS_B}v" up && ip -n "$NS_A" link set lo up && ip -n "$NS_B" link set lo up
+}
+if netns_up; then
+  trap 'netns_down; [ -n "$KEEP" ] || rm -rf "$W"' EXIT
+  t=$(now)
+  args=(--nnodes 2 --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint "$NET.1:29400" --rdzv-id launchers
+    --no-python "$KGTRAIN" fit "$W/recipe.toml" --run-dir "$W/netns4")
+  ip netns exec "$NS_B" "$TORCHRUN" --node-rank 1 --local-addr "$NET.2" --rdzv-conf is_host=false "${args[@]}" \
+    >"$W/netns4.node1.log" 2>&1 &
+  other=$!
+  ip netns exec "$NS_A" "$TORCHRUN" --node-rank 0 --local-addr "$NET.1" --rdzv-conf is_host=true "${args[@]}" \
+    >"$W/netns4.node0.log" 2>&1 || { cat "$W/netns4.node0.log"; FAILED=1; }
+  wait "$other" || { cat "$W/netns4.node1.log"; FAILED=1; }
+  report "torchrun 2 netns x 2" "$(since "$t")" "$W/netns4" "$W/nproc4" "$W/netns4.node0.log"
+  netns_down
+else
+  netns_down
+  row "torchrun 2 netns x 2" 0 "" "skipped: no network namespaces here (they need root and iproute2)"
+fi
 
 # srun's tasks, without srun: its variables and nothing of torchrun's.
 port=$(free_port)

@@ -31,6 +31,7 @@
 
 #include "core/error.h"
 #include "core/stop.h"
+#include "device/net_route.h"
 #include "device/slurm.h"
 
 namespace kg::device {
@@ -39,13 +40,15 @@ namespace {
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 #ifdef KG_HAVE_GLOO
-// Gloo's network device: GLOO_SOCKET_IFNAME when set (as in PyTorch), loopback for a local job, else
-// the address this machine's hostname resolves to.
+// Gloo's network device: GLOO_SOCKET_IFNAME when set (as in PyTorch), loopback for a local job, else the address
+// this machine reaches the store's host from (device/net_route.h): the one the other nodes can reach it at, where
+// the hostname's (PyTorch's default) is often 127.0.0.1.
 std::shared_ptr<::gloo::transport::Device> gloo_device(const DistEnv& env) {
   if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
     return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
-  if (env.master_addr == "localhost" || env.master_addr.rfind("127.", 0) == 0)
-    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  if (is_loopback(env.master_addr)) return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  const std::string local = local_address_towards(env.master_addr);
+  if (!local.empty() && !is_loopback(local)) return c10d::ProcessGroupGloo::createDeviceForHostname(local);
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 #endif
@@ -291,15 +294,24 @@ std::shared_ptr<ProcessGroup> ProcessGroup::connect(const DistEnv& env, const c1
                                                     std::chrono::seconds timeout) {
   KG_ASSERT(env.active(), "ProcessGroup::connect for a single process");
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
+  const auto started = std::chrono::steady_clock::now();
   auto rendezvous_failed = [&](const std::string& what) {
-    return DeviceError(
-        "distributed rendezvous at " + env.master_addr + ":" + std::to_string(env.master_port) + " failed on rank " +
-        std::to_string(env.rank) + " of " + std::to_string(env.world_size) + ": " + first_line(what) +
-        (env.agent_store
-             ? " (torchrun's agent serves this store: is it the torchrun of the PyTorch kgtrain was built with, " +
-                   std::string(TORCH_VERSION) + "? Another version's store may not answer this client. Waited "
-             : " (did every rank start, and is MASTER_PORT free on rank 0's machine? waited ") +
-        "device.dist_timeout_s = " + std::to_string(timeout.count()) + " s)");
+    // Gloo names the address it could not reach: a loopback one across machines is a rank's own hostname address.
+    const bool loopback_peer = !is_loopback(env.master_addr) && what.find("[127.") != std::string::npos;
+    const std::string hint =
+        loopback_peer
+            ? std::string("a rank offered other machines a loopback address") +
+                  (std::getenv("GLOO_SOCKET_IFNAME") ? " (GLOO_SOCKET_IFNAME names a loopback interface)" : "") +
+                  ": set GLOO_SOCKET_IFNAME to the interface the nodes reach each other on, on every node"
+        : env.agent_store ? "torchrun's agent serves this store: is it the torchrun of the PyTorch kgtrain was built "
+                            "with, " +
+                                std::string(TORCH_VERSION) + "? Another version's store may not answer this client"
+                          : "did every rank start, and is MASTER_PORT free on rank 0's machine?";
+    const auto waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return DeviceError("distributed rendezvous at " + env.master_addr + ":" + std::to_string(env.master_port) +
+                       " failed on rank " + std::to_string(env.rank) + " of " + std::to_string(env.world_size) + ": " +
+                       first_line(what) + " (" + hint + "; device.dist_timeout_s = " + std::to_string(timeout.count()) +
+                       " s, waited " + std::to_string(static_cast<int64_t>(waited + 0.5)) + " s)");
   };
   // The rendezvous polls in short steps: a stop signal ends it at once (TCPStore's own wait ignored SIGTERM),
   // and the whole wait, connecting and meeting every rank, is one device.dist_timeout_s.

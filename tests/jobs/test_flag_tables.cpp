@@ -20,6 +20,7 @@
 #include "session/common_flags.h"
 #include "jobs/show_batch.h"
 #include "support/fixtures.h"
+#include "test_paths.h"
 
 namespace {
 namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)

@@ -10,6 +10,7 @@
 #include "core/fs.h"
 #include "model/safetensors.h"
 #include "support/fixtures.h"
+#include "test_paths.h"
 #include "support/job_helpers.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
