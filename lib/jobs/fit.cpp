@@ -179,7 +179,7 @@ bool FitRun::preview() {
   const auto& topt = s_.opt.train;
   const auto& table = s_.data.table;
   auto net = s_.build_net();
-  const auto msum = model::summarize(
+  auto msum = model::summarize(
       *net, s_.data.geom.channels, s_.data.geom.height, s_.data.geom.width,
       s_.data.stages.back().batch_size > 0 ? s_.data.stages.back().batch_size : topt.batch_size, table.feature_dim);
   // optim.lr = "find": any number shows the plan's shape; the finder sets the real one before training.
@@ -187,6 +187,7 @@ bool FitRun::preview() {
   const auto first_split = s_.split_of(s_.opt.cv.run_folds.front());
   train::Plan plan(shown, s_.epochs, s_.steps_of(static_cast<int64_t>(first_split.first.size())), net->group_names());
   auto opt = optim::build(shown, *net);
+  msum.set_optimizer(opt->name(), opt->state_slots());
   log("  model   " + model::model_name(recipe) + ", " + std::to_string(model::count_parameters(*net)) + " parameters" +
       (table.feature_dim ? ", " + std::to_string(table.feature_dim) + " numeric features into the head" : "") +
       (s_.dev.channels_last ? ", channels_last" : "") + (net->grad_checkpointing() ? ", gradient checkpointing" : "") +

@@ -10,6 +10,8 @@
 #include "data/options.h"
 #include "device/device.h"
 #include "model/model.h"
+#include "optim/optimizer.h"
+#include "optim/param_groups.h"
 #include "model/summary.h"
 #include "session/model_input.h"
 #include "train/options.h"
@@ -126,7 +128,9 @@ std::string show_model(const session::Session& o, bool as_json) {
   const auto stages = data::size_schedule(o.recipe.get<data::DataOptions>());
   const int64_t batch =
       stages.back().batch_size > 0 ? stages.back().batch_size : o.recipe.get<train::TrainOptions>().batch_size;
-  const auto s = model::summarize(*net, ctx.in_chans, ctx.height, ctx.width, batch, ctx.num_features);
+  auto s = model::summarize(*net, ctx.in_chans, ctx.height, ctx.width, batch, ctx.num_features);
+  s.set_optimizer(o.recipe.at("optim.name").value.get<std::string>(),
+                  optim::build(optim::with_numeric_lr(o.recipe), *net)->state_slots());
   const std::string name = model::model_name(o.recipe);
 
   nlohmann::json groups = nlohmann::json::array();

@@ -357,7 +357,7 @@ std::string ModelSummary::str() const {
          fixed(gflops, gflops < 0.1 ? 4 : 2) + " GFLOPs per image (forward)" +
          (layout.empty() ? "" : " [" + layout + "]") + "\ntraining memory at batch " + std::to_string(batch) +
          ": about " + bytes_text(train_bytes()) + " = weights " + bytes_text(weight_bytes) + " + gradients " +
-         bytes_text(grad_bytes) + " + AdamW state " + bytes_text(optimizer_bytes) + " + activations " +
+         bytes_text(grad_bytes) + " + " + optimizer + " state " + bytes_text(optimizer_bytes) + " + activations " +
          bytes_text(activation_bytes) + " (fp32)";
 }
 

@@ -26,7 +26,13 @@ struct ModelSummary {
   int64_t batch = 1;
   int64_t weight_bytes = 0;
   int64_t grad_bytes = 0;
-  int64_t optimizer_bytes = 0;
+  int64_t optimizer_bytes = 0;  // AdamW's two slots until set_optimizer says otherwise
+  std::string optimizer = "AdamW";
+  // The recipe's optimizer: its name and the parameter-sized tensors it keeps per parameter (Optimizer::state_slots).
+  void set_optimizer(const std::string& name, int64_t slots) {
+    optimizer = name;
+    optimizer_bytes = slots * trainable_params * 4;
+  }
   int64_t activation_bytes = 0;         // op outputs still referenced when the forward returns (what backward needs)
   int64_t activation_output_bytes = 0;  // every top-level op output of the forward (an upper bound, torchsummary-style)
   bool channels_last = false;

@@ -37,6 +37,7 @@ class Adam : public MultiTensorOptimizer {
     momentum_ = o.betas[0];
   }
 
+  int64_t state_slots() const override { return o_.amsgrad ? 3 : 2; }  // exp_avg, exp_avg_sq (, max_exp_avg_sq)
   std::string describe() const override {
     return Optimizer::describe() + (!o_.fused ? "" : kHasFusedAdamCpu ? ", fused kernel" : ", fused kernel on CUDA");
   }

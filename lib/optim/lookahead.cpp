@@ -31,6 +31,7 @@ class Lookahead : public Optimizer {
   }
   void set_momentum(double m) override { inner_->set_momentum(m); }
   std::optional<double> momentum() const override { return inner_->momentum(); }
+  int64_t state_slots() const override { return inner_->state_slots() + 1; }  // + the slow weights
 
   void step() override {
     {

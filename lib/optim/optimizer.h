@@ -74,6 +74,9 @@ class Optimizer {
   const std::string& name() const { return name_; }
   // One line for the log: "adamw lr 0.001, wd 0.01 (no decay on 42 bias/norm tensors), 5 groups x [0.01, ..., 1]".
   virtual std::string describe() const;
+  // How many tensors the size of a parameter it keeps per parameter (AdamW 2; SGD with momentum 1, without 0;
+  // Lookahead its inner optimizer's + 1): the training-memory estimate of fit's and show's model line.
+  virtual int64_t state_slots() const { return 2; }
   // The state kept for a parameter by its name; nullptr when it has none (it never had a gradient).
   const ParamState* state_of(const std::string& param) const;
 

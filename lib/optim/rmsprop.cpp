@@ -25,6 +25,8 @@ class Rmsprop : public MultiTensorOptimizer {
     name_ = "rmsprop";
     if (o.momentum != 0) momentum_ = o.momentum;
   }
+  // square_avg, then grad_avg (centered) and momentum_buffer (momentum)
+  int64_t state_slots() const override { return 1 + (o_.centered ? 1 : 0) + (o_.momentum != 0 ? 1 : 0); }
 
  protected:
   // Op for op torch.optim.RMSprop with multi-tensor kernels: g = grad + wd * p; sq = alpha * sq + (1 - alpha) * g²;

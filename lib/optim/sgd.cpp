@@ -24,6 +24,7 @@ class Sgd : public MultiTensorOptimizer {
     name_ = "sgd";
     if (o.momentum != 0) momentum_ = o.momentum;
   }
+  int64_t state_slots() const override { return o_.momentum != 0 ? 1 : 0; }  // momentum_buffer
 
  protected:
   // Op for op torch.optim.SGD: d = g + wd * p; buf = d (first step) or buf * momentum + (1 - dampening) * d;

@@ -71,6 +71,17 @@ TEST_CASE("show --model prints the recipe's model summary and layer groups", "[i
     CHECK(k["layer_groups"].size() == 6);  // stem, layer1..4, head
     CHECK(k["classifier"] == "fc");
   }
+  SECTION("the optimizer state in the memory estimate is the recipe optimizer's") {
+    const int64_t n = s["parameters"]["trainable"].get<int64_t>();
+    CHECK(show_json({recipe, "optim.name=adamw"})["summary"]["training_memory"]["optimizer_bytes"] == 8 * n);
+    CHECK(show_json({recipe, "optim.name=sgd",
+                     "optim.momentum=0.9"})["summary"]["training_memory"]["optimizer_bytes"] == 4 * n);
+    CHECK(show_json({recipe, "optim.name=sgd", "optim.momentum=0"})["summary"]["training_memory"]["optimizer_bytes"] ==
+          0);
+    auto r = kg::test::run_kgtrain({"show", recipe, "--model", "optim.name=sgd", "optim.momentum=0.9"});
+    INFO(r.output);
+    CHECK(r.output.find("+ sgd state ") != std::string::npos);
+  }
   SECTION("--json alone belongs to --model") {
     CHECK(kg::test::run_kgtrain({"show", recipe, "--json"}).exit_code == 2);
   }
