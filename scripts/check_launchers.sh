@@ -15,8 +15,8 @@
 #   elastic restart         torchrun --max-restarts 1 over `fit --run-dir R --resume auto`, rank 1 killed (SIGKILL) once
 #                           the run has checkpointed mid-epoch: the group restarts from R's last complete checkpoint and
 #                           ends with the weights of the uninterrupted `fit --nproc 2`
-# Prints one row a run (its seconds, rank 0's rendezvous seconds and the run's training img/s from its log, the
-# weights' verdict) and exits 1 on any failure.
+# Prints one row a run (its seconds, rank 0's rendezvous seconds, the run's training img/s from its log, all ranks
+# together and per rank, the weights' verdict) and exits 1 on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -115,8 +115,16 @@ FAILED=0
 # Rank 0's figures from its log: the rendezvous ("met in 0.21 s") and the run's training img/s (all ranks together).
 met() { grep -o 'met in [0-9.e+-]* s' "$1" | head -1 | awk '{print $3}'; }
 rate() { grep -o '[0-9.]* train img/s' "$1" | tail -1 | awk '{print $1}'; }
+# The same rate per rank: divided by the processes of the log's "ranks   N processes" line (1 without one).
+per_rank() {
+  local r n
+  r=$(rate "$1")
+  n=$(grep -o 'ranks *[0-9]* processes' "$1" | head -1 | awk '{print $2}')
+  [ -z "$r" ] || awk -v r="$r" -v n="${n:-1}" 'BEGIN { printf "%.1f", r / n }'
+}
 row() {  # name seconds log verdict
-  printf '%-24s %6.1f s %10s %12s   %s\n' "$1" "$2" "${3:+$(met "$3")}" "${3:+$(rate "$3")}" "$4"
+  printf '%-24s %6.1f s %10s %12s %9s   %s\n' "$1" "$2" "${3:+$(met "$3")}" "${3:+$(rate "$3")}" \
+    "${3:+$(per_rank "$3")}" "$4"
 }
 report() {  # name seconds run_dir reference_run_dir rank-0 log
   local verdict
@@ -128,7 +136,7 @@ since() { "$PY" -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" 
 free_port() { "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 echo "check_launchers: $KGTRAIN, $("$PY" -c 'import torch; print("torchrun of torch " + torch.__version__)'), Gloo, $(nproc) cores"
-printf '%-24s %8s %10s %12s   %s\n' check time "rendezvous" "train img/s" "weights against fit --nproc"
+printf '%-24s %8s %10s %12s %9s   %s\n' check time "rendezvous" "train img/s" "per rank" "weights against fit --nproc"
 run_logged() {  # name log args...: a fit of its own, its row
   local name=$1 log=$2 t; shift 2
   t=$(now)
@@ -148,9 +156,10 @@ agents() {  # per_node run_dir
   local other=$!
   "$TORCHRUN" --node-rank 0 "${args[@]}" >"$2.node0.log" 2>&1 || { cat "$2.node0.log"; FAILED=1; }
   wait "$other" || { cat "$2.node1.log"; FAILED=1; }
+  cat "$2.node0.log" "$2.node1.log" >"$2.log"  # c10d gives global rank 0 to the agent that joins first: either node
 }
-t=$(now); agents 1 "$W/agents2"; report "torchrun 2 nodes x 1" "$(since "$t")" "$W/agents2" "$W/nproc2" "$W/agents2.node0.log"
-t=$(now); agents 2 "$W/agents4"; report "torchrun 2 nodes x 2" "$(since "$t")" "$W/agents4" "$W/nproc4" "$W/agents4.node0.log"
+t=$(now); agents 1 "$W/agents2"; report "torchrun 2 nodes x 1" "$(since "$t")" "$W/agents2" "$W/nproc2" "$W/agents2.log"
+t=$(now); agents 2 "$W/agents4"; report "torchrun 2 nodes x 2" "$(since "$t")" "$W/agents4" "$W/nproc4" "$W/agents4.log"
 
 # Two network namespaces as two machines: each agent sees only its own veth address and loopback.
 NS_A=kgl$$a NS_B=kgl$$b NET=10.77.$(($$ % 250))
@@ -173,7 +182,8 @@ if netns_up; then
   ip netns exec "$NS_A" "$TORCHRUN" --node-rank 0 --local-addr "$NET.1" --rdzv-conf is_host=true "${args[@]}" \
     >"$W/netns4.node0.log" 2>&1 || { cat "$W/netns4.node0.log"; FAILED=1; }
   wait "$other" || { cat "$W/netns4.node1.log"; FAILED=1; }
-  report "torchrun 2 netns x 2" "$(since "$t")" "$W/netns4" "$W/nproc4" "$W/netns4.node0.log"
+  cat "$W/netns4.node0.log" "$W/netns4.node1.log" >"$W/netns4.log"
+  report "torchrun 2 netns x 2" "$(since "$t")" "$W/netns4" "$W/nproc4" "$W/netns4.log"
   netns_down
 else
   netns_down
