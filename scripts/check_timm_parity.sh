@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # kgtrain's backbones against PyPI timm, as CI runs it (.ci/run): scripts/check_timm_parity.py in a venv with timm.
-#   bash scripts/check_timm_parity.sh                 the CI models (one of each block kind, below) and the 13 torchvision
-#                                                     files (each family's layout) with build-cuda's kgtrain
+#   bash scripts/check_timm_parity.sh                 the CI models (one of each block kind, below) all ways, every other
+#                                                     model forward only, and the 13 torchvision files (each family's
+#                                                     layout) with build-cuda's kgtrain
 #   bash scripts/check_timm_parity.sh --all           all 44 timm models the script knows (~18 min on 2 cores)
 #   bash scripts/check_timm_parity.sh --fetch-only    only the venv (pip; .ci/run does it beside the builds)
 #   bash scripts/check_timm_parity.sh -- ARGS...      check_timm_parity.py's own arguments (--models, --keep, ...)
@@ -53,7 +54,7 @@ have_timm || die "$VENV does not import torch $TORCH_VERSION and timm $TIMM_VERS
 
 ARGS=(--kgtrain "$KGTRAIN")
 case "${1:-}" in
-  "") ARGS+=(--models "${CI_MODELS[@]}") ;;
+  "") ARGS+=(--models "${CI_MODELS[@]}" --rest-forward-only) ;;  # every other model forward only
   --all) ;;
   --) shift; ARGS+=("$@") ;;
   *) die "unknown argument $1 (--all, --fetch-only, or -- followed by check_timm_parity.py's arguments)" ;;
