@@ -5,6 +5,7 @@
 #include "config/flags.h"
 #include "core/error.h"
 #include "core/strings.h"
+#include "device/distributed.h"
 #include "flag_table.h"
 #include "jobs/fit.h"
 #include "launch.h"
@@ -52,10 +53,8 @@ class FitCommand : public Command {
     resume = flags_.run_folder(resume);
     if (flags_.use_run_recipe(resume) || flags_.has_recipe_file()) return;
     // No recipe file and none in the run: on a node that does not share rank 0's disk the run is not here.
-    const auto env = environment();
-    const auto rank = env.find("RANK") != env.end() ? env.find("RANK") : env.find("SLURM_PROCID");
-    const bool other_rank = rank != env.end() && rank->second != "0";
-    KG_CHECK(!other_rank, UsageError, "--resume ", resume, ": rank ", rank->second, " finds no run recipe there (",
+    const auto dist = device::dist_env_from(environment());  // torchrun's or srun's variables, as fit reads them
+    KG_CHECK(dist.writer(), UsageError, "--resume ", resume, ": rank ", dist.rank, " finds no run recipe there (",
              resume,
              "/recipe.toml is not on this node's disk): where the nodes do not share rank 0's disk, give every rank "
              "the recipe files as well, kgtrain fit RECIPE.toml ... --resume ",
