@@ -5,7 +5,8 @@
 #   kgtrain  `KGTRAIN bench-model scripts/peers/backbones.toml --models M` (forward, backward, AdamW step on a
 #            synthetic batch; median of --steps after 1 warm-up step)
 #   timm     scripts/peers/timm_step.py: timm.create_model(M) and timm's AdamW, the same step, input, threads (2),
-#            precision, batch and timing rule
+#            precision, batch and timing rule; for kgtrain's networks of torchvision's files that timm has no model of
+#            (tv_efficientnet_b5..b7, efficientnet_v2_s/m/l), torchvision's own model with timm's optimizer
 # --rounds times, alternating, and keeps each one's best round (run-to-run noise on a 2-core VM is about 5%); prints
 # one row a model and layout with both rates and their ratio, then the better layout of each. Run on a quiet machine. Needs KGTRAIN (build-cuda/kgtrain: the PyPI LibTorch
 # 2.11 timm runs on) and the venv of scripts/check_timm_parity.sh (.venv-timm; made on first use).
@@ -61,6 +62,8 @@ for m in "${LIST[@]}"; do
     if "$PY" -c "import sys; sys.exit(0 if $k > $best_k else 1)"; then best_k=$k best_kl=$l; fi
     if "$PY" -c "import sys; sys.exit(0 if $t > $best_t else 1)"; then best_t=$t best_tl=$l; fi
   done
-  printf '%-30s %-14s %10.1f %10.1f %7.2fx  best: kgtrain %s, timm %s\n' "$m" best "$best_k" "$best_t" \
-    "$("$PY" -c "print($best_k / $best_t)")" "$best_kl" "$best_tl"
+  peer=timm
+  case "$m" in tv_efficientnet_b* | efficientnet_v2_*) peer=torchvision ;; esac
+  printf '%-30s %-14s %10.1f %10.1f %7.2fx  best: kgtrain %s, %s %s\n' "$m" best "$best_k" "$best_t" \
+    "$("$PY" -c "print($best_k / $best_t)")" "$best_kl" "$peer" "$best_tl"
 done

@@ -26,7 +26,8 @@ For each --torchvision name: torchvision.models.<name>(num_classes=10; a ViT for
 way, saved with torch.save(model.state_dict()) (torchvision's names: features.*, encoder.*, classifier.*), predicted
 through `tta-predict --weights file.pth` by kgtrain's network of the same computation (TORCHVISION below: the name,
 or timm's name for it, or tv_efficientnet_b5..b7 for the TF-ported weights) against torchvision's own forward.
---rest-forward-only: every model not in --models too, the forward check alone (CI: all 44 models).
+--rest-forward-only: every model not in --models too, the forward check alone, but the _384 names (their network is
+their _224 sibling's; CI: 59 of the 68 models, all 16 torchvision files).
 Pass: max |p_timm - p_kgtrain| < 1e-4 in every direction (float32), a strict load, and weights that changed in fit.
 Prints one row a check; exit 1 on any failure.
 """
@@ -57,7 +58,19 @@ MODELS = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "resnext
           "convnext_large", "vit_tiny_patch16_224", "vit_small_patch16_224", "vit_base_patch16_224",
           "vit_base_patch32_224", "deit_small_patch16_224", "deit3_small_patch16_224", "swin_tiny_patch4_window7_224",
           "swin_small_patch4_window7_224", "swin_base_patch4_window12_384", "eca_nfnet_l0", "eca_nfnet_l1",
-          "wide_resnet50_2", "resnext101_64x4d", "efficientnetv2_l", "tf_efficientnetv2_l")
+          "wide_resnet50_2", "resnext101_64x4d", "efficientnetv2_l", "tf_efficientnetv2_l",
+          # the rest of kgtrain's registry: each a larger (or smaller) sibling of a model above, its own figure
+          "efficientnet_b1", "efficientnet_b3", "efficientnet_b4", "efficientnet_b6", "efficientnet_b7",
+          "convnext_small", "wide_resnet101_2", "eca_nfnet_l2", "vit_large_patch16_224", "deit_tiny_patch16_224",
+          "deit_base_patch16_224", "deit3_base_patch16_224", "deit3_large_patch16_224",
+          "swin_base_patch4_window7_224", "swin_large_patch4_window7_224",
+          # the _384 names: timm's and kgtrain's networks for data.image_size, the same as their _224 sibling's
+          "vit_tiny_patch16_384", "vit_small_patch16_384", "vit_base_patch16_384", "vit_large_patch16_384",
+          "vit_base_patch32_384", "deit_base_patch16_384", "deit3_small_patch16_384", "deit3_base_patch16_384",
+          "deit3_large_patch16_384")
+# The _384 names build their _224 sibling's network for data.image_size, in timm and in kgtrain: --rest-forward-only
+# (CI) leaves them out; --all and --models check them like any other.
+ALIASES = {m: m.replace("_384", "_224") for m in MODELS if m.endswith("_384") and m.replace("_384", "_224") in MODELS}
 # Transformers built for the image size: timm builds them for 64 px too, and their 224 px weights are resampled.
 SIZED = ("vit_", "deit", "swin_")
 # torchvision's name -> kgtrain's network of the same computation (model/torchvision_names.h).
@@ -66,7 +79,8 @@ TORCHVISION = {"resnet50": "resnet50", "resnext50_32x4d": "resnext50_32x4d", "wi
                "efficientnet_b4": "efficientnet_b4", "efficientnet_b5": "tv_efficientnet_b5",
                "efficientnet_v2_s": "efficientnet_v2_s", "efficientnet_v2_m": "efficientnet_v2_m",
                "convnext_tiny": "convnext_tiny", "vit_b_16": "vit_base_patch16_224", "vit_b_32": "vit_base_patch32_224",
-               "swin_t": "swin_tiny_patch4_window7_224"}
+               "swin_t": "swin_tiny_patch4_window7_224", "efficientnet_b6": "tv_efficientnet_b6",
+               "efficientnet_b7": "tv_efficientnet_b7", "efficientnet_v2_l": "efficientnet_v2_l"}
 N_IMAGES, SIZE, CLASSES, TOL = 16, 64, 10, 1e-4
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 RECIPE = """# check_timm_parity.py: identity view only, fp32 on the CPU, images already at data.image_size (no resize).
@@ -348,7 +362,7 @@ def main():
     print(f"{'model':<30} {'fwd |dp|':>9} {'fwd |dlogit|':>12} {'rev |dp|':>9} {'rev |dlogit|':>12} {'strict':>6} "
           f"{'fit moved':>9} {'max p':>6} {'224 |dp|':>9} {'time':>5}  result")
     failed = 0
-    rest = [m for m in MODELS if m not in a.models] if a.rest_forward_only else []
+    rest = [m for m in MODELS if m not in a.models and m not in ALIASES] if a.rest_forward_only else []
     forward = lambda *args: check_model(*args, forward_only=True)  # noqa: E731
     jobs = ([(arch, check_model) for arch in a.models] + [(arch, forward) for arch in rest] +
             [(arch, check_torchvision) for arch in a.torchvision])

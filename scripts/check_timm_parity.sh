@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # kgtrain's backbones against PyPI timm, as CI runs it (.ci/run): scripts/check_timm_parity.py in a venv with timm.
 #   bash scripts/check_timm_parity.sh                 the CI models (one of each block kind, below) all ways, every other
-#                                                     model forward only, and the 13 torchvision files (each family's
-#                                                     layout) with build-cuda's kgtrain
-#   bash scripts/check_timm_parity.sh --all           all 44 timm models the script knows (~18 min on 2 cores)
+#                                                     model forward only (not the _384 names: their _224 sibling's
+#                                                     network), and the 16 torchvision files (each family's layout)
+#                                                     with build-cuda's kgtrain
+#   bash scripts/check_timm_parity.sh --all           all 68 timm models the script knows (~45 min on 2 cores)
 #   bash scripts/check_timm_parity.sh --fetch-only    only the venv (pip; .ci/run does it beside the builds)
 #   bash scripts/check_timm_parity.sh -- ARGS...      check_timm_parity.py's own arguments (--models, --keep, ...)
 # The venv (.venv-timm) is layered on .venv-torch (scripts/setup.sh --torch pip), whose torch is the one

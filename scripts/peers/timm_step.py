@@ -7,7 +7,11 @@ it for data.image_size), train mode, timm's AdamW (create_optimizer_v2("adamw", 
 on biases, norms and the model's no_weight_decay() names, as kgtrain's), cross-entropy on random labels; each step is
 zero_grad, forward, backward, optimizer step, on the same input tensor (uniform [0, 1) as kgtrain's synthetic batch),
 --warmup untimed steps first. --bf16: torch.autocast("cpu", torch.bfloat16) around forward and loss, as kgtrain's
-bf16 precision. Prints one JSON line: model, layout, batch, size, median_step_seconds, images_per_s.
+bf16 precision. Prints one JSON line: model, layout, batch, size, median_step_seconds, images_per_s, peer.
+kgtrain's networks for torchvision's files that timm has no model of (tv_efficientnet_b5..b7: TF's weights with
+PyTorch's padding; efficientnet_v2_s/m/l: torchvision's EfficientNetV2) are timed against torchvision's own model
+(torchvision.models.<name>(num_classes=10, dropout=0, stochastic_depth_prob=0), as kgtrain's and timm's defaults:
+no dropout, no drop path) with the same timm optimizer and step; "peer" says which library built the model.
 """
 import argparse
 import json
@@ -18,6 +22,22 @@ import timm
 import torch
 import torch.nn.functional as F
 from timm.optim import create_optimizer_v2
+
+# kgtrain's model.name -> torchvision's builder, for the networks timm has no model of (model/torchvision_names.h).
+TORCHVISION_ONLY = {"tv_efficientnet_b5": "efficientnet_b5", "tv_efficientnet_b6": "efficientnet_b6",
+                    "tv_efficientnet_b7": "efficientnet_b7", "efficientnet_v2_s": "efficientnet_v2_s",
+                    "efficientnet_v2_m": "efficientnet_v2_m", "efficientnet_v2_l": "efficientnet_v2_l"}
+
+
+def build(name, size):
+    """(model, peer): timm's model of that name, or torchvision's for kgtrain's torchvision-only networks."""
+    if name in TORCHVISION_ONLY:
+        import torchvision
+        builder = getattr(torchvision.models, TORCHVISION_ONLY[name])
+        model = builder(weights=None, num_classes=10, dropout=0.0, stochastic_depth_prob=0.0)
+        return model, f"torchvision {torchvision.__version__} {TORCHVISION_ONLY[name]}"
+    kwargs = {"img_size": size} if name.startswith(("vit_", "deit", "swin_")) else {}
+    return timm.create_model(name, pretrained=False, num_classes=10, **kwargs), f"timm {timm.__version__}"
 
 
 def main():
@@ -33,8 +53,8 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    kwargs = {"img_size": a.size} if a.model.startswith(("vit_", "deit", "swin_")) else {}
-    model = timm.create_model(a.model, pretrained=False, num_classes=10, **kwargs).train()
+    model, peer = build(a.model, a.size)
+    model = model.train()
     fmt = torch.channels_last if a.layout == "channels_last" else torch.contiguous_format
     model = model.to(memory_format=fmt)
     opt = create_optimizer_v2(model, "adamw", lr=1e-3, weight_decay=0.05)
@@ -52,7 +72,7 @@ def main():
             times.append(time.perf_counter() - t0)
     med = statistics.median(times)
     print(json.dumps({"model": a.model, "layout": a.layout, "batch": a.batch, "size": a.size, "bf16": a.bf16,
-                      "median_step_seconds": med, "images_per_s": a.batch / med, "step_seconds": times}))
+                      "peer": peer, "median_step_seconds": med, "images_per_s": a.batch / med, "step_seconds": times}))
 
 
 if __name__ == "__main__":
