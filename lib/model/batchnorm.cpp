@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "model/bn_act.h"
 
 namespace kg::model {
 namespace {
@@ -83,6 +84,14 @@ at::Tensor BatchNorm2dImpl::forward(const at::Tensor& x) {
   }
   return torch::batch_norm(x, weight, bias, running_mean, running_var, is_training() || !options.track_running_stats(),
                            factor, options.eps(), at::globalContext().userEnabledCuDNN());
+}
+
+at::Tensor BatchNorm2dImpl::forward_act(const at::Tensor& x, const at::Tensor& z, bool relu) {
+  if (fused && is_training() && !current_sync() && fused_bn_supported(*this, x, z))
+    return fused_bn_act(*this, x, z, relu);
+  at::Tensor y = forward(x);
+  if (z.defined()) y = y + z;
+  return relu ? y.relu_() : y;
 }
 
 at::Tensor BatchNorm2dImpl::forward_synced(const at::Tensor& x, const CrossProcessSum& sum) {

@@ -33,10 +33,14 @@ class BatchNorm2dImpl : public torch::nn::Cloneable<BatchNorm2dImpl> {
   void reset_running_stats();
   void reset_parameters();
   at::Tensor forward(const at::Tensor& x);
+  // relu(forward(x) + z) (no add when z is undefined, no ReLU when relu is false): in training mode one fused
+  // autograd node when `fused` is set and model/bn_act.h takes the tensors (model.fused_bn), else those three ops.
+  at::Tensor forward_act(const at::Tensor& x, const at::Tensor& z, bool relu);
   void pretty_print(std::ostream& stream) const override;
 
   torch::nn::BatchNormOptions options;
   at::Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+  bool fused = false;  // forward_act's fused path (Network::finish sets it from model.fused_bn)
 
  private:
   at::Tensor forward_synced(const at::Tensor& x, const CrossProcessSum& sum);

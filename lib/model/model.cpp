@@ -5,6 +5,7 @@
 #include "config/sections.h"
 #include "core/error.h"
 #include "core/strings.h"
+#include "model/batchnorm.h"
 #include "model/grad_checkpoint.h"
 #include "model/weights.h"
 
@@ -53,6 +54,10 @@ config::Fields<ModelOptions> model_fields() {
       .check(positive_list);
   f.field("grad_checkpointing", &ModelOptions::grad_checkpointing,
           "recompute each stage's activations during backward: less activation memory, about a third more compute");
+  f.field("fused_bn", &ModelOptions::fused_bn,
+          "training: BatchNorm + residual add + ReLU as one fused autograd node instead of three ops (ResNet, "
+          "ResNeXt, Wide ResNet, resnet9; float32 on the CPU, channels_last float32/bfloat16/float16 on CUDA; "
+          "anything else runs the eager ops); false = the eager ops");
   f.field("y_range", &ModelOptions::y_range,
           "regression: [low, high]: the output is low + (high - low) * sigmoid(x), fastai's y_range (with "
           "data.target_transform = \"log1p\" the sigmoid spans log1p(low)..log1p(high)); [] = unbounded")
@@ -163,6 +168,9 @@ void Network::finish(const ModelContext& ctx, torch::nn::Module& fc_parent, cons
            spec.num_outputs);
   head_.build(*this, fc_parent, fc_path, spec);
   grad_checkpointing_ = ctx.model.grad_checkpointing;
+  // model.fused_bn: the BatchNorms a family runs through forward_act fuse their add and ReLU (model/bn_act.h).
+  for (auto& m : modules(/*include_self=*/false))
+    if (auto* bn = dynamic_cast<BatchNorm2dImpl*>(m.get())) bn->fused = ctx.model.fused_bn;
 }
 
 at::Tensor Network::run_stage(const std::shared_ptr<torch::nn::Module>& stage,

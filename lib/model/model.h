@@ -35,6 +35,7 @@ struct ModelOptions {
   double head_dropout = 0.5;
   std::vector<int64_t> feature_hidden;
   bool grad_checkpointing = false;
+  bool fused_bn = false;
   std::vector<double> y_range;
 };
 

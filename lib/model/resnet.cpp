@@ -45,9 +45,11 @@ struct BasicBlockImpl : torch::nn::Module {
     if (auto d = downsample(cin, planes, stride)) ds = register_module("downsample", d);
   }
   at::Tensor forward(const at::Tensor& x) {
-    auto y = bn1->forward(conv1->forward(x)).relu_();
-    y = drop_path(bn2->forward(conv2->forward(y)), drop_path_rate, is_training());
-    return (y + (ds ? ds->forward(x) : x)).relu_();
+    auto y = bn1->forward_act(conv1->forward(x), {}, true);
+    const at::Tensor shortcut = ds ? ds->forward(x) : x;
+    if (drop_path_rate > 0 && is_training())
+      return (drop_path(bn2->forward(conv2->forward(y)), drop_path_rate, true) + shortcut).relu_();
+    return bn2->forward_act(conv2->forward(y), shortcut, true);
   }
   void zero_init_last() {
     torch::NoGradGuard g;
@@ -93,12 +95,14 @@ struct BottleneckImpl : torch::nn::Module {
     if (auto d = downsample(cin, planes * kExpansion, stride)) ds = register_module("downsample", d);
   }
   at::Tensor forward(const at::Tensor& x) {
-    auto y = bn1->forward(conv1->forward(x)).relu_();
-    y = bn2->forward(conv2->forward(y)).relu_();
+    auto y = bn1->forward_act(conv1->forward(x), {}, true);
+    y = bn2->forward_act(conv2->forward(y), {}, true);
+    const at::Tensor shortcut = ds ? ds->forward(x) : x;
+    if (!se && !(drop_path_rate > 0 && is_training())) return bn3->forward_act(conv3->forward(y), shortcut, true);
     y = bn3->forward(conv3->forward(y));
     if (se) y = se->forward(y);
     y = drop_path(y, drop_path_rate, is_training());
-    return (y + (ds ? ds->forward(x) : x)).relu_();
+    return (y + shortcut).relu_();
   }
   void zero_init_last() {
     torch::NoGradGuard g;
@@ -143,7 +147,7 @@ class ResNet final : public Network {
   }
 
   at::Tensor forward_features(const at::Tensor& input) override {
-    auto x = bn1->forward(conv1->forward(input)).relu_();
+    auto x = bn1->forward_act(conv1->forward(input), {}, true);
     if (!small_input_) x = torch::max_pool2d(x, {3, 3}, {2, 2}, {1, 1});
     for (auto& l : layers) x = run_stage(l, x);
     return x;

@@ -27,7 +27,7 @@ struct ConvBnImpl : torch::nn::Module {
   ConvBnImpl(int64_t cin, int64_t cout)
       : conv(register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(cin, cout, 3).padding(1).bias(false)))),
         bn(register_module("bn", BatchNorm2d(cout))) {}
-  torch::Tensor forward(const torch::Tensor& x) { return bn->forward(conv->forward(x)).relu_(); }
+  torch::Tensor forward(const torch::Tensor& x) { return bn->forward_act(conv->forward(x), {}, true); }
   torch::nn::Conv2d conv;
   BatchNorm2d bn;
 };

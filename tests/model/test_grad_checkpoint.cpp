@@ -22,6 +22,7 @@
 #include "model/grad_checkpoint.h"
 #include "model/model.h"
 #include "model/safetensors.h"
+#include "support/autograd_graph.h"
 #include "support/fixtures.h"
 #include "support/gpu.h"
 #include "support/heap.h"
@@ -43,17 +44,7 @@ kg::model::NetworkPtr build(const std::string& toml, int64_t in_chans, int64_t o
 
 // How many checkpointed stages the loss's autograd graph holds.
 int count_checkpoint_nodes(const at::Tensor& loss) {
-  std::vector<torch::autograd::Node*> todo{loss.grad_fn().get()};
-  std::unordered_set<torch::autograd::Node*> seen;
-  int n = 0;
-  while (!todo.empty()) {
-    auto* node = todo.back();
-    todo.pop_back();
-    if (!node || !seen.insert(node).second) continue;
-    n += node->name() == "kg::model::CheckpointBackward";
-    for (auto& e : node->next_edges()) todo.push_back(e.function.get());
-  }
-  return n;
+  return kg::test::count_nodes(loss, "kg::model::CheckpointBackward");
 }
 
 struct Step {
