@@ -70,12 +70,12 @@ struct Saved {
   }
 };
 
-constexpr int64_t kLanes = 8;   // independent accumulators: the compiler vectorises across them
-constexpr int64_t kBlock = 64;  // elements a lane run covers (NCHW); rows a part holds at least (channels_last)
+constexpr int64_t kLanes = 8;         // independent accumulators (NCHW): the compiler vectorises across them
+constexpr int64_t kMinPartRows = 64;  // channels_last: rows a thread's part holds at least
 
 // Per-channel sums r1[c], r2[c] of two terms that term(i, c, t1, t2) adds for element i of channel c, in double
-// throughout, as ATen's CPU BatchNorm accumulates float (acc_type<float> is double): statistics a rounding apart
-// would move ReLU masks and max-pool choices, and so gradients, by more than the rounding.
+// throughout: statistics a rounding apart move ReLU masks and max-pool choices, and so gradients, by more than the
+// rounding (tests/model/test_bn_act.cpp holds them against float64's).
 template <class Term>
 void channel_sums(const Layout& l, double* r1, double* r2, const Term& term) {
   if (!l.nhwc) {
@@ -84,15 +84,12 @@ void channel_sums(const Layout& l, double* r1, double* r2, const Term& term) {
         double d1 = 0, d2 = 0;
         for (int64_t n = 0; n < l.n; ++n) {
           const int64_t base = (n * l.c + c) * l.s;
-          for (int64_t b = 0; b < l.s; b += kBlock * kLanes) {
-            const int64_t e = std::min(l.s, b + kBlock * kLanes);
-            double a1[kLanes] = {}, a2[kLanes] = {};
-            int64_t i = b;
-            for (; i + kLanes <= e; i += kLanes)
-              for (int64_t k = 0; k < kLanes; ++k) term(base + i + k, c, a1[k], a2[k]);
-            for (; i < e; ++i) term(base + i, c, a1[0], a2[0]);
-            for (int64_t k = 0; k < kLanes; ++k) d1 += a1[k], d2 += a2[k];
-          }
+          double a1[kLanes] = {}, a2[kLanes] = {};
+          int64_t i = 0;
+          for (; i + kLanes <= l.s; i += kLanes)
+            for (int64_t k = 0; k < kLanes; ++k) term(base + i + k, c, a1[k], a2[k]);
+          for (; i < l.s; ++i) term(base + i, c, a1[0], a2[0]);
+          for (int64_t k = 0; k < kLanes; ++k) d1 += a1[k], d2 += a2[k];
         }
         r1[c] = d1;
         r2[c] = d2;
@@ -102,7 +99,7 @@ void channel_sums(const Layout& l, double* r1, double* r2, const Term& term) {
   }
   // channels_last: each part of the rows sums into its own per-channel accumulators, added up at the end.
   const int64_t rows = l.m();
-  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), rows / kBlock));
+  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), rows / kMinPartRows));
   std::vector<double> acc(static_cast<size_t>(parts * 2 * l.c), 0.0);
   at::parallel_for(0, parts, 1, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
