@@ -24,8 +24,9 @@ namespace {
 // against when they differ.
 std::string libtorch_line() {
   const std::string built = compat::torch_version(), loaded = device::math_libs().torch_version;
-  if (loaded.empty() || loaded == built) return "LibTorch " + built;
-  return "LibTorch " + loaded + " (loaded at run time; built against " + built + ")";
+  if (loaded.empty()) return "LibTorch " + built;
+  if (loaded == built) return "LibTorch " + device::torch_build_name();  // "2.11.0+cu130": its CUDA build too
+  return "LibTorch " + device::torch_build_name() + " (loaded at run time; built against " + built + ")";
 }
 
 std::string version_text() {

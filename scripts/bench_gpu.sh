@@ -73,7 +73,7 @@ precision = "bf16"
 cudnn_benchmark = true
 TOML
   # Default (multi-tensor) AdamW on both sides, then the fused kernel on both (optim.fused / fused=True), then
-  # kgtrain's fused BatchNorm + add + ReLU kernels on top (model.fused_bn, lib/model/bn_act_cuda.cu).
+  # kgtrain's fused BatchNorm + add + ReLU kernels on top (model.fused_bn, lib/model/bn_act_kernels.cu, compiled by NVRTC at first use).
   for v in multi_tensor fused fused_bn; do
     ov=(); pf=auto
     case $v in

@@ -10,7 +10,7 @@
 #   bash scripts/build_cuda.sh --deps .deps/hdr          # on the GPU machine (no package registry needed)
 #                                                        # (--deps again for more prefixes, e.g. DIR/include + DIR/lib)
 #   bash scripts/build_cuda.sh --tests                   # also build kgtrain_tests (GPU tests run when a GPU is there)
-#   bash scripts/build_cuda.sh -- -DCMAKE_CUDA_ARCHITECTURES=90   # anything after -- goes to cmake
+#   bash scripts/build_cuda.sh -- -DKGTRAIN_PCH=OFF               # anything after -- goes to cmake
 #
 # Options: --build-dir DIR (default build-cuda), --torch-prefix DIR (a LibTorch's cmake prefix instead of
 # python's torch), --jobs N, --configure-only. Exit codes: 0 built, 2 bad usage, 3 a dependency is missing

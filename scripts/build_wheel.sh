@@ -1,18 +1,32 @@
 #!/usr/bin/env bash
-# Builds kgtrain's wheel: dist/kgtrain-VERSION-py3-none-manylinux_2_X_x86_64.whl, for one torch version.
-#   bash scripts/build_wheel.sh                        # torch 2.11.0 (what CI builds), build-cuda/, .venv-torch
-#   TORCH_VERSION=2.10.0 bash scripts/build_wheel.sh   # another torch: its own venv and build folder
-# The wheel holds the kgtrain binary (CUDA compiled in when nvcc is here), the Python launcher (python/kgtrain), the
-# shipped recipes, and the binary's non-torch libraries (OpenCV core/imgproc, libjpeg-turbo, libpng, libwebp,
-# libtiff, ...) grafted in by auditwheel; LibTorch, c10 and CUDA are left to the installed torch, found through the
-# binary's RUNPATH ($ORIGIN/../../torch/lib). Requires-Dist pins torch==TORCH_VERSION; the platform tag is the one
-# auditwheel finds the binary's symbol versions allow, and the wheel is checked again with `auditwheel show`.
-# Environment: TORCH_VERSION (2.11.0), VENV, BUILD_DIR, DEPS (.deps/hdr), OUT (dist). Needs root or sudo for apt.
-# Exit codes: 0 built, 1 a step failed, 3 a tool is missing.
+# Builds kgtrain's wheel for one torch minor: dist/kgtrain-VERSION+ptMM-py3-none-manylinux_2_X_x86_64.whl.
+#   bash scripts/build_wheel.sh                 # torch 2.11 (CI's first wheel): .venv-torch, build-cuda/
+#   TORCH=2.10 bash scripts/build_wheel.sh      # torch 2.10 (Kaggle's image): .venv-torch-2.10.0, build-wheel-2.10.0/
+#   TORCH=2.9 bash scripts/build_wheel.sh       # torch 2.9 (Kaggle's image of Feb 2026)
+# Each wheel is built against that minor's torch from PyPI (TORCH_VERSION: the exact release, default 2.9.0, 2.10.0,
+# 2.11.0) and runs with every patch release and CUDA build of the minor (cu126, cu128, cu130): the binary links no
+# CUDA library of its own (make_wheel.py refuses one that does). Its version carries the minor as a local version
+# (+pt210) and it requires torch>=2.10,<2.11, so one folder holding the wheels of every minor serves every notebook:
+# `pip install --no-index --find-links DIR kgtrain` takes the one the installed torch satisfies (docs/install.md).
+# The wheel holds the kgtrain binary, the Python launcher (python/kgtrain), the shipped recipes, and the binary's
+# non-torch libraries (OpenCV core/imgproc, libjpeg-turbo, libpng, libwebp, libtiff, ...) grafted in by auditwheel;
+# LibTorch, c10 and CUDA are left to the installed torch, found through the binary's RUNPATH
+# ($ORIGIN/../../torch/lib). The platform tag is the one auditwheel finds the binary's symbol versions allow, and the
+# wheel is checked again with `auditwheel show`.
+# Environment: TORCH (2.11) or TORCH_VERSION, VENV, BUILD_DIR, DEPS (.deps/hdr), OUT (dist). Needs root or sudo
+# for apt. Exit codes: 0 built, 1 a step failed, 2 an unsupported TORCH, 3 a tool is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEFAULT_TORCH=2.11.0
-export TORCH_VERSION=${TORCH_VERSION:-$DEFAULT_TORCH}
+if [ -z "${TORCH_VERSION:-}" ]; then
+  case "${TORCH:-2.11}" in
+    2.9) TORCH_VERSION=2.9.0 ;;
+    2.10) TORCH_VERSION=2.10.0 ;;
+    2.11) TORCH_VERSION=2.11.0 ;;
+    *) echo "build_wheel: TORCH=${TORCH} is not supported: 2.9, 2.10 or 2.11 (or TORCH_VERSION=X.Y.Z)" >&2; exit 2 ;;
+  esac
+fi
+export TORCH_VERSION
 if [ "$TORCH_VERSION" = "$DEFAULT_TORCH" ]; then
   export VENV=${VENV:-.venv-torch}
   BUILD_DIR=${BUILD_DIR:-build-cuda}
@@ -20,6 +34,7 @@ else
   export VENV=${VENV:-.venv-torch-$TORCH_VERSION}
   BUILD_DIR=${BUILD_DIR:-build-wheel-$TORCH_VERSION}
 fi
+MINOR_TAG=pt$(echo "$TORCH_VERSION" | cut -d. -f1)$(echo "$TORCH_VERSION" | cut -d. -f2)
 DEPS=${DEPS:-.deps/hdr}
 OUT=${OUT:-dist}
 TOOLS=${TOOLS:-.venv-wheel}
@@ -84,11 +99,11 @@ auditwheel show "$WHEEL" >"$W/show.log" 2>&1 || true
 grep -q "$PLAT" "$W/show.log" ||
   { cat "$W/show.log" >&2; echo "build_wheel: auditwheel show does not confirm $PLAT" >&2; exit 1; }
 mkdir -p "$OUT"
-rm -f "$OUT"/kgtrain-*-"$PLAT".whl
+rm -f "$OUT"/kgtrain-*+"$MINOR_TAG"-*.whl
 cp "$WHEEL" "$OUT/"
 WHEEL="$OUT/$(basename "$WHEEL")"
 LIBS=$(unzip -Z1 "$WHEEL" | grep '^kgtrain\.libs/' | sed 's|^kgtrain\.libs/||' | grep -v '^$' || true)
 echo "build_wheel: $WHEEL ($(du -m "$WHEEL" | cut -f1) MB, $(echo "$LIBS" | grep -c . ) bundled libraries," \
-  "torch==${TORCH_VERSION}, $PLAT)"
+  "torch ${TORCH_VERSION%.*}.x, built against ${TORCH_VERSION}, $PLAT)"
 echo "$LIBS" | sed 's/^/  /'
 echo "build_wheel: build $((t1 - t0)) s, wheel $(( $(date +%s) - t1 )) s"

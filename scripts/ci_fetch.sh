@@ -2,7 +2,8 @@
 # What CI downloads, fetched early so that the network runs beside the compilers (.ci/run):
 #   bash scripts/ci_fetch.sh packages    the Debian packages of setup.sh --torch debian and of the stages that run in
 #                                        the background (apt runs one at a time)
-#   bash scripts/ci_fetch.sh downloads   no apt and no compiler: PyPI's torch into .venv-torch (setup.sh), timm beside
+#   bash scripts/ci_fetch.sh downloads   no apt and no compiler: PyPI's torch into .venv-torch (setup.sh) and the
+#                                        oldest supported one into .venv-torch-2.9.0, timm beside
 #                                        it (.venv-timm, check_timm_parity.sh), the pinned
 #                                        header-only .debs (build_cuda.sh --fetch-deps), torch's wheels and the tools
 #                                        venv of the wheel check (check_wheel.sh --fetch-only)
@@ -31,6 +32,9 @@ case "${1:-}" in
     ;;
   downloads)
     bash scripts/setup.sh --torch pip --packages-only --no-header-packages
+    # The oldest supported torch, for the wheel check's second wheel (its own venv, as build_wheel.sh names it).
+    TORCH_VERSION=${TORCH_OLD:-2.9.0} VENV=.venv-torch-${TORCH_OLD:-2.9.0} \
+      bash scripts/setup.sh --torch pip --packages-only --no-header-packages
     bash scripts/check_timm_parity.sh --fetch-only
     bash scripts/build_cuda.sh --fetch-deps .deps/hdr
     bash scripts/check_wheel.sh --fetch-only

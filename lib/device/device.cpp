@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
@@ -13,6 +14,7 @@
 #include "config/sections.h"
 #include "core/error.h"
 #include "core/strings.h"
+#include "device/cuda_rtc.h"
 #include "device/math_libs.h"
 
 namespace kg::device {
@@ -112,8 +114,21 @@ std::string cuda_build_info() {
     s += " (version unknown)";
   }
   const bool gpus = at::hasCUDA();
-  s += gpus ? "; " + std::to_string(torch::cuda::device_count()) + " GPU(s) visible"
-            : "; no GPU visible (no NVIDIA driver or device): runs on the CPU";
+  if (!gpus) return s + "; no GPU visible (no NVIDIA driver or device): runs on the CPU";
+  const int n = static_cast<int>(torch::cuda::device_count());
+  s += "; " + std::to_string(n) + " GPU(s) visible";
+  // Each GPU as the driver names it, with the compute capability that decides which kernels run on it.
+  for (int i = 0; i < n; ++i) {
+    try {
+      const auto g = cuda_rtc::gpu_info(i);
+      char mem[32];
+      std::snprintf(mem, sizeof(mem), "%.1f GiB", static_cast<double>(g.total_memory) / (1 << 30));
+      s += "\nGPU " + std::to_string(i) + ": " + g.name + ", compute capability " + std::to_string(g.cc_major) + "." +
+           std::to_string(g.cc_minor) + " (sm_" + std::to_string(g.sm()) + "), " + mem;
+    } catch (const Error& e) {
+      s += "\nGPU " + std::to_string(i) + ": " + e.what();
+    }
+  }
   return s;
 #else
   return "";

@@ -141,10 +141,23 @@ MathLibs detect() {
   }
   m.cpu_capability = config_line(config, "CPU capability usage:");
   m.torch_version = build_setting(config, "TORCH_VERSION");
+  m.torch_cuda = build_setting(config, "CUDA_VERSION");
   return m;
 }
 
 }  // namespace
+
+std::string torch_build_name() {
+  const MathLibs& m = math_libs();
+  std::string v = m.torch_version.empty() ? "(version unknown)" : m.torch_version;
+  if (!m.torch_cuda.empty()) {
+    std::string digits;
+    for (char c : m.torch_cuda.substr(0, m.torch_cuda.find('.', m.torch_cuda.find('.') + 1)))
+      if (c != '.') digits += c;
+    v += "+cu" + digits;
+  }
+  return v;
+}
 
 std::string classify_math_library(const std::string& path, bool lapack) {
   const auto slash = path.find_last_of('/');

@@ -17,7 +17,11 @@ struct MathLibs {
   std::string cpu_capability;   // LibTorch's vectorised kernels: "AVX512", "AVX2", ... ("" when not reported)
   bool reference_blas = false;  // the Netlib reference BLAS: matrix products 10-25x slower than an optimised one
   std::string torch_version;    // the LibTorch loaded at run time (its build settings' TORCH_VERSION; "" if absent)
+  std::string torch_cuda;       // its CUDA_VERSION ("13.0"; "" for a CPU-only LibTorch)
 };
+
+// The loaded LibTorch as pip names its builds: "2.11.0+cu130", "2.10.0+cu128"; without CUDA the bare version.
+std::string torch_build_name();
 
 // What this process has loaded; computed once.
 const MathLibs& math_libs();

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
+#include <mutex>
+#include <set>
+#include <string>
 #include <vector>
 
 #include <ATen/Parallel.h>
@@ -229,8 +233,23 @@ cuda::Dtype cuda_dtype(const at::Tensor& t) {
 }
 cuda::Shape cuda_shape(const at::Tensor& x) { return {x.size(0) * x.size(2) * x.size(3), x.size(1)}; }
 void* current_stream() { return at::cuda::getCurrentCUDAStream().stream(); }
+int cuda_index_of(const at::Tensor& t) { return static_cast<int>(t.get_device()); }
 
-// The CUDA kernels' node (model/bn_act_cuda.cu): channels_last x, z and y in one dtype, float32 weights.
+// The start-up probe: the first fused BatchNorm on a GPU compiles and loads the kernels there; when they cannot run
+// (model/bn_act_cuda.h: kernels_ready), one line says why and every BatchNorm on that GPU runs the eager ops.
+bool cuda_kernels_usable(int device) {
+  std::string why;
+  if (cuda::kernels_ready(device, &why)) return true;
+  static std::mutex mu;
+  static std::set<int> told;
+  std::lock_guard<std::mutex> lock(mu);
+  if (told.insert(device).second)
+    std::cerr << "kgtrain: model.fused_bn: kgtrain's CUDA kernels cannot run on cuda:" << device << " (" << why
+              << "); BatchNorm + add + ReLU run as separate PyTorch ops there\n";
+  return false;
+}
+
+// The CUDA kernels' node (model/bn_act_kernels.cu, launched by model/bn_act_cuda.cpp): channels_last x, z and y in one dtype, float32 weights.
 struct CudaBnActFunction : torch::autograd::Function<CudaBnActFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& z, const at::Tensor& weight,
                             const at::Tensor& bias, const at::Tensor& mean, const at::Tensor& invstd,
@@ -238,7 +257,7 @@ struct CudaBnActFunction : torch::autograd::Function<CudaBnActFunction> {
     at::Tensor y = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::ChannelsLast));
     const bool has_z = z.numel() > 0;  // an empty placeholder when there is no add
     cuda::bn_act_forward(cuda_dtype(x), x.data_ptr(), has_z ? z.data_ptr() : nullptr, a.data_ptr<float>(),
-                         b.data_ptr<float>(), relu, y.data_ptr(), cuda_shape(x), current_stream());
+                         b.data_ptr<float>(), relu, y.data_ptr(), cuda_shape(x), cuda_index_of(x), current_stream());
     save(ctx, x, y, weight, mean, invstd, relu, has_z);
     return y;
   }
@@ -259,7 +278,7 @@ struct CudaBnActFunction : torch::autograd::Function<CudaBnActFunction> {
     cuda::bn_act_backward(cuda_dtype(x), gy.data_ptr(), y.data_ptr(), x.data_ptr(), weight.data_ptr<float>(),
                           mean.data_ptr<float>(), invstd.data_ptr<float>(), relu, s, sums.data_ptr<double>(),
                           coeffs.data_ptr<float>(), dweight.data_ptr<float>(), dbias.data_ptr<float>(), dx.data_ptr(),
-                          has_z ? dz.data_ptr() : nullptr, current_stream());
+                          has_z ? dz.data_ptr() : nullptr, cuda_index_of(x), current_stream());
     out[0] = dx;
     out[1] = dz;
     out[2] = dweight;
@@ -282,7 +301,7 @@ at::Tensor fused_bn_act_cuda(BatchNorm2dImpl& bn, const at::Tensor& x0, const at
                  bn.weight.data_ptr<float>(), bn.bias.data_ptr<float>(), sums.data_ptr<double>(),
                  mean.data_ptr<float>(), invstd.data_ptr<float>(), a.data_ptr<float>(), b.data_ptr<float>(),
                  track ? bn.running_mean.data_ptr<float>() : nullptr,
-                 track ? bn.running_var.data_ptr<float>() : nullptr, current_stream());
+                 track ? bn.running_var.data_ptr<float>() : nullptr, cuda_index_of(x), current_stream());
   return CudaBnActFunction::apply(x, or_placeholder(z, x), bn.weight, bn.bias, mean, invstd, a, b, relu);
 }
 #endif
@@ -300,7 +319,8 @@ bool fused_bn_supported(const BatchNorm2dImpl& bn, const at::Tensor& x, const at
     if (!x.is_contiguous(at::MemoryFormat::ChannelsLast) || !bn.options.momentum()) return false;
     if (bn.weight.device() != x.device() || !bn.bias.is_contiguous() || !bn.weight.is_contiguous()) return false;
     if (bn.running_mean.defined() && bn.running_mean.scalar_type() != at::kFloat) return false;
-    return !z.defined() || (z.sizes() == x.sizes() && z.scalar_type() == t && z.device() == x.device());
+    if (z.defined() && (z.sizes() != x.sizes() || z.scalar_type() != t || z.device() != x.device())) return false;
+    return cuda_kernels_usable(cuda_index_of(x));
 #else
     return false;
 #endif

@@ -9,7 +9,7 @@
 // training-mode gradient, with dweight = sum(g * (x - mean)) / sqrt(var + eps) and dbias = sum(g). The running
 // statistics move as BatchNorm2d's do (momentum, unbiased variance). Both are written for NCHW and channels_last
 // float32 tensors on the CPU, and in a CUDA build for channels_last float32/bfloat16/float16 ones on the GPU (model/
-// bn_act_cuda.cu); anything else (another dtype under autocast on the CPU, a sync-BatchNorm job, evaluation, double
+// bn_act_kernels.cu); anything else (another dtype under autocast on the CPU, a sync-BatchNorm job, evaluation, double
 // backward) takes the eager path, which tests/model/test_bn_act.cpp holds every fused result against.
 #pragma once
 #include <ATen/core/Tensor.h>
@@ -23,7 +23,7 @@ class BatchNorm2dImpl;
 bool fused_bn_supported(const at::Tensor& x, const at::Tensor& z);
 // Whether fused_bn_act takes bn with x and z: an affine float32 BatchNorm, and on the CPU the tensors above; in a
 // CUDA build, on the GPU: channels_last float32, bfloat16 or float16 activations of one dtype (autocast's), float32
-// parameters and statistics, a set momentum (model/bn_act_cuda.cu).
+// parameters and statistics, a set momentum (model/bn_act_kernels.cu).
 bool fused_bn_supported(const BatchNorm2dImpl& bn, const at::Tensor& x, const at::Tensor& z);
 
 // relu(bn(x) + z) (no add when z is undefined, no ReLU when relu is false) with the batch's statistics, updating

@@ -1,8 +1,10 @@
-"""Finds the kgtrain binary, checks that the installed torch is the one it was built against, and runs it.
+"""Finds the kgtrain binary, checks that the installed torch is one it was built for, and runs it.
 
 The binary links libtorch/libc10 (and libtorch_cuda) of the installed `torch` package through its RPATH
-($ORIGIN/../../torch/lib). Another torch version there would fail at load time with an undefined symbol, so the
-versions are compared first, from torch/version.py, without importing torch (which takes seconds).
+($ORIGIN/../../torch/lib). A torch of another minor there would fail at load time with an undefined symbol, so
+torch's version and CUDA build are compared first, from torch/version.py, without importing torch (which takes
+seconds). One wheel serves every patch release and every CUDA build (cu126, cu128, cu130) of its torch minor: the
+binary links no CUDA library of a particular CUDA major.
 Exit codes are kgtrain's own (docs/commands.md): 2 for a wrong environment, as for a bad recipe.
 """
 import importlib.util
@@ -54,6 +56,25 @@ def _installed_torch():
     return root, version
 
 
+def _cuda_of(root):
+    """torch/version.py's `cuda` ('12.8', '13.0'; None for a CPU-only build), or '?' when unreadable."""
+    try:
+        with open(os.path.join(root, "version.py"), encoding="utf-8") as f:
+            m = re.search(r"^cuda\s*(?::[^=]*)?=\s*(?:['\"]([^'\"]*)['\"]|None)", f.read(), re.M)
+    except OSError:
+        return "?"
+    if not m:
+        return "?"
+    return m.group(1)
+
+
+def _wheel_for(release):
+    """The name of the kgtrain wheel for a torch release: kgtrain-0.1.0+pt210 for torch 2.10.x."""
+    b = _build_info()
+    base = b.KGTRAIN_VERSION.split("+")[0] if b else "X"
+    return f"kgtrain-{base}+pt{release[0]}{release[1]}"
+
+
 def _release(version):
     """'2.11.0+cu130' -> (2, 11, 0): the part that decides ABI compatibility of LibTorch's C++ symbols."""
     return tuple(int(x) for x in re.findall(r"\d+", version.split("+")[0])[:3])
@@ -80,20 +101,40 @@ def check_environment():
         return (f"this kgtrain wheel needs glibc {b.GLIBC_MIN[0]}.{b.GLIBC_MIN[1]} or newer, and this system has "
                 f"{glibc[0]}.{glibc[1]}: build kgtrain from source here (README: Build from source)")
     root, version = _installed_torch()
-    how = (f"install torch=={b.TORCH_VERSION_BASE} (pip install torch=={b.TORCH_VERSION_BASE}), or build a kgtrain "
-           f"wheel for your torch: TORCH_VERSION=<your version> bash scripts/build_wheel.sh (docs/install.md)")
+    minor = tuple(getattr(b, "TORCH_MINOR", _release(b.TORCH_VERSION)[:2]))
+    built = f"torch {minor[0]}.{minor[1]}.x"
+    folder = ("pip install --no-index --find-links DIR kgtrain picks it from a folder holding kgtrain's wheels "
+              "(docs/install.md)")
     if root is None:
-        return f"torch is not installed in this Python ({sys.executable}); kgtrain {b.KGTRAIN_VERSION} runs on it: {how}"
+        return (f"torch is not installed in this Python ({sys.executable}); this kgtrain wheel "
+                f"({_wheel_for(minor)}) runs on {built}: pip install 'torch>={minor[0]}.{minor[1]},"
+                f"<{minor[0]}.{minor[1] + 1}', or the kgtrain wheel for the torch you will install; {folder}")
+    how = (f"install the kgtrain wheel for your torch; {folder}, or build it: TORCH=<major.minor> bash "
+           "scripts/build_wheel.sh")
     if version is None:
         return f"cannot read the version of the torch at {root} (no version.py): {how}"
-    if _release(version) != _release(b.TORCH_VERSION):
-        return (f"this kgtrain wheel was built against torch {b.TORCH_VERSION}, but torch {version} is installed at "
-                f"{root}; their C++ libraries are not compatible: {how}")
+    rel = _release(version)
+    if rel[:2] != minor:
+        return (f"this kgtrain wheel ({_wheel_for(minor)}) was built for {built} (against {b.TORCH_VERSION}), but "
+                f"torch {version} is installed at {root}; their C++ libraries are not compatible: install "
+                f"{_wheel_for(rel)} instead ({folder})")
+    cuda = _cuda_of(root)
+    majors = tuple(getattr(b, "CUDA_MAJORS", ()))
+    if b.CUDA and cuda is None:
+        return (f"torch {version} at {root} is a CPU-only build, and this kgtrain wheel ({_wheel_for(minor)}) runs on "
+                f"torch's CUDA builds (it links libtorch_cuda.so): install torch {minor[0]}.{minor[1]} with CUDA "
+                f"(a cu126, cu128 or cu130 build), or build kgtrain from source against this torch")
+    if b.CUDA and cuda not in (None, "?") and majors and int(cuda.split(".")[0]) not in majors:
+        return (f"torch {version} at {root} is built with CUDA {cuda}, and this kgtrain wheel "
+                f"({_wheel_for(minor)}, built against {b.TORCH_VERSION}) runs with CUDA "
+                f"{' or '.join(str(m) for m in majors)} builds of torch: install such a torch, or build kgtrain "
+                f"against this one (TORCH={minor[0]}.{minor[1]} bash scripts/build_wheel.sh)")
     lib = os.path.join(root, "lib")
     missing = [n for n in b.TORCH_LIBS if not os.path.exists(os.path.join(lib, n))]
     if missing:
         return (f"the installed torch {version} at {root} lacks {', '.join(missing)}, which this kgtrain wheel "
-                f"(built against torch {b.TORCH_VERSION}{' with CUDA' if b.CUDA else ''}) links: {how}")
+                f"({_wheel_for(minor)}, built against torch {b.TORCH_VERSION}{' with CUDA' if b.CUDA else ''}) links: "
+                f"{how}")
     return None
 
 

@@ -4,9 +4,15 @@
   make_wheel.py --binary BUILD/kgtrain --torch-root SITE/torch --out DIR [--glibc 2.35] [--plat linux_x86_64]
 
 The wheel holds the Python package (python/kgtrain), the binary as kgtrain/bin/kgtrain with RUNPATH
-$ORIGIN/../../torch/lib (+ the nvidia/*/lib folders it links directly), the shipped recipes, and kgtrain/_build.py
-(the torch it was built against, the torch libraries it links, the glibc it needs). The `kgtrain` command is a
-console script (kgtrain._launcher:main) that checks torch before it execs the binary.
+$ORIGIN/../../torch/lib, the shipped recipes, and kgtrain/_build.py (the torch it was built against, the torch
+libraries it links, the glibc it needs). The `kgtrain` command is a console script (kgtrain._launcher:main) that
+checks torch before it execs the binary.
+
+One wheel per torch minor: its version carries the minor as a local version (0.1.0+pt211 for torch 2.11.x) and it
+requires torch>=2.11,<2.12, so `pip install --no-index --find-links DIR kgtrain` picks, from a folder holding the
+wheels of every minor, the one the installed torch satisfies, and leaves torch alone. The binary must link no
+CUDA library of a particular CUDA major (it reaches the driver and NVRTC by dlopen: lib/device/cuda_rtc.h), so one
+wheel serves every CUDA build of its torch minor (cu126, cu128, cu130); this script refuses a binary that does.
 Prints the wheel's path.
 """
 import argparse
@@ -28,6 +34,21 @@ def needed(path):
     return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
 
 
+# Libraries whose soname or symbol versions name a CUDA major (libcudart.so.13, cudaGetLastError@libcudart.so.13):
+# a binary linking one runs with only one CUDA build of torch.
+CUDA_SPECIFIC = re.compile(r"^lib(cudart|cublas|cublasLt|cudnn|cufft|curand|cusolver|cusparse|nvrtc|nvJitLink|nccl|"
+                           r"nvToolsExt|cupti)[.]so")
+
+
+def cuda_ties(path):
+    """The CUDA-major-specific libraries `path` links, and its undefined symbols that carry a CUDA library's
+    version (e.g. cudaGetLastError@libcudart.so.13): what would tie it to one CUDA build of torch."""
+    libs = [n for n in needed(path) if CUDA_SPECIFIC.match(n)]
+    out = subprocess.run(["readelf", "--dyn-syms", "-W", path], check=True, capture_output=True, text=True).stdout
+    syms = sorted({m.group(1) for m in re.finditer(r"\bUND\s+(\S+@lib(?:cudart|cublas|nvrtc|cudnn)\S*)", out)})
+    return libs, syms
+
+
 def torch_version(torch_root):
     with open(os.path.join(torch_root, "version.py"), encoding="utf-8") as f:
         return re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", f.read(), re.M).group(1)
@@ -36,16 +57,6 @@ def torch_version(torch_root):
 def kgtrain_version():
     with open(os.path.join(ROOT, "CMakeLists.txt"), encoding="utf-8") as f:
         return re.search(r"project\(kgtrain VERSION ([0-9.]+)", f.read()).group(1)
-
-
-def nvidia_dirs(torch_root, libs):
-    """RUNPATH entries (relative to kgtrain/bin) for libraries the binary links that live in nvidia/*/lib."""
-    site = os.path.dirname(torch_root)
-    found = []
-    for top, _, files in os.walk(os.path.join(site, "nvidia")):
-        if any(n in files for n in libs):
-            found.append("$ORIGIN/../../" + os.path.relpath(top, site))
-    return sorted(set(found))
 
 
 def record_line(root, rel):
@@ -66,12 +77,18 @@ def main():
 
     tv = torch_version(a.torch_root)
     base = tv.split("+")[0]
-    version = kgtrain_version()
+    major, minor = (int(x) for x in base.split(".")[:2])
+    version = f"{kgtrain_version()}+pt{major}{minor}"
     libs = needed(a.binary)
     torch_lib = os.path.join(a.torch_root, "lib")
     torch_libs = [n for n in libs if os.path.exists(os.path.join(torch_lib, n))]
     cuda = "libtorch_cuda.so" in torch_libs
-    rpath = ["$ORIGIN/../../torch/lib"] + nvidia_dirs(a.torch_root, [n for n in libs if n not in torch_libs])
+    tied_libs, tied_syms = cuda_ties(a.binary)
+    if tied_libs or tied_syms:
+        sys.exit(f"make_wheel: {a.binary} is tied to one CUDA build of torch: it links {tied_libs or 'nothing CUDA'}"
+                 f" and uses {tied_syms[:8] or 'no versioned CUDA symbol'}; kgtrain reaches CUDA through LibTorch, "
+                 "c10 and lib/device/cuda_rtc.h only")
+    rpath = ["$ORIGIN/../../torch/lib"]
 
     stage = tempfile.mkdtemp(prefix="kgtrain-wheel-")
     try:
@@ -88,13 +105,16 @@ def main():
         with open(os.path.join(pkg, "_build.py"), "w", encoding="utf-8") as f:
             f.write("# Written by scripts/wheel/make_wheel.py: what this wheel's binary was built against.\n"
                     f"KGTRAIN_VERSION = {version!r}\nTORCH_VERSION = {tv!r}\nTORCH_VERSION_BASE = {base!r}\n"
+                    f"TORCH_MINOR = {(major, minor)!r}\n"
+                    "# The CUDA builds of that torch minor the binary runs with: it links no CUDA library of its own.\n"
+                    f"CUDA_MAJORS = {(12, 13) if cuda else ()!r}\n"
                     f"TORCH_LIBS = {torch_libs!r}\nCUDA = {cuda!r}\nGLIBC_MIN = {glibc!r}\n")
         dist = os.path.join(stage, f"kgtrain-{version}.dist-info")
         os.makedirs(dist)
         with open(os.path.join(dist, "METADATA"), "w", encoding="utf-8") as f:
             f.write("Metadata-Version: 2.1\nName: kgtrain\n"
                     f"Version: {version}\nSummary: Train image models for Kaggle competitions from one C++ binary\n"
-                    f"Requires-Python: >=3.8\nRequires-Dist: torch=={base}\n")
+                    f"Requires-Python: >=3.8\nRequires-Dist: torch>={major}.{minor},<{major}.{minor + 1}\n")
         with open(os.path.join(dist, "WHEEL"), "w", encoding="utf-8") as f:
             f.write(f"Wheel-Version: 1.0\nGenerator: kgtrain make_wheel.py\nRoot-Is-Purelib: false\n"
                     f"Tag: py3-none-{a.plat}\n")

@@ -29,10 +29,29 @@ class LauncherTest(unittest.TestCase):
         msg = self.refused(GLIBC_MIN=(2, 99))
         self.assertIn("needs glibc 2.99 or newer", msg)
 
-    def test_other_torch_version(self):
-        msg = self.refused(TORCH_VERSION="1.13.1", TORCH_VERSION_BASE="1.13.1")
-        self.assertIn("built against torch 1.13.1", msg)
-        self.assertIn("TORCH_VERSION=<your version> bash scripts/build_wheel.sh", msg)
+    def test_other_torch_minor(self):
+        msg = self.refused(TORCH_VERSION="1.13.1", TORCH_VERSION_BASE="1.13.1", TORCH_MINOR=(1, 13))
+        self.assertIn("was built for torch 1.13.x (against 1.13.1)", msg)
+        root, version = _launcher._installed_torch()
+        rel = _launcher._release(version)
+        # The wheel to install instead names the installed torch's minor, as make_wheel.py names wheels.
+        self.assertIn(f"install kgtrain-{_build.KGTRAIN_VERSION.split('+')[0]}+pt{rel[0]}{rel[1]} instead", msg)
+        self.assertIn("--find-links", msg)
+
+    def test_another_patch_release_of_the_minor_is_fine(self):
+        root, version = _launcher._installed_torch()
+        rel = _launcher._release(version)
+        with mock.patch.multiple(_build, TORCH_VERSION=f"{rel[0]}.{rel[1]}.97+cu126", TORCH_VERSION_BASE="x"):
+            self.assertIsNone(kgtrain.check_environment())
+
+    def test_cuda_build_outside_the_wheels_majors(self):
+        msg = self.refused(CUDA_MAJORS=(11,))
+        self.assertIn("runs with CUDA 11 builds of torch", msg)
+
+    def test_cpu_only_torch(self):
+        with mock.patch.object(_launcher, "_cuda_of", return_value=None):
+            msg = self.refused(CUDA=True)
+        self.assertIn("is a CPU-only build", msg)
 
     def test_torch_without_a_library_the_binary_links(self):
         msg = self.refused(TORCH_LIBS=list(_build.TORCH_LIBS) + ["libtorch_imaginary.so"])

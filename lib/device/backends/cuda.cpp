@@ -8,22 +8,39 @@
 #include "device/backend.h"
 #include "device/compat.h"
 #include "device/graph.h"
+#include "device/math_libs.h"
 
 #ifdef KG_WITH_CUDA
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAContext.h>
-#include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/core/Event.h>
 #include <c10/cuda/CUDAFunctions.h>
-#include <c10/cuda/CUDAGuard.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/StreamGuard.h>
+#include <dlfcn.h>
+
+#include "device/cuda_rtc.h"
 #endif
 
 namespace kg::device {
 namespace {
 
 #ifdef KG_WITH_CUDA
+// kgtrain calls no CUDA runtime function itself: libcudart's symbols carry its major as their version
+// (cudaGetLastError@@libcudart.so.13), so one reference would tie the binary to one CUDA build of torch. Hence the
+// device-generic guards and events (c10::DeviceGuard, c10::StreamGuard, c10::Event: c10_cuda's implementation
+// behind a virtual interface) rather than c10::cuda's header-inline ones, whose CUDAGuardImpl calls cudaEvent*
+// from kgtrain's own code; and the runtime LibTorch loaded, found by name, for what c10 does not offer.
+// scripts/wheel/make_wheel.py refuses a binary with such a reference.
+void clear_cuda_error() {
+  using Fn = int (*)();
+  static const auto fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "cudaGetLastError"));
+  if (fn) (void)fn();
+}
+
 // Autocast caches the casts of weights for its outermost scope; under capture they would be graph
 // memory handed to work outside it (torch.cuda.make_graphed_callables requires cache_enabled=False).
 struct AutocastCacheOff {
@@ -36,7 +53,7 @@ class CudaStepGraph : public StepGraph {
  public:
   CudaStepGraph(int index) : index_(static_cast<c10::DeviceIndex>(index)) {}
   void replay() override {
-    c10::cuda::CUDAGuard guard(index_);
+    c10::DeviceGuard guard(c10::Device(c10::kCUDA, index_));
     graph_.replay();
   }
   void set(std::vector<at::Tensor> outputs, std::vector<at::Tensor> grads) {
@@ -63,17 +80,17 @@ class CudaCapturer : public GraphCapturer {
 
   std::unique_ptr<StepGraph> capture(const GraphWork& work, const std::vector<at::Tensor>& params,
                                      int warmup) override {
-    c10::cuda::CUDAGuard guard(index_);
+    c10::DeviceGuard guard(c10::Device(c10::kCUDA, index_));
     const auto main = c10::cuda::getCurrentCUDAStream(index_);
     auto g = std::make_unique<CudaStepGraph>(index_);
     const auto before = take_grads(params);
     try {
-      at::cuda::CUDAEvent ready;
-      ready.record(main);
-      ready.block(side_);
+      c10::Event ready(c10::DeviceType::CUDA);
+      ready.record(main.unwrap());
+      ready.block(side_.unwrap());
       std::vector<at::Tensor> outputs, grads;
       {
-        c10::cuda::CUDAStreamGuard on_side(side_);
+        c10::StreamGuard on_side(side_.unwrap());
         AutocastCacheOff cache_off;
         for (int i = 0; i < warmup; ++i) {
           (void)work();
@@ -91,15 +108,15 @@ class CudaCapturer : public GraphCapturer {
             g->graph().capture_end();
           } catch (...) {
           }
-          (void)cudaGetLastError();  // the invalidated capture's error is not the caller's
+          clear_cuda_error();  // the invalidated capture's error is not the caller's
           throw;
         }
         g->graph().capture_end();
         grads = take_grads(params);
       }
-      at::cuda::CUDAEvent done;
-      done.record(side_);
-      done.block(main);
+      c10::Event done(c10::DeviceType::CUDA);
+      done.record(side_.unwrap());
+      done.block(main.unwrap());
       g->set(std::move(outputs), std::move(grads));
     } catch (...) {
       put_grads(params, before);
@@ -116,6 +133,22 @@ class CudaCapturer : public GraphCapturer {
 };
 #endif
 
+#ifdef KG_WITH_CUDA
+// One small op on the GPU: LibTorch without kernels for the GPU's architecture fails it with "no kernel image".
+bool torch_runs_on(int index, std::string* why) {
+  try {
+    const auto t = at::ones({8}, at::TensorOptions().device(c10::kCUDA, static_cast<c10::DeviceIndex>(index)));
+    (void)t.mul(2).sum().item<float>();
+    return true;
+  } catch (const c10::Error& e) {
+    const std::string m = e.what_without_backtrace();
+    if (m.find("no kernel image") == std::string::npos && m.find("not compatible") == std::string::npos) throw;
+    *why = m.substr(0, m.find('\n'));
+    return false;
+  }
+}
+#endif
+
 class CudaBackend : public Backend {
  public:
   std::string name() const override { return "cuda"; }
@@ -124,21 +157,31 @@ class CudaBackend : public Backend {
   int count() const override { return static_cast<int>(torch::cuda::device_count()); }
 
 #ifdef KG_WITH_CUDA
+  // From the driver (device/cuda_rtc.h), not cudaDeviceProp, whose layout differs between CUDA 12 and 13. Then the
+  // installed torch must have kernels for this GPU (a P100 under a cu128 torch has none): exit 2 naming both.
   DeviceDescription describe(int index) const override {
-    const auto* p = at::cuda::getDeviceProperties(index);
+    const auto g = cuda_rtc::gpu_info(index);
     DeviceDescription d;
     d.type = c10::kCUDA;
     d.index = index;
-    d.name = p->name;
-    d.cc_major = p->major;
-    d.cc_minor = p->minor;
-    d.total_memory = static_cast<int64_t>(p->totalGlobalMem);
-    d.native_bf16 = p->major >= 8;
-    d.tf32 = p->major >= 8;
+    d.name = g.name;
+    d.cc_major = g.cc_major;
+    d.cc_minor = g.cc_minor;
+    d.total_memory = g.total_memory;
+    d.native_bf16 = g.cc_major >= 8;
+    d.tf32 = g.cc_major >= 8;
+    std::string why;
+    if (!torch_runs_on(index, &why))
+      throw UsageError(
+          "cuda:" + std::to_string(index) + " is " + g.name + " (compute capability " + std::to_string(g.cc_major) +
+          "." + std::to_string(g.cc_minor) + ", sm_" + std::to_string(g.sm()) + "), and the installed LibTorch " +
+          torch_build_name() + " has no GPU kernels for it (" + why +
+          "). Train on the CPU (device.name=cpu), or install a torch built for sm_" + std::to_string(g.sm()) +
+          " (its torch.cuda.get_arch_list() names it) and the kgtrain wheel " + "for that torch (docs/install.md)");
     return d;
   }
   void synchronize(int index) const override {
-    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(index));
+    c10::DeviceGuard guard(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index)));
     c10::cuda::device_synchronize();
   }
   // LibTorch 2.x's caching allocator sizes its per-device tables on the first CUDA allocation and
