@@ -11,8 +11,8 @@ escapes); both fits finished; tta-predict wrote a submission with a row per test
 """
 import argparse
 import csv
-import json
 import os
+import re
 import sys
 import time
 
@@ -57,8 +57,10 @@ def main():
     problems = []
     texts = [text_of(c) for c in code]
     for i, t in enumerate(texts):
-        if "\r" in t:
-            problems.append(f"cell {i + 1} printed carriage returns (progress bars redrawn in place)")
+        # A `!` cell runs its command on a pseudo-terminal, which turns each "\n" into "\r\n" (Jupyter shows a line);
+        # a "\r" alone is a line redrawn in place, which a cell shows as thousands of lines.
+        if re.search(r"\r(?!\n)", t):
+            problems.append(f"cell {i + 1} printed carriage returns that redraw a line (a progress bar in place)")
         if "\x1b[" in t:
             problems.append(f"cell {i + 1} printed ANSI escapes")
     from importlib import metadata
@@ -70,8 +72,11 @@ def main():
         if "epoch" not in t.lower():
             problems.append(f"the {name} cell printed no epoch lines:\n{t[-800:]}")
     try:
-        summary = json.load(open(os.path.join("runs", "latest", "summary.json")))
-        sub = summary["submission"]
+        # tta-predict's own line: "submission: PATH (N rows; ...)".
+        m = re.search(r"^submission: (\S+) \(", tta_text.replace("\r\n", "\n"), re.M)
+        if not m:
+            raise ValueError("the cell printed no 'submission:' line")
+        sub = m.group(1)
         rows = list(csv.reader(open(sub)))
         with open(os.path.join(os.path.dirname(a.recipe) or ".", "photos_ci", "test.csv")) as f:
             want = sum(1 for _ in f) - 1
