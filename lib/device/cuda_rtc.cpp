@@ -189,19 +189,22 @@ std::shared_ptr<const Nvrtc> Nvrtc::open(const std::string& path) {
     f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(h, name));
     if (!f) missing += std::string(missing.empty() ? "" : ", ") + name;
   };
-  bind(a.nvrtcVersion, "nvrtcVersion");
-  bind(a.nvrtcGetNumSupportedArchs, "nvrtcGetNumSupportedArchs");
-  bind(a.nvrtcGetSupportedArchs, "nvrtcGetSupportedArchs");
-  bind(a.nvrtcCreateProgram, "nvrtcCreateProgram");
-  bind(a.nvrtcDestroyProgram, "nvrtcDestroyProgram");
-  bind(a.nvrtcCompileProgram, "nvrtcCompileProgram");
-  bind(a.nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize");
-  bind(a.nvrtcGetProgramLog, "nvrtcGetProgramLog");
-  bind(a.nvrtcGetCUBINSize, "nvrtcGetCUBINSize");
-  bind(a.nvrtcGetCUBIN, "nvrtcGetCUBIN");
-  bind(a.nvrtcGetPTXSize, "nvrtcGetPTXSize");
-  bind(a.nvrtcGetPTX, "nvrtcGetPTX");
-  bind(a.nvrtcGetErrorString, "nvrtcGetErrorString");
+  // Each Api member by its own name.
+#define KG_NVRTC_BIND(fn) bind(a.fn, #fn)
+  KG_NVRTC_BIND(nvrtcVersion);
+  KG_NVRTC_BIND(nvrtcGetNumSupportedArchs);
+  KG_NVRTC_BIND(nvrtcGetSupportedArchs);
+  KG_NVRTC_BIND(nvrtcCreateProgram);
+  KG_NVRTC_BIND(nvrtcDestroyProgram);
+  KG_NVRTC_BIND(nvrtcCompileProgram);
+  KG_NVRTC_BIND(nvrtcGetProgramLogSize);
+  KG_NVRTC_BIND(nvrtcGetProgramLog);
+  KG_NVRTC_BIND(nvrtcGetCUBINSize);
+  KG_NVRTC_BIND(nvrtcGetCUBIN);
+  KG_NVRTC_BIND(nvrtcGetPTXSize);
+  KG_NVRTC_BIND(nvrtcGetPTX);
+  KG_NVRTC_BIND(nvrtcGetErrorString);
+#undef KG_NVRTC_BIND
   KG_CHECK(missing.empty(), DeviceError, "NVRTC ", path, " lacks ", missing, " (kgtrain needs NVRTC 11.2 or newer)");
   return n;
 }
