@@ -13,7 +13,8 @@
 # LibTorch, c10 and CUDA are left to the installed torch, found through the binary's RUNPATH
 # ($ORIGIN/../../torch/lib). The platform tag is the one auditwheel finds the binary's symbol versions allow, and the
 # wheel is checked again with `auditwheel show`.
-# Environment: TORCH (2.11) or TORCH_VERSION, VENV, BUILD_DIR, DEPS (.deps/hdr), OUT (dist). Needs root or sudo
+# Environment: TORCH (2.11) or TORCH_VERSION, VENV, BUILD_DIR, DEPS (.deps/hdr), OUT (dist), KG_BASE_FROM (a build
+# folder of another torch whose kgtrain_base objects this build links instead of compiling them). Needs root or sudo
 # for apt. Exit codes: 0 built, 1 a step failed, 2 an unsupported TORCH, 3 a tool is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,7 +50,9 @@ bash scripts/build_cuda.sh --fetch-deps "$DEPS" >/dev/null
 if [ -x "$BUILD_DIR/kgtrain" ] && grep -q "$TORCH_ROOT" "$BUILD_DIR/CMakeCache.txt" 2>/dev/null; then
   cmake --build "$BUILD_DIR" -j "$(nproc)" --target kgtrain  # an up-to-date build of the same torch: relink at most
 else
-  PATH="$(dirname "$PY"):$PATH" bash scripts/build_cuda.sh --deps "$DEPS" --build-dir "$BUILD_DIR"
+  # KG_BASE_FROM: a build folder of another torch whose torch-free objects (kgtrain_base) to link, not compile.
+  PATH="$(dirname "$PY"):$PATH" bash scripts/build_cuda.sh --deps "$DEPS" --build-dir "$BUILD_DIR" -- \
+    -DKG_BASE_OBJECTS_FROM="${KG_BASE_FROM:+$PWD/$KG_BASE_FROM}"
 fi
 t1=$(date +%s)
 

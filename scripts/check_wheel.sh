@@ -46,8 +46,8 @@ t0=$(date +%s)
 OUT=$(mktemp -d /tmp/kgtrain-wheels.XXXXXX)
 TORCH_VERSION=$NEW OUT=$OUT bash scripts/build_wheel.sh
 t1=$(date +%s)
-# The older torch's venv is its own (.venv-torch-$OLD); its kgtrain_base objects come from ccache.
-TORCH_VERSION=$OLD OUT=$OUT bash scripts/build_wheel.sh
+# The older torch's venv is its own (.venv-torch-$OLD); kgtrain_base, the torch-free half, is the 2.11 build's.
+KG_BASE_FROM=build-cuda TORCH_VERSION=$OLD OUT=$OUT bash scripts/build_wheel.sh
 t2=$(date +%s)
 tag() { echo "pt$(echo "$1" | cut -d. -f1)$(echo "$1" | cut -d. -f2)"; }
 ls "$OUT"/kgtrain-*+"$(tag "$NEW")"-*.whl "$OUT"/kgtrain-*+"$(tag "$OLD")"-*.whl >/dev/null

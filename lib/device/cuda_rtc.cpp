@@ -173,7 +173,17 @@ struct Nvrtc::Api {
 
 Nvrtc::~Nvrtc() = default;  // the library stays loaded: kernels compiled by it may still be in use
 
-std::shared_ptr<const Nvrtc> Nvrtc::open(const std::string& path) {
+std::shared_ptr<const Nvrtc> Nvrtc::open(const std::string& path_or_soname) {
+  // A path as an absolute one: NVRTC 12 opens its builtins library (libnvrtc-builtins.so.12.8) beside the path it
+  // was opened by, which a relative path no longer names once the process has changed its folder.
+  std::string path = path_or_soname;
+  if (path.find('/') != std::string::npos) {
+    char* real = realpath(path.c_str(), nullptr);
+    if (real) {
+      path = real;
+      std::free(real);
+    }
+  }
   void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char* e = dlerror();
