@@ -79,7 +79,6 @@ class Module {
               void* stream, void** args) const;
   // Zeroes `bytes` bytes of device memory at `ptr`, queued on `stream`.
   void zero_async(void* ptr, size_t bytes, void* stream) const;
-  int ordinal() const { return ordinal_; }
 
  private:
   int ordinal_ = 0;

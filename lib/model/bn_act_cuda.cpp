@@ -2,6 +2,7 @@
 // first use and launched through the driver (device/cuda_rtc.h), with the launch shapes they were written for.
 #include "model/bn_act_cuda.h"
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,7 +34,14 @@ struct BnKernels {
   std::string why;
 };
 
+// Asked on every fused BatchNorm (each layer, each step): the answer, once made, is read without the lock.
+constexpr int kBnFastDevices = 64;
+std::atomic<BnKernels*> bn_made[kBnFastDevices];
+
 BnKernels& bn_kernels_on(int device) {
+  const bool fast = device >= 0 && device < kBnFastDevices;
+  if (fast)
+    if (BnKernels* made = bn_made[device].load(std::memory_order_acquire)) return *made;
   static std::mutex mu;
   static std::map<int, std::unique_ptr<BnKernels>> by_device;
   std::lock_guard<std::mutex> lock(mu);
@@ -41,6 +49,14 @@ BnKernels& bn_kernels_on(int device) {
   if (slot) return *slot;
   slot = std::make_unique<BnKernels>();
   BnKernels& l = *slot;
+  struct Publish {  // whichever way the compile ends, its answer is the device's for good
+    BnKernels* l;
+    bool fast;
+    int device;
+    ~Publish() {
+      if (fast) bn_made[device].store(l, std::memory_order_release);
+    }
+  } publish{&l, fast, device};
   try {
     const auto gpu = device::cuda_rtc::gpu_info(device);
     std::string why;

@@ -177,7 +177,7 @@ class CudaBackend : public Backend {
           "." + std::to_string(g.cc_minor) + ", sm_" + std::to_string(g.sm()) + "), and the installed LibTorch " +
           torch_build_name() + " has no GPU kernels for it (" + why +
           "). Train on the CPU (device.name=cpu), or install a torch built for sm_" + std::to_string(g.sm()) +
-          " (its torch.cuda.get_arch_list() names it) and the kgtrain wheel " + "for that torch (docs/install.md)");
+          " (its torch.cuda.get_arch_list() names it) and the kgtrain wheel for that torch (docs/install.md)");
     return d;
   }
   void synchronize(int index) const override {
