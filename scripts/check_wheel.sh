@@ -83,7 +83,7 @@ mount --bind "$CACHE" "\$R/mnt/wheelhouse"
 mount --bind /usr/share/datasets/fashion-mnist "\$R/mnt/fmnist"
 cp -r "$T/in/." "\$R/work/"
 rc=0
-chroot "\$R" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root OMP_NUM_THREADS=2 LANG=C.UTF-8 \
+chroot "\$R" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root OMP_NUM_THREADS=2 LANG=C.UTF-8 PIP_NO_CACHE_DIR=1 \
   TORCH_NEW=$NEW TORCH_OLD=$OLD bash /work/in_root.sh || rc=\$?
 umount "\$R/mnt/wheelhouse" "\$R/mnt/fmnist"
 exit \$rc

@@ -85,6 +85,8 @@ grep -E '(ok|ERROR|FAIL)$|^Ran ' unittest.log
   fail "the notebook (scripts/wheel/notebook.ipynb)"
 
 # ---- torch TORCH_OLD: its own wheel from the same folder ----
+# The first venv goes first: two torches at once are 11 GB (a CI machine's disk ran out here, 2026-12-06).
+rm -rf /venv
 export PATH=/venv-old/bin:${PATH#/venv/bin:}
 install_pair /venv-old "$TORCH_OLD"
 kgtrain --version | grep "^LibTorch" | tee old_version.txt
