@@ -345,8 +345,8 @@ def main():
     ap.add_argument("--rest-forward-only", action="store_true",
                     help="also every model not in --models, forward only (timm's file into kgtrain): CI's check of "
                          "the models beyond one of each block kind, which it checks all ways")
-    ap.add_argument("--rest-except", nargs="*", default=[], choices=MODELS, metavar="MODEL",
-                    help="with --rest-forward-only: models left out of the rest")
+    ap.add_argument("--forward-only", nargs="*", default=[], choices=MODELS, metavar="MODEL",
+                    help="also these models, forward only (CI's check of smaller variants beyond --models)")
     ap.add_argument("--keep", help="work in DIR and keep it (default: a temporary folder, removed)")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
@@ -364,8 +364,8 @@ def main():
     print(f"{'model':<30} {'fwd |dp|':>9} {'fwd |dlogit|':>12} {'rev |dp|':>9} {'rev |dlogit|':>12} {'strict':>6} "
           f"{'fit moved':>9} {'max p':>6} {'224 |dp|':>9} {'time':>5}  result")
     failed = 0
-    rest = ([m for m in MODELS if m not in a.models and m not in ALIASES and m not in a.rest_except]
-            if a.rest_forward_only else [])
+    rest = [m for m in MODELS if m not in a.models and m not in ALIASES] if a.rest_forward_only else []
+    rest += [m for m in a.forward_only if m not in a.models and m not in rest]
     forward = lambda *args: check_model(*args, forward_only=True)  # noqa: E731
     jobs = ([(arch, check_model) for arch in a.models] + [(arch, forward) for arch in rest] +
             [(arch, check_torchvision) for arch in a.torchvision])
