@@ -10,6 +10,11 @@ there. Probing the pinned `tokenizers` gives exactly its sets, whichever Unicode
   kBertNonspacingMark  dropped by strip_accents after NFD (Mn), for the code points that NFD leaves alone
   kBertLowercase       Rust's char::to_lowercase where it changes a code point to one other (U+0130, the one
                        mapping to two, is checked here and written out in unicode.cpp)
+  kBertDecomposition   the full canonical decomposition (NFD) of each code point that has one, Hangul syllables
+                       aside (unicode.cpp decomposes them by the algorithm of Unicode's chapter 3.12)
+  kBertCombiningClass  the canonical combining classes NFD orders marks by: tokenizers' NFD (the crate
+                       unicode-normalization-alignments) is older than current Unicode too, and leaves marks
+                       assigned since in the order they came
 It also checks that whitespace is Rust's char::is_whitespace, as lib/text/unicode.cpp hard-codes it.
 
 Usage: python3 scripts/gen_bert_unicode_tables.py [out.inc]   (in a venv with tokenizers==PIN installed)
@@ -60,6 +65,38 @@ def pairs(name, mapping):
     return "constexpr CaseMapping %s[] = {  // %d code points\n%s\n};\n" % (name, len(mapping), "\n".join(lines))
 
 
+def decompositions(mapping):
+    cells = ["{0x%X, {%s}}" % (k, ", ".join("0x%X" % c for c in v)) for k, v in sorted(mapping.items())]
+    lines, line = [], "   "
+    for cell in cells:
+        if len(line) + len(cell) + 2 > 118:
+            lines.append(line.rstrip())
+            line = "   "
+        line += " " + cell + ","
+    lines.append(line.rstrip())
+    return "constexpr Decomposition %s[] = {  // %d code points\n%s\n};\n" % (
+        "kBertDecomposition", len(mapping), "\n".join(lines))
+
+
+def classes(mapping):
+    runs = []
+    for cp, c in sorted(mapping.items()):
+        if runs and runs[-1][1] == cp - 1 and runs[-1][2] == c:
+            runs[-1][1] = cp
+        else:
+            runs.append([cp, cp, c])
+    cells = ["{0x%X, 0x%X, %d}" % tuple(r) for r in runs]
+    lines, line = [], "   "
+    for cell in cells:
+        if len(line) + len(cell) + 2 > 118:
+            lines.append(line.rstrip())
+            line = "   "
+        line += " " + cell + ","
+    lines.append(line.rstrip())
+    return "constexpr CombiningClass %s[] = {  // %d code points in %d ranges\n%s\n};\n" % (
+        "kBertCombiningClass", len(mapping), len(runs), "\n".join(lines))
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "lib/text/bert_unicode_tables.inc"
     clean = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=False, strip_accents=False,
@@ -69,7 +106,7 @@ def main():
     nfd = normalizers.NFD()
     pre = pre_tokenizers.BertPreTokenizer()
     lower = normalizers.Lowercase()
-    other, punct, mark, lowercase = set(), set(), set(), {}
+    other, punct, mark, lowercase, decomposition, ccc = set(), set(), set(), {}, {}, {}
     for cp in range(0x110000):
         if 0xD800 <= cp <= 0xDFFF:  # not characters: Python cannot hand them to tokenizers
             continue
@@ -91,6 +128,25 @@ def main():
             assert len(pieces) == 1, "U+%04X: BertPreTokenizer gave %r" % (cp, pieces)
         if nfd.normalize_str(ch) == ch and strip.normalize_str(ch) == "":
             mark.add(cp)
+        decomposed = nfd.normalize_str(ch)
+        if 0xAC00 <= cp <= 0xD7A3:  # Hangul syllables: by the algorithm, checked here
+            s = cp - 0xAC00
+            want = chr(0x1100 + s // 588) + chr(0x1161 + (s % 588) // 28) + (chr(0x11A7 + s % 28) if s % 28 else "")
+            assert decomposed == want, "U+%04X: NFD gave %r" % (cp, decomposed)
+        elif decomposed != ch:
+            assert 1 <= len(decomposed) <= 4, "U+%04X: NFD gave %r" % (cp, decomposed)
+            decomposition[cp] = [ord(c) for c in decomposed]
+        elif unicodedata.combining(ch):
+            # The class is Python's (classes never change once assigned) when tokenizers' NFD knows it at all:
+            # then it moves the mark before U+0345 (class 240, the highest, Unicode 1.1).
+            c = unicodedata.combining(ch)
+            if cp == 0x345:
+                ccc[cp] = c
+            else:
+                moved = nfd.normalize_str("a\u0345" + ch)
+                assert moved in ("a" + ch + "\u0345", "a\u0345" + ch), "U+%04X: NFD gave %r" % (cp, moved)
+                if moved == "a" + ch + "\u0345":
+                    ccc[cp] = c
         low = lower.normalize_str(ch)
         if len(low) == 1 and low != ch:
             assert cp >= 0x80 or "A" <= ch <= "Z", "U+%04X: an ASCII lowercase other than A-Z's" % cp
@@ -100,8 +156,10 @@ def main():
     # How far these sets are from this Python's own Unicode (for the record, not used).
     py_p = {c for c in range(0x110000) if unicodedata.category(chr(c)).startswith("P")}
     py_mn = {c for c in range(0x110000) if unicodedata.category(chr(c)) == "Mn"}
-    note = ("// Python %s's unicodedata (Unicode %s) differs: %d punctuation and %d Mn code points not in these sets.\n"
-            % (sys.version.split()[0], unicodedata.unidata_version, len(py_p - punct), len(py_mn - mark)))
+    py_ccc = {c for c in range(0x110000) if unicodedata.combining(chr(c))}
+    note = ("// Python %s's unicodedata (Unicode %s) differs: %d punctuation, %d Mn and %d combining code points not\n"
+            "// in these sets.\n" % (sys.version.split()[0], unicodedata.unidata_version, len(py_p - punct),
+                                     len(py_mn - mark), len(py_ccc - set(ccc) - set(decomposition))))
     with open(out, "w", encoding="utf-8") as f:
         f.write("// Generated by scripts/gen_bert_unicode_tables.py from tokenizers==%s: the sets its BertNormalizer\n"
                 "// and BertPreTokenizer test (lib/text/unicode.h). Do not edit; regenerate.\n" % tokenizers.__version__)
@@ -110,8 +168,11 @@ def main():
         f.write(table("kBertPunctuation", punct))
         f.write(table("kBertNonspacingMark", mark))
         f.write(pairs("kBertLowercase", {k: v for k, v in lowercase.items() if k >= 0x80}))
-    print("%s: tokenizers %s, %d other, %d punctuation, %d Mn, %d lowercase; %s" % (
-        out, tokenizers.__version__, len(other), len(punct), len(mark), len(lowercase), note.strip("/ \n")))
+        f.write(decompositions(decomposition))
+        f.write(classes(ccc))
+    print("%s: tokenizers %s, %d other, %d punctuation, %d Mn, %d lowercase, %d decompositions, %d combining; %s" % (
+        out, tokenizers.__version__, len(other), len(punct), len(mark), len(lowercase), len(decomposition), len(ccc),
+        note.strip("/ \n")))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,8 @@
 #include "text/unicode.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <iterator>
-
-#include <utf8proc.h>
 
 #include "core/error.h"
 
@@ -15,6 +14,14 @@ struct CodeRange {
 };
 struct CaseMapping {
   char32_t from, to;
+};
+struct Decomposition {
+  char32_t from;
+  char32_t to[4];  // 0 after the last
+};
+struct CombiningClass {
+  char32_t lo, hi;
+  uint8_t ccc;
 };
 
 #include "text/bert_unicode_tables.inc"
@@ -116,27 +123,37 @@ bool is_cjk_ideograph(char32_t c) {
 std::u32string nfd(std::u32string_view s) {
   std::u32string out;
   out.reserve(s.size() + 4);
-  utf8proc_int32_t buf[32];  // the longest canonical decomposition is 4 code points
   for (char32_t c : s) {
     if (c < 0xC0) {  // nothing below U+00C0 decomposes
       out.push_back(c);
-      continue;
+    } else if (c >= 0xAC00 && c <= 0xD7A3) {  // Hangul syllables, by the algorithm (Unicode 3.12)
+      const char32_t i = c - 0xAC00;
+      out.push_back(0x1100 + i / 588);
+      out.push_back(0x1161 + (i % 588) / 28);
+      if (i % 28) out.push_back(0x11A7 + i % 28);
+    } else {
+      const auto it = std::lower_bound(std::begin(kBertDecomposition), std::end(kBertDecomposition), c,
+                                       [](const Decomposition& d, char32_t v) { return d.from < v; });
+      if (it == std::end(kBertDecomposition) || it->from != c) {
+        out.push_back(c);
+        continue;
+      }
+      for (char32_t d : it->to)
+        if (d) out.push_back(d);
     }
-    int boundclass = UTF8PROC_BOUNDCLASS_START;
-    const utf8proc_ssize_t n =
-        utf8proc_decompose_char(static_cast<utf8proc_int32_t>(c), buf, 32, UTF8PROC_DECOMPOSE, &boundclass);
-    KG_ASSERT(n > 0 && n <= 32, "utf8proc_decompose_char(U+", std::hex, unsigned(c), ") gave ", std::dec, n);
-    for (utf8proc_ssize_t i = 0; i < n; ++i) out.push_back(static_cast<char32_t>(buf[i]));
   }
   // Canonical ordering: the marks of a run with non-zero combining classes, stably sorted by class (UAX #15).
   const auto ccc = [](char32_t c) -> int {
-    return c < 0x300 ? 0 : utf8proc_get_property(static_cast<utf8proc_int32_t>(c))->combining_class;
+    if (c < 0x300) return 0;
+    const auto it = std::upper_bound(std::begin(kBertCombiningClass), std::end(kBertCombiningClass), c,
+                                     [](char32_t v, const CombiningClass& r) { return v < r.lo; });
+    return it != std::begin(kBertCombiningClass) && c <= std::prev(it)->hi ? std::prev(it)->ccc : 0;
   };
   for (size_t i = 1; i < out.size(); ++i) {
-    const auto ci = ccc(out[i]);
+    const int ci = ccc(out[i]);
     if (ci == 0) continue;
     for (size_t j = i; j > 0; --j) {
-      const auto cj = ccc(out[j - 1]);
+      const int cj = ccc(out[j - 1]);
       if (cj == 0 || cj <= ci) break;
       std::swap(out[j - 1], out[j]);
     }

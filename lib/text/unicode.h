@@ -2,16 +2,16 @@
 // `tokenizers` defines them (tokenizers/src/normalizers/bert.rs, pre_tokenizers/bert.rs), so that kgtrain's
 // WordPiece tokenizer gives the ids `tokenizers` gives.
 //
-// Where the properties come from:
-// - Categories (control/format/private use, punctuation, nonspacing marks) and lowercase: `tokenizers` asks the
-//   Rust crate unicode_categories, whose tables are older than today's Unicode, and Rust's char::to_lowercase, whose
-//   Unicode is that of the compiler the wheel was built with. A library's current tables (utf8proc's, ICU's) would
-//   call characters assigned since then punctuation or marks where `tokenizers` does not. bert_unicode_tables.inc
-//   holds those sets as ranges and the lowercase mapping as pairs, generated from the pinned `tokenizers` itself
-//   (scripts/gen_bert_unicode_tables.py); lowercase is the full unconditional mapping (U+0130 gives "i" + U+0307).
-// - Whitespace: Rust's char::is_whitespace (the White_Space property, unchanged since Unicode 6).
-// - NFD: utf8proc (canonical decompositions and combining classes never change once assigned). utf8proc rather
-//   than ICU: one small library (~0.4 MB) for what kgtrain needs, where ICU brings ~30 MB of data into the wheel.
+// Where the properties come from: `tokenizers` takes its categories from the Rust crate unicode_categories and
+// its NFD from the crate unicode-normalization-alignments, both with tables older than current Unicode, and its
+// lowercase from Rust's char::to_lowercase (the Unicode of the compiler its wheel was built with). A library's
+// current tables (utf8proc's, ICU's) call characters assigned since then punctuation, marks or combining marks
+// where `tokenizers` does not, and so split, strip and reorder them differently (scripts/check_tokenizer_parity.py
+// found 1,978 such cases with utf8proc 2.8's NFD). So bert_unicode_tables.inc holds every set and mapping used here,
+// generated from the pinned `tokenizers` itself by probing each code point (scripts/gen_bert_unicode_tables.py):
+// control/format/private use, punctuation, nonspacing marks, lowercase (full: U+0130 gives "i" + U+0307),
+// canonical decompositions and combining classes. Whitespace is Rust's char::is_whitespace (White_Space,
+// unchanged since Unicode 6); Hangul syllables decompose by Unicode's algorithm.
 #pragma once
 #include <string>
 #include <string_view>
@@ -36,7 +36,7 @@ bool is_nonspacing_mark(char32_t c);
 // The CJK ideograph blocks of the original BERT (bert.rs is_chinese_char).
 bool is_cjk_ideograph(char32_t c);
 
-// Canonical decomposition (NFD) of `s`, through utf8proc.
+// Canonical decomposition (NFD) of `s`, as tokenizers' NormalizedString::nfd.
 std::u32string nfd(std::u32string_view s);
 // Appends Rust's char::to_lowercase(c): one code point, or several (U+0130 -> "i\u0307").
 void append_lowercase(char32_t c, std::u32string& out);
