@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Prints the expected values of tests/text/test_tokenizer.cpp's table (between its "generated" markers), from
 Hugging Face `tokenizers` itself: the same small vocabulary and normalizer settings as the test's fixtures, each
-case encoded by `tokenizers`. Run in a venv with the pinned tokenizers; paste the output over the old table.
+case encoded by `tokenizers`. Run in a venv with the pinned tokenizers; paste the output over the old table. With a path argument it also
+writes the fixtures' tokenizer.json files there, as tokenizers saves them.
 """
 import json
 import sys
@@ -112,8 +113,9 @@ def main():
         assert e.attention_mask == [1] * len(e.ids)
     print("};")
     print("// ---- end of generated ----")
-    # The fixture's JSON as tokenizers writes it, to check the test's own fixture writer against.
-    json.dump({n: json.loads(t.to_str()) for n, t in toks.items()}, open("/tmp/kg_tokenizer_fixtures.json", "w"))
+    if len(sys.argv) > 1:  # the fixtures' JSON as tokenizers writes it, to compare the test's own writer with
+        with open(sys.argv[1], "w", encoding="utf-8") as f:
+            json.dump({n: json.loads(t.to_str()) for n, t in toks.items()}, f, ensure_ascii=False, indent=1)
 
 
 if __name__ == "__main__":
