@@ -24,6 +24,7 @@
 #include "jobs/lr_find.h"
 #include "model/model.h"
 #include "model/summary.h"
+#include "loss/loss.h"
 #include "optim/optimizer.h"
 #include "report/lr_curve.h"
 #include "report/plot.h"
@@ -212,7 +213,7 @@ bool FitRun::preview() {
       (topt.accum_steps > 1 ? " x " + std::to_string(topt.accum_steps) + " accumulated" : "") + ", " +
       (s_.opt.data.cache == "device" ? std::string("device-resident data")
                                      : std::to_string(s_.opt.data.num_workers) + " workers") +
-      "; loss " + recipe.at("loss.name").value.get<std::string>() + "; metrics " + join(s_.metrics->names(), ", ") +
+      "; loss " + loss::loss_name(recipe, s_.data.task) + "; metrics " + join(s_.metrics->names(), ", ") +
       " (monitor " + s_.monitor + ")" +
       (s_.mixing_possible && data::mixup_enabled(s_.opt.mixup, 0) ? "; mixup/cutmix on" : "") + "; callbacks " +
       join(cbs, ", "));

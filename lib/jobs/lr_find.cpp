@@ -17,6 +17,7 @@
 #include "core/sha256.h"
 #include "core/strings.h"
 #include "data/loader.h"
+#include "loss/loss.h"
 #include "model/model.h"
 #include "optim/param_groups.h"
 #include "report/plot.h"
@@ -179,9 +180,8 @@ int run_lr_find(const session::Session& given) {
   if (s.dev.channels_last) net->set_channels_last(true);
   o.log("  model   " + model::model_name(s.session.recipe) + ", " + std::to_string(model::count_parameters(*net)) +
         " parameters; groups " + join(net->group_names(), ", ") + "; optimizer " +
-        s.session.recipe.at("optim.name").value.get<std::string>() + "; loss " +
-        s.session.recipe.at("loss.name").value.get<std::string>() + "; precision " +
-        device::precision_name(s.dev.precision));
+        s.session.recipe.get<optim::OptimOptions>().name + "; loss " + loss::loss_name(s.session.recipe, s.data.task) +
+        "; precision " + device::precision_name(s.dev.precision));
   for (auto& n : s.session.preprocessing_notes) o.log("  data    " + n);
   for (auto& n : s.weight_notes) o.log("  weights " + n);
   if (!s.target_note.empty()) o.log("  target  " + s.target_note);

@@ -128,8 +128,8 @@ std::string show_model(const session::Session& o, bool as_json) {
   const auto stages = data::size_schedule(o.recipe.get<data::DataOptions>());
   const int64_t batch =
       stages.back().batch_size > 0 ? stages.back().batch_size : o.recipe.get<train::TrainOptions>().batch_size;
-  auto s = model::summarize(*net, ctx.in_chans, ctx.height, ctx.width, batch, ctx.num_features);
-  s.set_optimizer(o.recipe.at("optim.name").value.get<std::string>(),
+  auto s = model::summarize(*net, ctx, batch);
+  s.set_optimizer(o.recipe.get<optim::OptimOptions>().name,
                   optim::build(optim::with_numeric_lr(o.recipe), *net)->state_slots());
   const std::string name = model::model_name(o.recipe);
 

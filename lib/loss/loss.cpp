@@ -68,12 +68,16 @@ std::string default_loss(Task task) {
   return "bce_with_logits";
 }
 
-LossPtr build(const config::Recipe& recipe, const LossContext& ctx) {
-  const config::Options opts = recipe.section("loss");
+std::string loss_name(const config::Recipe& recipe, Task task) {
   // validate() fills in data.task's default loss; a tree that skipped validation gets it here too.
   const config::Entry* set = recipe.find("loss.name");
   const bool explicit_name = set && set->origin.kind != config::Origin::Kind::Default;
-  const std::string name = explicit_name ? loss_fields().load(opts).name : default_loss(ctx.task);
+  return explicit_name ? loss_fields().load(recipe.section("loss")).name : default_loss(task);
+}
+
+LossPtr build(const config::Recipe& recipe, const LossContext& ctx) {
+  const config::Options opts = recipe.section("loss");
+  const std::string name = loss_name(recipe, ctx.task);
   const auto& tasks = supported_tasks(name);
   if (loss_registry().find_info(name) && !tasks.empty()) {
     const bool ok = std::find(tasks.begin(), tasks.end(), ctx.task) != tasks.end();

@@ -60,6 +60,9 @@ struct LossOptions {
 // (binary, multilabel), mse (regression).
 std::string default_loss(Task task);
 
+// The loss a recipe trains `task` with: loss.name when the recipe sets it, else default_loss(task).
+std::string loss_name(const config::Recipe& recipe, Task task);
+
 // Builds [loss] for ctx.task. When the recipe does not set loss.name, default_loss(ctx.task) is used.
 // ConfigError when the loss does not fit the task (naming the losses that do) or its options do not
 // fit ctx (loss.class_weights length != K, ...).

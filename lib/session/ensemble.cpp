@@ -149,7 +149,7 @@ struct EnsemblePredictor::Impl {
         dev(device::setup(jo.recipe.get<device::DeviceOptions>())),
         geom(data::geometry(dopt)),
         task(cl.task) {
-    seed = static_cast<uint64_t>(jo.recipe.at("run.seed").value.get<int64_t>());
+    seed = static_cast<uint64_t>(jo.recipe.get<train::RunOptions>().seed);
     net = model::build(jo.recipe, model_context(geom, classes, feature_dim, dopt.target_transform));
     net->to(dev.device);
     if (dev.channels_last) net->set_channels_last(true);
