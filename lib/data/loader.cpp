@@ -100,17 +100,18 @@ void Loader::produce(int64_t b, Batch& out) {
   const bool u8 = pipeline_.outputs_u8();
   out.rows.assign(order_.begin() + begin, order_.begin() + end);
   if (o_.resident) {
-    out.images = o_.resident->batch(out.rows, pipeline_, o_.seed, o_.epoch);
+    out.inputs.pixels = o_.resident->batch(out.rows, pipeline_, o_.seed, o_.epoch);
     fill_targets(out);
     return;
   }
-  out.images = buffer({n, g.channels, g.height, g.width}, u8);
+  at::Tensor& pixels = out.inputs.pixels;
+  pixels = buffer({n, g.channels, g.height, g.width}, u8);
   if (u8) {
     out.norm_mean = pipeline_.device_mean();
     out.norm_std = pipeline_.device_std();
   }
-  float* dst = u8 ? nullptr : out.images.data_ptr<float>();
-  uint8_t* dst8 = u8 ? out.images.data_ptr<uint8_t>() : nullptr;
+  float* dst = u8 ? nullptr : pixels.data_ptr<float>();
+  uint8_t* dst8 = u8 ? pixels.data_ptr<uint8_t>() : nullptr;
   const int64_t per_image = g.channels * g.height * g.width;
   for (int64_t i = 0; i < n; ++i) {
     int64_t row = out.rows[static_cast<size_t>(i)];
@@ -173,24 +174,24 @@ void Loader::fill_targets(Batch& out) const {
   } else if (!table_.values.empty()) {
     out.targets = gather(table_.values, table_.value_dim);
   }
-  if (table_.feature_dim > 0) out.features = gather(table_.features, table_.feature_dim);
+  if (table_.feature_dim > 0) out.inputs.features = gather(table_.features, table_.feature_dim);
 }
 
 Batch slice_batch(const Batch& b, int64_t start, int64_t count) {
   Batch s;
   s.index = b.index;
-  s.images = b.images.narrow(0, start, count);
+  s.inputs = b.inputs.narrow(start, count);
   if (b.targets.defined()) s.targets = b.targets.narrow(0, start, count);
-  if (b.features.defined()) s.features = b.features.narrow(0, start, count);
   s.rows.assign(b.rows.begin() + start, b.rows.begin() + start + count);
   s.norm_mean = b.norm_mean;
   s.norm_std = b.norm_std;
   return s;
 }
 
-at::Tensor to_model_input(const Batch& b, const c10::Device& device) {
-  at::Tensor x = b.images.to(device, /*non_blocking=*/true);
-  if (x.scalar_type() != at::kByte) return x;
+model::Inputs to_model_input(const Batch& b, const c10::Device& device) {
+  model::Inputs in = b.inputs.to(device, /*non_blocking=*/true);
+  if (!in.pixels.defined() || in.pixels.scalar_type() != at::kByte) return in;
+  at::Tensor& x = in.pixels;
   x = x.to(at::kFloat).div_(255.0);
   if (!b.norm_mean.empty()) {
     const int64_t c = x.size(1);
@@ -199,7 +200,7 @@ at::Tensor to_model_input(const Batch& b, const c10::Device& device) {
     };
     x.sub_(stat(b.norm_mean)).div_(stat(b.norm_std));
   }
-  return x;
+  return in;
 }
 
 Image ImageCache::get(int64_t row) const {

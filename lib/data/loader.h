@@ -17,23 +17,27 @@
 #include "data/image.h"
 #include "data/table.h"
 #include "data/transform.h"
+#include "model/inputs.h"
 
 namespace kg::data {
 
 class ResidentImages;  // data/resident.h
 
 struct Batch {
-  int64_t index = 0;          // batch number within the epoch
-  at::Tensor images;          // float [B, C, H, W], or uint8 with data.uint8_transfer (see to_model_input)
+  int64_t index = 0;  // batch number within the epoch
+  // pixels: float [B, C, H, W], or uint8 with data.uint8_transfer (see to_model_input); features: float [B, F] from
+  // data.feature_cols (undefined when none)
+  model::Inputs inputs;
   at::Tensor targets;         // multiclass: int64 [B]; other tasks: float [B, D]; undefined when unlabeled
-  at::Tensor features;        // float [B, F] from data.feature_cols (undefined when none)
   std::vector<int64_t> rows;  // table row of each sample
   std::vector<double> norm_mean, norm_std;  // uint8 batches: the normalization left to the device
+
+  int64_t size() const { return inputs.size(); }
 };
 
-// The batch's images on `device` as the model's float input: uint8 batches are scaled to [0, 1] and
-// normalized there (data.uint8_transfer), float batches are copied (non-blocking from pinned memory).
-at::Tensor to_model_input(const Batch& b, const c10::Device& device);
+// The batch's inputs on `device` as the model takes them: uint8 pixels are scaled to [0, 1] and normalized there
+// (data.uint8_transfer); the rest is copied (non-blocking from pinned memory).
+model::Inputs to_model_input(const Batch& b, const c10::Device& device);
 
 // Samples [start, start + count) of `b` (views of its tensors; index and normalization kept).
 Batch slice_batch(const Batch& b, int64_t start, int64_t count);

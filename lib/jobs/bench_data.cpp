@@ -54,11 +54,11 @@ LoaderTiming time_loader(const data::Table& t, const std::vector<int64_t>& rows,
       lo.epoch = epoch++;
       loader = std::make_unique<data::Loader>(t, rows, pipe, lo);
     }
-    return b.images.size(0);
+    return b.size();
   };
   LoaderTiming r;
   if (batches < 0) {
-    while (loader->next(b)) ++r.batches, r.images += b.images.size(0);
+    while (loader->next(b)) ++r.batches, r.images += b.size();
   } else {
     next();  // warm-up: threads started, first batch prefetched
     t0 = Clock::now();

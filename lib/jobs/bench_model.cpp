@@ -64,7 +64,7 @@ struct Step {
 // One training step on fixed synthetic tensors with the recipe's optimizer, as fit builds it. Gradients
 // are dropped (set to none) first, as fit does, so the heap before the forward pass holds no gradient of
 // the previous step.
-Step train_step(model::Network& net, optim::Optimizer& opt, const at::Tensor& x, const at::Tensor& feats,
+Step train_step(model::Network& net, optim::Optimizer& opt, const model::Inputs& in,
                 const std::function<at::Tensor(const at::Tensor&)>& loss_fn, const at::Tensor& sync_param,
                 device::Precision precision) {
   opt.zero_grad();
@@ -73,7 +73,7 @@ Step train_step(model::Network& net, optim::Optimizer& opt, const at::Tensor& x,
   const int64_t before = device::heap_in_use();
   {
     // device.precision, as in fit
-    at::Tensor loss = loss_fn(train::forward_float32(net, x, feats, precision, x.device().type()));
+    at::Tensor loss = loss_fn(train::forward_float32(net, in, precision, sync_param.device().type()));
     const int64_t after = device::heap_in_use();
     if (before >= 0 && after >= 0) s.held_bytes = after - before;
     loss.backward();
@@ -106,16 +106,16 @@ std::function<at::Tensor(const at::Tensor&)> synthetic_loss(data::Task task, int
 }
 
 // One configuration (layout, checkpointing) of one model: warm-up, then the timed steps; the report row.
-json time_config(const BenchModelRequest& o, const config::Recipe& tree, model::Network& net, const at::Tensor& x,
-                 const at::Tensor& feats, const std::function<at::Tensor(const at::Tensor&)>& loss_fn,
-                 const at::Tensor& sync_param, device::Precision precision, bool measure_heap, double gflops,
-                 const std::string& name, const std::string& layout, bool ckpt, int64_t batch) {
+json time_config(const BenchModelRequest& o, const config::Recipe& tree, model::Network& net, const model::Inputs& x,
+                 const std::function<at::Tensor(const at::Tensor&)>& loss_fn, const at::Tensor& sync_param,
+                 device::Precision precision, bool measure_heap, double gflops, const std::string& name,
+                 const std::string& layout, bool ckpt, int64_t batch) {
   // A fresh optimizer per configuration: its moments take each layout's memory format.
   auto opt = optim::build(tree, net);
-  for (int64_t i = 0; i < o.flags.warmup; ++i) train_step(net, *opt, x, feats, loss_fn, sync_param, precision);
+  for (int64_t i = 0; i < o.flags.warmup; ++i) train_step(net, *opt, x, loss_fn, sync_param, precision);
   std::vector<double> secs, held;
   for (int64_t i = 0; i < o.flags.steps; ++i) {
-    Step s = train_step(net, *opt, x, feats, loss_fn, sync_param, precision);
+    Step s = train_step(net, *opt, x, loss_fn, sync_param, precision);
     secs.push_back(s.seconds);
     held.push_back(static_cast<double>(s.held_bytes));
   }
@@ -196,9 +196,8 @@ int run_bench_model(const BenchModelRequest& o) {
   if (o.flags.grad_checkpointing) ckpt_modes.push_back(true);
   const bool measure_heap = dev.device.is_cpu() && device::heap_in_use() >= 0;
 
-  const std::string optim_name = recipe.at("optim.name").value.get<std::string>();
-  const std::string shape =
-      std::to_string(ctx.in_chans) + "x" + std::to_string(ctx.height) + "x" + std::to_string(ctx.width);
+  const std::string optim_name = recipe.get<optim::OptimOptions>().name;
+  const std::string shape = model::describe_input(ctx);
   std::string head = "bench-model: " + join(o.layers, " + ") + ": " + join(names, ", ") + "; input " + shape +
                      (ctx.num_features > 0 ? " + " + std::to_string(ctx.num_features) + " features" : "") + ", " +
                      std::to_string(ctx.num_outputs) + " outputs (" + data::task_name(in.classes.task) + "), batch " +
@@ -215,8 +214,9 @@ int run_bench_model(const BenchModelRequest& o) {
   // Synthetic batch and targets of the task's shape (seeded: every model sees the same data).
   torch::manual_seed(static_cast<uint64_t>(run.seed));
   auto fopts = torch::TensorOptions().dtype(torch::kFloat).device(dev.device);
-  const at::Tensor x = torch::randn({batch, ctx.in_chans, ctx.height, ctx.width}, fopts);
-  const at::Tensor feats = ctx.num_features > 0 ? torch::randn({batch, ctx.num_features}, fopts) : at::Tensor();
+  // Random, not dummy_inputs' zeros: the activations are those of data.
+  const model::Inputs x =
+      model::dummy_inputs(ctx, batch, fopts).map([](const at::Tensor& t) { return torch::randn_like(t); });
   const auto loss_fn = synthetic_loss(in.classes.task, ctx.num_outputs, batch, dev.device);
 
   json models = json::array(), rows = json::array();
@@ -234,7 +234,7 @@ int run_bench_model(const BenchModelRequest& o) {
     net->to(dev.device);
     net->set_channels_last(false);
     net->set_grad_checkpointing(false);
-    const auto summary = model::summarize(*net, ctx.in_chans, ctx.height, ctx.width, batch, ctx.num_features);
+    const auto summary = model::summarize(*net, ctx, batch);
     models.push_back({{"name", name}, {"summary", summary.to_json()}});
     at::Tensor sync_param;
     for (const auto& p : net->parameters())
@@ -248,8 +248,8 @@ int run_bench_model(const BenchModelRequest& o) {
         net->set_grad_checkpointing(ckpt);
         o.log("  " + name + ", " + layout + (ckpt ? ", grad checkpointing" : "") + ": " +
               std::to_string(o.flags.warmup) + " + " + std::to_string(o.flags.steps) + " steps...");
-        const json row = time_config(o, tree, *net, x, feats, loss_fn, sync_param, dev.precision, measure_heap,
-                                     summary.gflops, name, layout, ckpt, batch);
+        const json row = time_config(o, tree, *net, x, loss_fn, sync_param, dev.precision, measure_heap, summary.gflops,
+                                     name, layout, ckpt, batch);
         const double med = row["median_step_seconds"].get<double>(), ips = row["images_per_s"].get<double>();
         const json& held_json = row["held_after_forward_bytes"];
         rows.push_back(row);

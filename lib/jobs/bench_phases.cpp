@@ -125,7 +125,7 @@ data::Batch time_loader_phase(session::TrainingContext& s, const std::vector<int
     if (s.data.resident) sync();  // device batches are ready when the device has made them
     const auto now = Clock::now();
     secs.push_back(std::chrono::duration<double>(now - last).count());
-    images.push_back(b.images.size(0));
+    images.push_back(b.size());
     last = now;
     if (i == 0) first = b;  // holds its buffer: the loader does not reuse it
   }
@@ -161,7 +161,7 @@ void time_compute_phases(session::TrainingContext& s, model::Network& net, const
     const train::DeviceBatch in = train::to_device(b, dev.device);
     sync();
     const auto t1 = Clock::now();
-    auto l = micro.forward(in.x, in.f, in.y);
+    auto l = micro.forward(in.in, in.y);
     sync();
     const auto t2 = Clock::now();
     micro.backward(l, micro.weight_tensor(train::MicroStep::weight_of(1, scaler), dev.device));
@@ -177,17 +177,18 @@ void time_compute_phases(session::TrainingContext& s, model::Network& net, const
     bwd.push_back(d(t2, t3));
     step.push_back(d(t3, t4));
   }
-  const int64_t B = b.images.size(0);
+  const int64_t B = b.size();
   const std::vector<int64_t> imgs(static_cast<size_t>(n), B);
   auto win = [&](const std::vector<double>& v) { return median_window(v, imgs, st.warmup, st.steps, st.repeats); };
   const auto wc = win(copy), wf = win(fwd), wb = win(bwd), ws = win(step);
   std::string copy_note = dev.device.is_cpu() ? "cpu: no copy" : (s.data.pin ? "pinned memory" : "pageable memory");
-  if (b.images.scalar_type() == at::kByte) copy_note += ", uint8 batch normalized on the device";
+  if (b.inputs.pixels.defined() && b.inputs.pixels.scalar_type() == at::kByte)
+    copy_note += ", uint8 batch normalized on the device";
   r.phases.push_back(phase("host_to_device", "host -> device copy", B, wc, copy_note));
   r.phases.push_back(phase("forward", "forward + loss", B, wf, device::precision_name(dev.precision)));
   r.phases.push_back(phase("backward", "backward", B, wb));
   r.phases.push_back(
-      phase("optimizer_step", "optimizer step", B, ws, s.session.recipe.at("optim.name").value.get<std::string>()));
+      phase("optimizer_step", "optimizer step", B, ws, s.session.recipe.get<optim::OptimOptions>().name));
   // One update: accum micro-batches through forward and backward, one step.
   const double update =
       static_cast<double>(r.accum_steps) * (wf.seconds_per_step + wb.seconds_per_step) + ws.seconds_per_step;
@@ -262,14 +263,13 @@ void time_eval_step(session::TrainingContext& s, model::Network& net, const std:
     const size_t before = secs.size();
     auto last = Clock::now();
     while (loader->next(b)) {
-      at::Tensor f = b.features.defined() ? b.features.to(s.dev.device, /*non_blocking=*/true) : at::Tensor();
       const at::Tensor out =
-          train::forward_float32(net, data::to_model_input(b, s.dev.device), f, s.dev.precision, s.dev.device.type());
+          train::forward_float32(net, data::to_model_input(b, s.dev.device), s.dev.precision, s.dev.device.type());
       (void)metric::activate(out, s.data.task).to(torch::kCPU);
       sync();
       const auto now = Clock::now();
       secs.push_back(std::chrono::duration<double>(now - last).count());
-      images.push_back(b.images.size(0));
+      images.push_back(b.size());
       last = now;
     }
     if (secs.size() == before) break;  // no validation rows

@@ -42,7 +42,7 @@ Shown load_rows(const session::TrainingContext& s, const std::vector<int64_t>& r
   data::Batch b;
   std::vector<at::Tensor> parts(rows.size());
   while (loader->next(b)) {
-    const at::Tensor x = data::to_model_input(b, torch::kCPU);
+    const at::Tensor x = data::to_model_input(b, torch::kCPU).pixels;
     for (size_t i = 0; i < b.rows.size(); ++i)
       parts[static_cast<size_t>(pos.at(b.rows[i]))] = x[static_cast<int64_t>(i)];
     if (out.mean.empty()) out.mean = b.norm_mean, out.std = b.norm_std;

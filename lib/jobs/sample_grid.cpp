@@ -98,9 +98,9 @@ std::string training_sample_png(const session::TrainingContext& s, const std::ve
   auto loader = s.train_loader(rows, epoch, epochs);
   data::Batch b;
   KG_CHECK(loader->next(b), DataError, "the training loader gave no batch");
-  const int64_t k = std::min<int64_t>(n, b.images.size(0));
+  const int64_t k = std::min<int64_t>(n, b.size());
   // The whole batch is mixed (partners come from all of it), then the first k are shown.
-  at::Tensor x = data::to_model_input(b, torch::kCPU).clone();
+  at::Tensor x = data::to_model_input(b, torch::kCPU).pixels.clone();
   at::Tensor y = b.targets.defined() ? b.targets.to(torch::kCPU).clone() : at::Tensor();
   if (auto mix = s.mix_fn(); mix && y.defined()) mix(x, y, epoch, b.index);
   x = x.narrow(0, 0, k);

@@ -37,7 +37,7 @@ std::string views_png(const session::TrainingContext& s, const std::string& id) 
     KG_CHECK(loader.next(b), DataError, "cannot load test row ", test.rows[static_cast<size_t>(row)].where);
     std::vector<double> mean = b.norm_mean, std = b.norm_std;
     if (mean.empty()) pipe.normalization(mean, std);
-    return std::make_tuple(data::to_model_input(b, torch::kCPU), mean, std);
+    return std::make_tuple(data::to_model_input(b, torch::kCPU).pixels, mean, std);
   };
   const auto [x, mean, std] = load(*s.data.eval_pipe, 0, s.seed);
   std::vector<report::Tile> tiles;

@@ -83,9 +83,22 @@ int64_t LayerGroup::numel() const {
   return n;
 }
 
-at::Tensor Network::forward(const at::Tensor& input, const at::Tensor& features) {
-  at::Tensor x = channels_last_ && input.dim() == 4 ? input.contiguous(at::MemoryFormat::ChannelsLast) : input;
-  return forward_head(forward_features(x), features);
+at::Tensor Network::forward(const Inputs& in) {
+  if (!channels_last_ || !in.pixels.defined() || in.pixels.dim() != 4)
+    return forward_head(forward_backbone(in), in.features);
+  Inputs nhwc = in;
+  nhwc.pixels = in.pixels.contiguous(at::MemoryFormat::ChannelsLast);
+  return forward_head(forward_backbone(nhwc), in.features);
+}
+
+at::Tensor Network::forward(const at::Tensor& x, const at::Tensor& features) {
+  return forward(Inputs::image(x, features));
+}
+
+at::Tensor Network::forward_backbone(const Inputs& in) {
+  KG_CHECK(in.pixels.defined(), ConfigError, "model ", arch_.empty() ? std::string("this network") : arch_,
+           " takes images; this batch has ", in.is_text() ? "token ids (text)" : "no input");
+  return forward_features(in.pixels);
 }
 
 at::Tensor Network::forward_head(const at::Tensor& feature_map, const at::Tensor& features) {
@@ -142,11 +155,10 @@ void Network::finish(const ModelContext& ctx, torch::nn::Module& fc_parent, cons
     torch::NoGradGuard no_grad;
     bool was_training = is_training();
     eval();
-    at::Tensor f = forward_features(torch::zeros({1, ctx.in_chans, ctx.height, ctx.width}));
+    at::Tensor f = forward_backbone(dummy_inputs(ctx, 1, torch::kCPU));
     train(was_training);
     KG_CHECK(f.dim() == 4 || f.dim() == 2, DataError, "the backbone returned shape ", f.sizes(), " for a 1x",
-             ctx.in_chans, "x", ctx.height, "x", ctx.width,
-             " input; expected a feature map [N, C, H, W] or pooled features [N, C]");
+             describe_input(ctx), " input; expected a feature map [N, C, H, W] or pooled features [N, C]");
     width = f.size(1) * (f.dim() == 4 ? pool_multiplier(pool_) : 1);
   }
   build_pre_logits(width);

@@ -17,6 +17,7 @@
 #include "config/registry.h"
 #include "config/recipe.h"
 #include "model/head.h"
+#include "model/inputs.h"
 #include "model/safetensors.h"
 
 namespace kg::model {
@@ -60,9 +61,15 @@ struct LayerGroup {
 
 class Network : public torch::nn::Module {
  public:
-  // images [N, C, H, W] (+ features [N, F] when the model takes data.feature_cols) -> outputs [N, num_outputs].
+  // The model's inputs (pixels or token ids, + features [N, F] when the model takes data.feature_cols) -> outputs
+  // [N, num_outputs].
+  at::Tensor forward(const Inputs& in);
+  // An image batch [N, C, H, W] (+ features): forward(Inputs::image(x, features)).
   at::Tensor forward(const at::Tensor& x, const at::Tensor& features = {});
-  // The backbone alone: a feature map [N, C, h, w] (or already pooled [N, C]).
+  // The backbone on the inputs: an image network's is forward_features(in.pixels); a network of another modality
+  // overrides it.
+  virtual at::Tensor forward_backbone(const Inputs& in);
+  // The image backbone alone: a feature map [N, C, h, w] (or already pooled [N, C]).
   virtual at::Tensor forward_features(const at::Tensor& x) = 0;
   // The rest of forward() after forward_features: pooling, pre-logits, head (Grad-CAM differentiates it).
   at::Tensor forward_head(const at::Tensor& feature_map, const at::Tensor& features = {});

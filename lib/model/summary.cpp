@@ -272,11 +272,20 @@ int64_t count_macs(const std::function<void()>& fn) {
 
 ModelSummary summarize(Network& net, int64_t in_chans, int64_t height, int64_t width, int64_t batch,
                        int64_t feature_dim) {
-  KG_CHECK(in_chans > 0 && height > 0 && width > 0 && batch > 0, UsageError,
-           "model summary: expected a positive input ", in_chans, "x", height, "x", width, " and batch ", batch);
+  ModelContext ctx;
+  ctx.in_chans = in_chans;
+  ctx.height = height;
+  ctx.width = width;
+  ctx.num_features = feature_dim;
+  return summarize(net, ctx, batch);
+}
+
+ModelSummary summarize(Network& net, const ModelContext& ctx, int64_t batch) {
+  KG_CHECK(ctx.in_chans > 0 && ctx.height > 0 && ctx.width > 0 && batch > 0, UsageError,
+           "model summary: expected a positive input ", describe_input(ctx), " and batch ", batch);
   ModelSummary s;
-  s.input_shape = {in_chans, height, width};
-  s.feature_dim = feature_dim;
+  s.input_shape = {ctx.in_chans, ctx.height, ctx.width};
+  s.feature_dim = ctx.num_features;
   s.batch = batch;
   s.channels_last = net.channels_last();
   s.grad_checkpointing = net.grad_checkpointing();
@@ -293,34 +302,30 @@ ModelSummary summarize(Network& net, int64_t in_chans, int64_t height, int64_t w
   s.grad_bytes = s.trainable_params * 4;
   s.optimizer_bytes = 2 * s.trainable_params * 4;  // AdamW's exp_avg and exp_avg_sq
 
-  auto opts = torch::TensorOptions().dtype(torch::kFloat).device(device);
-  auto inputs = [&](int64_t n) {
-    return std::make_pair(torch::zeros({n, in_chans, height, width}, opts),
-                          feature_dim > 0 ? torch::zeros({n, feature_dim}, opts) : at::Tensor());
-  };
+  const auto opts = torch::TensorOptions().device(device);
   NetworkState restore(net, device);
 
   {  // FLOPs: eval mode, no autograd, one image.
     net.eval();
     torch::NoGradGuard no_grad;
-    const auto in = inputs(1);  // not a structured binding: C++17 lambdas cannot capture those (clang refuses)
-    s.macs = count_macs([&] { net.forward(in.first, in.second); });
+    const Inputs in = dummy_inputs(ctx, 1, opts);
+    s.macs = count_macs([&] { net.forward(in); });
     s.gflops = 2.0 * static_cast<double>(s.macs) / 1e9;
   }
   {  // Activations: training mode with autograd at kActivationBatch, scaled linearly to `batch`.
     net.train(true);
     torch::AutoGradMode grad(true);
-    auto [x, f] = inputs(kActivationBatch);
+    const Inputs in = dummy_inputs(ctx, kActivationBatch, opts);
     Tracker t;
     t.track_outputs = true;
     for (const auto& p : net.parameters(true)) t.exclude(p);
     for (const auto& b : net.buffers(true)) t.exclude(b);
-    t.exclude(x);
-    if (f.defined()) t.exclude(f);
+    for (const at::Tensor* x : in.fields())
+      if (x->defined()) t.exclude(*x);
     at::Tensor out;
     {
       Tracking on(t);
-      out = net.forward(x, f);
+      out = net.forward(in);
     }
     // `out` and the graph behind it are alive here: what they reference is what backward needs.
     const int64_t held = t.held_bytes();

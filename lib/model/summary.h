@@ -49,6 +49,8 @@ struct ModelSummary {
 // training-mode forward pass at batch 2 (BatchNorm needs two samples in training mode), scaled
 // linearly to `batch`. The network's parameters, buffers (BatchNorm running statistics), train/eval
 // mode of every submodule and the default generator of its device are as they were on return.
+ModelSummary summarize(Network& net, const ModelContext& ctx, int64_t batch);
+// The same for an image model's input in_chans x height x width (+ feature_dim features).
 ModelSummary summarize(Network& net, int64_t in_chans, int64_t height, int64_t width, int64_t batch,
                        int64_t feature_dim = 0);
 

@@ -64,9 +64,7 @@ int64_t recalibrate_bn(model::Network& net, data::Loader& loader, const c10::Dev
     data::Batch b;
     int64_t n = 0;
     while ((max_batches <= 0 || n < max_batches) && loader.next(b)) {
-      at::Tensor x = data::to_model_input(b, device);
-      at::Tensor f = b.features.defined() ? b.features.to(device) : at::Tensor();
-      net.forward(x, f);
+      net.forward(data::to_model_input(b, device));
       ++n;
     }
   } catch (...) {

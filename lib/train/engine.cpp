@@ -42,8 +42,7 @@ Predictions predict(model::Network& net, data::Loader& loader, const c10::Device
   data::Batch b;
   while (loader.next(b)) {
     stop_if_signalled();
-    at::Tensor f = b.features.defined() ? b.features.to(device, /*non_blocking=*/true) : at::Tensor();
-    const at::Tensor logits = forward_float32(net, data::to_model_input(b, device), f, precision, device.type());
+    const at::Tensor logits = forward_float32(net, data::to_model_input(b, device), precision, device.type());
     if (loss && b.targets.defined())
       loss_sum += loss->forward(logits, b.targets.to(device, true)).item<double>() * logits.size(0);
     probs.push_back(metric::activate(logits, task).to(torch::kCPU));
@@ -96,14 +95,15 @@ ViewOutputs predict_views(model::Network& net, data::Loader& loader, const c10::
   data::Batch b;
   while (loader.next(b)) {
     stop_if_signalled();
-    at::Tensor f = b.features.defined() ? b.features.to(device, /*non_blocking=*/true) : at::Tensor();
-    auto x = data::to_model_input(b, device);
+    const model::Inputs in = data::to_model_input(b, device);
     for (size_t v = 0; v < views.size(); ++v) {
-      raw[v].push_back(forward_float32(net, views[v] ? views[v](x) : x, f, precision, device.type()).to(torch::kCPU));
+      model::Inputs view = in;
+      if (views[v]) view.pixels = views[v](in.pixels);
+      raw[v].push_back(forward_float32(net, view, precision, device.type()).to(torch::kCPU));
     }
     if (b.targets.defined()) targets.push_back(b.targets);
     o.rows.insert(o.rows.end(), b.rows.begin(), b.rows.end());
-    o.images += x.size(0);
+    o.images += in.size();
   }
   for (auto& r : raw) o.raw.push_back(r.empty() ? torch::empty({0, 0}) : torch::cat(r));
   if (!targets.empty()) o.targets = torch::cat(targets);

@@ -223,8 +223,8 @@ double SweepStep::update(double lr) {
   for (int64_t m = 0; m < group_size; ++m) {
     if (m > 0) KG_ASSERT(src_->next(b), "lr finder: the epoch ended inside an accumulation group");
     DeviceBatch d = to_device(b, p_.device);
-    if (p_.mix) p_.mix(d.x, d.y, epoch_, b.index);
-    const at::Tensor l = step_.forward(d.x, d.f, d.y);
+    if (p_.mix) p_.mix(d.in.pixels, d.y, epoch_, b.index);
+    const at::Tensor l = step_.forward(d.in, d.y);
     step_.backward(l, weight);
     group_loss += l.detach();
   }

@@ -41,23 +41,21 @@ void adaptive_clip(const std::vector<at::Tensor>& params, double factor) {
 }
 }  // namespace
 
-at::Tensor forward_float32(model::Network& net, const at::Tensor& x, const at::Tensor& f, device::Precision precision,
+at::Tensor forward_float32(model::Network& net, const model::Inputs& in, device::Precision precision,
                            c10::DeviceType device_type) {
   at::Tensor out;
   {
     device::AutocastScope autocast(precision, device_type);
-    out = net.forward(x, f);
+    out = net.forward(in);
   }
   return out.to(torch::kFloat);
 }
 
 void trial_step(model::Network& net, optim::Optimizer& opt, const model::ModelContext& ctx,
                 const device::DeviceInfo& dev, int64_t batch) {
-  auto fo = torch::TensorOptions().dtype(torch::kFloat).device(dev.device);
-  auto x = torch::zeros({batch, ctx.in_chans, ctx.height, ctx.width}, fo);
-  if (dev.channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
-  at::Tensor f = ctx.num_features > 0 ? torch::zeros({batch, ctx.num_features}, fo) : at::Tensor();
-  const at::Tensor out = forward_float32(net, x, f, dev.precision, dev.device.type());
+  model::Inputs in = model::dummy_inputs(ctx, batch, torch::TensorOptions().device(dev.device));
+  if (dev.channels_last && in.pixels.defined()) in.pixels = in.pixels.contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor out = forward_float32(net, in, dev.precision, dev.device.type());
   device::maybe_fake_oom(batch);
   // Any scalar of the outputs: the loss's own memory is negligible next to the activations it frees.
   out.square().mean().backward();
@@ -67,16 +65,15 @@ void trial_step(model::Network& net, optim::Optimizer& opt, const model::ModelCo
 
 DeviceBatch to_device(const data::Batch& b, const c10::Device& device) {
   DeviceBatch d;
-  d.x = data::to_model_input(b, device);
-  d.f = b.features.defined() ? b.features.to(device, /*non_blocking=*/true) : at::Tensor();
+  d.in = data::to_model_input(b, device);
   d.y = b.targets.defined() ? b.targets.to(device, /*non_blocking=*/true) : at::Tensor();
   return d;
 }
 
 // --- MicroStep -------------------------------------------------------------------------------------
 
-at::Tensor MicroStep::forward(const at::Tensor& x, const at::Tensor& f, const at::Tensor& y) const {
-  return loss->forward(forward_float32(*net, x, f, precision, device_type), y);
+at::Tensor MicroStep::forward(const model::Inputs& in, const at::Tensor& y) const {
+  return loss->forward(forward_float32(*net, in, precision, device_type), y);
 }
 
 void MicroStep::backward(const at::Tensor& loss, const at::Tensor& weight) const {

@@ -28,9 +28,9 @@
 
 namespace kg::train {
 
-// net.forward(x, f) under autocast for `precision` on `device_type`; the output converted to float32
+// net.forward(in) under autocast for `precision` on `device_type`; the output converted to float32
 // (losses, metrics and activations always see float32).
-at::Tensor forward_float32(model::Network& net, const at::Tensor& x, const at::Tensor& f, device::Precision precision,
+at::Tensor forward_float32(model::Network& net, const model::Inputs& in, device::Precision precision,
                            c10::DeviceType device_type);
 
 // One training step at `batch` on zero inputs, taking the memory a real step of that size takes (the optimizer's
@@ -38,10 +38,11 @@ at::Tensor forward_float32(model::Network& net, const at::Tensor& x, const at::T
 void trial_step(model::Network& net, optim::Optimizer& opt, const model::ModelContext& ctx,
                 const device::DeviceInfo& dev, int64_t batch);
 
-// A micro-batch on the device: the model input (uint8 batches normalized there), features (undefined
-// without tabular columns) and targets.
+// A micro-batch on the device: the model's inputs (uint8 pixels normalized there; features undefined without
+// tabular columns) and the targets.
 struct DeviceBatch {
-  at::Tensor x, f, y;
+  model::Inputs in;
+  at::Tensor y;
 };
 DeviceBatch to_device(const data::Batch& b, const c10::Device& device);
 
@@ -52,8 +53,8 @@ struct MicroStep {
   c10::DeviceType device_type = c10::kCPU;
   bool scaled = false;  // fp16: the loss is multiplied by its weight (loss scale / micro-batches); else divided by it
 
-  // The float32 mean loss of a micro-batch (`f`: tabular features, may be undefined).
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& f, const at::Tensor& y) const;
+  // The float32 mean loss of a micro-batch.
+  at::Tensor forward(const model::Inputs& in, const at::Tensor& y) const;
   // Backward of `loss` weighed by `weight` (a float scalar tensor on the loss's device).
   void backward(const at::Tensor& loss, const at::Tensor& weight) const;
   // The weight as a tensor for an eager step.

@@ -33,7 +33,8 @@ std::string graphs_blocker(const config::Recipe& recipe, bool multi_process) {
 
 struct GraphedSteps::Entry {
   std::string key;
-  at::Tensor x, f, y, w;  // the static inputs every replay reads
+  model::Inputs in;  // the static inputs every replay reads
+  at::Tensor y, w;
   std::unique_ptr<device::StepGraph> graph;
 };
 
@@ -59,10 +60,9 @@ void GraphedSteps::check_model() {
 
 void GraphedSteps::clear() { entries_.clear(); }
 
-GraphedSteps::Entry& GraphedSteps::entry_for(const at::Tensor& x, const at::Tensor& f, const at::Tensor& y) {
+GraphedSteps::Entry& GraphedSteps::entry_for(const model::Inputs& in, const at::Tensor& y) {
   std::ostringstream k;
-  describe(k, x);
-  describe(k, f);
+  for (const at::Tensor* t : in.fields()) describe(k, *t);
   describe(k, y);
   const std::string key = k.str();
   for (auto it = entries_.begin(); it != entries_.end(); ++it)
@@ -74,14 +74,13 @@ GraphedSteps::Entry& GraphedSteps::entry_for(const at::Tensor& x, const at::Tens
   auto e = std::make_unique<Entry>();
   e->key = key;
   // The batch itself (not uninitialised memory): warm-up runs read it, and a loss must see valid targets.
-  e->x = x.clone();
-  e->f = f.defined() ? f.clone() : at::Tensor();
+  e->in = in.map([](const at::Tensor& t) { return t.clone(); });
   e->y = y.clone();
-  e->w = step_.weight_tensor(1.0, x.device());
+  e->w = step_.weight_tensor(1.0, y.device());
   Entry* ep = e.get();
   const MicroStep step = step_;
   device::GraphWork work = [step, ep]() -> std::vector<at::Tensor> {
-    at::Tensor l = step.forward(ep->x, ep->f, ep->y);
+    at::Tensor l = step.forward(ep->in, ep->y);
     step.backward(l, ep->w);
     return {l.detach()};
   };
@@ -99,16 +98,17 @@ GraphedSteps::Entry& GraphedSteps::entry_for(const at::Tensor& x, const at::Tens
   if (entries_.empty()) model_signature_ = signature();
   ++captures_;
   if (log_)
-    log_("  cuda graphs: training step captured for input " + c10::str(x.sizes()) + " (" +
-         std::to_string(entries_.size() + 1) + " shape" + (entries_.empty() ? "" : "s") + " kept)");
+    log_("  cuda graphs: training step captured for input " +
+         c10::str((in.pixels.defined() ? in.pixels : in.ids).sizes()) + " (" + std::to_string(entries_.size() + 1) +
+         " shape" + (entries_.empty() ? "" : "s") + " kept)");
   entries_.push_front(std::move(e));
   return *entries_.front();
 }
 
-at::Tensor GraphedSteps::run(const at::Tensor& x, const at::Tensor& f, const at::Tensor& y, double weight, bool sole) {
+at::Tensor GraphedSteps::run(const model::Inputs& in, const at::Tensor& y, double weight, bool sole) {
   Entry* e = nullptr;
   try {
-    e = &entry_for(x, f, y);
+    e = &entry_for(in, y);
   } catch (const std::exception& err) {
     if (device::is_out_of_memory(err)) throw;
     std::string what = err.what();
@@ -117,14 +117,16 @@ at::Tensor GraphedSteps::run(const at::Tensor& x, const at::Tensor& f, const at:
     if (log_)
       log_("  cuda graphs: off for the rest of the run, the step could not be captured (" +
            what.substr(0, what.find('\n')) + "); it runs eagerly");
-    at::Tensor l = step_.forward(x, f, y);
-    step_.backward(l, step_.weight_tensor(weight, x.device()));
+    at::Tensor l = step_.forward(in, y);
+    step_.backward(l, step_.weight_tensor(weight, y.device()));
     return l.detach();
   }
   {
     torch::NoGradGuard ng;
-    e->x.copy_(x, /*non_blocking=*/true);
-    if (f.defined()) e->f.copy_(f, /*non_blocking=*/true);
+    const auto from = in.fields();
+    const auto to = e->in.fields();
+    for (size_t i = 0; i < from.size(); ++i)
+      if (from[i]->defined()) to[i]->copy_(*from[i], /*non_blocking=*/true);
     e->y.copy_(y, /*non_blocking=*/true);
     e->w.fill_(MicroStep::weight_as_float(weight));
   }

@@ -42,7 +42,7 @@ class GraphedSteps {
   // until the next call. `sole`: the update has this micro-batch alone (its gradients are used in place).
   // A capture that fails for another reason than memory turns graphs off: this step and the rest of the
   // run are eager (logged). Out-of-memory errors propagate (the trainer backs off; call clear()).
-  at::Tensor run(const at::Tensor& x, const at::Tensor& f, const at::Tensor& y, double weight, bool sole);
+  at::Tensor run(const model::Inputs& in, const at::Tensor& y, double weight, bool sole);
   // Drops the graphs when what they captured changed: trainable parameters (freezing) or train/eval
   // modes of the modules. Called at every epoch's start.
   void check_model();
@@ -52,7 +52,7 @@ class GraphedSteps {
  private:
   struct Entry;
   std::string signature() const;
-  Entry& entry_for(const at::Tensor& x, const at::Tensor& f, const at::Tensor& y);
+  Entry& entry_for(const model::Inputs& in, const at::Tensor& y);
 
   std::unique_ptr<device::GraphCapturer> capturer_;
   MicroStep step_;

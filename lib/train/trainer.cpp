@@ -169,7 +169,7 @@ void Trainer::run_loaded_batch(const data::Batch& b, int64_t epoch, int64_t full
                                UpdateGroup& g) {
   const int64_t micro = OomBackoff::micro_size(full_batch, s_.oom_halvings);
   const int64_t group_chunks = g.chunks(micro);
-  const int64_t rows = b.images.size(0);
+  const int64_t rows = b.size();
   const int64_t per_full = OomBackoff::chunks_of(full_batch, micro);
   // Each micro-batch's mean loss weighs 1/(the group's real size): the group's gradient is the gradient
   // of its mean loss, also for a short final group (timm; Lightning divides by accum).
@@ -179,14 +179,14 @@ void Trainer::run_loaded_batch(const data::Batch& b, int64_t epoch, int64_t full
     DeviceBatch d = to_device(len == rows ? b : data::slice_batch(b, start, len), p_.device);
     // Mixing draws from (epoch, batch index): micro-batch c of loader batch i is batch i * per_full + c of
     // a run whose loader made micro-batches from the start.
-    if (mix_) mix_(d.x, d.y, epoch, b.index * per_full + c);
+    if (mix_) mix_(d.in.pixels, d.y, epoch, b.index * per_full + c);
     at::Tensor ld;
     if (graphs_ && graphs_->on()) {
       device::maybe_fake_oom(len);
-      ld = graphs_->run(d.x, d.f, d.y, weight, group_chunks == 1);
+      ld = graphs_->run(d.in, d.y, weight, group_chunks == 1);
     } else {
       const MicroStep step = micro_step();
-      auto l = step.forward(d.x, d.f, d.y);
+      auto l = step.forward(d.in, d.y);
       // The test hook fails where real out-of-memory errors mostly happen: after the forward pass (BatchNorm
       // statistics and dropout's generator already moved), before backward.
       device::maybe_fake_oom(len);

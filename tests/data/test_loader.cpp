@@ -47,7 +47,7 @@ TEST_CASE("batches do not depend on the worker count or prefetch depth", "[unit]
   kg::data::LoaderOptions o{8, true, false, 0, 1, 11, 2, -1};
   auto ref = drain(s.table, p, o);
   REQUIRE(ref.size() == 5);  // 37 rows, batch 8, keep the short last batch
-  CHECK(ref.back().images.size(0) == 5);
+  CHECK(ref.back().inputs.pixels.size(0) == 5);
   for (int workers : {1, 2, 5})
     for (int prefetch : {1, 3}) {
       o.workers = workers;
@@ -56,7 +56,7 @@ TEST_CASE("batches do not depend on the worker count or prefetch depth", "[unit]
       REQUIRE(got.size() == ref.size());
       for (size_t i = 0; i < got.size(); ++i) {
         CHECK(got[i].rows == ref[i].rows);
-        CHECK(torch::equal(got[i].images, ref[i].images));
+        CHECK(torch::equal(got[i].inputs.pixels, ref[i].inputs.pixels));
         CHECK(torch::equal(got[i].targets, ref[i].targets));
       }
     }
@@ -109,9 +109,9 @@ TEST_CASE("uint8 transfer: the device normalization equals the host one", "[unit
   auto a = drain(s.table, host, o), b = drain(s.table, dev, o);
   REQUIRE(a.size() == b.size());
   for (size_t i = 0; i < a.size(); ++i) {
-    CHECK(b[i].images.scalar_type() == torch::kByte);
-    auto x = kg::data::to_model_input(b[i], torch::kCPU);
-    CHECK(torch::allclose(x, a[i].images, 1e-5, 1e-5));
+    CHECK(b[i].inputs.pixels.scalar_type() == torch::kByte);
+    auto x = kg::data::to_model_input(b[i], torch::kCPU).pixels;
+    CHECK(torch::allclose(x, a[i].inputs.pixels, 1e-5, 1e-5));
   }
   // Transforms after normalize would need float pixels on the host.
   auto bad = kg::config::json::parse(R"([{"name": "normalize", "mean": [0.4], "std": [0.3]}, {"name": "hflip"}])");
@@ -129,7 +129,7 @@ TEST_CASE("the RAM cache serves decoded images and respects its cap", "[unit][da
   // With the files gone the cached epoch is unchanged.
   for (auto& r : s.table.rows) std::filesystem::remove(r.image);
   auto second = drain(s.table, p, o);
-  for (size_t i = 0; i < first.size(); ++i) CHECK(torch::equal(first[i].images, second[i].images));
+  for (size_t i = 0; i < first.size(); ++i) CHECK(torch::equal(first[i].inputs.pixels, second[i].inputs.pixels));
   kg::data::ImageCache tiny(12 * 12 * 3);
   kg::data::LoaderOptions t{8, false, false, 0, 1, 1, 0, -1, &tiny};
   CHECK_THROWS_AS(drain(s.table, p, t), kg::DataError);  // only 3 fit; the rest must be read and are gone
@@ -150,9 +150,9 @@ TEST_CASE("batch buffers are reused once the consumer lets go, without changing 
     kg::data::Batch b;
     size_t k = 0;
     while (l.next(b)) {
-      buffers.insert(b.images.data_ptr());
+      buffers.insert(b.inputs.pixels.data_ptr());
       REQUIRE(k < ref.size());
-      CHECK(torch::equal(b.images, ref[k].images));
+      CHECK(torch::equal(b.inputs.pixels, ref[k].inputs.pixels));
       ++k;
     }
     CHECK(k == ref.size());
@@ -185,7 +185,7 @@ TEST_CASE("start_batch resumes mid-epoch: the tail of the same epoch, true batch
         CHECK(tail[i].index == ref.index);
         CHECK(tail[i].index == k + static_cast<int64_t>(i));
         CHECK(tail[i].rows == ref.rows);
-        CHECK(torch::equal(tail[i].images, ref.images));
+        CHECK(torch::equal(tail[i].inputs.pixels, ref.inputs.pixels));
         CHECK(torch::equal(tail[i].targets, ref.targets));
       }
     }

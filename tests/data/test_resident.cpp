@@ -109,12 +109,12 @@ TEST_CASE("device-resident batches equal the host pipeline's, transform by trans
         REQUIRE(a.size() == b.size());
         for (size_t i = 0; i < a.size(); ++i) {
           CHECK(b[i].rows == a[i].rows);
-          CHECK(b[i].images.scalar_type() == torch::kFloat);
-          CHECK(b[i].images.sizes() == a[i].images.sizes());
-          CHECK(b[i].images.strides() == a[i].images.strides());
+          CHECK(b[i].inputs.pixels.scalar_type() == torch::kFloat);
+          CHECK(b[i].inputs.pixels.sizes() == a[i].inputs.pixels.sizes());
+          CHECK(b[i].inputs.pixels.strides() == a[i].inputs.pixels.strides());
           CHECK(torch::equal(b[i].targets, a[i].targets));
-          CHECK(torch::allclose(kg::data::to_model_input(b[i], torch::kCPU), a[i].images, 1e-5, 1e-5));
-          CHECK(torch::equal(b[i].images, kg::data::to_model_input(u8[i], torch::kCPU)));
+          CHECK(torch::allclose(kg::data::to_model_input(b[i], torch::kCPU).pixels, a[i].inputs.pixels, 1e-5, 1e-5));
+          CHECK(torch::equal(b[i].inputs.pixels, kg::data::to_model_input(u8[i], torch::kCPU).pixels));
         }
       }
     }

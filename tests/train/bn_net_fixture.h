@@ -90,7 +90,7 @@ struct Data : kg::test::TinyTable {
     std::vector<at::Tensor> out;
     auto l = loader();
     kg::data::Batch b;
-    while (l->next(b)) out.push_back(kg::data::to_model_input(b, torch::kCPU).to(torch::kDouble));
+    while (l->next(b)) out.push_back(kg::data::to_model_input(b, torch::kCPU).pixels.to(torch::kDouble));
     return out;
   }
 };

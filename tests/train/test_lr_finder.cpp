@@ -351,7 +351,7 @@ class PointBatches : public kg::train::BatchSource {
     auto idx = torch::tensor(std::vector<int64_t>(order_.begin() + i_ * batch_, order_.begin() + (i_ + 1) * batch_));
     b = kg::data::Batch();
     b.index = i_++;
-    b.images = p_.x.index_select(0, idx);
+    b.inputs.pixels = p_.x.index_select(0, idx);
     b.targets = p_.y.index_select(0, idx);
     return true;
   }

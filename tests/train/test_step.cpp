@@ -186,7 +186,8 @@ TEST_CASE("forward_float32: the output is float32 under bf16 autocast", "[unit][
   ctx.num_outputs = 3;
   ctx.height = ctx.width = 8;
   kg::test::TinyNet net(ctx);
-  auto out = kg::train::forward_float32(net, torch::rand({2, 1, 8, 8}), {}, kg::device::Precision::bf16, c10::kCPU);
+  auto out = kg::train::forward_float32(net, kg::model::Inputs::image(torch::rand({2, 1, 8, 8})),
+                                        kg::device::Precision::bf16, c10::kCPU);
   CHECK(out.scalar_type() == torch::kFloat);
   CHECK(out.sizes() == at::IntArrayRef({2, 3}));
 }

@@ -132,7 +132,7 @@ TEST_CASE("a capture that fails turns graphs off and the step runs eagerly, out 
   std::vector<at::Tensor> got;
   for (auto& p : params) got.push_back(p.grad().clone());
   for (auto& p : params) p.mutable_grad() = at::Tensor();
-  auto l = step.forward(x, {}, y);
+  auto l = step.forward(kg::model::Inputs::image(x), y);
   step.backward(l, step.weight_tensor(2.0, x.device()));
   CHECK(torch::equal(loss, l.detach()));
   for (size_t i = 0; i < params.size(); ++i) CHECK(torch::equal(got[i], params[i].grad()));
