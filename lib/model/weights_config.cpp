@@ -18,7 +18,8 @@ namespace {
 
 // What timm's save_pretrained writes at the top level; kgtrain reads the first two.
 const std::vector<std::string> kKnownKeys{"architecture",   "num_classes", "num_features", "global_pool",
-                                          "pretrained_cfg", "model_args",  "label_names",  "label_descriptions"};
+                                          "pretrained_cfg", "model_args",  "label_names",  "label_descriptions",
+                                          "model_type",     "architectures"};
 
 // A list of `n` (0 = any count > 0) positive numbers at pretrained_cfg.<key>, or ConfigError naming it.
 template <class T>
@@ -59,7 +60,9 @@ WeightsPreprocessing read_preprocessing(const nlohmann::json& cfg, const std::st
 }  // namespace
 
 std::string WeightsConfig::str() const {
-  std::string s = "config.json: " + (architecture.empty() ? std::string("no architecture stated") : architecture);
+  std::string s = "config.json: " + (!architecture.empty() ? architecture
+                                     : !model_type.empty()  ? "transformers' " + model_type
+                                                            : std::string("no architecture stated"));
   if (num_classes) s += ", " + std::to_string(*num_classes) + " classes";
   if (!unread.empty()) s += "; not read: " + join(unread, ", ");
   return s;
@@ -83,6 +86,18 @@ std::optional<WeightsConfig> read_weights_config(const std::string& dir) {
              j["architecture"].dump());
     const std::string arch = j["architecture"].get<std::string>();
     c.architecture = arch.substr(0, arch.find('.'));  // "resnet50.a1_in1k" -> "resnet50"
+  }
+  if (j.contains("model_type")) {
+    KG_CHECK(j["model_type"].is_string(), ConfigError, path, ": model_type: expected a string, got ",
+             j["model_type"].dump());
+    c.model_type = j["model_type"].get<std::string>();
+  }
+  if (j.contains("architectures") && !j["architectures"].is_null()) {
+    const auto& a = j["architectures"];
+    bool ok = a.is_array();
+    for (size_t i = 0; ok && i < a.size(); ++i) ok = a[i].is_string();
+    KG_CHECK(ok, ConfigError, path, ": architectures: expected a list of strings, got ", a.dump());
+    c.architectures = a.get<std::vector<std::string>>();
   }
   if (j.contains("num_classes")) {
     KG_CHECK(j["num_classes"].is_number_integer() && j["num_classes"].get<int64_t>() >= 0, ConfigError, path,
@@ -112,6 +127,18 @@ std::optional<WeightsConfig> weights_config_for(const std::string& path) {
 }
 
 void check_architecture(const WeightsConfig& config, const std::string& model_name) {
+  if (!config.model_type.empty() || !config.architectures.empty()) {
+    const std::string what =
+        (config.model_type.empty() ? std::string() : "model_type \"" + config.model_type + "\"") +
+        (config.architectures.empty() ? std::string()
+                                      : std::string(config.model_type.empty() ? "" : ", ") + "architectures " +
+                                            join(config.architectures, ", "));
+    throw ConfigError(config.path + " is a transformers config.json (" + what + "): kgtrain does not build " +
+                      (config.model_type.empty() ? join(config.architectures, ", ") : config.model_type) +
+                      " as an image model, and model.name = \"" + model_name +
+                      "\" takes timm's layout (a config.json with \"architecture\", as timm's save_pretrained "
+                      "writes it) or a weights file alone");
+  }
   if (config.architecture.empty() || config.architecture == model_name) return;
   const bool tf = starts_with(config.architecture, "tf_") && config.architecture.substr(3) == model_name;
   const bool known = model_registry().find_info(config.architecture) != nullptr;

@@ -22,6 +22,10 @@ struct WeightsPreprocessing {
 struct WeightsConfig {
   std::string path;                    // the config.json read
   std::string architecture;            // without its pretrained tag: "tf_efficientnet_b0"; "" = not stated
+  // transformers' layout (save_pretrained of a transformers model): its model_type ("vit", "deberta-v2") and
+  // architectures ("ViTForImageClassification"); "" / empty = not stated.
+  std::string model_type;
+  std::vector<std::string> architectures;
   std::optional<int64_t> num_classes;  // the classifier's outputs
   std::vector<std::string> unread;     // keys kgtrain does not read (listed in the report, otherwise ignored)
   WeightsPreprocessing preprocessing;  // from pretrained_cfg
@@ -35,7 +39,9 @@ std::optional<WeightsConfig> read_weights_config(const std::string& dir);
 // The weights file of a folder in that layout: model.safetensors, else pytorch_model.bin. CheckpointError (exit 3)
 // naming the folder when it holds neither.
 std::string weights_in_folder(const std::string& dir);
-// ConfigError (exit 2) naming both when `config` states an architecture other than `model_name`.
+// ConfigError (exit 2) naming both when `config` states an architecture other than `model_name`, and naming the
+// model_type when it is a transformers config.json (no image network of kgtrain takes those weights: they would load
+// by whatever names happen to match, or fail far from the cause).
 void check_architecture(const WeightsConfig& config, const std::string& model_name);
 // The config.json that comes with weights at `path`: the folder's own, or the one beside the file.
 std::optional<WeightsConfig> weights_config_for(const std::string& path);

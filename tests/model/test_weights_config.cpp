@@ -71,12 +71,33 @@ TEST_CASE("config.json's architecture must be model.name's: the tf_ port is name
   CHECK_NOTHROW(kg::model::read_weights_for(r50, "resnet50"));  // the names are checked when they load
 }
 
+TEST_CASE("a transformers config.json is refused by name, not loaded by whatever names match", "[unit][model]") {
+  kg::test::TempDir dir;
+  const std::string vit = hub_folder(
+      dir, "vit", R"({"model_type": "vit", "architectures": ["ViTForImageClassification"], "hidden_size": 768})");
+  const auto e = kg::test::error_of<kg::ConfigError>([&] { kg::model::read_weights_for(vit, "resnet9"); });
+  CHECK(e.find(vit + "/config.json is a transformers config.json") != std::string::npos);
+  CHECK(e.find("model_type \"vit\", architectures ViTForImageClassification") != std::string::npos);
+  CHECK(e.find("does not build vit as an image model") != std::string::npos);
+  CHECK(e.find("model.name = \"resnet9\"") != std::string::npos);
+  // architectures alone says it too; the file read for its own sake (show, the report) is fine
+  const std::string only = hub_folder(dir, "only", R"({"architectures": ["FancyNetModel"]})");
+  CHECK(kg::test::error_of<kg::ConfigError>([&] {
+          kg::model::read_weights_for(only, "resnet9");
+        }).find("(architectures FancyNetModel): kgtrain does not build FancyNetModel") != std::string::npos);
+  const auto w = kg::model::read_weights(vit);
+  REQUIRE(w.config);
+  CHECK(w.config->str() == "config.json: transformers' vit; not read: hidden_size");
+}
+
 TEST_CASE("a config.json of the wrong form is a usage error naming the key", "[unit][model]") {
   kg::test::TempDir dir;
   const std::vector<std::pair<std::string, std::string>> bad{
       {R"({"architecture": 5})", "architecture: expected a string"},
       {R"({"num_classes": "ten"})", "num_classes: expected an integer"},
       {R"({"pretrained_cfg": [1]})", "pretrained_cfg: expected an object"},
+      {R"({"model_type": 3})", "model_type: expected a string"},
+      {R"({"architectures": "BertModel"})", "architectures: expected a list of strings"},
       {R"([1, 2])", "expected a JSON object"},
       {"{architecture", "not JSON"}};
   int n = 0;
@@ -102,6 +123,11 @@ TEST_CASE("fit --weights takes a Hub folder; a model.name it was not trained for
   auto m = kg::test::run_kgtrain({"show", recipe, "model.pretrained=" + other, "--model"});
   CHECK(m.exit_code == 2);
   CHECK(m.output.find("these weights are convnext_tiny") != std::string::npos);
+  // a transformers folder (here: a BERT's config.json beside resnet9's weights) exits 2 naming its model_type
+  const std::string bert = hub_folder(dir, "bert", R"({"model_type": "bert", "architectures": ["BertModel"]})");
+  auto t = kg::test::run_kgtrain({"fit", recipe, "--weights", bert, "--smoke", "--run-dir", dir / "run_bert"});
+  CHECK(t.exit_code == 2);
+  CHECK(t.output.find("model_type \"bert\"") != std::string::npos);
 }
 
 }  // namespace KG_UNITY_ID
