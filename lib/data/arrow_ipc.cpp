@@ -5,6 +5,7 @@
 // Image feature's struct<bytes, path>; any other type is unusable (CsvTable::unusable), its buffers skipped.
 // Body compression: ZSTD (as the Parquet reader, when built with libzstd); LZ4_FRAME is refused by name.
 // Names at namespace scope are unique across lib/ (unity builds): the helpers live in kg::data::aipc.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -522,7 +523,8 @@ struct Stream {
     read_batch(rb, body, b, length);
     const size_t ncols = fields.size();
     const size_t len = static_cast<size_t>(length);
-    if (ncols && (len > limits.max_cells / ncols || into.rows.size() > limits.max_cells / ncols - len))
+    const size_t width = std::max<size_t>(1, ncols);  // a row costs a vector even without columns
+    if (len > limits.max_cells / width || into.rows.size() > limits.max_cells / width - len)
       fail("more than " + std::to_string(limits.max_cells) + " cells (rows x columns; a damaged or hostile file?)");
     const size_t base = into.rows.size();
     std::vector<Cells> cols;
@@ -555,7 +557,7 @@ struct Stream {
 
   void run(std::string_view bytes) {
     size_t pos = 0;
-    if (bytes.substr(0, 6) == "ARROW1") pos = 8;  // the IPC file format: a stream after the magic
+    if (bytes.substr(0, 6) == "ARROW1") pos = std::min<size_t>(8, bytes.size());  // the IPC file format
     const auto* base = reinterpret_cast<const uint8_t*>(bytes.data());
     for (;;) {
       if (bytes.size() - pos < 4) {

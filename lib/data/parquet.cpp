@@ -876,8 +876,8 @@ CsvTable parse(std::string_view bytes, const std::string& name, const TableLimit
              " column chunks, the schema ", leaves.size(), " columns");
     KG_CHECK(rg.num_rows >= 0, DataError, name, ": row group ", g + 1, " has a negative row count");
     const size_t rows = static_cast<size_t>(rg.num_rows);
-    KG_CHECK(cols.empty() || (rows <= limits.max_cells / cols.size() &&
-                              table.rows.size() <= limits.max_cells / cols.size() - rows),
+    const size_t width = std::max<size_t>(1, cols.size());  // a row costs a vector even without columns
+    KG_CHECK(rows <= limits.max_cells / width && table.rows.size() <= limits.max_cells / width - rows,
              DataError, name, ": more than ", limits.max_cells, " cells (rows x columns; a damaged or hostile file?)");
     const size_t base = table.rows.size();
     table.rows.resize(base + rows, std::vector<std::string>(cols.size()));
