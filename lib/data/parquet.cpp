@@ -701,6 +701,7 @@ struct ChunkReader {
   }
 
   void read(const ChunkMeta& c, int64_t rows) {
+    if (rows == 0) return;  // pyarrow writes an empty table as one row group of no rows, its chunks at offset 0
     int64_t start = c.data_page_offset;
     if (c.dictionary_page_offset > 0 && c.dictionary_page_offset < start) start = c.dictionary_page_offset;
     if (start < 4 || static_cast<uint64_t>(start) >= file.size())
