@@ -29,14 +29,17 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-SOURCES = ["scripts/table_dump.cpp", "lib/data/parquet.cpp", "lib/data/arrow_ipc.cpp", "lib/data/table_codecs.cpp",
-           "lib/data/table_read.cpp", "lib/data/csv.cpp", "lib/core/strings.cpp", "lib/core/fs.cpp"]
+# The readers' files (CMakeLists.txt's kgtrain_base lists them too) and the driver.
+READERS = ["lib/data/" + f + ".cpp" for f in ("parquet", "parquet_meta", "parquet_pages", "arrow_ipc", "arrow_columns",
+                                              "table_codecs", "table_read", "table_text", "csv")]
+SOURCES = ["scripts/table_dump.cpp", *READERS, "lib/core/strings.cpp", "lib/core/fs.cpp"]
 
 
 def build_driver():
     out = os.path.join(REPO, "build-table-dump", "table_dump")
     srcs = [os.path.join(REPO, s) for s in SOURCES]
-    headers = [os.path.join(REPO, "lib/data", h) for h in ("table_read.h", "table_codecs.h", "csv.h")]
+    headers = [os.path.join(REPO, "lib/data", h)
+               for h in ("table_read.h", "table_codecs.h", "csv.h", "parquet_format.h", "arrow_format.h")]
     if os.path.exists(out) and all(os.path.getmtime(out) > os.path.getmtime(s) for s in srcs + headers):
         return out
     os.makedirs(os.path.dirname(out), exist_ok=True)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The parquet and arrow fuzz harnesses (tests/fuzz/harnesses_tables.cpp) built alone: clang, libFuzzer, ASan and
-# UBSan over the table readers' few files (lib/data/{parquet,arrow_ipc,table_codecs,table_read,csv}.cpp and two of
-# lib/core), in minutes instead of scripts/fuzz.sh's sanitized build of all of lib/ and LibTorch. The harnesses are
-# the same functions kgtrain_fuzz runs (scripts/fuzz.sh parquet arrow does too, given build-asan).
+# UBSan over the table readers' few files (lib/data/{parquet*,arrow*,table_*,csv}.cpp and two of lib/core), in
+# minutes instead of scripts/fuzz.sh's sanitized build of all of lib/ and LibTorch. The harnesses are the same
+# functions kgtrain_fuzz runs (scripts/fuzz.sh parquet arrow does too, given build-asan).
 #   bash scripts/fuzz_tables.sh [SECONDS] [parquet|arrow...]     (default 60 s each, both)
 # Findings land in build-fuzz-tables/findings/<h>/ (commit a fixed one to tests/fuzz/regressions/<h>/); exit 1 then.
 set -euo pipefail
@@ -33,10 +33,11 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* d, size_t s) { return harness(d, s); }
 CPP
 objs=()
-for f in lib/data/parquet.cpp lib/data/arrow_ipc.cpp lib/data/table_codecs.cpp lib/data/table_read.cpp lib/data/csv.cpp \
+for f in lib/data/{parquet,parquet_meta,parquet_pages,arrow_ipc,arrow_columns,table_codecs,table_read,table_text,csv}.cpp \
          lib/core/strings.cpp lib/core/fs.cpp tests/fuzz/harnesses_tables.cpp "$B/entry.cpp"; do
   o="$B/obj/$(basename "$f" .cpp).o"
-  if [ ! -f "$o" ] || [ "$f" -nt "$o" ]; then "$CXX" "${FLAGS[@]}" -fsanitize=fuzzer-no-link -c "$f" -o "$o"; fi
+  newer=$(find lib/data -name '*_format.h' -newer "$o" 2>/dev/null | head -1)
+  if [ ! -f "$o" ] || [ "$f" -nt "$o" ] || [ -n "$newer" ]; then "$CXX" "${FLAGS[@]}" -fsanitize=fuzzer-no-link -c "$f" -o "$o"; fi
   objs+=("$o")
 done
 "$CXX" -fsanitize=fuzzer,address,undefined "${objs[@]}" -lz "${ZSTD[@]}" -o "$B/fuzz_tables"
