@@ -142,9 +142,7 @@ struct Decoder {
     for (size_t i = 0; i < c.valid.size(); ++i) {
       if (!c.valid[i]) continue;
       if (bytes.valid[i]) {
-        c.unusable =
-            "image bytes (the Hugging Face Image feature, struct<bytes, path>, with the images inside the "
-            "table)";
+        c.unusable = table_text::in_table_images();
         c.text.clear();
         return c;
       }

@@ -136,8 +136,7 @@ void fill_image(CsvTable& table, Column& col, size_t c, size_t base, const Decod
              table.where(base + r + 1), ", column \"", col.name, "\": an image path that is not valid UTF-8");
   }
   if (!have_bytes) return;
-  table.unusable[static_cast<int>(c)] =
-      "image bytes (the Hugging Face Image feature, struct<bytes, path>, with the images inside the table)";
+  table.unusable[static_cast<int>(c)] = table_text::in_table_images();
   col.unusable = "image bytes";
   for (auto& row : table.rows) row[c].clear();
 }

@@ -23,6 +23,7 @@ std::string double_text(double d);           // the same for doubles
 std::string half_to_text(uint16_t h);        // an IEEE half
 std::string date_text(int64_t days);         // days since 1970-01-01 -> YYYY-MM-DD
 std::string decimal_text(int64_t v, int64_t scale);  // unscaled value and scale -> "-12.34"
+std::string in_table_images();  // what an Image column holds when its images are inside the table
 }  // namespace table_text
 
 // Hostile-size guards: a few bytes of Parquet can state billions of null rows or a page of gigabytes.

@@ -66,4 +66,9 @@ std::string float_text(float f) {
 
 std::string double_text(double d) { return std::isnan(d) ? std::string() : format_double(d); }
 
+std::string in_table_images() {
+  return "image bytes inside the table (the Hugging Face Image feature, struct<bytes, path>): kgtrain reads images "
+         "from files for now; save them as files and name them in a path column (docs/data.md, Tables)";
+}
+
 }  // namespace kg::data::table_text

@@ -78,7 +78,8 @@ TEST_CASE("arrow: a datasets save_to_disk folder in two shards, and one with its
   CHECK(t.where(5) == kTables + "hf_dataset row 5");
   check_fixture("hf_images");
   const CsvTable img = kg::data::read_table(kTables + "hf_images");
-  CHECK_THROWS_WITH(img.require_column("image", "data.path_col"), Catch::Contains("holds image bytes"));
+  CHECK_THROWS_WITH(img.require_column("image", "data.path_col"),
+                    Catch::Contains("holds image bytes inside the table"));
 }
 
 TEST_CASE("arrow: LZ4 bodies, wrong formats and damaged streams are DataErrors", "[unit][data]") {

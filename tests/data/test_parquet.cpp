@@ -90,7 +90,8 @@ TEST_CASE("parquet: the Hugging Face Image struct gives its paths; images inside
     FAIL("no error");
   } catch (const kg::DataError& e) {
     const std::string m = e.what();
-    CHECK(m.find("column \"image\" holds image bytes") != std::string::npos);
+    CHECK(m.find("column \"image\" holds image bytes inside the table") != std::string::npos);
+    CHECK(m.find("save them as files") != std::string::npos);
     CHECK(m.find("data.path_col") != std::string::npos);
   }
 }
