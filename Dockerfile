@@ -16,7 +16,7 @@
 FROM debian:bookworm-slim AS build
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build libtorch-dev libgloo-dev libopencv-dev libjpeg62-turbo-dev libpng-dev \
-      libwebp-dev libtiff-dev \
+      libwebp-dev libtiff-dev libzstd-dev \
       libtomlplusplus-dev libcli11-dev nlohmann-json3-dev catch2 zlib1g-dev && rm -rf /var/lib/apt/lists/*
 COPY . /src
 RUN cmake -S /src -B /src/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKGTRAIN_BUILD_TESTS=OFF \
@@ -24,7 +24,7 @@ RUN cmake -S /src -B /src/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKGTRAIN_BU
 
 FROM debian:bookworm-slim
 # libopenblas0-openmp: without it LibTorch calls the reference BLAS (matrix products 10-25x slower).
-ARG RUNTIME_PACKAGES="libtorch1.13 libopenblas0-openmp libopencv-core406 libopencv-imgproc406 libjpeg62-turbo libpng16-16 libwebp7 libtiff6 zlib1g dataset-fashion-mnist"
+ARG RUNTIME_PACKAGES="libtorch1.13 libopenblas0-openmp libopencv-core406 libopencv-imgproc406 libjpeg62-turbo libpng16-16 libwebp7 libtiff6 zlib1g libzstd1 dataset-fashion-mnist"
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $RUNTIME_PACKAGES \
       && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/kgtrain /opt/kgtrain

@@ -42,7 +42,7 @@ fi
 # imgproc run the transforms. OpenCV's imgcodecs (which pulls GDAL and ~140 other libraries) is never linked by
 # kgtrain: the Debian build installs it only so that the tests compare the decoders' pixels with OpenCV's.
 PACKAGES=(build-essential clang cmake ninja-build ccache pkg-config libopencv-core-dev libopencv-imgproc-dev
-          libjpeg62-turbo-dev libpng-dev libwebp-dev libtiff-dev zlib1g-dev libopenblas0-openmp dataset-fashion-mnist)
+          libjpeg62-turbo-dev libpng-dev libwebp-dev libtiff-dev zlib1g-dev libzstd-dev libopenblas0-openmp dataset-fashion-mnist)
 [ "$HEADERS" = 1 ] && PACKAGES+=(libtomlplusplus-dev libcli11-dev nlohmann-json3-dev catch2)
 # libgloo-dev: Gloo's headers, which multi-process CPU training (fit --nproc) compiles against; PyPI's wheel lacks them.
 PACKAGES+=(libgloo-dev)

@@ -172,7 +172,14 @@ int CsvTable::column(const std::string& name) const {
 
 int CsvTable::require_column(const std::string& name, const std::string& key_for_message) const {
   int c = column(name);
-  if (c >= 0) return c;
+  if (c >= 0) {
+    auto u = unusable.find(c);
+    if (u == unusable.end()) return c;
+    throw DataError(path + ": column \"" + name + "\" holds " + u->second +
+                    ", which kgtrain cannot read as text (it reads strings, integers, floats, booleans and dates; "
+                    "an image column must hold file paths)" +
+                    (key_for_message.empty() ? std::string() : " (set by " + key_for_message + ")"));
+  }
   std::string cols;
   for (const auto& h : header) cols += (cols.empty() ? "" : ", ") + h;
   std::string msg = path + ": no column \"" + name + "\" (columns: " + cols + ")";

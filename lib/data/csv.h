@@ -2,6 +2,7 @@
 // at run time. Every problem is a DataError naming the file and the physical line.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,14 +14,19 @@ struct CsvTable {
   std::string path;                            // for messages
   std::vector<std::string> header;             // names trimmed of surrounding whitespace
   std::vector<std::vector<std::string>> rows;  // data rows (header excluded), all header.size() wide
-  std::vector<int64_t> line;                   // 1-based physical line where each data row starts
+  std::vector<int64_t> line;                   // 1-based physical line where each data row starts (CSV only)
+  // Parquet / Arrow tables (data/table_read.h): columns kgtrain cannot read as text, by index, with what they
+  // hold ("list<int64>", "image bytes (the Hugging Face Image feature)"); their cells are empty.
+  // require_column refuses them.
+  std::map<int, std::string> unusable;
 
   // Index of the column, -1 when absent.
   int column(const std::string& name) const;
   // Index of the column; DataError naming the columns there are, with a did-you-mean when one is
-  // close. `key_for_message` is the recipe key that asked for the column ("" for none).
+  // close. `key_for_message` is the recipe key that asked for the column ("" for none). DataError too for
+  // a column listed in `unusable`.
   int require_column(const std::string& name, const std::string& key_for_message) const;
-  // "train.csv row 17 (line 18)"; `row` is the 1-based data row number.
+  // "train.csv row 17 (line 18)" ("train.parquet row 17" without lines); `row` is the 1-based data row number.
   std::string where(size_t row) const;
 };
 

@@ -8,12 +8,13 @@
 #include "data/csv.h"
 #include "data/source.h"
 #include "data/table.h"
+#include "data/table_read.h"
 
 namespace kg::data {
 
 void append_extra_rows(const DataOptions& o, const ClassList& classes, Table& t, bool scan, int threads) {
   KG_CHECK(t.extra_begin < 0, DataError, "extra rows were appended twice to ", t.csv_path);
-  CsvTable csv = read_csv(data_path(o, o.extra_train_csv));
+  CsvTable csv = read_table(data_path(o, o.extra_train_csv));
   // The extra images' folder is their root: ids / paths cannot leave it.
   DataOptions eo = o;
   eo.root = data_path(o, o.extra_image_dir.empty() ? o.test_image_dir : o.extra_image_dir);

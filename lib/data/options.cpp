@@ -56,10 +56,12 @@ config::Fields<DataOptions> data_fields() {
           "auto (csv when train_csv exists, else folder)")
       .choices({"auto", "csv", "folder", "pack"});
   f.field("root", &DataOptions::root, "dataset folder (relative to the working directory)");
-  f.field("train_csv", &DataOptions::train_csv, "training table (relative to data.root)");
-  f.field("test_csv", &DataOptions::test_csv, "rows to predict (relative to data.root)");
+  f.field("train_csv", &DataOptions::train_csv,
+          "training table (relative to data.root): a .csv or .parquet file, an Arrow .arrow file, or a Hugging Face "
+          "datasets save_to_disk folder");
+  f.field("test_csv", &DataOptions::test_csv, "rows to predict (relative to data.root); any table train_csv reads");
   f.field("sample_submission", &DataOptions::sample_submission,
-          "sample submission CSV whose format predictions follow (\"\" = none)");
+          "sample submission table (CSV, or any table train_csv reads) whose format predictions follow (\"\" = none)");
   f.field("image_dir", &DataOptions::image_dir, "training images folder (relative to data.root)");
   f.field("test_image_dir", &DataOptions::test_image_dir, "test images folder (relative to data.root)");
   f.field(

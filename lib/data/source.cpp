@@ -8,6 +8,7 @@
 #include "core/parallel_for.h"
 #include "data/image_io.h"
 #include "data/loader.h"
+#include "data/table_read.h"
 
 namespace fs = std::filesystem;
 
@@ -27,7 +28,7 @@ std::string data_path(const DataOptions& o, const std::string& rel) {
 std::string resolve_format(const DataOptions& o) {
   if (o.format != "auto") return o.format;
   std::error_code ec;
-  if (fs::is_regular_file(data_path(o, o.train_csv), ec)) return "csv";
+  if (table_exists(data_path(o, o.train_csv))) return "csv";
   const fs::path dir = data_path(o, o.image_dir);
   if (fs::is_directory(dir, ec))
     for (auto& e : fs::directory_iterator(dir, ec))
@@ -84,7 +85,7 @@ Table load_split(const DataOptions& o, Split split, const ClassList& classes, bo
 
 namespace {
 void open_csv(const DataOptions& o, const std::string& csv_rel, const std::string& image_dir, OpenedSource& out) {
-  out.csv = read_csv(data_path(o, csv_rel));
+  out.csv = read_table(data_path(o, csv_rel));
   out.src.csv = &out.csv;
   out.src.image_dir = image_dir;
   out.src.id_col = o.id_col;
@@ -123,7 +124,7 @@ bool data_present(const DataOptions& d) {
     return false;
   }
   std::error_code ec;
-  if (fmt == "csv") return fs::is_regular_file(data_path(d, d.train_csv), ec);
+  if (fmt == "csv") return table_exists(data_path(d, d.train_csv));
   if (fmt == "folder") return fs::is_directory(data_path(d, d.image_dir), ec);
   if (fmt == "pack") return fs::is_regular_file(data_path(d, d.train_pack), ec);
   return true;  // another source: let it read (and report) its own layout

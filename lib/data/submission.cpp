@@ -11,6 +11,7 @@
 #include "core/strings.h"
 #include "data/csv.h"
 #include "data/source.h"
+#include "data/table_read.h"
 
 namespace kg::data {
 namespace {
@@ -129,7 +130,7 @@ std::string format_submission(const DataOptions& o, const Table& test, const at:
     }
     return out;
   }
-  CsvTable sample = read_csv(data_path(o, o.sample_submission));
+  CsvTable sample = read_table(data_path(o, o.sample_submission));
   int id_col = sample.require_column(o.id_col, "data.id_col");
   std::vector<Column> cols(sample.header.size());
   std::vector<std::string> allowed{o.id_col + " (id)"};

@@ -19,7 +19,9 @@
   X(image, "image bytes through the decode path and its size limits")                \
   X(idx, "IDX (MNIST) image + label files through import-idx")                       \
   X(submission, "a sample_submission.csv matched against test ids and classes")      \
-  X(torch_pickle, "a torch.save pickle (data.pkl): the restricted unpickler, storages, tensor views")
+  X(torch_pickle, "a torch.save pickle (data.pkl): the restricted unpickler, storages, tensor views") \
+  X(parquet, "a .parquet table: footer (Thrift), pages, codecs, encodings, UTF-8 checks")             \
+  X(arrow, "an Arrow IPC stream (a datasets .arrow shard): FlatBuffers metadata, buffers, dictionaries")
 
 namespace kg::fuzz {
 

@@ -2,6 +2,7 @@
 // relative path column, images under data.image_dir / data.test_image_dir (Kaggle's usual layout).
 #include "core/error.h"
 #include "data/source.h"
+#include "data/table_read.h"
 
 namespace kg::data {
 namespace {
@@ -10,7 +11,7 @@ class CsvSource : public Source {
  public:
   void open(const DataOptions& o, Split split, OpenedSource& out) const override {
     const bool train = split == Split::train;
-    out.csv = read_csv(data_path(o, train ? o.train_csv : o.test_csv));
+    out.csv = read_table(data_path(o, train ? o.train_csv : o.test_csv));
     out.src.image_dir = train ? o.image_dir : o.test_image_dir;
     out.src.id_col = o.id_col;
     out.src.path_col = o.path_col;

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "data/source.h"
+#include "data/table_read.h"
 
 namespace fs = std::filesystem;
 
@@ -42,8 +43,8 @@ class FolderSource : public Source {
     out.src.label_cols = {"label"};
     std::error_code ec;
     if (split == Split::test) {
-      if (fs::is_regular_file(data_path(o, o.test_csv), ec)) {
-        out.csv = read_csv(data_path(o, o.test_csv));
+      if (table_exists(data_path(o, o.test_csv))) {
+        out.csv = read_table(data_path(o, o.test_csv));
         out.src.image_dir = o.test_image_dir;
         out.src.id_col = o.id_col;
         out.src.path_col = o.path_col;
