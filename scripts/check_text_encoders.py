@@ -138,8 +138,10 @@ def check(name, binary, folder, cfg, model, length, padded, seed, work, rows):
     hidden, loss, grads = reference(model, inputs)
     n_hidden = sum(1 for k in got if k.startswith("hidden."))
     worst = max(diff(got[f"hidden.{i}"], h) for i, h in enumerate(hidden)) if n_hidden == len(hidden) else float("inf")
-    rows.append((label, f"hidden x{len(hidden)}", worst, "" if n_hidden == len(hidden) else
-                 f"{n_hidden} hidden states, transformers {len(hidden)}"))
+    note = f"{n_hidden} hidden states, transformers {len(hidden)}" if n_hidden != len(hidden) else ""
+    if length == 40 and padded:  # what the folder held beyond the encoder (a task head) or lacked (its pooler)
+        note = f"loaded: {int(got['load.missing'])} missing, {int(got['load.unexpected'])} unexpected {note}"
+    rows.append((label, f"hidden x{len(hidden)}", worst, note))
     rows.append((label, "loss", diff(got["grad.loss"], loss.reshape(1)), ""))
     for tag in ("grad", "ckpt"):
         mine = {k[len(tag) + 1:]: v for k, v in got.items() if k.startswith(tag + ".") and k != tag + ".loss"}

@@ -77,11 +77,23 @@ void TextEncoder::check_inputs(const at::Tensor& ids, const at::Tensor& mask, co
   KG_CHECK(shape_.max_positions <= 0 || ids.size(1) <= shape_.max_positions, DataError, shape_.model_type,
            " encoder: sequences of ", ids.size(1), " tokens exceed its ", shape_.max_positions,
            " positions (config.json max_position_embeddings)");
+  if (ids.is_cpu() && ids.numel() > 0) {
+    const int64_t lo = ids.min().item<int64_t>(), hi = ids.max().item<int64_t>();
+    KG_CHECK(lo >= 0 && hi < shape_.vocab_size, DataError, shape_.model_type, " encoder: token id ",
+             lo < 0 ? lo : hi, " is outside its vocabulary of ", shape_.vocab_size,
+             " (config.json vocab_size): the tokenizer does not match the model");
+  }
   KG_CHECK(!mask.defined() || mask.sizes() == ids.sizes(), DataError, shape_.model_type, " encoder: attention_mask ",
            text_shape_str(mask.sizes()), " does not match input_ids ", text_shape_str(ids.sizes()));
   KG_CHECK(!types.defined() || types.sizes() == ids.sizes(), DataError, shape_.model_type,
            " encoder: token_type_ids ", text_shape_str(types.sizes()), " does not match input_ids ",
            text_shape_str(ids.sizes()));
+}
+
+void check_vocabulary(const TextEncoder& enc, int64_t tokenizer_size, const std::string& where) {
+  KG_CHECK(tokenizer_size <= enc.shape().vocab_size, ConfigError, where, ": the tokenizer has ", tokenizer_size,
+           " tokens but the ", enc.shape().model_type, " encoder's embeddings have ", enc.shape().vocab_size,
+           " rows (config.json vocab_size)");
 }
 
 bool register_text_family(TextFamily family) {

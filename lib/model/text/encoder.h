@@ -69,7 +69,8 @@ class TextEncoder : public torch::nn::Module {
   // fn uses that needs a gradient (fn may capture tensors that need none: masks, position indices).
   at::Tensor run_layer(const std::shared_ptr<torch::nn::Module>& stage,
                        const std::function<at::Tensor(const at::Tensor&)>& fn, const at::Tensor& x);
-  // The ids' checks every family makes: [B, L] integers, L within max_positions, mask and type ids of that shape.
+  // The ids' checks every family makes: [B, L] integers, L within max_positions, mask and type ids of that shape,
+  // and (for ids on the CPU, where it costs no device sync) every id within the vocabulary.
   void check_inputs(const at::Tensor& input_ids, const at::Tensor& attention_mask,
                     const at::Tensor& token_type_ids) const;
 
@@ -92,6 +93,10 @@ std::vector<std::string> text_family_names();   // sorted
 const TextFamily& text_family(const HfConfig& cfg);
 #define KG_REGISTER_TEXT_FAMILY(...) \
   static const bool KG_CONCAT(kg_text_family_, __COUNTER__) = ::kg::model::text::register_text_family(__VA_ARGS__)
+
+// A tokenizer of `tokenizer_size` tokens (its largest id + 1) for this encoder: ConfigError (exit 2) naming `where`
+// when its ids would index past the embeddings (config.json vocab_size). A smaller tokenizer is fine (padded vocab).
+void check_vocabulary(const TextEncoder& enc, int64_t tokenizer_size, const std::string& where);
 
 // Builds the encoder config.json describes, with freshly initialised weights.
 TextEncoderPtr build_text_encoder(const HfConfig& cfg);
