@@ -113,12 +113,12 @@ struct DisentangledAttentionImpl : torch::nn::Module {
     const int64_t H = cfg.num_heads;
     at::Tensor q = to_heads(query_proj(x), H), k = to_heads(key_proj(x), H), v = to_heads(value_proj(x), H);
     const int64_t factor = 1 + int64_t(cfg.c2p) + int64_t(cfg.p2c);
-    at::Tensor scores = at::bmm(q, k.transpose(-1, -2) / scaled_sqrt(q.size(-1), factor));
+    at::Tensor scores = at::bmm(q, k.transpose(-1, -2) / scaled_sqrt(q.size(-1), factor).to(q.scalar_type()));
     if (cfg.relative_attention)
       scores = scores + bias(q, k, rel_pos, hf_dropout(rel, cfg.hidden_dropout, is_training()), factor);
     const int64_t L = scores.size(-1);
     scores = scores.view({-1, H, scores.size(-2), L});
-    scores = scores.masked_fill(mask.logical_not(), std::numeric_limits<float>::lowest());
+    scores = scores.masked_fill(mask.logical_not(), hf_lowest(q.scalar_type()));
     at::Tensor probs = hf_dropout(at::softmax(scores, -1), cfg.attention_dropout, is_training());
     at::Tensor ctx = at::bmm(probs.view({-1, probs.size(-2), L}), v);
     ctx = ctx.view({-1, H, ctx.size(-2), ctx.size(-1)}).permute({0, 2, 1, 3}).contiguous();
@@ -137,14 +137,14 @@ struct DisentangledAttentionImpl : torch::nn::Module {
       at::Tensor att = at::bmm(q, pos_k.transpose(-1, -2));
       at::Tensor idx = at::clamp(pos + span, 0, span * 2 - 1);
       att = at::gather(att, -1, idx.squeeze(0).expand({q.size(0), q.size(1), pos.size(-1)}));
-      score = att / scaled_sqrt(pos_k.size(-1), factor);
+      score = att / scaled_sqrt(pos_k.size(-1), factor).to(att.scalar_type());
     }
     if (cfg.p2c) {
       at::Tensor pos_q = to_heads((cfg.share_att_key ? query_proj : pos_query_proj)(rel), H).repeat({reps, 1, 1});
       at::Tensor idx = at::clamp(-pos + span, 0, span * 2 - 1);
       at::Tensor att = at::bmm(k, pos_q.transpose(-1, -2));
       att = at::gather(att, -1, idx.squeeze(0).expand({q.size(0), k.size(-2), k.size(-2)})).transpose(-1, -2);
-      at::Tensor term = att / scaled_sqrt(pos_q.size(-1), factor);
+      at::Tensor term = att / scaled_sqrt(pos_q.size(-1), factor).to(att.scalar_type());
       score = score.defined() ? score + term : term;
     }
     return score.defined() ? score : at::zeros({}, q.options());

@@ -110,10 +110,13 @@ struct ModernAttentionImpl : torch::nn::Module {
     const int64_t d = cfg.hidden_size / cfg.num_heads;
     auto qkv = Wqkv(x).view({x.size(0), x.size(1), 3, -1, d}).unbind(-3);
     at::Tensor q = qkv[0].transpose(1, 2), k = qkv[1].transpose(1, 2), v = qkv[2].transpose(1, 2);
-    at::Tensor c = cos.unsqueeze(1), s = sin.unsqueeze(1);
-    q = q * c + rotate_half(q) * s;
-    k = k * c + rotate_half(k) * s;
-    at::Tensor out = hf_eager_attention(q, k, v, mask, cfg.attention_dropout, is_training());
+    // apply_rotary_pos_emb: in float32, back to the projections' dtype.
+    at::Tensor c = cos.to(x.scalar_type()).unsqueeze(1), s = sin.to(x.scalar_type()).unsqueeze(1);
+    const auto dtype = q.scalar_type();
+    at::Tensor qf = q.to(at::kFloat), kf = k.to(at::kFloat);
+    q = (qf * c + rotate_half(qf) * s).to(dtype);
+    k = (kf * c + rotate_half(kf) * s).to(dtype);
+    at::Tensor out = hf_eager_attention(q, k, v, mask, cfg.attention_dropout, is_training(), true);
     return hf_dropout(Wo(out), cfg.attention_dropout, is_training());
   }
   ModernConfig cfg;
@@ -198,7 +201,7 @@ class ModernBertEncoder final : public TextEncoder {
     at::Tensor window = (pos.unsqueeze(1) - pos.unsqueeze(0)).abs() <= cfg_.local_attention / 2;
     auto additive = [&](const at::Tensor& keep) {
       return at::where(keep, at::scalar_tensor(0.0, hidden.back().options()),
-                       at::scalar_tensor(std::numeric_limits<float>::lowest(), hidden.back().options()))
+                       at::scalar_tensor(hf_lowest(dtype), hidden.back().options()))
           .to(dtype);
     };
     at::Tensor global_mask = attention_mask.defined() ? additive(keys) : at::Tensor();

@@ -4,6 +4,8 @@
 #include <limits>
 
 #include <ATen/ATen.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
 #include <torch/torch.h>
 
 namespace kg::model::text {
@@ -44,19 +46,30 @@ HfIntermediateImpl::HfIntermediateImpl(int64_t in, int64_t out, HfActivation a) 
 at::Tensor HfIntermediateImpl::forward(const at::Tensor& x) { return apply_activation(act, dense(x)); }
 
 at::Tensor hf_eager_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                              const at::Tensor& additive_mask, double dropout_p, bool training) {
+                              const at::Tensor& additive_mask, double dropout_p, bool training,
+                              bool softmax_in_float) {
   const double scaling = std::pow(static_cast<double>(q.size(-1)), -0.5);
   at::Tensor w = at::matmul(q, k.transpose(2, 3)) * scaling;
   if (additive_mask.defined()) w = w + additive_mask;
-  w = hf_dropout(at::softmax(w, -1), dropout_p, training);
+  w = softmax_in_float ? at::softmax(w, -1, at::kFloat).to(q.scalar_type()) : at::softmax(w, -1);
+  w = hf_dropout(w, dropout_p, training);
   at::Tensor out = at::matmul(w, v).transpose(1, 2).contiguous();
   return out.reshape({out.size(0), out.size(1), -1});
+}
+
+double hf_lowest(at::ScalarType dtype) {
+  switch (dtype) {
+    case at::kHalf: return static_cast<double>(std::numeric_limits<c10::Half>::lowest());
+    case at::kBFloat16: return static_cast<double>(std::numeric_limits<c10::BFloat16>::lowest());
+    case at::kDouble: return std::numeric_limits<double>::lowest();
+    default: return std::numeric_limits<float>::lowest();
+  }
 }
 
 at::Tensor hf_additive_mask(const at::Tensor& mask, at::ScalarType dtype) {
   at::Tensor keep = mask.to(at::kBool).unsqueeze(1).unsqueeze(2);
   return at::where(keep, at::scalar_tensor(0.0, mask.options().dtype(dtype)),
-                   at::scalar_tensor(std::numeric_limits<float>::lowest(), mask.options().dtype(dtype)));
+                   at::scalar_tensor(hf_lowest(dtype), mask.options().dtype(dtype)));
 }
 
 at::Tensor hf_split_heads(const at::Tensor& x, int64_t head_size) {

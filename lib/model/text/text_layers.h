@@ -39,9 +39,12 @@ struct HfIntermediateImpl : torch::nn::Module {
 TORCH_MODULE(HfIntermediate);
 
 // transformers' eager_attention_forward: q, k, v [B, H, L, d]; additive_mask [B, 1, 1, L] (0 or the float minimum) or
-// undefined -> [B, L, H * d].
+// undefined -> [B, L, H * d]. softmax_in_float: the softmax in float32, back to q's dtype (ModernBERT's).
 at::Tensor hf_eager_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                              const at::Tensor& additive_mask, double dropout_p, bool training);
+                              const at::Tensor& additive_mask, double dropout_p, bool training,
+                              bool softmax_in_float = false);
+// torch.finfo(dtype).min: what transformers fills masked scores with (float's would overflow half and bfloat16).
+double hf_lowest(at::ScalarType dtype);
 // A [B, L] 0/1 mask -> [B, 1, 1, L]: 0 where attended, the float minimum where masked.
 at::Tensor hf_additive_mask(const at::Tensor& mask, at::ScalarType dtype);
 // [B, L, H * d] -> [B, H, L, d].

@@ -32,6 +32,16 @@ const char* kBert = R"({"model_type": "bert", "vocab_size": 40, "hidden_size": 1
   "num_attention_heads": 4, "intermediate_size": 32, "max_position_embeddings": 64, "type_vocab_size": 2,
   "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1})";
 
+const char* kDistil = R"({"model_type": "distilbert", "vocab_size": 40, "dim": 16, "n_layers": 2, "n_heads": 2,
+  "hidden_dim": 32, "max_position_embeddings": 64})";
+
+const char* kModern = R"({"model_type": "modernbert", "vocab_size": 40, "hidden_size": 16, "num_hidden_layers": 3,
+  "num_attention_heads": 2, "intermediate_size": 24, "pad_token_id": 0, "local_attention": 4,
+  "global_attn_every_n_layers": 3, "global_rope_theta": 160000.0, "local_rope_theta": 10000.0})";
+
+const char* kElectra = R"({"model_type": "electra", "vocab_size": 40, "embedding_size": 8, "hidden_size": 16,
+  "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 64})";
+
 std::string replaced(std::string s, const std::string& from, const std::string& to) {
   auto at = s.find(from);
   REQUIRE(at != std::string::npos);
@@ -44,7 +54,7 @@ kg::model::text::TextEncoderPtr build(const std::string& json) {
 
 TEST_CASE("text encoders: every family registers under its model_type", "[unit][model]") {
   auto names = kg::model::text::text_family_names();
-  for (const char* want : {"bert", "deberta-v2", "distilbert", "electra", "roberta", "xlm-roberta"})
+  for (const char* want : {"bert", "deberta-v2", "distilbert", "electra", "modernbert", "roberta", "xlm-roberta"})
     CHECK(std::find(names.begin(), names.end(), want) != names.end());
 }
 
@@ -176,6 +186,28 @@ TEST_CASE("text encoders: checkpointed layers give the plain gradients", "[unit]
     auto plain = grads(false), ckpt = grads(true);
     for (size_t i = 0; i < plain.size(); ++i) CHECK(torch::allclose(plain[i], ckpt[i], 1e-5, 1e-6));
     CHECK(plain.front().abs().sum().item<double>() > 0);
+  }
+}
+
+TEST_CASE("text encoders: every family runs padded batches in float32 and bfloat16", "[unit][model]") {
+  for (const char* json : {kDebertaV3, kBert, kDistil, kModern, kElectra}) {
+    auto enc = build(json);
+    INFO(enc->shape().model_type);
+    enc->eval();
+    torch::NoGradGuard no_grad;
+    at::Tensor ids = torch::randint(1, 40, {2, 11}, torch::kLong);
+    at::Tensor mask = torch::ones({2, 11}, torch::kLong);
+    mask.index_put_({0, torch::indexing::Slice(6)}, 0);
+    auto f32 = enc->forward(ids, mask);
+    CHECK(static_cast<int64_t>(f32.size()) == enc->shape().num_layers + 1);
+    CHECK(f32.back().sizes() == std::vector<int64_t>{2, 11, 16});
+    CHECK(torch::isfinite(f32.back()).all().item<bool>());
+    size_t grouped = 0;
+    for (const auto& g : enc->layer_groups()) grouped += g.params.size();
+    CHECK(grouped == enc->parameters().size());
+    enc->to(torch::kBFloat16);  // the masks' fill values must fit the dtype (transformers' finfo(dtype).min)
+    auto bf16 = enc->forward(ids, mask);
+    CHECK(torch::allclose(bf16.back().to(torch::kFloat), f32.back(), 0.1, 0.1));
   }
 }
 
