@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "core/error.h"
@@ -164,6 +165,32 @@ TEST_CASE("text encoders: the loader takes bare or prefixed names and refuses ot
   auto loaded = kg::model::text::load_text_encoder(dir / "enc", true);
   CHECK(loaded.report.clean());
   CHECK(loaded.encoder->shape().hidden_size == 16);
+}
+
+TEST_CASE("text encoders: old LayerNorm names and sharded safetensors load", "[unit][model]") {
+  auto src = build(kBert);
+  kg::model::TensorMap first, second;
+  for (const auto& [name, t] : kg::model::state_dict(*src)) {
+    std::string n = name;  // BERT's original files: LayerNorm.gamma / LayerNorm.beta, under "bert."
+    if (n.size() > 17 && n.compare(n.size() - 17, 17, ".LayerNorm.weight") == 0) n = n.substr(0, n.size() - 7) + ".gamma";
+    if (n.size() > 15 && n.compare(n.size() - 15, 15, ".LayerNorm.bias") == 0) n = n.substr(0, n.size() - 5) + ".beta";
+    (n < "encoder.layer.1" ? first : second)["bert." + n] = t;
+  }
+  REQUIRE(first.count("bert.embeddings.LayerNorm.gamma"));
+  kg::test::TempDir dir;
+  dir.write("enc/config.json", kBert);
+  kg::model::write_safetensors(dir / "enc/model-00001-of-00002.safetensors", first);
+  kg::model::write_safetensors(dir / "enc/model-00002-of-00002.safetensors", second);
+  nlohmann::json index;
+  for (const auto& [n, t] : first) index["weight_map"][n] = "model-00001-of-00002.safetensors";
+  for (const auto& [n, t] : second) index["weight_map"][n] = "model-00002-of-00002.safetensors";
+  dir.write("enc/model.safetensors.index.json", index.dump());
+  auto loaded = kg::model::text::load_text_encoder(dir / "enc", true);
+  CHECK(loaded.report.clean());
+  CHECK(loaded.report.renamed == std::vector<std::string>{"bert."});
+  CHECK(torch::equal(loaded.encoder->named_parameters()["encoder.layer.1.output.LayerNorm.bias"],
+                     src->named_parameters()["encoder.layer.1.output.LayerNorm.bias"]));
+  CHECK_THROWS_WITH(kg::model::text::load_text_encoder(dir.str(), false), Catch::Contains("config.json"));
 }
 
 TEST_CASE("text encoders: checkpointed layers give the plain gradients", "[unit][model]") {
