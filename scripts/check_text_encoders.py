@@ -52,6 +52,11 @@ def cases():
         ("deberta-v3", T.DebertaV2Config(**v3), T.DebertaV2Model, "safetensors"),
         ("deberta-v3-cls-bin", T.DebertaV2Config(**v3, num_labels=3), T.DebertaV2ForSequenceClassification, "bin"),
         ("deberta-v2", T.DebertaV2Config(**v2), T.DebertaV2Model, "safetensors"),
+        # microsoft/deberta-v3-base's config.json but 2 layers and a small vocabulary: its widths and 64-wide heads
+        ("deberta-v3-base-width", T.DebertaV2Config(**dict(v3, hidden_size=768, num_attention_heads=12,
+                                                            intermediate_size=3072, num_hidden_layers=2,
+                                                            pos_att_type="p2c|c2p", initializer_range=0.02)),
+         T.DebertaV2Model, "safetensors"),
         ("deberta-v3-c2p", T.DebertaV2Config(**dict(v3, pos_att_type=["c2p"], share_att_key=False,
                                                      hidden_act="gelu_new")), T.DebertaV2Model, "safetensors"),
         ("bert", T.BertConfig(**bert_like, type_vocab_size=2), T.BertModel, "safetensors"),
@@ -181,7 +186,7 @@ def main():
     for label, what, d, note in rows:
         ok = d <= TOL
         failed += not ok
-        print(f"{'ok  ' if ok else 'FAIL'} {label:<34} {what:<12} {d:.2e} {note}")
+        print(f"{'ok  ' if ok else 'FAIL'} {label:<40} {what:<12} {d:.2e} {note}")
     print(f"{len(rows) - failed}/{len(rows)} checks passed")
     return 1 if failed else 0
 
