@@ -1,0 +1,69 @@
+// kgtrain_text_parity: the C++ half of scripts/check_text_encoders.py. Loads a Hugging Face model folder with
+// lib/model/text, runs the inputs the script wrote and writes what transformers is compared on:
+//   kgtrain_text_parity FOLDER INPUTS.safetensors OUT.safetensors
+// INPUTS: input_ids, attention_mask, token_type_ids (optional), probe [B, L, hidden] (the loss's fixed tensor).
+// OUT: hidden.K (K = 0 embeddings, 1.. layers) in eval mode; loss = sum(last hidden * probe) and grad.NAME for every
+// parameter that got one; the same loss's gradients with every layer checkpointed (train mode: the script's
+// configs have no dropout) as ckpt.NAME; load.missing / load.unexpected counts.
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "model/safetensors.h"
+#include "model/text/encoder.h"
+
+namespace {
+
+kg::model::TensorMap step(kg::model::text::TextEncoder& enc, const kg::model::TensorMap& in, const std::string& tag) {
+  at::Tensor types = in.count("token_type_ids") ? in.at("token_type_ids") : at::Tensor();
+  enc.zero_grad();
+  auto hidden = enc.forward(in.at("input_ids"), in.at("attention_mask"), types);
+  at::Tensor loss = (hidden.back() * in.at("probe")).sum();
+  loss.backward();
+  kg::model::TensorMap out;
+  out[tag + "loss"] = loss.detach().reshape({1});
+  for (const auto& p : enc.named_parameters(true))
+    if (p.value().grad().defined()) out[tag + p.key()] = p.value().grad().clone();
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: kgtrain_text_parity FOLDER INPUTS.safetensors OUT.safetensors\n");
+    return 2;
+  }
+  try {
+    torch::manual_seed(0);
+    auto loaded = kg::model::text::load_text_encoder(argv[1]);
+    auto& enc = *loaded.encoder;
+    auto in = kg::model::read_safetensors(argv[2]);
+    kg::model::TensorMap out;
+    out["load.missing"] = torch::tensor({static_cast<int64_t>(loaded.report.missing.size())});
+    out["load.unexpected"] = torch::tensor({static_cast<int64_t>(loaded.report.unexpected.size())});
+    if (!loaded.report.clean()) std::fprintf(stderr, "%s: %s\n", argv[1], loaded.report.str().c_str());
+    at::Tensor types = in.count("token_type_ids") ? in.at("token_type_ids") : at::Tensor();
+    enc.eval();
+    {
+      torch::NoGradGuard no_grad;
+      auto hidden = enc.forward(in.at("input_ids"), in.at("attention_mask"), types);
+      for (size_t i = 0; i < hidden.size(); ++i) out["hidden." + std::to_string(i)] = hidden[i].contiguous();
+    }
+    for (auto& [k, v] : step(enc, in, "grad.")) out[k] = v;
+    enc.train();
+    enc.set_grad_checkpointing(true);
+    for (auto& [k, v] : step(enc, in, "ckpt.")) out[k] = v;
+    kg::model::write_safetensors(argv[3], out);
+    return 0;
+  } catch (const kg::Error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}
