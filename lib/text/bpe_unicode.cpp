@@ -1,0 +1,122 @@
+// The Unicode sets of byte-level BPE's pre-tokenizer and of the Precompiled normalizer's grapheme clusters.
+//
+// Why generated tables and not a library: tokenizers runs the GPT-2 regex with Oniguruma (the onig crate's bundled
+// copy), so \p{L}, \p{N} and \s are Oniguruma's tables, of its own Unicode version. ICU 72
+// (Debian 12's, Unicode 15.0; u_charType's L* and N* categories, u_isUWhiteSpace) was measured against the sets
+// probed from tokenizers 0.23.3 over every code point: 5,004 code points differ (\p{L} 4,924, \p{N} 80, \s 0),
+// (scripts/compare_gpt2_classes_icu.cpp). Any library of another Unicode version than the onig crate's splits such
+// text differently. The tables below are probed from
+// tokenizers itself instead (scripts/gen_bpe_unicode_tables.py), as the BERT tables are. The grapheme properties
+// are not exposed by tokenizers; they come from the Python regex module's tables by the same script.
+#include <algorithm>
+#include <iterator>
+
+#include "text/unicode.h"
+
+namespace kg::text {
+namespace {
+
+struct CodeRange {
+  char32_t lo, hi;  // inclusive
+};
+struct GraphemeRange {
+  char32_t lo, hi;
+  unsigned char value;
+};
+
+#include "text/bpe_unicode_tables.inc"
+
+template <size_t N>
+bool in_bpe_ranges(const CodeRange (&table)[N], char32_t c) {
+  const auto it = std::upper_bound(std::begin(table), std::end(table), c,
+                                   [](char32_t v, const CodeRange& r) { return v < r.lo; });
+  return it != std::begin(table) && c <= std::prev(it)->hi;
+}
+
+enum GraphemeBreak : unsigned char {
+  kGbOther, kGbCR, kGbLF, kGbControl, kGbExtend, kGbZWJ, kGbRI, kGbPrepend, kGbSpacingMark, kGbL, kGbV, kGbT,
+  kGbLV, kGbLVT
+};
+
+GraphemeBreak grapheme_break(char32_t c) {
+  if (c >= 0x20 && c < 0x7F) return kGbOther;
+  const auto it = std::upper_bound(std::begin(kGraphemeBreak), std::end(kGraphemeBreak), c,
+                                   [](char32_t v, const GraphemeRange& r) { return v < r.lo; });
+  if (it == std::begin(kGraphemeBreak) || c > std::prev(it)->hi) return kGbOther;
+  return static_cast<GraphemeBreak>(std::prev(it)->value);
+}
+
+}  // namespace
+
+Gpt2Class gpt2_class(char32_t c) {
+  if (c < 0x80) {
+    if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return kGpt2Letter;
+    if (c >= '0' && c <= '9') return kGpt2Number;
+    if (c == ' ' || (c >= 0x09 && c <= 0x0D)) return kGpt2Space;
+    return kGpt2Other;
+  }
+  if (in_bpe_ranges(kGpt2LetterRanges, c)) return kGpt2Letter;
+  if (in_bpe_ranges(kGpt2NumberRanges, c)) return kGpt2Number;
+  if (in_bpe_ranges(kGpt2SpaceRanges, c)) return kGpt2Space;
+  return kGpt2Other;
+}
+
+size_t grapheme_end(std::u32string_view s, size_t from) {
+  const size_t n = s.size();
+  if (from + 1 >= n) return n;
+  GraphemeBreak prev = grapheme_break(s[from]);
+  // GB9c: consonant (extend|linker)* linker (extend|linker)* x consonant; GB11: ExtPict Extend* ZWJ x ExtPict.
+  bool incb_consonant = in_bpe_ranges(kIncbConsonant, s[from]), incb_linker = false;
+  bool pict = in_bpe_ranges(kExtPict, s[from]);
+  size_t ri = prev == kGbRI ? 1 : 0;
+  size_t i = from + 1;
+  for (; i < n; ++i) {
+    const char32_t c = s[i];
+    const GraphemeBreak cur = grapheme_break(c);
+    bool join;
+    if (prev == kGbCR && cur == kGbLF)
+      join = true;
+    else if (prev == kGbCR || prev == kGbLF || prev == kGbControl || cur == kGbCR || cur == kGbLF ||
+             cur == kGbControl)
+      join = false;
+    else if (prev == kGbL && (cur == kGbL || cur == kGbV || cur == kGbLV || cur == kGbLVT))
+      join = true;
+    else if ((prev == kGbLV || prev == kGbV) && (cur == kGbV || cur == kGbT))
+      join = true;
+    else if ((prev == kGbLVT || prev == kGbT) && cur == kGbT)
+      join = true;
+    else if (cur == kGbExtend || cur == kGbZWJ || cur == kGbSpacingMark || prev == kGbPrepend)
+      join = true;
+    else if (incb_consonant && incb_linker && in_bpe_ranges(kIncbConsonant, c))
+      join = true;
+    else if (pict && prev == kGbZWJ && in_bpe_ranges(kExtPict, c))
+      join = true;
+    else if (prev == kGbRI && cur == kGbRI && ri % 2 == 1)
+      join = true;
+    else
+      join = false;
+    if (!join) break;
+    // The state of GB9c, GB11 and GB12/13 after c.
+    const bool consonant = in_bpe_ranges(kIncbConsonant, c);
+    const bool linker = in_bpe_ranges(kIncbLinker, c);
+    if (consonant) {
+      incb_consonant = true;
+      incb_linker = false;
+    } else if (linker) {
+      incb_linker = incb_linker || incb_consonant;
+    } else if (!in_bpe_ranges(kIncbExtend, c)) {
+      incb_consonant = incb_linker = false;
+    }
+    if (in_bpe_ranges(kExtPict, c))
+      pict = true;
+    else if (cur != kGbExtend && cur != kGbZWJ)
+      pict = false;
+    else if (cur == kGbZWJ && prev == kGbZWJ)
+      pict = false;
+    ri = cur == kGbRI ? ri + 1 : 0;
+    prev = cur;
+  }
+  return i;
+}
+
+}  // namespace kg::text
