@@ -5,6 +5,9 @@ normalizer use, as the pinned `tokenizers` sees them.
 * \\p{L}, \\p{N} and \\s of the GPT-2 regex. tokenizers runs that regex with Oniguruma (the onig crate's bundled
   copy, its own Unicode tables), so each set is probed from tokenizers itself: a Split pre-tokenizer with the
   class as its Regex removes the matching code points from a string of every code point.
+* NFC's canonical compositions: each pair (a, b) of a canonical two-code-point decomposition (Python's
+  unicodedata) that tokenizers' NFC normalizer composes (probed: NFC(a + b) == the composite), so composition
+  exclusions are tokenizers' own.
 * The extended grapheme cluster properties (Grapheme_Cluster_Break, Extended_Pictographic, Indic_Conjunct_Break)
   that the Precompiled normalizer's segmentation (the unicode-segmentation crate) uses. tokenizers does not expose
   them, so they come from the `regex` module's tables (`\\p{GCB=...}`).
@@ -13,9 +16,11 @@ Usage: python scripts/gen_bpe_unicode_tables.py > lib/text/bpe_unicode_tables.in
 """
 import sys
 
+import unicodedata
+
 import regex
 import tokenizers
-from tokenizers import Regex, pre_tokenizers
+from tokenizers import Regex, normalizers, pre_tokenizers
 
 CPS = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
 
@@ -63,6 +68,21 @@ def main():
     emit_ranges("kGpt2LetterRanges", probe(r"\p{L}"), "\\p{L} of tokenizers' GPT-2 regex (Oniguruma)")
     emit_ranges("kGpt2NumberRanges", probe(r"\p{N}"), "\\p{N} of tokenizers' GPT-2 regex (Oniguruma)")
     emit_ranges("kGpt2SpaceRanges", probe(r"\s"), "\\s of tokenizers' GPT-2 regex (Oniguruma)")
+    nfc = normalizers.NFC()
+    pairs = []
+    for c in CPS:
+        d = unicodedata.decomposition(chr(c))
+        if not d or d.startswith("<") or len(d.split()) != 2:
+            continue
+        a, b = (int(x, 16) for x in d.split())
+        if nfc.normalize_str(chr(a) + chr(b)) == chr(c):
+            pairs.append((a, b, c))
+    pairs.sort()
+    print("// NFC compositions tokenizers makes (first, second, composite), sorted: %d" % len(pairs))
+    print("constexpr Composition kNfcCompositions[] = {")
+    for i in range(0, len(pairs), 5):
+        print("    " + " ".join("{0x%X, 0x%X, 0x%X}," % p for p in pairs[i:i + 5]))
+    print("};")
     rows = []
     for v, name in enumerate(GCB, start=1):
         r = regex.compile(r"\p{GCB=%s}" % name)

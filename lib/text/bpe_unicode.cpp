@@ -10,6 +10,7 @@
 // are not exposed by tokenizers; they come from the Python regex module's tables by the same script.
 #include <algorithm>
 #include <iterator>
+#include <utility>
 
 #include "text/unicode.h"
 
@@ -22,6 +23,9 @@ struct CodeRange {
 struct GraphemeRange {
   char32_t lo, hi;
   unsigned char value;
+};
+struct Composition {
+  char32_t first, second, composite;
 };
 
 #include "text/bpe_unicode_tables.inc"
@@ -46,7 +50,53 @@ GraphemeBreak grapheme_break(char32_t c) {
   return static_cast<GraphemeBreak>(std::prev(it)->value);
 }
 
+// The composite of (a, b), or 0: Hangul by the algorithm, the rest from the probed table.
+char32_t compose_pair(char32_t a, char32_t b) {
+  constexpr char32_t kSBase = 0xAC00, kLBase = 0x1100, kVBase = 0x1161, kTBase = 0x11A7;
+  constexpr char32_t kLCount = 19, kVCount = 21, kTCount = 28, kNCount = kVCount * kTCount;
+  if (a >= kLBase && a < kLBase + kLCount && b >= kVBase && b < kVBase + kVCount)
+    return kSBase + ((a - kLBase) * kVCount + (b - kVBase)) * kTCount;
+  if (a >= kSBase && a < kSBase + kLCount * kNCount && (a - kSBase) % kTCount == 0 && b > kTBase &&
+      b < kTBase + kTCount)
+    return a + (b - kTBase);
+  const auto it = std::lower_bound(std::begin(kNfcCompositions), std::end(kNfcCompositions), std::make_pair(a, b),
+                                   [](const Composition& c, const std::pair<char32_t, char32_t>& v) {
+                                     return c.first != v.first ? c.first < v.first : c.second < v.second;
+                                   });
+  return it != std::end(kNfcCompositions) && it->first == a && it->second == b ? it->composite : 0;
+}
+
 }  // namespace
+
+std::u32string nfc(std::u32string_view s) {
+  bool plain = true;  // nothing below U+0300 composes with what follows unless a mark or jamo follows
+  for (char32_t c : s) plain = plain && c < 0x300;
+  if (plain) return std::u32string(s);
+  const std::u32string d = nfd(s);
+  // Canonical composition (UAX #15): a mark composes with the last starter unless a character between them has
+  // class 0 or a class not below its own.
+  std::u32string out;
+  out.reserve(d.size());
+  size_t starter = SIZE_MAX;
+  int last_class = -1;  // class of the last character kept after the starter; -1 none
+  for (char32_t c : d) {
+    const int cc = combining_class(c);
+    if (starter != SIZE_MAX && (last_class < 0 || (last_class < cc && last_class != 0))) {
+      if (const char32_t k = compose_pair(out[starter], c)) {
+        out[starter] = k;
+        continue;
+      }
+    }
+    if (cc == 0) {
+      starter = out.size();
+      last_class = -1;
+    } else {
+      last_class = cc;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
 
 Gpt2Class gpt2_class(char32_t c) {
   if (c < 0x80) {

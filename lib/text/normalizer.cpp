@@ -108,6 +108,9 @@ void normalize(const std::vector<NormalizerStep>& steps, std::u32string& s) {
       case NormalizerStep::kNfd:
         s = nfd(s);
         break;
+      case NormalizerStep::kNfc:
+        s = nfc(s);
+        break;
       case NormalizerStep::kStrip: {
         size_t from = 0, to = s.size();
         if (step.strip_left)

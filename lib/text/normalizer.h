@@ -1,4 +1,4 @@
-// The normalizers of a tokenizer.json that kgtrain applies: BertNormalizer, Lowercase, NFD, Strip, Replace and
+// The normalizers of a tokenizer.json that kgtrain applies: BertNormalizer, Lowercase, NFD, NFC, Strip, Replace and
 // Precompiled, alone or in a Sequence (tokenizers/src/normalizers/bert.rs, utils.rs, strip.rs, replace.rs,
 // precompiled.rs).
 #pragma once
@@ -23,7 +23,7 @@ struct BertNormalizerOptions {
 
 // One step of a normalizer Sequence.
 struct NormalizerStep {
-  enum Kind { kBert, kLowercase, kNfd, kStrip, kReplace, kPrecompiled } kind = kBert;
+  enum Kind { kBert, kLowercase, kNfd, kNfc, kStrip, kReplace, kPrecompiled } kind = kBert;
   BertNormalizerOptions bert;
   /// kStrip: remove whitespace (char::is_whitespace) at the start, at the end.
   bool strip_left = false, strip_right = false;

@@ -1,7 +1,7 @@
 // A Hugging Face tokenizer.json, encoding text to the ids `tokenizers` gives.
 //
 // Supported, each as tokenizers defines it: models WordPiece (BERT), BPE (byte-level: RoBERTa, GPT-2, OLMo) and
-// Unigram (sentencepiece's: DeBERTa-v3, XLM-R); normalizers BertNormalizer, Lowercase, NFD, Strip, Replace (a
+// Unigram (sentencepiece's: DeBERTa-v3, XLM-R); normalizers BertNormalizer, Lowercase, NFD, NFC, Strip, Replace (a
 // string, or the regex " {2,}"), Precompiled (sentencepiece's charsmap) or a Sequence of them (or none);
 // pre_tokenizers BertPreTokenizer, ByteLevel (the GPT-2 regex), Metaspace, WhitespaceSplit or a Sequence of them
 // (or none); post_processors TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel (or none);

@@ -133,6 +133,9 @@ struct TokenizerReader {
     } else if (type == "NFD") {
       only_keys(j, key, {"type"});
       step.kind = NormalizerStep::kNfd;
+    } else if (type == "NFC") {
+      only_keys(j, key, {"type"});
+      step.kind = NormalizerStep::kNfc;
     } else if (type == "Strip") {
       only_keys(j, key, {"type", "strip_left", "strip_right"});
       step.kind = NormalizerStep::kStrip;
@@ -162,7 +165,7 @@ struct TokenizerReader {
       step.charsmap = std::make_shared<const PrecompiledCharsmap>(*blob, where + ": " + key);
     } else {
       unsupported(key + ".type", type,
-                  "BertNormalizer, Lowercase, NFD, Strip, Replace, Precompiled and a Sequence of them");
+                  "BertNormalizer, Lowercase, NFD, NFC, Strip, Replace, Precompiled and a Sequence of them");
     }
     steps.push_back(step);
   }

@@ -38,6 +38,11 @@ bool is_cjk_ideograph(char32_t c);
 
 // Canonical decomposition (NFD) of `s`, as tokenizers' NormalizedString::nfd.
 std::u32string nfd(std::u32string_view s);
+// The canonical combining class tokenizers' NFD orders marks by (0 for starters).
+int combining_class(char32_t c);
+// NFC as tokenizers' NormalizedString::nfc (unicode-normalization-alignments): nfd(), then canonical composition
+// with the pairs probed from tokenizers (bpe_unicode_tables.inc) and Hangul's algorithm.
+std::u32string nfc(std::u32string_view s);
 // Appends Rust's char::to_lowercase(c): one code point, or several (U+0130 -> "i\u0307").
 void append_lowercase(char32_t c, std::u32string& out);
 
