@@ -52,7 +52,7 @@ def ranges(cps):
 def emit_ranges(name, cps, comment):
     rs = ranges(cps)
     print("// %s: %d code points in %d ranges" % (comment, len(cps), len(rs)))
-    print("constexpr CodeRange %s[] = {" % name)
+    print("constexpr BpeCodeRange %s[] = {" % name)
     for i in range(0, len(rs), 6):
         print("    " + " ".join("{0x%X, 0x%X}," % (a, b) for a, b in rs[i:i + 6]))
     print("};")

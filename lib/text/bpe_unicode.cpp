@@ -17,7 +17,7 @@
 namespace kg::text {
 namespace {
 
-struct CodeRange {
+struct BpeCodeRange {
   char32_t lo, hi;  // inclusive
 };
 struct GraphemeRange {
@@ -31,9 +31,9 @@ struct Composition {
 #include "text/bpe_unicode_tables.inc"
 
 template <size_t N>
-bool in_bpe_ranges(const CodeRange (&table)[N], char32_t c) {
+bool in_bpe_ranges(const BpeCodeRange (&table)[N], char32_t c) {
   const auto it = std::upper_bound(std::begin(table), std::end(table), c,
-                                   [](char32_t v, const CodeRange& r) { return v < r.lo; });
+                                   [](char32_t v, const BpeCodeRange& r) { return v < r.lo; });
   return it != std::begin(table) && c <= std::prev(it)->hi;
 }
 

@@ -25,7 +25,7 @@
 namespace kg::text {
 namespace {
 
-using json = nlohmann::json;
+using SpmJson = nlohmann::json;
 
 bool spm_path_exists(const std::string& p) {
   struct stat st;
@@ -173,20 +173,20 @@ SpmModel read_spm(const std::string& path) {
   return m;
 }
 
-json read_json_file(const std::string& path) {
+SpmJson read_json_file(const std::string& path) {
   const std::string text = read_file(path);
   const size_t depth = json_nesting_depth(text);
   KG_CHECK(depth <= kMaxJsonDepth, ConfigError, path, ": JSON nested ", depth, " deep (kgtrain reads up to ",
            kMaxJsonDepth, ")");
   try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
+    return SpmJson::parse(text);
+  } catch (const SpmJson::exception& e) {
     throw ConfigError(path + ": not JSON (" + e.what() + ")");
   }
 }
 
 // A token given as "text" or as {"content": "text", ...} (an AddedToken's serialized form).
-std::string spm_token_text(const json& v, const std::string& where) {
+std::string spm_token_text(const SpmJson& v, const std::string& where) {
   if (v.is_string()) return v.get<std::string>();
   KG_CHECK(v.is_object() && v.contains("content") && v["content"].is_string(), ConfigError, where,
            ": expected a token (text or {\"content\": ...}), got ", v.dump().substr(0, 200));
@@ -220,7 +220,7 @@ std::string Tokenizer::spm_folder_json(const std::string& dir) {
            ": no precompiled_charsmap (an identity-normalized model): transformers then uses NFC, which kgtrain "
            "does not implement");
   // tokenizer_config.json, then special_tokens_map.json for what it leaves out.
-  json config = json::object(), special_map = json::object(), added_file = json::object();
+  SpmJson config = SpmJson::object(), special_map = SpmJson::object(), added_file = SpmJson::object();
   if (spm_path_exists(dir + "/tokenizer_config.json")) config = read_json_file(dir + "/tokenizer_config.json");
   if (spm_path_exists(dir + "/special_tokens_map.json"))
     special_map = read_json_file(dir + "/special_tokens_map.json");
@@ -238,7 +238,7 @@ std::string Tokenizer::spm_folder_json(const std::string& dir) {
   KG_CHECK(!flag("split_by_punct", false), ConfigError, dir,
            "/tokenizer_config.json: split_by_punct true is not supported (the Punctuation pre-tokenizer)");
   const auto token = [&](const char* name, const char* fallback) {
-    for (const json* src : {&config, &special_map})
+    for (const SpmJson* src : {&config, &special_map})
       if (src->contains(name) && !(*src)[name].is_null())
         return spm_token_text((*src)[name], dir + ": " + name);
     return std::string(fallback);
@@ -248,13 +248,13 @@ std::string Tokenizer::spm_folder_json(const std::string& dir) {
                     mask = token("mask_token", "[MASK]"), bos = token("bos_token", "[CLS]"),
                     eos = token("eos_token", "[SEP]");
 
-  json vocab = json::array();
+  SpmJson vocab = SpmJson::array();
   std::map<std::string, int64_t> id_of;  // the first id of each piece, as list.index
   int64_t unk_id = m.unk_id;
   bool unk_found = false;
   for (size_t i = 0; i < m.pieces.size(); ++i) {
     const auto& p = m.pieces[i];
-    vocab.push_back(json::array({p.piece, static_cast<double>(p.score)}));
+    vocab.push_back(SpmJson::array({p.piece, static_cast<double>(p.score)}));
     id_of.emplace(p.piece, static_cast<int64_t>(i));
     if (!unk_found && p.piece == unk && p.score == 0.0f) {
       unk_id = static_cast<int64_t>(i);
@@ -288,7 +288,7 @@ std::string Tokenizer::spm_folder_json(const std::string& dir) {
     const auto it = id_of.find(s);
     added[it != id_of.end() ? it->second : next_id++] = s;
   }
-  json added_tokens = json::array();
+  SpmJson added_tokens = SpmJson::array();
   for (const auto& [id, content] : added)
     added_tokens.push_back({{"id", id}, {"content", content}, {"single_word", false}, {"lstrip", false},
                             {"rstrip", false}, {"normalized", false}, {"special", true}});
@@ -297,18 +297,18 @@ std::string Tokenizer::spm_folder_json(const std::string& dir) {
       if (content == s) return id;
     throw ConfigError(dir + ": \"" + s + "\" has no id");
   };
-  json normalizers = json::array();
+  SpmJson normalizers = SpmJson::array();
   if (lower) normalizers.push_back({{"type", "Lowercase"}});
   normalizers.push_back({{"type", "Precompiled"}, {"precompiled_charsmap", base64_of(m.charsmap)}});
   normalizers.push_back({{"type", "Strip"}, {"strip_left", false}, {"strip_right", true}});
   normalizers.push_back({{"type", "Replace"}, {"pattern", {{"Regex", " {2,}"}}}, {"content", " "}});
   const auto special = [](const std::string& id, int64_t type_id) {
-    return json{{"SpecialToken", {{"id", id}, {"type_id", type_id}}}};
+    return SpmJson{{"SpecialToken", {{"id", id}, {"type_id", type_id}}}};
   };
   const auto sequence = [](const char* id, int64_t type_id) {
-    return json{{"Sequence", {{"id", id}, {"type_id", type_id}}}};
+    return SpmJson{{"Sequence", {{"id", id}, {"type_id", type_id}}}};
   };
-  json t = {
+  SpmJson t = {
       {"version", "1.0"},
       {"truncation", nullptr},
       {"padding", nullptr},
@@ -316,12 +316,12 @@ std::string Tokenizer::spm_folder_json(const std::string& dir) {
       {"normalizer", {{"type", "Sequence"}, {"normalizers", normalizers}}},
       {"pre_tokenizer",
        {{"type", "Sequence"},
-        {"pretokenizers", json::array({{{"type", "Metaspace"}, {"replacement", "\xe2\x96\x81"},
+        {"pretokenizers", SpmJson::array({{{"type", "Metaspace"}, {"replacement", "\xe2\x96\x81"},
                                         {"prepend_scheme", prefix_space ? "always" : "first"}, {"split", true}}})}}},
       {"post_processor",
        {{"type", "TemplateProcessing"},
-        {"single", json::array({special(cls, 0), sequence("A", 0), special(sep, 0)})},
-        {"pair", json::array({special(cls, 0), sequence("A", 0), special(sep, 0), sequence("B", 1), special(sep, 1)})},
+        {"single", SpmJson::array({special(cls, 0), sequence("A", 0), special(sep, 0)})},
+        {"pair", SpmJson::array({special(cls, 0), sequence("A", 0), special(sep, 0), sequence("B", 1), special(sep, 1)})},
         {"special_tokens",
          {{cls, {{"id", cls}, {"ids", {id_for(cls)}}, {"tokens", {cls}}}},
           {sep, {{"id", sep}, {"ids", {id_for(sep)}}, {"tokens", {sep}}}}}}}},
