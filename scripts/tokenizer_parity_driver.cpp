@@ -4,6 +4,11 @@
 //     "special": bool} gives one line {"ids": [...], "type_ids": [...], "attention_mask": [...]} or {"error": why}
 //   tokenizer_parity_driver bench TOKENIZER.json LINES.txt
 //     encodes each line once on this thread and prints {"lines": n, "tokens": n, "seconds": s}
+//   tokenizer_parity_driver folder-json DIR
+//     prints the tokenizer.json kgtrain builds from a sentencepiece folder (Tokenizer::spm_folder_json)
+// TOKENIZER.json may be a folder: Tokenizer::from_folder reads it.
+#include <sys/stat.h>
+
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -19,8 +24,14 @@ using nlohmann::json;
 
 namespace {
 
+kg::text::Tokenizer load(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return kg::text::Tokenizer::from_folder(path);
+  return kg::text::Tokenizer::from_file(path);
+}
+
 int encode(const std::string& tok_path, const std::string& cases_path, const std::string& out_path) {
-  const auto base = kg::text::Tokenizer::from_file(tok_path);
+  const auto base = load(tok_path);
   std::ifstream in(cases_path);
   std::ofstream out(out_path);
   std::string line;
@@ -58,7 +69,7 @@ int encode(const std::string& tok_path, const std::string& cases_path, const std
 }
 
 int bench(const std::string& tok_path, const std::string& lines_path) {
-  const auto t = kg::text::Tokenizer::from_file(tok_path);
+  const auto t = load(tok_path);
   std::ifstream in(lines_path);
   std::vector<std::string> lines;
   std::string line;
@@ -78,6 +89,10 @@ int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "encode" && argc == 5) return encode(argv[2], argv[3], argv[4]);
     if (mode == "bench" && argc == 4) return bench(argv[2], argv[3]);
+    if (mode == "folder-json" && argc == 3) {
+      std::cout << kg::text::Tokenizer::spm_folder_json(argv[2]) << "\n";
+      return 0;
+    }
     std::cerr << "usage: " << argv[0] << " encode TOKENIZER.json CASES.jsonl OUT.jsonl | bench TOKENIZER.json LINES\n";
     return 2;
   } catch (const kg::Error& e) {

@@ -19,6 +19,36 @@ void lowercase(std::u32string& s) {
   s.swap(out);
 }
 
+void replace_all(const NormalizerStep& step, std::u32string& s) {
+  const std::u32string& p = step.pattern;
+  if (!step.space_runs && p.empty()) return;
+  std::u32string out;
+  size_t i = 0, copied = 0;
+  bool any = false;
+  while (i < s.size()) {
+    size_t len = 0;
+    if (step.space_runs) {
+      while (i + len < s.size() && s[i + len] == U' ') ++len;
+      if (len < 2) len = 0;
+    } else if (s.compare(i, p.size(), p) == 0) {
+      len = p.size();
+    }
+    if (len == 0) {
+      ++i;
+      continue;
+    }
+    if (!any) out.reserve(s.size());
+    any = true;
+    out.append(s, copied, i - copied);
+    out += step.content;
+    i += len;
+    copied = i;
+  }
+  if (!any) return;
+  out.append(s, copied, std::u32string::npos);
+  s.swap(out);
+}
+
 }  // namespace
 
 void bert_normalize(const BertNormalizerOptions& o, std::u32string& s) {
@@ -77,6 +107,24 @@ void normalize(const std::vector<NormalizerStep>& steps, std::u32string& s) {
         break;
       case NormalizerStep::kNfd:
         s = nfd(s);
+        break;
+      case NormalizerStep::kNfc:
+        s = nfc(s);
+        break;
+      case NormalizerStep::kStrip: {
+        size_t from = 0, to = s.size();
+        if (step.strip_left)
+          while (from < to && is_rust_whitespace(s[from])) ++from;
+        if (step.strip_right)
+          while (to > from && is_rust_whitespace(s[to - 1])) --to;
+        if (from > 0 || to < s.size()) s = s.substr(from, to - from);
+        break;
+      }
+      case NormalizerStep::kReplace:
+        replace_all(step, s);
+        break;
+      case NormalizerStep::kPrecompiled:
+        step.charsmap->normalize(s);
         break;
     }
   }

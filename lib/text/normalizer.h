@@ -1,8 +1,12 @@
-// The normalizers of a tokenizer.json that kgtrain applies: BertNormalizer, Lowercase and NFD, alone or in a
-// Sequence (tokenizers/src/normalizers/bert.rs, normalizers/utils.rs).
+// The normalizers of a tokenizer.json that kgtrain applies: BertNormalizer, Lowercase, NFD, NFC, Strip, Replace and
+// Precompiled, alone or in a Sequence (tokenizers/src/normalizers/bert.rs, utils.rs, strip.rs, replace.rs,
+// precompiled.rs).
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "text/precompiled.h"
 
 namespace kg::text {
 
@@ -19,8 +23,15 @@ struct BertNormalizerOptions {
 
 // One step of a normalizer Sequence.
 struct NormalizerStep {
-  enum Kind { kBert, kLowercase, kNfd } kind = kBert;
+  enum Kind { kBert, kLowercase, kNfd, kNfc, kStrip, kReplace, kPrecompiled } kind = kBert;
   BertNormalizerOptions bert;
+  /// kStrip: remove whitespace (char::is_whitespace) at the start, at the end.
+  bool strip_left = false, strip_right = false;
+  /// kReplace: each non-overlapping occurrence of `pattern`, leftmost first, becomes `content`; with
+  /// `space_runs` the pattern is the regex " {2,}" (runs of two spaces or more) instead.
+  std::u32string pattern, content;
+  bool space_runs = false;
+  std::shared_ptr<const PrecompiledCharsmap> charsmap;
 };
 
 void bert_normalize(const BertNormalizerOptions& o, std::u32string& s);

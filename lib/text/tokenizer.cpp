@@ -1,6 +1,6 @@
 // Encoding, in tokenizers' order (tokenizers/src/tokenizer/mod.rs encode_single_sequence, post_process): split
-// out the added tokens in the raw text, normalize each other piece, pre-tokenize it into words, WordPiece each
-// word; then truncate (utils/truncation.rs truncate_encodings, the template's special tokens counted) and apply
+// out the added tokens in the raw text, normalize each other piece, split out the normalized added tokens,
+// pre-tokenize each piece into words, give each word to the model; then truncate (utils/truncation.rs truncate_encodings, the template's special tokens counted) and apply
 // the template (processors/template.rs).
 #include "text/tokenizer.h"
 
@@ -68,7 +68,210 @@ void truncate(std::vector<int64_t>& a, std::vector<int64_t>* b, size_t max_lengt
   cut(*target, target->size() - to_remove, o.direction);
 }
 
+// AddedVocabulary::find_matches: leftmost-longest matches; lstrip takes the whitespace before a match along (not
+// what an earlier match took), rstrip the whitespace after it. Calls emit(id, from, to) for each piece in order,
+// id -1 for text between matches.
+template <class Emit>
+void find_added_tokens(std::u32string_view s, const std::vector<AddedToken>& tokens, Emit&& emit) {
+  size_t start_offset = 0, pos = 0;
+  while (pos < s.size()) {
+    const AddedToken* best = nullptr;
+    for (const auto& a : tokens)
+      if ((!best || a.pattern.size() > best->pattern.size()) && a.pattern.size() <= s.size() - pos &&
+          s.compare(pos, a.pattern.size(), a.pattern) == 0)
+        best = &a;
+    if (!best) {
+      ++pos;
+      continue;
+    }
+    size_t start = pos, stop = pos + best->pattern.size();
+    pos = stop;  // the search goes on after the match itself, as the automaton's does
+    if (best->lstrip) {
+      size_t left = start;
+      while (left > 0 && is_rust_whitespace(s[left - 1])) --left;
+      start = std::max(left, start_offset);
+    }
+    if (best->rstrip)
+      while (stop < s.size() && is_rust_whitespace(s[stop])) ++stop;
+    if (start_offset < start) emit(int64_t{-1}, start_offset, start);
+    emit(best->id, start, stop);
+    start_offset = stop;
+  }
+  if (start_offset < s.size()) emit(int64_t{-1}, start_offset, s.size());
+}
+
+// bytes_char: GPT-2's map of each byte to a printable code point.
+struct ByteLevelAlphabet {
+  char32_t of[256];
+  ByteLevelAlphabet() {
+    char32_t next = 256;
+    for (int b = 0; b < 256; ++b) {
+      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+      of[b] = printable ? static_cast<char32_t>(b) : next++;
+    }
+  }
+};
+const ByteLevelAlphabet kByteLevelAlphabet;
+
+// The GPT-2 regex 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+, its
+// alternatives tried in order at each position: calls emit(from, to) for each match (they cover the text).
+template <class Emit>
+void gpt2_split(std::u32string_view s, Emit&& emit) {
+  const size_t n = s.size();
+  const auto cls = [&](size_t i) { return gpt2_class(s[i]); };
+  size_t i = 0;
+  while (i < n) {
+    const char32_t c = s[i];
+    if (c == U'\'' && i + 1 < n) {
+      const char32_t d = s[i + 1];
+      if (d == U's' || d == U't' || d == U'm' || d == U'd') {
+        emit(i, i + 2);
+        i += 2;
+        continue;
+      }
+      if (i + 2 < n && ((d == U'r' && s[i + 2] == U'e') || (d == U'v' && s[i + 2] == U'e') ||
+                        (d == U'l' && s[i + 2] == U'l'))) {
+        emit(i, i + 3);
+        i += 3;
+        continue;
+      }
+    }
+    // ' ?' then a run of one class: letters, numbers, or neither (nor whitespace).
+    const size_t body = c == U' ' && i + 1 < n && cls(i + 1) != kGpt2Space ? i + 1 : i;
+    const Gpt2Class k = cls(body);
+    if (k != kGpt2Space) {
+      size_t j = body + 1;
+      while (j < n && cls(j) == k) ++j;
+      emit(i, j);
+      i = j;
+      continue;
+    }
+    // Whitespace: the run, less its last character when a non-space follows and the run is longer than one.
+    size_t j = i + 1;
+    while (j < n && cls(j) == kGpt2Space) ++j;
+    if (j < n && j - i > 1) --j;
+    emit(i, j);
+    i = j;
+  }
+}
+
 }  // namespace
+
+void Tokenizer::pre_tokenize_and_model(std::u32string_view piece, bool at_start, std::vector<int64_t>& ids) const {
+  struct Piece {
+    std::u32string text;
+    bool at_start;
+  };
+  std::vector<Piece> cur, next;
+  cur.push_back(Piece{std::u32string(piece), at_start});
+  for (const auto& step : pre_tokenizer_) {
+    next.clear();
+    for (auto& p : cur) {
+      const std::u32string& t = p.text;
+      switch (step.kind) {
+        case PreTokenizerStep::kWhitespaceSplit:
+        case PreTokenizerStep::kBert: {
+          size_t start = 0;
+          const auto push = [&](size_t from, size_t to) {
+            if (from < to) next.push_back(Piece{t.substr(from, to - from), p.at_start && from == 0});
+          };
+          for (size_t i = 0; i < t.size(); ++i) {
+            if (is_rust_whitespace(t[i])) {
+              push(start, i);
+              start = i + 1;
+            } else if (step.kind == PreTokenizerStep::kBert && is_bert_punctuation(t[i])) {
+              push(start, i);
+              push(i, i + 1);
+              start = i + 1;
+            }
+          }
+          push(start, t.size());
+          break;
+        }
+        case PreTokenizerStep::kByteLevel: {
+          std::u32string s = t;
+          if (step.add_prefix_space && !s.empty() && s[0] != U' ') s.insert(s.begin(), U' ');
+          std::string bytes;
+          const auto map = [&](size_t from, size_t to) {
+            bytes.clear();
+            for (size_t i = from; i < to; ++i) append_utf8(s[i], bytes);
+            std::u32string mapped;
+            mapped.reserve(bytes.size());
+            for (char b : bytes) mapped.push_back(kByteLevelAlphabet.of[static_cast<unsigned char>(b)]);
+            next.push_back(Piece{std::move(mapped), p.at_start && from == 0});
+          };
+          if (s.empty()) break;
+          if (step.use_regex)
+            gpt2_split(s, map);
+          else
+            map(0, s.size());
+          break;
+        }
+        case PreTokenizerStep::kMetaspace: {
+          std::u32string s = t;
+          for (char32_t& c : s)
+            if (c == U' ') c = step.replacement;
+          if (!s.empty() && s[0] != step.replacement &&
+              (step.prepend == PreTokenizerStep::kAlways || (step.prepend == PreTokenizerStep::kFirst && p.at_start)))
+            s.insert(s.begin(), step.replacement);
+          if (!step.split) {
+            if (!s.empty()) next.push_back(Piece{std::move(s), p.at_start});
+            break;
+          }
+          size_t start = 0;
+          for (size_t i = 1; i <= s.size(); ++i) {
+            if (i == s.size() || s[i] == step.replacement) {
+              next.push_back(Piece{s.substr(start, i - start), p.at_start && start == 0});
+              start = i;
+            }
+          }
+          break;
+        }
+      }
+    }
+    cur.swap(next);
+  }
+  std::string word;
+  for (const auto& p : cur) {
+    if (p.text.empty()) continue;
+    word.clear();
+    for (char32_t c : p.text) append_utf8(c, word);
+    model_->tokenize(word, ids);
+  }
+}
+
+std::vector<int64_t> Tokenizer::tokenize(std::string_view text) const {
+  if (fast_path_) return tokenize_bert(text);
+  std::vector<int64_t> ids;
+  const std::u32string raw = decode_utf8(text);  // valid: checked by the caller
+  std::u32string normalized;
+  find_added_tokens(raw, added_, [&](int64_t id, size_t from, size_t to) {
+    if (id >= 0) {
+      ids.push_back(id);
+      return;
+    }
+    normalized.assign(raw, from, to - from);
+    normalize(normalizer_, normalized);
+    const bool at_start = from == 0;
+    find_added_tokens(normalized, added_norm_, [&](int64_t nid, size_t nfrom, size_t nto) {
+      if (nid >= 0)
+        ids.push_back(nid);
+      else
+        pre_tokenize_and_model(std::u32string_view(normalized).substr(nfrom, nto - nfrom), at_start && nfrom == 0,
+                               ids);
+    });
+  });
+  return ids;
+}
+
+void Tokenizer::finish(bool) {
+  bool plain_added = true;
+  for (const auto& a : added_) plain_added = plain_added && !a.lstrip && !a.rstrip;
+  fast_path_ = plain_added && added_norm_.empty() &&
+               (pre_tokenizer_.empty() || (pre_tokenizer_.size() == 1 && pre_tokenizer_[0].kind == PreTokenizerStep::kBert));
+  bert_pre_tokenizer_ = !pre_tokenizer_.empty();
+  for (const auto& a : added_) added_first_byte_[static_cast<unsigned char>(a.content[0])] = true;
+}
 
 void Tokenizer::tokenize_piece(std::string_view piece, std::vector<int64_t>& ids, std::u32string& text,
                                std::string& word) const {
@@ -100,7 +303,7 @@ void Tokenizer::tokenize_piece(std::string_view piece, std::vector<int64_t>& ids
   emit(start, text.size());
 }
 
-std::vector<int64_t> Tokenizer::tokenize(std::string_view text) const {
+std::vector<int64_t> Tokenizer::tokenize_bert(std::string_view text) const {
   std::vector<int64_t> ids;
   std::u32string scratch;
   std::string word;
@@ -139,11 +342,9 @@ Encoding Tokenizer::encode_impl(std::string_view a, const std::string_view* b, b
   if (truncation_) {
     size_t max_length = truncation_->max_length;
     const size_t n_added = special_count(tmpl);
-    if (add_special_tokens && n_added > 0) {
-      KG_CHECK(max_length >= n_added, DataError, "truncation max_length ", max_length, " is less than the ", n_added,
-               " special tokens the template adds");
-      max_length -= n_added;
-    }
+    // tokenizers computes max_length - n_added in usize, which wraps when the special tokens are more than
+    // max_length: then nothing is truncated at all (tokenizers 0.23.3, measured). Exactly as many: both emptied.
+    if (add_special_tokens && n_added > 0) max_length = max_length >= n_added ? max_length - n_added : SIZE_MAX;
     truncate(ids_a, b ? &ids_b : nullptr, max_length, *truncation_);
   }
   Encoding e;

@@ -1,11 +1,17 @@
-// A Hugging Face tokenizer.json with a WordPiece model (BERT's), encoding text to the ids `tokenizers` gives.
+// A Hugging Face tokenizer.json, encoding text to the ids `tokenizers` gives.
 //
-// Supported, each as tokenizers defines it: model WordPiece; normalizer BertNormalizer, Lowercase, NFD or a Sequence
-// of them (or none); pre_tokenizer BertPreTokenizer (or none); post_processor TemplateProcessing or BertProcessing
-// (or none); added_tokens matched in the raw text before normalization (normalized=false, no lstrip/rstrip/
-// single_word); truncation longest_first / only_first / only_second, right or left. Anything else in the file is a
-// ConfigError naming the file, the key and the value: never a silently different tokenization. The decoder is not
-// read (kgtrain does not decode).
+// Supported, each as tokenizers defines it: models WordPiece (BERT), BPE (byte-level: RoBERTa, GPT-2, OLMo) and
+// Unigram (sentencepiece's: DeBERTa-v3, XLM-R); normalizers BertNormalizer, Lowercase, NFD, NFC, Strip, Replace (a
+// string, or the regex " {2,}"), Precompiled (sentencepiece's charsmap) or a Sequence of them (or none);
+// pre_tokenizers BertPreTokenizer, ByteLevel (the GPT-2 regex), Metaspace, WhitespaceSplit or a Sequence of them
+// (or none); post_processors TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel (or none);
+// added_tokens with lstrip / rstrip / normalized as tokenizers matches them (not single_word); truncation
+// longest_first / only_first / only_second, right or left. Anything else in the file is a ConfigError naming the
+// file, the key and the value: never a silently different tokenization. The decoder is not read (kgtrain does not
+// decode).
+//
+// from_folder also reads a transformers folder that has only a sentencepiece model (DeBERTa-v2/v3's spm.model and
+// tokenizer_config.json), building what transformers' DebertaV2Tokenizer builds from it.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -14,8 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "text/model.h"
 #include "text/normalizer.h"
-#include "text/wordpiece.h"
 
 namespace kg::text {
 
@@ -49,12 +55,36 @@ struct TemplatePiece {
 struct AddedToken {
   std::string content;
   int64_t id = 0;
+  bool lstrip = false, rstrip = false;  // the match takes the whitespace before / after it along
+  bool normalized = false;              // matched in the normalized text (its content normalized) instead of the raw
+  std::u32string pattern;               // what is matched: the content, normalized when `normalized`
 };
+
+// One step of the pre-tokenizer (a Sequence is flattened into these).
+struct PreTokenizerStep {
+  enum Kind { kBert, kByteLevel, kMetaspace, kWhitespaceSplit } kind = kBert;
+  bool add_prefix_space = false;  // ByteLevel: a space before a piece that does not start with one
+  bool use_regex = true;          // ByteLevel: split by the GPT-2 regex
+  char32_t replacement = U'\u2581';  // Metaspace
+  enum Prepend { kAlways, kFirst, kNever } prepend = kAlways;
+  bool split = true;  // Metaspace: split before each replacement character
+};
+
+// The deepest nesting of arrays and objects in a JSON text (strings skipped); files deeper than kMaxJsonDepth are
+// refused before parsing.
+size_t json_nesting_depth(std::string_view text);
+constexpr size_t kMaxJsonDepth = 64;
 
 class Tokenizer {
  public:
   // Reads `path`; ConfigError naming the file and key for anything not supported, DataError when unreadable.
   static Tokenizer from_file(const std::string& path);
+  // A transformers tokenizer folder: its tokenizer.json when there is one; else its spm.model (a sentencepiece
+  // Unigram model) with tokenizer_config.json, special_tokens_map.json and added_tokens.json when present, as
+  // transformers' DebertaV2Tokenizer converts it. ConfigError naming the folder when it has neither.
+  static Tokenizer from_folder(const std::string& dir);
+  // The tokenizer.json that from_folder builds from a sentencepiece folder (for checks against transformers').
+  static std::string spm_folder_json(const std::string& dir);
   // The same from the text of a tokenizer.json; `where` names it in errors.
   static Tokenizer from_json(const std::string& json_text, const std::string& where);
 
@@ -70,20 +100,28 @@ class Tokenizer {
 
   // The ids of one text without special tokens or truncation.
   std::vector<int64_t> tokenize(std::string_view text) const;
-  const WordPiece& model() const { return *model_; }
+  const TokenModel& model() const { return *model_; }
 
  private:
   Tokenizer() = default;
   Encoding encode_impl(std::string_view a, const std::string_view* b, bool add_special_tokens) const;
+  // The BERT path: added tokens without flags in the raw bytes, BertPreTokenizer or none.
+  std::vector<int64_t> tokenize_bert(std::string_view text) const;
   void tokenize_piece(std::string_view piece, std::vector<int64_t>& ids, std::u32string& scratch,
                       std::string& word) const;
+  // Every other tokenizer: tokenizers' steps on code points.
+  void pre_tokenize_and_model(std::u32string_view piece, bool at_start, std::vector<int64_t>& ids) const;
+  void finish(bool fast);
 
   std::string where_;
   std::vector<NormalizerStep> normalizer_;
+  std::vector<PreTokenizerStep> pre_tokenizer_;
   bool bert_pre_tokenizer_ = false;
-  std::shared_ptr<const WordPiece> model_;
-  std::vector<AddedToken> added_;  // matched before normalization, longest first at each position
-  bool added_first_byte_[256] = {};  // whether an added token starts with this byte
+  bool fast_path_ = false;  // tokenize_bert applies
+  std::shared_ptr<const TokenModel> model_;
+  std::vector<AddedToken> added_;       // matched before normalization, longest first at each position
+  std::vector<AddedToken> added_norm_;  // matched after it
+  bool added_first_byte_[256] = {};  // whether a raw added token starts with this byte
   std::vector<TemplatePiece> single_, pair_;
   std::optional<TruncationOptions> truncation_;
 

@@ -1,13 +1,71 @@
 // Reading tokenizer.json as tokenizers serializes it (tokenizers/src/tokenizer/serialization.rs and each
 // component's serde form). What kgtrain does not implement is refused by name.
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/strings.h"
+#include "text/bpe.h"
 #include "text/tokenizer.h"
+#include "text/unicode.h"
+#include "text/unigram.h"
+#include "text/wordpiece.h"
 
 namespace kg::text {
+
+namespace {
+
+// Standard base64 with padding, as the base64 crate's STANDARD engine decodes it; nullopt when malformed.
+std::optional<std::string> decode_base64_text(const std::string& in) {
+  static const std::string digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  if (in.size() % 4 != 0) return std::nullopt;
+  std::string out;
+  out.reserve(in.size() / 4 * 3);
+  for (size_t i = 0; i < in.size(); i += 4) {
+    uint32_t v = 0;
+    int pad = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      const char c = in[i + k];
+      if (c == '=' && i + 4 == in.size() && k >= 2) {
+        ++pad;
+        v <<= 6;
+        continue;
+      }
+      const size_t d = digits.find(c);
+      if (d == std::string::npos || pad > 0) return std::nullopt;
+      v = (v << 6) | static_cast<uint32_t>(d);
+    }
+    out.push_back(static_cast<char>((v >> 16) & 0xFF));
+    if (pad < 2) out.push_back(static_cast<char>((v >> 8) & 0xFF));
+    if (pad < 1) out.push_back(static_cast<char>(v & 0xFF));
+  }
+  return out;
+}
+
+}  // namespace
+
+size_t json_nesting_depth(std::string_view text) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
 
 using json = nlohmann::json;
 
@@ -75,29 +133,93 @@ struct TokenizerReader {
     } else if (type == "NFD") {
       only_keys(j, key, {"type"});
       step.kind = NormalizerStep::kNfd;
+    } else if (type == "NFC") {
+      only_keys(j, key, {"type"});
+      step.kind = NormalizerStep::kNfc;
+    } else if (type == "Strip") {
+      only_keys(j, key, {"type", "strip_left", "strip_right"});
+      step.kind = NormalizerStep::kStrip;
+      step.strip_left = need(j, key, "strip_left", json::value_t::boolean).get<bool>();
+      step.strip_right = need(j, key, "strip_right", json::value_t::boolean).get<bool>();
+    } else if (type == "Replace") {
+      only_keys(j, key, {"type", "pattern", "content"});
+      step.kind = NormalizerStep::kReplace;
+      const json& pattern = need(j, key, "pattern", json::value_t::object);
+      step.content = decode_utf8(need(j, key, "content", json::value_t::string).get<std::string>());
+      if (pattern.size() == 1 && pattern.contains("String") && pattern["String"].is_string() &&
+          !pattern["String"].get<std::string>().empty()) {
+        step.pattern = decode_utf8(pattern["String"].get<std::string>());
+      } else if (pattern.size() == 1 && pattern.contains("Regex") && pattern["Regex"] == " {2,}") {
+        step.space_runs = true;
+      } else {
+        unsupported(key + ".pattern", pattern, "a non-empty String, or the Regex \" {2,}\"");
+      }
+    } else if (type == "Precompiled") {
+      only_keys(j, key, {"type", "precompiled_charsmap"});
+      step.kind = NormalizerStep::kPrecompiled;
+      const json& b64 = need(j, key, "precompiled_charsmap", json::value_t::discarded);
+      if (b64.is_null()) return;  // tokenizers: no charsmap, no normalization
+      KG_CHECK(b64.is_string(), ConfigError, where, ": ", key, ".precompiled_charsmap: expected base64 text");
+      const auto blob = decode_base64_text(b64.get<std::string>());
+      KG_CHECK(blob, ConfigError, where, ": ", key, ".precompiled_charsmap: not valid base64");
+      step.charsmap = std::make_shared<const PrecompiledCharsmap>(*blob, where + ": " + key);
     } else {
-      unsupported(key + ".type", type, "BertNormalizer, Lowercase, NFD and a Sequence of them");
+      unsupported(key + ".type", type,
+                  "BertNormalizer, Lowercase, NFD, NFC, Strip, Replace, Precompiled and a Sequence of them");
     }
     steps.push_back(step);
   }
 
-  bool pre_tokenizer(const json& j, const std::string& key) const {
-    if (j.is_null()) return false;
+  void pre_tokenizer(const json& j, const std::string& key, std::vector<PreTokenizerStep>& steps) const {
+    if (j.is_null()) return;
     const std::string type = type_of(j, key);
-    if (type != "BertPreTokenizer") unsupported(key + ".type", type, "BertPreTokenizer");
-    only_keys(j, key, {"type"});
-    return true;
+    PreTokenizerStep step;
+    if (type == "Sequence") {
+      only_keys(j, key, {"type", "pretokenizers"});
+      const json& list = need(j, key, "pretokenizers", json::value_t::array);
+      for (size_t i = 0; i < list.size(); ++i)
+        pre_tokenizer(list[i], key + ".pretokenizers[" + std::to_string(i) + "]", steps);
+      return;
+    } else if (type == "BertPreTokenizer") {
+      only_keys(j, key, {"type"});
+    } else if (type == "WhitespaceSplit") {
+      only_keys(j, key, {"type"});
+      step.kind = PreTokenizerStep::kWhitespaceSplit;
+    } else if (type == "ByteLevel") {
+      only_keys(j, key, {"type", "add_prefix_space", "trim_offsets", "use_regex"});
+      step.kind = PreTokenizerStep::kByteLevel;
+      step.add_prefix_space = need(j, key, "add_prefix_space", json::value_t::boolean).get<bool>();
+      need(j, key, "trim_offsets", json::value_t::boolean);  // offsets only
+      if (j.contains("use_regex")) step.use_regex = need(j, key, "use_regex", json::value_t::boolean).get<bool>();
+    } else if (type == "Metaspace") {
+      only_keys(j, key, {"type", "replacement", "prepend_scheme", "split", "add_prefix_space", "str_rep"});
+      step.kind = PreTokenizerStep::kMetaspace;
+      const std::u32string r = decode_utf8(need(j, key, "replacement", json::value_t::string).get<std::string>());
+      KG_CHECK(r.size() == 1, ConfigError, where, ": ", key, ".replacement: expected one character, got ", j["replacement"].dump());
+      step.replacement = r[0];
+      const std::string scheme =
+          j.contains("prepend_scheme") ? need(j, key, "prepend_scheme", json::value_t::string).get<std::string>() : "always";
+      if (scheme == "always")
+        step.prepend = PreTokenizerStep::kAlways;
+      else if (scheme == "first")
+        step.prepend = PreTokenizerStep::kFirst;
+      else if (scheme == "never")
+        step.prepend = PreTokenizerStep::kNever;
+      else
+        unsupported(key + ".prepend_scheme", scheme, "always, first, never");
+      if (j.contains("add_prefix_space") && !need(j, key, "add_prefix_space", json::value_t::boolean).get<bool>()) {
+        KG_CHECK(step.prepend == PreTokenizerStep::kNever || !j.contains("prepend_scheme"), ConfigError, where, ": ",
+                 key, ": add_prefix_space false does not match prepend_scheme \"", scheme, "\"");
+        step.prepend = PreTokenizerStep::kNever;
+      }
+      if (j.contains("split")) step.split = need(j, key, "split", json::value_t::boolean).get<bool>();
+    } else {
+      unsupported(key + ".type", type, "BertPreTokenizer, ByteLevel, Metaspace, WhitespaceSplit and a Sequence of them");
+    }
+    steps.push_back(step);
   }
 
-  std::shared_ptr<const WordPiece> model(const json& j) const {
-    const std::string key = "model";
-    const std::string type = type_of(j, key);
-    if (type != "WordPiece") unsupported("model.type", type, "WordPiece");
-    only_keys(j, key, {"type", "unk_token", "continuing_subword_prefix", "max_input_chars_per_word", "vocab"});
-    WordPieceOptions o;
-    o.unk_token = need(j, key, "unk_token", json::value_t::string).get<std::string>();
-    o.continuing_subword_prefix = need(j, key, "continuing_subword_prefix", json::value_t::string).get<std::string>();
-    o.max_input_chars_per_word = need(j, key, "max_input_chars_per_word", json::value_t::number_unsigned).get<size_t>();
+  std::unordered_map<std::string, int64_t> vocab_map(const json& j, const std::string& key) const {
     const json& v = need(j, key, "vocab", json::value_t::object);
     std::unordered_map<std::string, int64_t> vocab;
     vocab.reserve(v.size());
@@ -106,7 +228,81 @@ struct TokenizerReader {
                ": model.vocab[\"", kv.key(), "\"]: expected a non-negative integer id, got ", kv.value().dump());
       vocab.emplace(kv.key(), kv.value().get<int64_t>());
     }
-    return std::make_shared<const WordPiece>(std::move(vocab), std::move(o), where);
+    return vocab;
+  }
+
+  // A string or null (tokenizers' Option<String>).
+  std::string optional_string(const json& j, const std::string& key, const char* name) const {
+    if (!j.contains(name) || j[name].is_null()) return "";
+    return need(j, key, name, json::value_t::string).get<std::string>();
+  }
+
+  bool optional_bool(const json& j, const std::string& key, const char* name, bool fallback) const {
+    if (!j.contains(name) || j[name].is_null()) return fallback;
+    return need(j, key, name, json::value_t::boolean).get<bool>();
+  }
+
+  std::shared_ptr<const TokenModel> model(const json& j) const {
+    const std::string key = "model";
+    const std::string type = type_of(j, key);
+    if (type == "WordPiece") {
+      only_keys(j, key, {"type", "unk_token", "continuing_subword_prefix", "max_input_chars_per_word", "vocab"});
+      WordPieceOptions o;
+      o.unk_token = need(j, key, "unk_token", json::value_t::string).get<std::string>();
+      o.continuing_subword_prefix = need(j, key, "continuing_subword_prefix", json::value_t::string).get<std::string>();
+      o.max_input_chars_per_word = need(j, key, "max_input_chars_per_word", json::value_t::number_unsigned).get<size_t>();
+      return std::make_shared<const WordPiece>(vocab_map(j, key), std::move(o), where);
+    }
+    if (type == "BPE") {
+      only_keys(j, key, {"type", "dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "fuse_unk",
+                         "byte_fallback", "ignore_merges", "vocab", "merges"});
+      if (j.contains("dropout") && !j["dropout"].is_null() && !(j["dropout"].is_number() && j["dropout"].get<double>() == 0))
+        unsupported("model.dropout", j["dropout"], "null or 0: kgtrain encodes deterministically");
+      BpeOptions o;
+      o.unk_token = optional_string(j, key, "unk_token");
+      o.continuing_subword_prefix = optional_string(j, key, "continuing_subword_prefix");
+      o.end_of_word_suffix = optional_string(j, key, "end_of_word_suffix");
+      o.fuse_unk = optional_bool(j, key, "fuse_unk", false);
+      o.byte_fallback = optional_bool(j, key, "byte_fallback", false);
+      o.ignore_merges = optional_bool(j, key, "ignore_merges", false);
+      const json& m = need(j, key, "merges", json::value_t::array);
+      std::vector<std::pair<std::string, std::string>> merges;
+      merges.reserve(m.size());
+      for (size_t i = 0; i < m.size(); ++i) {
+        const json& e = m[i];
+        if (e.is_string()) {  // "a b", the older form; "#version" lines are skipped and not counted
+          const std::string line = e.get<std::string>();
+          if (line.rfind("#version", 0) == 0) continue;
+          const size_t sp = line.find(' ');
+          KG_CHECK(sp != std::string::npos && line.find(' ', sp + 1) == std::string::npos, ConfigError, where,
+                   ": model.merges[", i, "]: expected \"a b\" (two tokens, one space), got ", e.dump());
+          merges.emplace_back(line.substr(0, sp), line.substr(sp + 1));
+        } else {
+          KG_CHECK(e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string(), ConfigError, where,
+                   ": model.merges[", i, "]: expected \"a b\" or [\"a\", \"b\"], got ", e.dump());
+          merges.emplace_back(e[0].get<std::string>(), e[1].get<std::string>());
+        }
+      }
+      return std::make_shared<const Bpe>(vocab_map(j, key), merges, std::move(o), where);
+    }
+    if (type == "Unigram") {
+      only_keys(j, key, {"type", "unk_id", "vocab", "byte_fallback"});
+      const json& v = need(j, key, "vocab", json::value_t::array);
+      std::vector<std::pair<std::string, double>> vocab;
+      vocab.reserve(v.size());
+      for (size_t i = 0; i < v.size(); ++i) {
+        const json& e = v[i];
+        KG_CHECK(e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_number(), ConfigError, where,
+                 ": model.vocab[", i, "]: expected [piece, score], got ", e.dump());
+        vocab.emplace_back(e[0].get<std::string>(), e[1].get<double>());
+      }
+      int64_t unk_id = -1;
+      if (j.contains("unk_id") && !j["unk_id"].is_null())
+        unk_id = need(j, key, "unk_id", json::value_t::number_unsigned).get<int64_t>();
+      return std::make_shared<const Unigram>(std::move(vocab), unk_id, optional_bool(j, key, "byte_fallback", false),
+                                             where);
+    }
+    unsupported("model.type", type, "WordPiece, BPE, Unigram");
   }
 
   std::vector<AddedToken> added_tokens(const json& j) const {
@@ -122,11 +318,12 @@ struct TokenizerReader {
       a.id = need(t, key, "id", json::value_t::number_unsigned).get<int64_t>();
       a.content = need(t, key, "content", json::value_t::string).get<std::string>();
       KG_CHECK(!a.content.empty(), ConfigError, where, ": ", key, ".content: empty");
-      for (const char* flag : {"single_word", "lstrip", "rstrip", "normalized"}) {
-        if (!t.contains(flag)) continue;
-        const json& f = need(t, key, flag, json::value_t::boolean);
-        if (f.get<bool>()) unsupported(key + "." + flag, f, std::string(flag) + " = false only");
-      }
+      if (t.contains("single_word") && need(t, key, "single_word", json::value_t::boolean).get<bool>())
+        unsupported(key + ".single_word", true, "single_word = false only");
+      a.lstrip = optional_bool(t, key, "lstrip", false);
+      a.rstrip = optional_bool(t, key, "rstrip", false);
+      a.normalized = optional_bool(t, key, "normalized", !optional_bool(t, key, "special", false));
+      a.pattern = decode_utf8(a.content, where + ": " + key + ".content");
       out.push_back(std::move(a));
     }
     return out;
@@ -175,16 +372,55 @@ struct TokenizerReader {
       t.pair_ = {TemplatePiece{0, {}, 0}, TemplatePiece{1, {}, 1}};
       return;
     }
-    const std::string type = type_of(j, key);
-    if (type == "TemplateProcessing") {
-      only_keys(j, key, {"type", "single", "pair", "special_tokens"});
-      const json& special = need(j, key, "special_tokens", json::value_t::object);
-      t.single_ = template_pieces(need(j, key, "single", json::value_t::array), key + ".single", special);
-      t.pair_ = template_pieces(need(j, key, "pair", json::value_t::array), key + ".pair", special);
-    } else if (type == "BertProcessing") {
-      only_keys(j, key, {"type", "sep", "cls"});
+    std::string type = type_of(j, key);
+    const json* pj = &j;
+    if (type == "Sequence") {  // ByteLevel steps (offsets only) around at most one processor that adds tokens
+      only_keys(j, key, {"type", "processors"});
+      const json& list = need(j, key, "processors", json::value_t::array);
+      const json* chosen = nullptr;
+      for (size_t i = 0; i < list.size(); ++i) {
+        const std::string k = key + ".processors[" + std::to_string(i) + "]";
+        const std::string t = type_of(list[i], k);
+        if (t == "ByteLevel") continue;
+        KG_CHECK(!chosen, ConfigError, where, ": ", key, ": more than one processor other than ByteLevel is not supported");
+        chosen = &list[i];
+      }
+      if (!chosen) {
+        post_processor(json(nullptr), t);
+        return;
+      }
+      pj = chosen;
+      type = type_of(*pj, key);
+    }
+    const json& jj = *pj;
+    if (type == "ByteLevel") {  // offsets only: the default processing
+      only_keys(jj, key, {"type", "add_prefix_space", "trim_offsets", "use_regex"});
+      post_processor(json(nullptr), t);
+      return;
+    }
+    if (type == "RobertaProcessing") {  // <s> A </s> and <s> A </s></s> B </s>, every type id 0
+      only_keys(jj, key, {"type", "sep", "cls", "trim_offsets", "add_prefix_space"});
       auto token_id = [&](const char* name) {
-        const json& v = need(j, key, name, json::value_t::array);
+        const json& v = need(jj, key, name, json::value_t::array);
+        KG_CHECK(v.size() == 2 && v[0].is_string() && v[1].is_number_integer() && v[1].get<int64_t>() >= 0,
+                 ConfigError, where, ": post_processor.", name, ": expected [token, id], got ", v.dump());
+        return v[1].get<int64_t>();
+      };
+      const int64_t cls = token_id("cls"), sep = token_id("sep");
+      t.single_ = {TemplatePiece{-1, {cls}, 0}, TemplatePiece{0, {}, 0}, TemplatePiece{-1, {sep}, 0}};
+      t.pair_ = {TemplatePiece{-1, {cls}, 0}, TemplatePiece{0, {}, 0}, TemplatePiece{-1, {sep, sep}, 0},
+                 TemplatePiece{1, {}, 0}, TemplatePiece{-1, {sep}, 0}};
+      return;
+    }
+    if (type == "TemplateProcessing") {
+      only_keys(jj, key, {"type", "single", "pair", "special_tokens"});
+      const json& special = need(jj, key, "special_tokens", json::value_t::object);
+      t.single_ = template_pieces(need(jj, key, "single", json::value_t::array), key + ".single", special);
+      t.pair_ = template_pieces(need(jj, key, "pair", json::value_t::array), key + ".pair", special);
+    } else if (type == "BertProcessing") {
+      only_keys(jj, key, {"type", "sep", "cls"});
+      auto token_id = [&](const char* name) {
+        const json& v = need(jj, key, name, json::value_t::array);
         KG_CHECK(v.size() == 2 && v[0].is_string() && v[1].is_number_integer() && v[1].get<int64_t>() >= 0,
                  ConfigError, where, ": post_processor.", name, ": expected [token, id], got ", v.dump());
         return v[1].get<int64_t>();
@@ -194,7 +430,7 @@ struct TokenizerReader {
       t.pair_ = {TemplatePiece{-1, {cls}, 0}, TemplatePiece{0, {}, 0}, TemplatePiece{-1, {sep}, 0},
                  TemplatePiece{1, {}, 1}, TemplatePiece{-1, {sep}, 1}};
     } else {
-      unsupported(key + ".type", type, "TemplateProcessing and BertProcessing");
+      unsupported(key + ".type", type, "TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel");
     }
     // As tokenizers checks a template: the single one uses A alone, the pair one A and B.
     auto uses = [](const std::vector<TemplatePiece>& t, int seq) {
@@ -244,6 +480,10 @@ TruncationOptions::Strategy truncation_strategy(const std::string& name, const s
 }
 
 Tokenizer Tokenizer::from_json(const std::string& json_text, const std::string& where) {
+  // nlohmann's json frees nested values recursively: a hostile file nested 100,000 deep would overflow the stack.
+  const size_t depth = json_nesting_depth(json_text);
+  KG_CHECK(depth <= kMaxJsonDepth, ConfigError, where, ": JSON nested ", depth, " deep (a tokenizer.json is under 10; ",
+           "kgtrain reads up to ", kMaxJsonDepth, ")");
   json j;
   try {
     j = json::parse(json_text);
@@ -262,9 +502,17 @@ Tokenizer Tokenizer::from_json(const std::string& json_text, const std::string& 
   auto get = [&](const char* k) -> const json& { return j.contains(k) ? j[k] : null; };
   if (!get("padding").is_null()) r.unsupported("padding", get("padding"), "null: kgtrain pads per batch");
   r.normalizer(get("normalizer"), "normalizer", t.normalizer_);
-  t.bert_pre_tokenizer_ = r.pre_tokenizer(get("pre_tokenizer"), "pre_tokenizer");
-  t.added_ = r.added_tokens(get("added_tokens"));
-  for (const auto& a : t.added_) t.added_first_byte_[static_cast<unsigned char>(a.content[0])] = true;
+  r.pre_tokenizer(get("pre_tokenizer"), "pre_tokenizer", t.pre_tokenizer_);
+  for (auto& a : r.added_tokens(get("added_tokens"))) {
+    if (a.normalized) {
+      normalize(t.normalizer_, a.pattern);  // matched as the normalizer gives it
+      if (a.pattern.empty()) continue;
+      t.added_norm_.push_back(std::move(a));
+    } else {
+      t.added_.push_back(std::move(a));
+    }
+  }
+  t.finish(true);
   r.post_processor(get("post_processor"), t);
   t.truncation_ = r.truncation(get("truncation"));
   return t;

@@ -143,12 +143,7 @@ std::u32string nfd(std::u32string_view s) {
     }
   }
   // Canonical ordering: the marks of a run with non-zero combining classes, stably sorted by class (UAX #15).
-  const auto ccc = [](char32_t c) -> int {
-    if (c < 0x300) return 0;
-    const auto it = std::upper_bound(std::begin(kBertCombiningClass), std::end(kBertCombiningClass), c,
-                                     [](char32_t v, const CombiningClass& r) { return v < r.lo; });
-    return it != std::begin(kBertCombiningClass) && c <= std::prev(it)->hi ? std::prev(it)->ccc : 0;
-  };
+  const auto ccc = [](char32_t c) { return combining_class(c); };
   for (size_t i = 1; i < out.size(); ++i) {
     const int ci = ccc(out[i]);
     if (ci == 0) continue;
@@ -159,6 +154,13 @@ std::u32string nfd(std::u32string_view s) {
     }
   }
   return out;
+}
+
+int combining_class(char32_t c) {
+  if (c < 0x300) return 0;
+  const auto it = std::upper_bound(std::begin(kBertCombiningClass), std::end(kBertCombiningClass), c,
+                                   [](char32_t v, const CombiningClass& r) { return v < r.lo; });
+  return it != std::begin(kBertCombiningClass) && c <= std::prev(it)->hi ? std::prev(it)->ccc : 0;
 }
 
 void append_lowercase(char32_t c, std::u32string& out) {

@@ -38,7 +38,25 @@ bool is_cjk_ideograph(char32_t c);
 
 // Canonical decomposition (NFD) of `s`, as tokenizers' NormalizedString::nfd.
 std::u32string nfd(std::u32string_view s);
+// The canonical combining class tokenizers' NFD orders marks by (0 for starters).
+int combining_class(char32_t c);
+// NFC as tokenizers' NormalizedString::nfc (unicode-normalization-alignments): nfd(), then canonical composition
+// with the pairs probed from tokenizers (bpe_unicode_tables.inc) and Hangul's algorithm.
+std::u32string nfc(std::u32string_view s);
 // Appends Rust's char::to_lowercase(c): one code point, or several (U+0130 -> "i\u0307").
 void append_lowercase(char32_t c, std::u32string& out);
+
+}  // namespace kg::text
+
+namespace kg::text {
+
+// The character classes of the GPT-2 pre-tokenizer regex as tokenizers runs it (Oniguruma's \p{L}, \p{N}, \s),
+// generated from tokenizers by scripts/gen_bpe_unicode_tables.py (lib/text/bpe_unicode.cpp says why not ICU).
+enum Gpt2Class : unsigned char { kGpt2Other = 0, kGpt2Letter = 1, kGpt2Number = 2, kGpt2Space = 3 };
+Gpt2Class gpt2_class(char32_t c);
+
+// Extended grapheme clusters (UAX #29 with GB9c and GB11, as the unicode-segmentation crate): the end of the
+// cluster that starts at s[from].
+size_t grapheme_end(std::u32string_view s, size_t from);
 
 }  // namespace kg::text

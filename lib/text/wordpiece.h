@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "text/model.h"
+
 namespace kg::text {
 
 struct WordPieceOptions {
@@ -17,17 +19,17 @@ struct WordPieceOptions {
   size_t max_input_chars_per_word = 100;
 };
 
-class WordPiece {
+class WordPiece final : public TokenModel {
  public:
   // `vocab` maps each token to its id; unk_token must be in it (ConfigError otherwise, naming `where`).
   WordPiece(std::unordered_map<std::string, int64_t> vocab, WordPieceOptions options, const std::string& where);
 
   // Appends the ids of one pre-tokenized word (UTF-8).
-  void tokenize(std::string_view word, std::vector<int64_t>& ids) const;
+  void tokenize(std::string_view word, std::vector<int64_t>& ids) const override;
   const WordPieceOptions& options() const { return options_; }
-  size_t vocab_size() const { return vocab_.size(); }
+  size_t vocab_size() const override { return vocab_.size(); }
   // The id of `token`, or -1.
-  int64_t token_to_id(const std::string& token) const;
+  int64_t token_to_id(const std::string& token) const override;
 
  private:
   std::unordered_map<std::string, int64_t> vocab_;

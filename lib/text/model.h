@@ -1,0 +1,21 @@
+// The model of a tokenizer: turns one pre-tokenized word into ids. WordPiece, BPE and Unigram implement it.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kg::text {
+
+class TokenModel {
+ public:
+  virtual ~TokenModel() = default;
+  // Appends the ids of one pre-tokenized word (UTF-8, never empty). A word the model cannot encode (no unknown
+  // token to fall back on) is a DataError.
+  virtual void tokenize(std::string_view word, std::vector<int64_t>& ids) const = 0;
+  // The id of `token` in the model's vocabulary, or -1.
+  virtual int64_t token_to_id(const std::string& token) const = 0;
+  virtual size_t vocab_size() const = 0;
+};
+
+}  // namespace kg::text
