@@ -5,7 +5,8 @@
 #   bash scripts/ci_fetch.sh downloads   no apt and no compiler: torch's wheels and the tools venv of the wheel
 #                                        check (check_wheel.sh --fetch-only), from those wheels PyPI's torch into
 #                                        .venv-torch (setup.sh) and the oldest supported one into .venv-torch-2.9.0,
-#                                        timm beside it (.venv-timm, check_timm_parity.sh), the pinned header-only
+#                                        timm beside it (.venv-timm, check_timm_parity.sh), transformers and
+#                                        tokenizers (.venv-text, check_text_parity.sh), the pinned header-only
 #                                        .debs (build_cuda.sh --fetch-deps)
 # Each script still fetches what it finds missing when run on its own.
 set -euo pipefail
@@ -44,6 +45,7 @@ case "${1:-}" in
       TORCH_VERSION=${TORCH_OLD:-2.9.0} VENV=.venv-torch-${TORCH_OLD:-2.9.0} \
       bash scripts/setup.sh --torch pip --packages-only --no-header-packages
     bash scripts/check_timm_parity.sh --fetch-only
+    bash scripts/check_text_parity.sh --fetch-only
     bash scripts/build_cuda.sh --fetch-deps .deps/hdr
     ;;
   *)

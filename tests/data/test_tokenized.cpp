@@ -155,7 +155,7 @@ TEST_CASE("tokens are cached on disk by what decides them, and a damaged cache i
         }).find("x.bin: ") == 0);
   CHECK(kg::test::error_of<kg::DataError>([&] { kg::data::deserialize_tokens("GIF89a..........", "y.bin"); }) ==
         "y.bin: not a tokens cache");
-  const std::string path = dir / "cache" / ("tokens-" + key + ".bin");
+  const std::string path = dir / ("cache/tokens-" + key + ".bin");
   REQUIRE(kg::read_file(path) == bytes);
   kg::write_file_atomic(path, bytes.substr(0, 20));
   const auto rebuilt = kg::data::tokenize_rows_cached(r, dir / "cache", &note);

@@ -408,7 +408,7 @@ TEST_CASE("lr finder: a linear model on separable data gets a valley inside the 
     kg::data::Batch b;
     while (epoch.next(b)) {
       opt->zero_grad();
-      loss->forward(net.forward(b.images), b.targets).backward();
+      loss->forward(net.forward(b.inputs.pixels), b.targets).backward();
       opt->step();
     }
     torch::NoGradGuard ng;

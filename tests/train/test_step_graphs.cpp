@@ -117,14 +117,14 @@ TEST_CASE("a capture that fails turns graphs off and the step runs eagerly, out 
   auto oom = std::make_unique<FailingCapturer>();
   oom->oom = true;
   kg::train::GraphedSteps out_of_memory(std::move(oom), step, params, {});
-  CHECK_THROWS_WITH(out_of_memory.run(x, {}, y, 2.0, true), Catch::Contains("out of memory"));
+  CHECK_THROWS_WITH(out_of_memory.run(kg::model::Inputs::image(x), y, 2.0, true), Catch::Contains("out of memory"));
   CHECK(out_of_memory.on());  // the trainer backs off and the next shape is captured
 
   std::vector<std::string> logs;
   kg::train::GraphedSteps steps(std::make_unique<FailingCapturer>(), step, params,
                                 [&](const std::string& l) { logs.push_back(l); });
   for (auto& p : params) p.mutable_grad() = at::Tensor();
-  const at::Tensor loss = steps.run(x, {}, y, 2.0, true).clone();
+  const at::Tensor loss = steps.run(kg::model::Inputs::image(x), y, 2.0, true).clone();
   CHECK_FALSE(steps.on());
   REQUIRE(logs.size() == 1);
   CHECK_THAT(logs[0], Catch::Contains("cuda graphs: off for the rest of the run, the step could not be captured (CUDA "
