@@ -44,6 +44,13 @@ struct Schema {
       KG_CHECK(e.num_children <= static_cast<int64_t>(meta.schema.size() - i), DataError, name,
                ": a damaged schema (a group with more children than elements)");
       const std::string lt = logical_text(e);
+      const SchemaElem& mid = meta.schema[i];
+      if (lt == "list" && e.num_children == 1 && mid.repetition == 2 && mid.num_children == 1) {
+        ++i;  // the three-level list: list<element type>, its repeated middle group left out
+        s = "list<" + describe(i, depth + 1) + ">";
+        if (e.repetition == 2) s = "repeated " + s;
+        return s;
+      }
       s = (lt == "list" || lt == "map") ? lt + "<" : "struct<";
       for (int64_t c = 0; c < e.num_children; ++c) {
         const std::string child = meta.schema.size() > i ? meta.schema[i].name : "";
