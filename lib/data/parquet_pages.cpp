@@ -255,6 +255,7 @@ struct ChunkReader {
       if (h.compressed < 0 || h.compressed > end - p) fail("a page longer than its column chunk (truncated file?)");
       std::string_view body(reinterpret_cast<const char*>(p), static_cast<size_t>(h.compressed));
       p += h.compressed;
+      if (h.type == 2 && discard) continue;  // levels only: the dictionary is not needed
       if (h.type == 2) {  // dictionary page
         if (h.num_values < 0) fail("a dictionary page with a negative count");
         const std::string data = decompress(body, h.uncompressed);
@@ -288,7 +289,10 @@ struct ChunkReader {
         } else {
           out.present.insert(out.present.end(), n, 1);
         }
-        page_values(d, de, h.encoding, non_null, true);
+        if (discard)
+          out.values.resize(out.values.size() + non_null);
+        else
+          page_values(d, de, h.encoding, non_null, true);
       } else {  // v2: levels uncompressed ahead of the (maybe compressed) values
         if (h.def_len < 0 || h.rep_len < 0 || h.rep_len + h.def_len > h.compressed)
           fail("a data page v2 whose level sizes do not fit it");
@@ -302,6 +306,10 @@ struct ChunkReader {
         }
         std::string_view rest = body.substr(static_cast<size_t>(h.def_len));
         const int64_t rest_size = h.uncompressed - h.def_len;
+        if (discard) {  // levels only: the values (an image's bytes) are not even decompressed
+          out.values.resize(out.values.size() + non_null);
+          continue;
+        }
         std::string data = h.v2_compressed && codec != 0 ? decompress(rest, rest_size) : std::string(rest);
         const auto* d = reinterpret_cast<const uint8_t*>(data.data());
         page_values(d, d + data.size(), h.encoding, non_null, false);
