@@ -139,8 +139,8 @@ void fill_image(CsvTable& table, Column& col, size_t c, size_t base, const Decod
   for (size_t r = 0; r < path.present.size(); ++r) {
     have_bytes = have_bytes || bytes.present[r];
     if (path.present[r]) table.rows[base + r][c] = std::move(path.values[v++]);
-    KG_CHECK(invalid_utf8_at(table.rows[base + r][c]) == std::string_view::npos, DataError,
-             table.where(base + r + 1), ", column \"", col.name, "\": an image path that is not valid UTF-8");
+    KG_CHECK(invalid_utf8_at(table.rows[base + r][c]) == std::string_view::npos, DataError, table.where(base + r + 1),
+             ", column \"", col.name, "\": an image path that is not valid UTF-8");
   }
   if (!have_bytes) return;
   table.unusable[static_cast<int>(c)] = table_text::in_table_images();

@@ -101,7 +101,8 @@ CsvTable read_table(const std::string& path) {
           splits += (splits.empty() ? "" : ", ") + e.path().filename().string();
       KG_CHECK(splits.empty(), DataError, path, " is a DatasetDict folder; name one of its splits (", splits,
                "), e.g. ", (p / "train").string());
-      throw DataError(path + " is a folder, not a table: a table is a .csv or .parquet file, a .arrow file, or a "
+      throw DataError(path +
+                      " is a folder, not a table: a table is a .csv or .parquet file, a .arrow file, or a "
                       "`datasets` save_to_disk folder (with state.json and dataset_info.json)");
     }
     CsvTable t;

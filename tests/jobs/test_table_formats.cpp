@@ -43,8 +43,8 @@ TEST_CASE("fit and tta-predict from .parquet tables give what the CSVs give", "[
   auto csv = kg::test::run_kgtrain({"fit", recipe, "--run-dir", dir / "csv", "--quiet", "train.epochs=2"});
   INFO(csv.output);
   REQUIRE(csv.exit_code == 0);
-  auto pq = kg::test::run_kgtrain({"fit", recipe, "data.train_csv=train.parquet", "--run-dir", dir / "pq", "--quiet",
-                                   "train.epochs=2"});
+  auto pq = kg::test::run_kgtrain(
+      {"fit", recipe, "data.train_csv=train.parquet", "--run-dir", dir / "pq", "--quiet", "train.epochs=2"});
   INFO(pq.output);
   REQUIRE(pq.exit_code == 0);
   CHECK(losses(dir / "csv") == losses(dir / "pq"));
@@ -54,10 +54,9 @@ TEST_CASE("fit and tta-predict from .parquet tables give what the CSVs give", "[
   auto sub_csv = kg::test::run_kgtrain({"tta-predict", recipe, "--checkpoint", dir / "csv/checkpoints/best", "--out",
                                         dir / "csv.csv", "--run-dir", dir / "pred_csv", "--quiet"});
   REQUIRE(sub_csv.exit_code == 0);
-  auto sub_pq = kg::test::run_kgtrain({"tta-predict", recipe, "data.test_csv=test.parquet",
-                                       "data.sample_submission=sample_submission.parquet", "--checkpoint",
-                                       dir / "pq/checkpoints/best", "--out", dir / "pq.csv", "--run-dir",
-                                       dir / "pred_pq", "--quiet"});
+  auto sub_pq = kg::test::run_kgtrain(
+      {"tta-predict", recipe, "data.test_csv=test.parquet", "data.sample_submission=sample_submission.parquet",
+       "--checkpoint", dir / "pq/checkpoints/best", "--out", dir / "pq.csv", "--run-dir", dir / "pred_pq", "--quiet"});
   INFO(sub_pq.output);
   REQUIRE(sub_pq.exit_code == 0);
   CHECK(kg::read_file(dir / "csv.csv") == kg::read_file(dir / "pq.csv"));
