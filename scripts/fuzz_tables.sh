@@ -36,7 +36,8 @@ objs=()
 for f in lib/data/{parquet,parquet_meta,parquet_pages,arrow_ipc,arrow_columns,table_codecs,table_read,table_text,csv}.cpp \
          lib/core/strings.cpp lib/core/fs.cpp tests/fuzz/harnesses_tables.cpp "$B/entry.cpp"; do
   o="$B/obj/$(basename "$f" .cpp).o"
-  newer=$(find lib/data -name '*_format.h' -newer "$o" 2>/dev/null | head -1)
+  newer=""
+  [ -f "$o" ] && newer=$(find lib/data -name '*_format.h' -newer "$o" | head -1)
   if [ ! -f "$o" ] || [ "$f" -nt "$o" ] || [ -n "$newer" ]; then "$CXX" "${FLAGS[@]}" -fsanitize=fuzzer-no-link -c "$f" -o "$o"; fi
   objs+=("$o")
 done

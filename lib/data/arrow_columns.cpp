@@ -9,10 +9,33 @@
 namespace kg::data::aipc {
 
 std::string type_name(const Field& f) {
-  static const char* n[] = {"none", "null", "int", "float", "binary", "string", "bool", "decimal", "date",
-                            "time", "timestamp", "interval", "list", "struct", "union", "fixed_size_binary",
-                            "fixed_size_list", "map", "duration", "large_binary", "large_string", "large_list",
-                            "run_end_encoded", "binary_view", "string_view", "list_view", "large_list_view"};
+  static const char* n[] = {"none",
+                            "null",
+                            "int",
+                            "float",
+                            "binary",
+                            "string",
+                            "bool",
+                            "decimal",
+                            "date",
+                            "time",
+                            "timestamp",
+                            "interval",
+                            "list",
+                            "struct",
+                            "union",
+                            "fixed_size_binary",
+                            "fixed_size_list",
+                            "map",
+                            "duration",
+                            "large_binary",
+                            "large_string",
+                            "large_list",
+                            "run_end_encoded",
+                            "binary_view",
+                            "string_view",
+                            "list_view",
+                            "large_list_view"};
   std::string s = f.type <= 26 ? n[f.type] : "type " + std::to_string(f.type);
   if (f.type == tInt) s = std::string(f.is_signed ? "int" : "uint") + std::to_string(f.bits);
   if (f.type == tFloat) s = "float" + std::to_string(f.bits);
@@ -99,8 +122,8 @@ struct Decoder {
     std::string_view idx = b.buffer();
     const size_t len = static_cast<size_t>(n.length);
     const int w = f.index_bits / 8;
-    if (w != 1 && w != 2 && w != 4 && w != 8) b.fail("column \"" + col + "\": dictionary indices of " +
-                                                      std::to_string(f.index_bits) + " bits");
+    if (w != 1 && w != 2 && w != 4 && w != 8)
+      b.fail("column \"" + col + "\": dictionary indices of " + std::to_string(f.index_bits) + " bits");
     need(idx, len, static_cast<size_t>(w), col);
     auto it = dicts.find(f.dict_id);
     if (it == dicts.end()) b.fail("column \"" + col + "\": no dictionary batch with id " + std::to_string(f.dict_id));
@@ -115,10 +138,18 @@ struct Decoder {
       int64_t k = 0;
       const char* p = idx.data() + i * static_cast<size_t>(w);
       switch (w) {
-        case 1: k = f.index_signed ? load_le<int8_t>(p) : load_le<uint8_t>(p); break;
-        case 2: k = f.index_signed ? load_le<int16_t>(p) : load_le<uint16_t>(p); break;
-        case 4: k = f.index_signed ? load_le<int32_t>(p) : static_cast<int64_t>(load_le<uint32_t>(p)); break;
-        default: k = load_le<int64_t>(p); break;
+        case 1:
+          k = f.index_signed ? load_le<int8_t>(p) : load_le<uint8_t>(p);
+          break;
+        case 2:
+          k = f.index_signed ? load_le<int16_t>(p) : load_le<uint16_t>(p);
+          break;
+        case 4:
+          k = f.index_signed ? load_le<int32_t>(p) : static_cast<int64_t>(load_le<uint32_t>(p));
+          break;
+        default:
+          k = load_le<int64_t>(p);
+          break;
       }
       if (k < 0 || static_cast<uint64_t>(k) >= d.text.size())
         b.fail("column \"" + col + "\": a dictionary index " + std::to_string(k) + " past its dictionary");
@@ -154,17 +185,26 @@ struct Decoder {
 
   void integers(const Field& f, const std::string& col, std::string_view v, size_t len, Cells& c) {
     const size_t w = static_cast<size_t>(f.bits / 8);
-    if (w != 1 && w != 2 && w != 4 && w != 8) b.fail("column \"" + col + "\": integers of " + std::to_string(f.bits) + " bits");
+    if (w != 1 && w != 2 && w != 4 && w != 8)
+      b.fail("column \"" + col + "\": integers of " + std::to_string(f.bits) + " bits");
     need(v, len, w, col);
     for (size_t i = 0; i < len; ++i) {
       if (!c.valid[i]) continue;
       const char* p = v.data() + i * w;
       std::string& t = c.text[i];
       switch (w) {
-        case 1: t = f.is_signed ? std::to_string(load_le<int8_t>(p)) : std::to_string(load_le<uint8_t>(p)); break;
-        case 2: t = f.is_signed ? std::to_string(load_le<int16_t>(p)) : std::to_string(load_le<uint16_t>(p)); break;
-        case 4: t = f.is_signed ? std::to_string(load_le<int32_t>(p)) : std::to_string(load_le<uint32_t>(p)); break;
-        default: t = f.is_signed ? std::to_string(load_le<int64_t>(p)) : std::to_string(load_le<uint64_t>(p)); break;
+        case 1:
+          t = f.is_signed ? std::to_string(load_le<int8_t>(p)) : std::to_string(load_le<uint8_t>(p));
+          break;
+        case 2:
+          t = f.is_signed ? std::to_string(load_le<int16_t>(p)) : std::to_string(load_le<uint16_t>(p));
+          break;
+        case 4:
+          t = f.is_signed ? std::to_string(load_le<int32_t>(p)) : std::to_string(load_le<uint32_t>(p));
+          break;
+        default:
+          t = f.is_signed ? std::to_string(load_le<int64_t>(p)) : std::to_string(load_le<uint64_t>(p));
+          break;
       }
     }
     return;
@@ -241,7 +281,14 @@ struct Decoder {
         c.valid.assign(static_cast<size_t>(n.length), 0);
         return c;
       }
-      case tInt: case tFloat: case tBool: case tDate: case tUtf8: case tLargeUtf8: case tBinary: case tLargeBinary:
+      case tInt:
+      case tFloat:
+      case tBool:
+      case tDate:
+      case tUtf8:
+      case tLargeUtf8:
+      case tBinary:
+      case tLargeBinary:
         break;
       case tStruct:
         if (image_struct(f)) return image_column(f, col);

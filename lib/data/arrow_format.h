@@ -93,25 +93,48 @@ struct FbTable {
 
 // --- schema --------------------------------------------------------------------------------------------
 
-enum TypeId : uint8_t { tNone = 0, tNull = 1, tInt = 2, tFloat = 3, tBinary = 4, tUtf8 = 5, tBool = 6,
-                        tDecimal = 7, tDate = 8, tTime = 9, tTimestamp = 10, tInterval = 11, tList = 12,
-                        tStruct = 13, tUnion = 14, tFixedBinary = 15, tFixedList = 16, tMap = 17, tDuration = 18,
-                        tLargeBinary = 19, tLargeUtf8 = 20, tLargeList = 21, tRunEnd = 22, tBinaryView = 23,
-                        tUtf8View = 24, tListView = 25, tLargeListView = 26 };
+enum TypeId : uint8_t {
+  tNone = 0,
+  tNull = 1,
+  tInt = 2,
+  tFloat = 3,
+  tBinary = 4,
+  tUtf8 = 5,
+  tBool = 6,
+  tDecimal = 7,
+  tDate = 8,
+  tTime = 9,
+  tTimestamp = 10,
+  tInterval = 11,
+  tList = 12,
+  tStruct = 13,
+  tUnion = 14,
+  tFixedBinary = 15,
+  tFixedList = 16,
+  tMap = 17,
+  tDuration = 18,
+  tLargeBinary = 19,
+  tLargeUtf8 = 20,
+  tLargeList = 21,
+  tRunEnd = 22,
+  tBinaryView = 23,
+  tUtf8View = 24,
+  tListView = 25,
+  tLargeListView = 26
+};
 
 struct Field {
   std::string name;
   uint8_t type = tNone;
-  int bits = 0;          // Int: bitWidth; FloatingPoint: 16/32/64; Date: 32 (days) or 64 (ms)
+  int bits = 0;  // Int: bitWidth; FloatingPoint: 16/32/64; Date: 32 (days) or 64 (ms)
   bool is_signed = true;
-  int union_mode = 0;    // Union: 0 sparse, 1 dense
-  bool dict = false;     // dictionary-encoded: values are indices of index_bits, the dictionary's type is `type`
+  int union_mode = 0;  // Union: 0 sparse, 1 dense
+  bool dict = false;   // dictionary-encoded: values are indices of index_bits, the dictionary's type is `type`
   int64_t dict_id = 0;
   int index_bits = 32;
   bool index_signed = true;
   std::vector<Field> children;
 };
-
 
 // "int64", "large_string", "struct<bytes: binary, path: string>", "dictionary<string>", ...
 std::string type_name(const Field& f);
@@ -152,13 +175,31 @@ struct Batch {
     }
     int nbuf = 0;
     switch (f.type) {
-      case tNull: case tRunEnd: nbuf = 0; break;
-      case tStruct: case tFixedList: nbuf = 1; break;
-      case tUnion: nbuf = f.union_mode == 1 ? 2 : 1; break;
-      case tBinary: case tUtf8: case tLargeBinary: case tLargeUtf8: nbuf = 3; break;
-      case tBinaryView: case tUtf8View: case tListView: case tLargeListView:
+      case tNull:
+      case tRunEnd:
+        nbuf = 0;
+        break;
+      case tStruct:
+      case tFixedList:
+        nbuf = 1;
+        break;
+      case tUnion:
+        nbuf = f.union_mode == 1 ? 2 : 1;
+        break;
+      case tBinary:
+      case tUtf8:
+      case tLargeBinary:
+      case tLargeUtf8:
+        nbuf = 3;
+        break;
+      case tBinaryView:
+      case tUtf8View:
+      case tListView:
+      case tLargeListView:
         fail("a column of " + type_name(f) + " (\"" + f.name + "\"), a type kgtrain does not read");
-      default: nbuf = 2; break;  // validity + values (or offsets, for lists and maps)
+      default:
+        nbuf = 2;
+        break;  // validity + values (or offsets, for lists and maps)
     }
     for (int i = 0; i < nbuf; ++i) buffer();
     for (const Field& c : f.children) skip(c);
@@ -178,7 +219,6 @@ T load_le(const char* p) {
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-
 
 // The next column of the batch: `f`'s nodes and buffers decoded (dictionary-encoded columns through `dicts`), or
 // skipped with Cells::unusable set when kgtrain does not read its type.

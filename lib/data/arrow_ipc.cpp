@@ -47,8 +47,9 @@ struct Stream {
     int codec = -1;
     if (rb.has(3)) codec = rb.table(3).scalar<int8_t>(0, 0);
     if (codec == 0)
-      fail("its record batches are compressed with LZ4_FRAME, which kgtrain does not read (write it without "
-           "compression, as `datasets` does, or with compression='zstd')");
+      fail(
+          "its record batches are compressed with LZ4_FRAME, which kgtrain does not read (write it without "
+          "compression, as `datasets` does, or with compression='zstd')");
     for (size_t i = 0; i < nb; ++i) {
       const int64_t off = rb.fb->get<int64_t>(bat + 16 * i), len = rb.fb->get<int64_t>(bat + 16 * i + 8);
       if (off < 0 || len < 0 || static_cast<uint64_t>(off) > body.size() ||
@@ -63,8 +64,8 @@ struct Stream {
           buf.remove_prefix(8);
         } else {
           if (raw < 0) fail("a compressed buffer of negative length");
-          b.owned.push_back(zstd_decompress(buf.substr(8), static_cast<size_t>(raw), limits.max_block_bytes,
-                                            name + " buffer"));
+          b.owned.push_back(
+              zstd_decompress(buf.substr(8), static_cast<size_t>(raw), limits.max_block_bytes, name + " buffer"));
           buf = b.owned.back();
         }
       }
@@ -167,8 +168,9 @@ struct Stream {
         len = load_le<uint32_t>(bytes.data() + pos);
         pos += 4;
       } else if (!have_schema) {
-        fail("not an Arrow IPC stream (no continuation marker 0xFFFFFFFF at its start; a Feather v1, Parquet "
-             "or other file?)");
+        fail(
+            "not an Arrow IPC stream (no continuation marker 0xFFFFFFFF at its start; a Feather v1, Parquet "
+            "or other file?)");
       }
       if (len == 0) return;  // end of stream
       if (len > bytes.size() - pos) fail("a message header longer than the file (truncated file?)");
@@ -182,10 +184,17 @@ struct Stream {
       std::string_view body = bytes.substr(pos, static_cast<size_t>(body_len));
       pos += static_cast<size_t>(body_len);
       switch (kind) {
-        case 1: schema(msg.table(2)); break;
-        case 2: dictionary(msg.table(2), body); break;
-        case 3: record_batch(msg.table(2), body); break;
-        default: fail("a message of type " + std::to_string(kind) + " (tensors are not tables)");
+        case 1:
+          schema(msg.table(2));
+          break;
+        case 2:
+          dictionary(msg.table(2), body);
+          break;
+        case 3:
+          record_batch(msg.table(2), body);
+          break;
+        default:
+          fail("a message of type " + std::to_string(kind) + " (tensors are not tables)");
       }
     }
   }

@@ -44,6 +44,13 @@ struct Schema {
       KG_CHECK(e.num_children <= static_cast<int64_t>(meta.schema.size() - i), DataError, name,
                ": a damaged schema (a group with more children than elements)");
       const std::string lt = logical_text(e);
+      const SchemaElem& mid = meta.schema[i];
+      if (lt == "list" && e.num_children == 1 && mid.repetition == 2 && mid.num_children == 1) {
+        ++i;  // the three-level list: list<element type>, its repeated middle group left out
+        s = "list<" + describe(i, depth + 1) + ">";
+        if (e.repetition == 2) s = "repeated " + s;
+        return s;
+      }
       s = (lt == "list" || lt == "map") ? lt + "<" : "struct<";
       for (int64_t c = 0; c < e.num_children; ++c) {
         const std::string child = meta.schema.size() > i ? meta.schema[i].name : "";
@@ -132,8 +139,8 @@ void fill_image(CsvTable& table, Column& col, size_t c, size_t base, const Decod
   for (size_t r = 0; r < path.present.size(); ++r) {
     have_bytes = have_bytes || bytes.present[r];
     if (path.present[r]) table.rows[base + r][c] = std::move(path.values[v++]);
-    KG_CHECK(invalid_utf8_at(table.rows[base + r][c]) == std::string_view::npos, DataError,
-             table.where(base + r + 1), ", column \"", col.name, "\": an image path that is not valid UTF-8");
+    KG_CHECK(invalid_utf8_at(table.rows[base + r][c]) == std::string_view::npos, DataError, table.where(base + r + 1),
+             ", column \"", col.name, "\": an image path that is not valid UTF-8");
   }
   if (!have_bytes) return;
   table.unusable[static_cast<int>(c)] = table_text::in_table_images();

@@ -14,8 +14,21 @@ namespace kg::data::pq {
 
 // --- Thrift compact protocol ---------------------------------------------------------------------------
 
-enum : uint8_t { kStop = 0, kTrue = 1, kFalse = 2, kByte = 3, kI16 = 4, kI32 = 5, kI64 = 6, kDouble = 7,
-                 kBinary = 8, kList = 9, kSet = 10, kMap = 11, kStruct = 12 };
+enum : uint8_t {
+  kStop = 0,
+  kTrue = 1,
+  kFalse = 2,
+  kByte = 3,
+  kI16 = 4,
+  kI32 = 5,
+  kI64 = 6,
+  kDouble = 7,
+  kBinary = 8,
+  kList = 9,
+  kSet = 10,
+  kMap = 11,
+  kStruct = 12
+};
 
 struct Thrift {
   const uint8_t* p;
@@ -44,11 +57,18 @@ struct Thrift {
   // An integer or boolean field of any integer type.
   int64_t integer(uint8_t type) {
     switch (type) {
-      case kTrue: return 1;
-      case kFalse: return 0;
-      case kByte: return static_cast<int8_t>(byte());
-      case kI16: case kI32: case kI64: return zigzag();
-      default: fail("an integer field of Thrift type " + std::to_string(type));
+      case kTrue:
+        return 1;
+      case kFalse:
+        return 0;
+      case kByte:
+        return static_cast<int8_t>(byte());
+      case kI16:
+      case kI32:
+      case kI64:
+        return zigzag();
+      default:
+        fail("an integer field of Thrift type " + std::to_string(type));
     }
   }
   std::string_view binary(uint8_t type) {
@@ -94,18 +114,31 @@ struct Thrift {
   }
   void skip(uint8_t type) {
     switch (type) {
-      case kTrue: case kFalse: return;
-      case kByte: byte(); return;
-      case kI16: case kI32: case kI64: varint(); return;
+      case kTrue:
+      case kFalse:
+        return;
+      case kByte:
+        byte();
+        return;
+      case kI16:
+      case kI32:
+      case kI64:
+        varint();
+        return;
       case kDouble:
         if (end - p < 8) fail("truncated double");
         p += 8;
         return;
-      case kBinary: binary(type); return;
-      case kList: case kSet:
+      case kBinary:
+        binary(type);
+        return;
+      case kList:
+      case kSet:
         list(type, [&](uint8_t t) {
-          if (t == kTrue || t == kFalse) byte();  // booleans in a list take a byte each
-          else skip(t);
+          if (t == kTrue || t == kFalse)
+            byte();  // booleans in a list take a byte each
+          else
+            skip(t);
         });
         return;
       case kMap: {
@@ -116,23 +149,35 @@ struct Thrift {
         const uint8_t kv = byte();
         for (uint64_t i = 0; i < n; ++i) {
           for (uint8_t t : {static_cast<uint8_t>(kv >> 4), static_cast<uint8_t>(kv & 15)}) {
-            if (t == kTrue || t == kFalse) byte();
-            else skip(t);
+            if (t == kTrue || t == kFalse)
+              byte();
+            else
+              skip(t);
           }
         }
         return;
       }
-      case kStruct: fields([](int64_t, uint8_t) { return false; }); return;
-      default: fail("unknown Thrift type " + std::to_string(type));
+      case kStruct:
+        fields([](int64_t, uint8_t) { return false; });
+        return;
+      default:
+        fail("unknown Thrift type " + std::to_string(type));
     }
   }
 };
 
-
 // --- FileMetaData, the parts read ----------------------------------------------------------------------
 
-enum PhysType { kBoolean = 0, kInt32 = 1, kInt64 = 2, kInt96 = 3, kFloat = 4, kDoubleT = 5, kByteArray = 6,
-                kFixed = 7 };
+enum PhysType {
+  kBoolean = 0,
+  kInt32 = 1,
+  kInt64 = 2,
+  kInt96 = 3,
+  kFloat = 4,
+  kDoubleT = 5,
+  kByteArray = 6,
+  kFixed = 7
+};
 const char* phys_name(int t);
 
 struct SchemaElem {
@@ -167,7 +212,6 @@ struct FileMeta {
   std::vector<RowGroupMeta> row_groups;
 };
 
-
 struct PageHeader {
   int type = -1;
   int64_t uncompressed = -1, compressed = -1;
@@ -177,10 +221,23 @@ struct PageHeader {
   bool v2_compressed = true;
 };
 
-
 // How one leaf's values become text.
-enum class Kind { text, binary, boolean, i32, u32, i64, u64, date, float32, float64, decimal32, decimal64,
-                  float16, unusable };
+enum class Kind {
+  text,
+  binary,
+  boolean,
+  i32,
+  u32,
+  i64,
+  u64,
+  date,
+  float32,
+  float64,
+  decimal32,
+  decimal64,
+  float16,
+  unusable
+};
 
 struct Leaf {
   SchemaElem elem;

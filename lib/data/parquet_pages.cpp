@@ -27,7 +27,6 @@ T load(const uint8_t* p) {
   return v;
 }
 
-
 // The RLE / bit-packed hybrid: reads `count` values of `width` bits from [p, end).
 void read_hybrid(const uint8_t* p, const uint8_t* end, int width, size_t count, std::vector<uint32_t>& out,
                  const std::string& what) {
@@ -46,8 +45,7 @@ void read_hybrid(const uint8_t* p, const uint8_t* end, int width, size_t count, 
     if (h & 1) {  // bit-packed groups of 8
       const uint64_t groups = h >> 1;
       const uint64_t bytes = groups * static_cast<uint64_t>(width);  // groups * 8 values * width bits / 8
-      if (groups == 0 || bytes > static_cast<uint64_t>(end - p))
-        throw DataError(what + ": truncated bit-packed run");
+      if (groups == 0 || bytes > static_cast<uint64_t>(end - p)) throw DataError(what + ": truncated bit-packed run");
       const uint64_t n = std::min<uint64_t>(groups * 8, count - out.size());
       uint64_t bit = 0;
       for (uint64_t i = 0; i < n; ++i) {
@@ -97,9 +95,12 @@ struct ChunkReader {
       case 0:
         if (in.size() != n) fail("an uncompressed page whose two sizes differ");
         return std::string(in);
-      case 1: return snappy_decompress(in, n, r.limits.max_block_bytes, w);
-      case 2: return gzip_decompress(in, n, r.limits.max_block_bytes, w);
-      case 6: return zstd_decompress(in, n, r.limits.max_block_bytes, w);
+      case 1:
+        return snappy_decompress(in, n, r.limits.max_block_bytes, w);
+      case 2:
+        return gzip_decompress(in, n, r.limits.max_block_bytes, w);
+      case 6:
+        return zstd_decompress(in, n, r.limits.max_block_bytes, w);
       default: {
         static const char* names[] = {"UNCOMPRESSED", "SNAPPY", "GZIP", "LZO", "BROTLI", "LZ4", "ZSTD", "LZ4_RAW"};
         fail(std::string("compressed with ") + (codec >= 0 && codec < 8 ? names[codec] : "an unknown codec") +
@@ -133,15 +134,24 @@ struct ChunkReader {
     }
     size_t width = 0;
     switch (t) {
-      case kInt32: case kFloat: width = 4; break;
-      case kInt64: case kDoubleT: width = 8; break;
-      case kInt96: width = 12; break;
+      case kInt32:
+      case kFloat:
+        width = 4;
+        break;
+      case kInt64:
+      case kDoubleT:
+        width = 8;
+        break;
+      case kInt96:
+        width = 12;
+        break;
       case kFixed:
         if (leaf.elem.type_length <= 0 || leaf.elem.type_length > (int64_t{1} << 24))
           fail("a FIXED_LEN_BYTE_ARRAY of length " + std::to_string(leaf.elem.type_length));
         width = static_cast<size_t>(leaf.elem.type_length);
         break;
-      default: fail(std::string("values of ") + phys_name(t));
+      default:
+        fail(std::string("values of ") + phys_name(t));
     }
     if (n > static_cast<size_t>(end - p) / width) need(SIZE_MAX);
     for (size_t i = 0; i < n; ++i, p += width) {
@@ -150,20 +160,43 @@ struct ChunkReader {
         continue;
       }
       switch (leaf.kind) {
-        case Kind::i32: to.push_back(std::to_string(load<int32_t>(p))); break;
-        case Kind::u32: to.push_back(std::to_string(load<uint32_t>(p))); break;
-        case Kind::i64: to.push_back(std::to_string(load<int64_t>(p))); break;
-        case Kind::u64: to.push_back(std::to_string(load<uint64_t>(p))); break;
-        case Kind::date: to.push_back(date_text(load<int32_t>(p))); break;
-        case Kind::decimal32: to.push_back(decimal_text(load<int32_t>(p), leaf.elem.scale)); break;
-        case Kind::decimal64: to.push_back(decimal_text(load<int64_t>(p), leaf.elem.scale)); break;
-        case Kind::float32: to.push_back(float_text(load<float>(p))); break;
-        case Kind::float64: to.push_back(double_text(load<double>(p))); break;
-        case Kind::float16: to.push_back(half_to_text(load<uint16_t>(p))); break;
-        case Kind::binary: case Kind::text:
+        case Kind::i32:
+          to.push_back(std::to_string(load<int32_t>(p)));
+          break;
+        case Kind::u32:
+          to.push_back(std::to_string(load<uint32_t>(p)));
+          break;
+        case Kind::i64:
+          to.push_back(std::to_string(load<int64_t>(p)));
+          break;
+        case Kind::u64:
+          to.push_back(std::to_string(load<uint64_t>(p)));
+          break;
+        case Kind::date:
+          to.push_back(date_text(load<int32_t>(p)));
+          break;
+        case Kind::decimal32:
+          to.push_back(decimal_text(load<int32_t>(p), leaf.elem.scale));
+          break;
+        case Kind::decimal64:
+          to.push_back(decimal_text(load<int64_t>(p), leaf.elem.scale));
+          break;
+        case Kind::float32:
+          to.push_back(float_text(load<float>(p)));
+          break;
+        case Kind::float64:
+          to.push_back(double_text(load<double>(p)));
+          break;
+        case Kind::float16:
+          to.push_back(half_to_text(load<uint16_t>(p)));
+          break;
+        case Kind::binary:
+        case Kind::text:
           to.push_back(value_text(std::string_view(reinterpret_cast<const char*>(p), width)));
           break;
-        default: to.emplace_back(); break;
+        default:
+          to.emplace_back();
+          break;
       }
     }
   }
@@ -210,10 +243,12 @@ struct ChunkReader {
       for (uint32_t b : v) to.push_back(b ? "True" : "False");
       return;
     }
-    static const char* names[] = {"PLAIN", "GROUP_VAR_INT", "PLAIN_DICTIONARY", "RLE", "BIT_PACKED",
-                                  "DELTA_BINARY_PACKED", "DELTA_LENGTH_BYTE_ARRAY", "DELTA_BYTE_ARRAY",
-                                  "RLE_DICTIONARY", "BYTE_STREAM_SPLIT"};
-    fail(std::string("values encoded as ") + (encoding >= 0 && encoding < 10 ? names[encoding] : "an unknown encoding") +
+    static const char* names[] = {
+        "PLAIN",          "GROUP_VAR_INT",       "PLAIN_DICTIONARY",        "RLE",
+        "BIT_PACKED",     "DELTA_BINARY_PACKED", "DELTA_LENGTH_BYTE_ARRAY", "DELTA_BYTE_ARRAY",
+        "RLE_DICTIONARY", "BYTE_STREAM_SPLIT"};
+    fail(std::string("values encoded as ") +
+         (encoding >= 0 && encoding < 10 ? names[encoding] : "an unknown encoding") +
          ", which kgtrain does not read (it reads PLAIN and dictionary encodings, pyarrow's and pandas' defaults)");
   }
 
@@ -246,8 +281,9 @@ struct ChunkReader {
       end = p + c.total_compressed_size;
     const size_t want = static_cast<size_t>(rows);
     while (out.present.size() < want) {
-      if (p >= end) fail("its pages end after " + std::to_string(out.present.size()) + " of " + std::to_string(rows) +
-                         " rows of a row group (truncated or damaged file)");
+      if (p >= end)
+        fail("its pages end after " + std::to_string(out.present.size()) + " of " + std::to_string(rows) +
+             " rows of a row group (truncated or damaged file)");
       const std::string w = what() + " page header";
       Thrift t{p, end, w};
       const PageHeader h = read_page_header(t);
@@ -255,7 +291,8 @@ struct ChunkReader {
       if (h.compressed < 0 || h.compressed > end - p) fail("a page longer than its column chunk (truncated file?)");
       std::string_view body(reinterpret_cast<const char*>(p), static_cast<size_t>(h.compressed));
       p += h.compressed;
-      if (h.type == 2) {  // dictionary page
+      if (h.type == 2 && discard) continue;  // levels only: the dictionary is not needed
+      if (h.type == 2) {                     // dictionary page
         if (h.num_values < 0) fail("a dictionary page with a negative count");
         const std::string data = decompress(body, h.uncompressed);
         check_cells(static_cast<size_t>(h.num_values));
@@ -288,7 +325,10 @@ struct ChunkReader {
         } else {
           out.present.insert(out.present.end(), n, 1);
         }
-        page_values(d, de, h.encoding, non_null, true);
+        if (discard)
+          out.values.resize(out.values.size() + non_null);
+        else
+          page_values(d, de, h.encoding, non_null, true);
       } else {  // v2: levels uncompressed ahead of the (maybe compressed) values
         if (h.def_len < 0 || h.rep_len < 0 || h.rep_len + h.def_len > h.compressed)
           fail("a data page v2 whose level sizes do not fit it");
@@ -302,6 +342,10 @@ struct ChunkReader {
         }
         std::string_view rest = body.substr(static_cast<size_t>(h.def_len));
         const int64_t rest_size = h.uncompressed - h.def_len;
+        if (discard) {  // levels only: the values (an image's bytes) are not even decompressed
+          out.values.resize(out.values.size() + non_null);
+          continue;
+        }
         std::string data = h.v2_compressed && codec != 0 ? decompress(rest, rest_size) : std::string(rest);
         const auto* d = reinterpret_cast<const uint8_t*>(data.data());
         page_values(d, d + data.size(), h.encoding, non_null, false);

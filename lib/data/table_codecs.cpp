@@ -117,7 +117,8 @@ std::string zstd_decompress(std::string_view in, size_t expected, size_t max_byt
   return out;
 #else
   (void)in;
-  throw DataError(what + ": compressed with ZSTD, which this kgtrain was built without (libzstd was not found when "
+  throw DataError(what +
+                  ": compressed with ZSTD, which this kgtrain was built without (libzstd was not found when "
                   "it was configured: apt-get install libzstd-dev and rebuild), or rewrite the file with "
                   "compression='snappy'");
 #endif

@@ -1,6 +1,11 @@
 // read_table: which reader a user's table needs (data/table_read.h).
 #include "data/table_read.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +24,33 @@ std::string lower_ext(const fs::path& p) {
   for (char& c : e) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return e;
 }
+
+// A table file's bytes, mapped read-only: the pages and buffers of columns kgtrain does not read (a dataset's
+// in-table images: most of its bytes) are never read from the disk. Empty or unmappable files are read instead.
+class TableFile {
+ public:
+  explicit TableFile(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+      void* m = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+      if (m != MAP_FAILED) map_ = m, size_ = static_cast<size_t>(st.st_size);
+    }
+    if (fd >= 0) ::close(fd);
+    if (!map_) text_ = read_file(path);  // its DataError names the path and the reason
+  }
+  ~TableFile() {
+    if (map_) ::munmap(map_, size_);
+  }
+  TableFile(const TableFile&) = delete;
+  TableFile& operator=(const TableFile&) = delete;
+  std::string_view bytes() const { return map_ ? std::string_view(static_cast<const char*>(map_), size_) : text_; }
+
+ private:
+  void* map_ = nullptr;
+  size_t size_ = 0;
+  std::string text_;
+};
 
 // The .arrow shards of a save_to_disk folder, in state.json's order.
 std::vector<fs::path> dataset_shards(const fs::path& dir) {
@@ -69,7 +101,8 @@ CsvTable read_table(const std::string& path) {
           splits += (splits.empty() ? "" : ", ") + e.path().filename().string();
       KG_CHECK(splits.empty(), DataError, path, " is a DatasetDict folder; name one of its splits (", splits,
                "), e.g. ", (p / "train").string());
-      throw DataError(path + " is a folder, not a table: a table is a .csv or .parquet file, a .arrow file, or a "
+      throw DataError(path +
+                      " is a folder, not a table: a table is a .csv or .parquet file, a .arrow file, or a "
                       "`datasets` save_to_disk folder (with state.json and dataset_info.json)");
     }
     CsvTable t;
@@ -77,16 +110,17 @@ CsvTable read_table(const std::string& path) {
     for (const fs::path& shard : table_read_impl::dataset_shards(p)) {
       KG_CHECK(fs::is_regular_file(shard, ec), DataError, path, ": state.json lists ", shard.filename().string(),
                ", which is not in the folder");
-      parse_arrow_ipc(read_file(shard.string()), shard.string(), t);
+      const table_read_impl::TableFile file(shard.string());
+      parse_arrow_ipc(file.bytes(), shard.string(), t);
     }
     return t;
   }
   const std::string ext = lower_ext(p);
-  if (ext == ".parquet" || ext == ".pq") return parse_parquet(read_file(path), path);
+  if (ext == ".parquet" || ext == ".pq") return parse_parquet(table_read_impl::TableFile(path).bytes(), path);
   if (ext == ".arrow" || ext == ".feather" || ext == ".ipc") {
     CsvTable t;
     t.path = path;
-    parse_arrow_ipc(read_file(path), path, t);
+    parse_arrow_ipc(table_read_impl::TableFile(path).bytes(), path, t);
     return t;
   }
   return read_csv(path);

@@ -18,12 +18,12 @@ namespace kg::data {
 
 // Cells from values, as a CSV would hold them ("" for NaN: pandas' missing value).
 namespace table_text {
-std::string float_text(float f);             // shortest round-trip form, "1.0" for whole numbers
-std::string double_text(double d);           // the same for doubles
-std::string half_to_text(uint16_t h);        // an IEEE half
-std::string date_text(int64_t days);         // days since 1970-01-01 -> YYYY-MM-DD
+std::string float_text(float f);                     // shortest round-trip form, "1.0" for whole numbers
+std::string double_text(double d);                   // the same for doubles
+std::string half_to_text(uint16_t h);                // an IEEE half
+std::string date_text(int64_t days);                 // days since 1970-01-01 -> YYYY-MM-DD
 std::string decimal_text(int64_t v, int64_t scale);  // unscaled value and scale -> "-12.34"
-std::string in_table_images();  // what an Image column holds when its images are inside the table
+std::string in_table_images();                       // what an Image column holds when its images are inside the table
 }  // namespace table_text
 
 // Hostile-size guards: a few bytes of Parquet can state billions of null rows or a page of gigabytes.
@@ -37,8 +37,7 @@ CsvTable parse_parquet(std::string_view bytes, const std::string& name, const Ta
 
 // An Arrow IPC stream (or file: "ARROW1" magic) appended to `into`: its schema sets `into`'s header when that
 // is empty and must equal it otherwise (a dataset's shards). `into.path` names the table in messages.
-void parse_arrow_ipc(std::string_view bytes, const std::string& shard, CsvTable& into,
-                     const TableLimits& limits = {});
+void parse_arrow_ipc(std::string_view bytes, const std::string& shard, CsvTable& into, const TableLimits& limits = {});
 
 // The user's table at `path`, by what it is: a .parquet file, a .arrow file, a save_to_disk folder
 // (dataset_info.json + state.json: its _data_files in order) or a dataset's split folder, and otherwise CSV.

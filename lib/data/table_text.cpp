@@ -12,9 +12,12 @@ namespace kg::data::table_text {
 std::string half_to_text(uint16_t h) {
   const int sign = h >> 15, exp = (h >> 10) & 31, man = h & 1023;
   float f;
-  if (exp == 0) f = std::ldexp(static_cast<float>(man), -24);
-  else if (exp == 31) f = man ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  else f = std::ldexp(static_cast<float>(man | 1024), exp - 25);
+  if (exp == 0)
+    f = std::ldexp(static_cast<float>(man), -24);
+  else if (exp == 31)
+    f = man ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  else
+    f = std::ldexp(static_cast<float>(man | 1024), exp - 25);
   if (sign) f = -f;
   if (std::isnan(f)) return "";
   char buf[32];

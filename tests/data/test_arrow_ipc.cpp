@@ -64,15 +64,13 @@ std::string error_of_arrow(const std::string& bytes) {
   return "(no error)";
 }
 
-TEST_CASE("arrow: streams and files with every type, dictionary and null columns, large strings",
-          "[unit][data]") {
+TEST_CASE("arrow: streams and files with every type, dictionary and null columns, large strings", "[unit][data]") {
   check_fixture("stream.arrow");
   check_fixture("file_format.arrow");
   if (kg::data::have_zstd()) check_fixture("zstd.arrow");
 }
 
-TEST_CASE("arrow: a datasets save_to_disk folder in two shards, and one with its images inside",
-          "[unit][data]") {
+TEST_CASE("arrow: a datasets save_to_disk folder in two shards, and one with its images inside", "[unit][data]") {
   check_fixture("hf_dataset");
   const CsvTable t = kg::data::read_table(kTables + "hf_dataset");
   CHECK(t.where(5) == kTables + "hf_dataset row 5");

@@ -55,7 +55,8 @@ inline std::string le32(uint32_t v) {
 }
 
 // The file: `header` names the columns, `rows` the cells (each row header.size() wide).
-inline std::string write_strings(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+inline std::string write_strings(const std::vector<std::string>& header,
+                                 const std::vector<std::vector<std::string>>& rows) {
   std::string file = "PAR1";
   std::vector<int64_t> offsets, sizes;
   for (size_t c = 0; c < header.size(); ++c) {
