@@ -38,8 +38,9 @@ struct EncoderShape {
 class TextEncoder : public torch::nn::Module {
  public:
   // input_ids [B, L] int64; attention_mask [B, L] (1 token, 0 padding; undefined: all ones); token_type_ids [B, L]
-  // (undefined: zeros; ignored by families without them). Returns L+1 tensors [B, L, hidden]: the embeddings'
-  // output, then each layer's (transformers' hidden_states; the last one is last_hidden_state).
+  // (undefined: zeros; ignored by families without them). Returns num_layers + 1 tensors [B, L, hidden]: the
+  // embeddings' output, then each layer's (transformers' hidden_states; the last one is last_hidden_state, after
+  // ModernBERT's final_norm). Padding positions hold values too (as transformers'): pooling must mask them.
   virtual std::vector<at::Tensor> forward(const at::Tensor& input_ids, const at::Tensor& attention_mask = {},
                                           const at::Tensor& token_type_ids = {}) = 0;
 
