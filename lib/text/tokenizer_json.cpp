@@ -512,7 +512,7 @@ Tokenizer Tokenizer::from_json(const std::string& json_text, const std::string& 
       t.added_.push_back(std::move(a));
     }
   }
-  t.finish(true);
+  t.finish();
   r.post_processor(get("post_processor"), t);
   t.truncation_ = r.truncation(get("truncation"));
   return t;

@@ -221,6 +221,16 @@ TEST_CASE("the NFC normalizer composes as tokenizers (GPT-NeoX / ModernBERT's)",
   CHECK(kg::text::nfc(U"\u1100\u1161") == U"\uAC00");
 }
 
+TEST_CASE("a word of 200,000 characters is merged in O(n log n), as tokenizers does", "[unit][text]") {
+  const auto t = fixture_tokenizer("bpe_roberta");
+  const std::string word(200000, 'e');
+  const auto ids = t.encode(word, false).ids;
+  CHECK(!ids.empty());
+  CHECK(ids.size() < word.size());  // merged: "e" pairs exist in the fixture's merges
+  const auto u = fixture_tokenizer("deberta_spm");
+  CHECK(!u.encode(std::string(200000, 'z'), false).ids.empty());
+}
+
 TEST_CASE("from_folder prefers tokenizer.json", "[unit][text]") {
   ScratchFolder dir;
   dir.write("tokenizer.json", kg::read_file(kFixtures + "bpe_olmo.json"));
