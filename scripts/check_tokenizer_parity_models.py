@@ -14,6 +14,7 @@ trains, locally (nothing downloaded):
                  tokenizer.json
   deberta_spm    the same folder without tokenizer.json: kgtrain's Tokenizer::from_folder reads spm.model itself
   deberta_lower  the same with do_lower_case = true, from the spm.model folder
+  deberta_first  the same with add_prefix_space = false (Metaspace prepend_scheme "first"), from the folder
   xlmr           a sentencepiece Unigram model loaded by transformers' XLMRobertaTokenizer, save_pretrained
 Each is compared on the corpus + hostile lines (singles, pairs, with and without special tokens, truncated by each
 strategy and direction) and on every code point: ids, type ids and attention masks, 0 mismatches the bar. The
@@ -143,17 +144,19 @@ def build(work, lines, args):
             j["model"]["merges"] = [l.split(" ") for l in m]
             json.dump(j, open(path, "w", encoding="utf-8"), ensure_ascii=False)
         out["olmo"] = (Tokenizer.from_file(path), None, path)
-    if any(want(n) for n in ("deberta_json", "deberta_spm", "deberta_lower")):
+    if any(want(n) for n in ("deberta_json", "deberta_spm", "deberta_lower", "deberta_first")):
         model = train_spm(work, "deberta", train, vocab_size=args.vocab_size, pad_id=0, bos_id=1, eos_id=2, unk_id=3,
                           pad_piece="[PAD]", bos_piece="[CLS]", eos_piece="[SEP]", unk_piece="[UNK]")
         n_pieces = spm.SentencePieceProcessor(model_file=model).get_piece_size()
-        for name, lower in [("deberta_spm", False), ("deberta_lower", True)]:
+        for name, lower in [("deberta_spm", False), ("deberta_lower", True), ("deberta_first", False)]:
             d = os.path.join(work, name)
             shutil.rmtree(d, ignore_errors=True)
             os.makedirs(d)
             shutil.copy(model, os.path.join(d, "spm.model"))
-            json.dump({"do_lower_case": lower, "vocab_type": "spm", "tokenizer_class": "DebertaV2Tokenizer"},
-                      open(os.path.join(d, "tokenizer_config.json"), "w"))
+            config = {"do_lower_case": lower, "vocab_type": "spm", "tokenizer_class": "DebertaV2Tokenizer"}
+            if name == "deberta_first":
+                config["add_prefix_space"] = False
+            json.dump(config, open(os.path.join(d, "tokenizer_config.json"), "w"))
             json.dump({"bos_token": "[CLS]", "eos_token": "[SEP]", "unk_token": "[UNK]", "sep_token": "[SEP]",
                        "pad_token": "[PAD]", "cls_token": "[CLS]", "mask_token": "[MASK]"},
                       open(os.path.join(d, "special_tokens_map.json"), "w"))

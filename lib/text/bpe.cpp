@@ -1,6 +1,8 @@
 #include "text/bpe.h"
 
 #include <cstdio>
+#include <functional>
+#include <queue>
 
 #include "core/error.h"
 
@@ -97,22 +99,52 @@ void Bpe::tokenize(std::string_view word, std::vector<int64_t>& ids) const {
     pending_unk = true;
   }
   flush_unk();
-  // merge_all: the pair of lowest rank, leftmost among equals, until no pair merges.
-  while (syms.size() > 1) {
-    uint32_t best_rank = UINT32_MAX;
-    size_t best = 0;
-    int64_t best_id = -1;
-    for (size_t k = 0; k + 1 < syms.size(); ++k) {
-      const auto it = merges_.find(pair_key(syms[k], syms[k + 1]));
-      if (it != merges_.end() && it->second.rank < best_rank) {
-        best_rank = it->second.rank;
-        best = k;
-        best_id = it->second.id;
+  // merge_all: the pair of lowest rank, leftmost among equals, until no pair merges; a min-heap over (rank,
+  // position) with stale entries skipped, as word.rs, so that a long word costs O(n log n), not O(n^2).
+  if (syms.size() > 1) {
+    struct Entry {
+      uint32_t rank;
+      uint32_t pos;
+      int64_t id;
+      bool operator>(const Entry& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+    };
+    const size_t n = syms.size();
+    std::vector<int32_t> prev(n), next(n);
+    std::vector<char> alive(n, 1);
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+    for (size_t k = 0; k < n; ++k) {
+      prev[k] = static_cast<int32_t>(k) - 1;
+      next[k] = k + 1 < n ? static_cast<int32_t>(k + 1) : -1;
+      if (k + 1 < n) {
+        const auto it = merges_.find(pair_key(syms[k], syms[k + 1]));
+        if (it != merges_.end()) heap.push(Entry{it->second.rank, static_cast<uint32_t>(k), it->second.id});
       }
     }
-    if (best_id < 0) break;
-    syms[best] = best_id;
-    syms.erase(syms.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+    while (!heap.empty()) {
+      const Entry top = heap.top();
+      heap.pop();
+      if (!alive[top.pos] || next[top.pos] < 0) continue;
+      const auto right = static_cast<size_t>(next[top.pos]);
+      const auto it = merges_.find(pair_key(syms[top.pos], syms[right]));
+      if (it == merges_.end() || it->second.id != top.id) continue;  // an expired entry
+      syms[top.pos] = top.id;
+      alive[right] = 0;
+      next[top.pos] = next[right];
+      if (next[right] >= 0) prev[static_cast<size_t>(next[right])] = static_cast<int32_t>(top.pos);
+      if (prev[top.pos] >= 0) {
+        const auto p = static_cast<size_t>(prev[top.pos]);
+        const auto m = merges_.find(pair_key(syms[p], syms[top.pos]));
+        if (m != merges_.end()) heap.push(Entry{m->second.rank, static_cast<uint32_t>(p), m->second.id});
+      }
+      if (next[top.pos] >= 0) {
+        const auto m = merges_.find(pair_key(syms[top.pos], syms[static_cast<size_t>(next[top.pos])]));
+        if (m != merges_.end()) heap.push(Entry{m->second.rank, top.pos, m->second.id});
+      }
+    }
+    size_t w = 0;
+    for (size_t k = 0; k < n; ++k)
+      if (alive[k]) syms[w++] = syms[k];
+    syms.resize(w);
   }
   ids.insert(ids.end(), syms.begin(), syms.end());
 }

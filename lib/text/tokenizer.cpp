@@ -73,8 +73,16 @@ void truncate(std::vector<int64_t>& a, std::vector<int64_t>* b, size_t max_lengt
 // id -1 for text between matches.
 template <class Emit>
 void find_added_tokens(std::u32string_view s, const std::vector<AddedToken>& tokens, Emit&& emit) {
+  bool ascii_first[128] = {};  // whether a token starts with this ASCII character
+  for (const auto& a : tokens)
+    if (a.pattern[0] < 0x80) ascii_first[a.pattern[0]] = true;
   size_t start_offset = 0, pos = 0;
+  if (tokens.empty()) pos = s.size();
   while (pos < s.size()) {
+    if (s[pos] < 0x80 && !ascii_first[s[pos]]) {  // no token starts with this character
+      ++pos;
+      continue;
+    }
     const AddedToken* best = nullptr;
     for (const auto& a : tokens)
       if ((!best || a.pattern.size() > best->pattern.size()) && a.pattern.size() <= s.size() - pos &&
@@ -264,7 +272,7 @@ std::vector<int64_t> Tokenizer::tokenize(std::string_view text) const {
   return ids;
 }
 
-void Tokenizer::finish(bool) {
+void Tokenizer::finish() {
   bool plain_added = true;
   for (const auto& a : added_) plain_added = plain_added && !a.lstrip && !a.rstrip;
   fast_path_ = plain_added && added_norm_.empty() &&

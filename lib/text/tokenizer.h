@@ -68,6 +68,8 @@ struct PreTokenizerStep {
   char32_t replacement = U'\u2581';  // Metaspace
   enum Prepend { kAlways, kFirst, kNever } prepend = kAlways;
   bool split = true;  // Metaspace: split before each replacement character
+  // kFirst prepends to a piece that starts at offset 0 of the original text (tokenizers' offsets_original): the
+  // first piece unless an added token or, after WhitespaceSplit, whitespace comes before it.
 };
 
 // The deepest nesting of arrays and objects in a JSON text (strings skipped); files deeper than kMaxJsonDepth are
@@ -111,7 +113,7 @@ class Tokenizer {
                       std::string& word) const;
   // Every other tokenizer: tokenizers' steps on code points.
   void pre_tokenize_and_model(std::u32string_view piece, bool at_start, std::vector<int64_t>& ids) const;
-  void finish(bool fast);
+  void finish();  // after reading: the fast path's flags
 
   std::string where_;
   std::vector<NormalizerStep> normalizer_;

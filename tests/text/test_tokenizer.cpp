@@ -206,8 +206,9 @@ TEST_CASE("what kgtrain does not implement is a ConfigError naming the file, key
   const json base = fixture("uncased");
   CHECK(config_error(base).empty());
   json j = base;
-  j["model"]["type"] = "BPE";
-  CHECK(config_error(j) == "recipe error: fixture.json: model.type: \"BPE\" is not supported (kgtrain reads WordPiece)");
+  j["model"]["type"] = "WordLevel";
+  CHECK(config_error(j) ==
+        "recipe error: fixture.json: model.type: \"WordLevel\" is not supported (kgtrain reads WordPiece, BPE, Unigram)");
   j = base;
   j["normalizer"] = {{"type", "NFKC"}};
   CHECK_THAT(config_error(j), Catch::Contains("normalizer.type: \"NFKC\" is not supported"));
@@ -218,11 +219,11 @@ TEST_CASE("what kgtrain does not implement is a ConfigError naming the file, key
   j["pre_tokenizer"] = {{"type", "Whitespace"}};
   CHECK_THAT(config_error(j), Catch::Contains("pre_tokenizer.type: \"Whitespace\" is not supported"));
   j = base;
-  j["post_processor"] = {{"type", "RobertaProcessing"}};
-  CHECK_THAT(config_error(j), Catch::Contains("post_processor.type: \"RobertaProcessing\" is not supported"));
+  j["post_processor"] = {{"type", "Sequence"}, {"processors", {base["post_processor"], base["post_processor"]}}};
+  CHECK_THAT(config_error(j), Catch::Contains("post_processor: more than one processor other than ByteLevel"));
   j = base;
-  j["added_tokens"][4]["lstrip"] = true;
-  CHECK_THAT(config_error(j), Catch::Contains("added_tokens[4].lstrip: true is not supported"));
+  j["added_tokens"][4]["single_word"] = true;
+  CHECK_THAT(config_error(j), Catch::Contains("added_tokens[4].single_word: true is not supported"));
   j = base;
   j["padding"] = {{"strategy", "BatchLongest"}};
   CHECK_THAT(config_error(j), Catch::Contains("fixture.json: padding:"));
