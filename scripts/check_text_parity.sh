@@ -14,6 +14,7 @@
 # Environment: BUILD_DIR (build-cuda), TORCH_VENV (.venv-torch), VENV (.venv-text), KGTRAIN_TEXT_PARITY_LINES.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/layered_venv.sh
 TORCH_VERSION=2.11.0
 TRANSFORMERS_VERSION=5.25.0
 TOKENIZERS_VERSION=0.23.3
@@ -37,17 +38,8 @@ PY
 }
 
 make_venv() {
-  [[ -x "$TORCH_VENV/bin/python" ]] || die "no $TORCH_VENV: make it with bash scripts/setup.sh --torch pip"
-  local base site own
-  base=$("$TORCH_VENV/bin/python" -c 'import sys; print(sys._base_executable)')
-  [[ -x "$VENV/bin/python" ]] || "$base" -m venv "$VENV" || die "cannot make a venv with $base (apt install python3-venv)"
-  site=$("$TORCH_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  own=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  echo "$site" > "$own/_kgtrain_torch_venv.pth"
-  echo "check_text_parity: pip install transformers==$TRANSFORMERS_VERSION tokenizers==$TOKENIZERS_VERSION into $VENV"
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" \
-    "transformers==$TRANSFORMERS_VERSION" "tokenizers==$TOKENIZERS_VERSION" "sentencepiece==$SENTENCEPIECE_VERSION" \
-    protobuf safetensors numpy
+  layered_venv check_text_parity "$TORCH_VENV" "$VENV" "torch==$TORCH_VERSION" "transformers==$TRANSFORMERS_VERSION" \
+    "tokenizers==$TOKENIZERS_VERSION" "sentencepiece==$SENTENCEPIECE_VERSION" protobuf safetensors numpy
 }
 
 have_venv || make_venv

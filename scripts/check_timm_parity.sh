@@ -15,6 +15,7 @@
 # Environment: KGTRAIN (build-cuda/kgtrain), TORCH_VENV (.venv-torch), VENV (.venv-timm).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/layered_venv.sh
 TORCH_VERSION=2.11.0
 TORCHVISION_VERSION=0.26.0
 TIMM_VERSION=1.0.31
@@ -45,16 +46,8 @@ EOF
 }
 
 make_venv() {
-  [[ -x "$TORCH_VENV/bin/python" ]] || die "no $TORCH_VENV: make it with bash scripts/setup.sh --torch pip"
-  local base site own
-  base=$("$TORCH_VENV/bin/python" -c 'import sys; print(sys._base_executable)')
-  [[ -x "$VENV/bin/python" ]] || "$base" -m venv "$VENV" || die "cannot make a venv with $base (apt install python3-venv)"
-  site=$("$TORCH_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  own=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  echo "$site" > "$own/_kgtrain_torch_venv.pth"
-  echo "check_timm_parity: pip install timm==$TIMM_VERSION into $VENV (torch from $TORCH_VENV)"
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "torch==$TORCH_VERSION" \
-    "torchvision==$TORCHVISION_VERSION" "timm==$TIMM_VERSION" safetensors pillow numpy
+  layered_venv check_timm_parity "$TORCH_VENV" "$VENV" "torch==$TORCH_VERSION" "torchvision==$TORCHVISION_VERSION" \
+    "timm==$TIMM_VERSION" safetensors pillow numpy
 }
 
 have_timm || make_venv
