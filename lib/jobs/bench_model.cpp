@@ -216,7 +216,9 @@ int run_bench_model(const BenchModelRequest& o) {
   auto fopts = torch::TensorOptions().dtype(torch::kFloat).device(dev.device);
   // Random, not dummy_inputs' zeros: the activations are those of data.
   const model::Inputs x =
-      model::dummy_inputs(ctx, batch, fopts).map([](const at::Tensor& t) { return torch::randn_like(t); });
+      model::dummy_inputs(ctx, batch, fopts).map([](const at::Tensor& t) {
+        return t.is_floating_point() ? torch::randn_like(t) : t;  // token ids and masks stay as they are
+      });
   const auto loss_fn = synthetic_loss(in.classes.task, ctx.num_outputs, batch, dev.device);
 
   json models = json::array(), rows = json::array();

@@ -31,12 +31,20 @@ Inputs Inputs::to(const c10::Device& device, bool non_blocking) const {
 Inputs dummy_inputs(const ModelContext& ctx, int64_t batch, const c10::TensorOptions& opts) {
   const auto fo = opts.dtype(at::kFloat);
   Inputs in;
-  in.pixels = at::zeros({batch, ctx.in_chans, ctx.height, ctx.width}, fo);
+  if (ctx.seq_len > 0) {  // a text model: token id 0 everywhere, no padding (the longest a batch can be)
+    const auto io = opts.dtype(at::kLong);
+    in.ids = at::zeros({batch, ctx.seq_len}, io);
+    in.mask = at::ones({batch, ctx.seq_len}, io);
+    in.type_ids = at::zeros({batch, ctx.seq_len}, io);
+  } else {
+    in.pixels = at::zeros({batch, ctx.in_chans, ctx.height, ctx.width}, fo);
+  }
   if (ctx.num_features > 0) in.features = at::zeros({batch, ctx.num_features}, fo);
   return in;
 }
 
 std::string describe_input(const ModelContext& ctx) {
+  if (ctx.seq_len > 0) return std::to_string(ctx.seq_len) + " tokens";
   return std::to_string(ctx.in_chans) + "x" + std::to_string(ctx.height) + "x" + std::to_string(ctx.width);
 }
 

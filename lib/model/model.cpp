@@ -207,7 +207,8 @@ NetworkPtr build(const config::Recipe& recipe, ModelContext ctx) {
   NetworkPtr net = with_context("while building model " + ctx.model.name,
                                 [&] { return model_registry().create(ctx.model.name, opts, ctx); });
   net->set_arch(ctx.model.name);
-  if (!ctx.model.pretrained.empty())
+  // A text family loads its own folder (config.json, weights) while it is built, and reports it.
+  if (!ctx.model.pretrained.empty() && !net->pretrained_report())
     net->set_pretrained_report(
         load_pretrained(*net, ctx.model.pretrained, ctx.model.pretrained_strict, ctx.model.name));
   return net;

@@ -47,6 +47,8 @@ struct ModelContext {
   int64_t num_features = 0;  // data.feature_cols
   int64_t height = 64;       // input size for the build-time dry forward (and the summary)
   int64_t width = 64;
+  // Text models (data.text_cols): the tokens per sample of a dry or trial forward, data.max_length; 0 = images.
+  int64_t seq_len = 0;
   bool regression = false;                // data.task = "regression" (model.y_range, target_transform)
   std::string target_transform = "none";  // data.target_transform
   ModelOptions model;                     // the shared [model] keys
