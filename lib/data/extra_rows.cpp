@@ -73,7 +73,7 @@ void append_extra_rows(const DataOptions& o, const ClassList& classes, Table& t,
   for (auto& r : t.rows) ids.insert(r.id);
   for (auto& r : e.rows)
     if (ids.count(r.id)) bad.push_back({r.csv_row, r.id, "id \"" + r.id + "\" is also a training row", r.where});
-  if (scan) scan_images(e, geometry(o), threads, bad);
+  if (scan && !e.is_text()) scan_images(e, geometry(o), threads, bad);
   e.extra_begin = 0;  // so filter() keeps `soft` aligned with the rows
   apply_bad_row_policy(e, std::move(bad), o.on_bad_row);
   KG_CHECK(!e.rows.empty(), DataError, csv.path, " (data.extra_train_csv) has no usable rows");
@@ -84,6 +84,7 @@ void append_extra_rows(const DataOptions& o, const ClassList& classes, Table& t,
   t.targets.insert(t.targets.end(), e.targets.begin(), e.targets.end());
   t.values.insert(t.values.end(), e.values.begin(), e.values.end());
   t.features.insert(t.features.end(), e.features.begin(), e.features.end());
+  t.texts.insert(t.texts.end(), std::make_move_iterator(e.texts.begin()), std::make_move_iterator(e.texts.end()));
   t.soft = std::move(e.soft);
   for (auto& [name, col] : t.columns) col.resize(t.rows.size());  // fold columns: extra rows have none (fold -1)
   for (auto& d : e.dropped) {

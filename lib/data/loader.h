@@ -22,6 +22,7 @@
 namespace kg::data {
 
 class ResidentImages;  // data/resident.h
+class TextInputs;      // data/text_inputs.h
 
 struct Batch {
   int64_t index = 0;  // batch number within the epoch
@@ -85,6 +86,10 @@ struct LoaderOptions {
   // data.cache = "device": images come from these resident ones, gathered and augmented on the device
   // in the consumer's thread (workers are not started); Batch::images is then float on the device.
   const ResidentImages* resident = nullptr;
+  // data.text_cols: batches are these tokens (padded per batch), not the pipeline's images; with group_by_length a
+  // shuffled epoch visits rows in length-grouped batches.
+  const TextInputs* text = nullptr;
+  bool group_by_length = false;
 };
 
 // The rows of `order` (an epoch's order) that rank `rank` of `count` trains on, batch by batch (see

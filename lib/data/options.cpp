@@ -83,6 +83,30 @@ config::Fields<DataOptions> data_fields() {
       .check([](const config::json& v) -> std::string { return v.empty() ? "expected at least one column name" : ""; });
   f.field("label_sep", &DataOptions::label_sep, "multilabel: separator between label names in one column");
   f.field("feature_cols", &DataOptions::feature_cols, "numeric columns passed to the model beside the image");
+  f.field("modality", &DataOptions::modality,
+          "what a row's input is: image (its image file), text (data.text_cols, tokenized by model.pretrained's "
+          "tokenizer), auto (text when data.text_cols is set, else image)")
+      .choices({"auto", "image", "text"});
+  f.field("text_cols", &DataOptions::text_cols,
+          "text: the column holding each row's text, or two columns encoded as a pair (the tokenizer's pair "
+          "template: [CLS] a [SEP] b [SEP] and its type ids); [] = an image task")
+      .check([](const config::json& v) -> std::string {
+        return v.size() <= 2 ? "" : "expected one column or a pair of two, got " + std::to_string(v.size());
+      });
+  f.field("max_length", &DataOptions::max_length,
+          "text: tokens per row, the special tokens included; longer rows are truncated (the fit header counts "
+          "them); batches are padded to their longest row, rounded up to a multiple of 8")
+      .range(2, 1 << 20);
+  f.field("truncation_side", &DataOptions::truncation_side,
+          "text: which end of a long text is cut (right keeps the start, left keeps the end)")
+      .choices({"right", "left"});
+  f.field("truncation", &DataOptions::truncation,
+          "text pairs: which text loses tokens first: longest_first (the longer, token by token), only_first, "
+          "only_second (the tokenizers library's strategies)")
+      .choices({"longest_first", "only_first", "only_second"});
+  f.field("group_by_length", &DataOptions::group_by_length,
+          "text: training batches of rows of similar length (the Hugging Face Trainer's group_by_length: less "
+          "padding, the same rows per epoch, seeded)");
   f.enum_field("task", &DataOptions::task, "prediction task", task_names());
   f.field("target_transform", &DataOptions::target_transform,
           "regression: the network predicts the target standardized (mean/std of the training fold), or its log1p "
@@ -179,8 +203,16 @@ DataOptions DataOptions::load(const config::Tree& recipe) {
   KG_CHECK(d.target_transform == "none" || d.task == Task::regression, ConfigError, "data.target_transform = \"",
            d.target_transform, "\" scales regression targets, and data.task = \"", task_name(d.task),
            "\" has classes: set it to \"none\"");
+  KG_CHECK(d.modality != "text" || !d.text_cols.empty(), ConfigError,
+           "data.modality = \"text\" needs data.text_cols: the column holding each row's text (or two, a pair)");
+  KG_CHECK(d.modality != "image" || d.text_cols.empty(), ConfigError,
+           "data.modality = \"image\" but data.text_cols names columns: set data.modality = \"text\" (or \"auto\") "
+           "to train on the text, or data.text_cols = [] to train on images");
   return d;
 }
+
+bool is_text(const DataOptions& o) { return o.modality == "text" || (o.modality == "auto" && !o.text_cols.empty()); }
+
 CvOptions CvOptions::load(const config::Tree& recipe) {
   auto cv = cv_fields().load(config::Options(&recipe, "cv"));
   cv.run_folds.clear();

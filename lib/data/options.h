@@ -27,6 +27,12 @@ struct DataOptions {
   std::vector<std::string> label_cols{"label"};
   std::string label_sep = " ";
   std::vector<std::string> feature_cols;
+  std::string modality = "auto";
+  std::vector<std::string> text_cols;
+  int64_t max_length = 256;
+  std::string truncation_side = "right";
+  std::string truncation = "longest_first";
+  bool group_by_length = false;
   Task task = Task::multiclass;
   std::string target_transform = "none";
   std::string on_bad_row = "error";
@@ -58,6 +64,9 @@ struct CvOptions {
   std::string group_col;
   std::string fold_col = "fold";
 };
+
+// data.modality in effect: "text" when data.text_cols names columns (or modality says so), else "image".
+bool is_text(const DataOptions& o);
 
 struct ImageGeometry {
   int64_t height = 0, width = 0, channels = 3;

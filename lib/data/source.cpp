@@ -75,6 +75,7 @@ Table load_split(const DataOptions& o, Split split, const ClassList& classes, bo
   s.src.keep_cols = keep_cols;
   std::vector<BadRow> bad;
   Table t = build_table(o, s.src, &classes, split == Split::train, bad);
+  scan = scan && !t.is_text();  // a text row's input is its cells, already checked
   if (scan) scan_images(t, geometry(o), threads, bad, fill);
   const auto moved = apply_bad_row_policy(t, std::move(bad), o.on_bad_row);
   if (scan && fill && !moved.empty()) fill->remap(moved);  // the cache's keys follow the rows that stayed

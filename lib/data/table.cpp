@@ -89,7 +89,8 @@ std::vector<int64_t> Table::strata(int bins) const {
 }
 
 void Table::filter(const std::vector<bool>& keep) {
-  const size_t d = static_cast<size_t>(value_dim), f = static_cast<size_t>(feature_dim);
+  const size_t d = static_cast<size_t>(value_dim), f = static_cast<size_t>(feature_dim),
+               tx = static_cast<size_t>(text_dim);
   const size_t eb = extra_begin >= 0 ? static_cast<size_t>(extra_begin) : rows.size();
   const size_t sk = soft.empty() ? 0 : soft.size() / (rows.size() - eb);  // soft targets per extra row
   size_t out = 0, kept_base = 0, out_soft = 0;
@@ -109,6 +110,7 @@ void Table::filter(const std::vector<bool>& keep) {
     if (!features.empty())
       std::copy_n(features.begin() + static_cast<std::ptrdiff_t>(i * f), f,
                   features.begin() + static_cast<std::ptrdiff_t>(out * f));
+    for (size_t k = 0; k < tx && out != i; ++k) texts[out * tx + k] = std::move(texts[i * tx + k]);
     ++out;
   }
   for (auto& [name, col] : columns) {
@@ -126,6 +128,7 @@ void Table::filter(const std::vector<bool>& keep) {
   if (!targets.empty()) targets.resize(out);
   if (!values.empty()) values.resize(out * d);
   if (!features.empty()) features.resize(out * f);
+  if (!texts.empty()) texts.resize(out * tx);
 }
 
 std::vector<int64_t> apply_bad_row_policy(Table& t, std::vector<BadRow> bad, const std::string& policy) {

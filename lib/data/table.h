@@ -64,6 +64,8 @@ struct Table {
   int64_t value_dim = 0;
   std::vector<float> features;  // data.feature_cols: feature_dim floats per row
   int64_t feature_dim = 0;
+  std::vector<std::string> texts;  // data.text_cols: text_dim texts per row (valid UTF-8); empty for image tables
+  int64_t text_dim = 0;
   std::shared_ptr<const PackReader> pack;                   // set for packed sources
   std::map<std::string, std::vector<std::string>> columns;  // kept CSV columns (cv.group_col, cv.fold_col)
   std::vector<BadRow> dropped;                              // rows removed under data.on_bad_row = "skip"
@@ -76,6 +78,11 @@ struct Table {
   int64_t base_size() const { return extra_begin >= 0 ? extra_begin : size(); }
   bool labeled() const { return !targets.empty() || !values.empty(); }
   int64_t size() const { return static_cast<int64_t>(rows.size()); }
+  bool is_text() const { return text_dim > 0; }
+  // The row's text of data.text_cols[k].
+  const std::string& text(int64_t row, int64_t k = 0) const {
+    return texts[static_cast<size_t>(row * text_dim + k)];
+  }
   // The row's image as 8-bit RGB or gray with `channels` channels; DataError when unreadable.
   Image image(size_t row, int channels) const;
   // The label used to balance folds: the class (multiclass, binary), the rarest present label
@@ -97,6 +104,9 @@ struct TableSource {
 
 // Classes / labels / targets from the training table, checked against data.num_classes.
 ClassList infer_classes(const DataOptions& o, const TableSource& src);
+
+// The byte offset of the first byte of `s` that is not part of well-formed UTF-8; npos when all of it is.
+size_t invalid_utf8_at(const std::string& s);
 
 // Builds a table. With `classes`, its label columns (when present, or required) are parsed for the
 // task; every bad row (unknown or out-of-range label, non-numeric target, empty or duplicate id,

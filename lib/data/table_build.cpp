@@ -123,6 +123,39 @@ ClassList infer_classes(const DataOptions& o, const TableSource& src) {
   return c;
 }
 
+// The offset of the first byte that does not belong to a well-formed UTF-8 sequence (overlong forms, surrogates and
+// code points past U+10FFFF included); npos when there is none.
+size_t invalid_utf8_at(const std::string& s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned c = p[i];
+    size_t len = 0;
+    unsigned lo = 0x80, hi = 0xBF;  // the second byte's range (narrower after E0, ED, F0, F4)
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return i;
+    }
+    if (i + len > n || p[i + 1] < lo || p[i + 1] > hi) return i;
+    for (size_t k = 2; k < len; ++k)
+      if ((p[i + k] & 0xC0) != 0x80) return i;
+    i += len;
+  }
+  return std::string::npos;
+}
+
 Table build_table(const DataOptions& o, const TableSource& src, const ClassList* classes, bool require_labels,
                   std::vector<BadRow>& bad) {
   const CsvTable& csv = *src.csv;
@@ -139,6 +172,9 @@ Table build_table(const DataOptions& o, const TableSource& src, const ClassList*
     require_columns(csv, src.label_cols, "data.label_cols");  // throws, naming the column
   if (have_labels) label_cols = require_columns(csv, src.label_cols, "data.label_cols");
   auto feature_cols = require_columns(csv, o.feature_cols, "data.feature_cols");
+  const bool text = is_text(o);
+  const auto text_cols = text ? require_columns(csv, o.text_cols, "data.text_cols") : std::vector<int>();
+  t.text_dim = static_cast<int64_t>(text_cols.size());
   for (const auto& k : src.keep_cols) {
     int c = csv.require_column(k, "cv");
     auto& col = t.columns[k];
@@ -162,7 +198,20 @@ Table build_table(const DataOptions& o, const TableSource& src, const ClassList*
       problems.push_back("empty id");
     else if (!seen.insert(row.id).second)
       problems.push_back("duplicate id \"" + row.id + "\"");
-    if (src.pack) {
+    if (text) {
+      for (size_t k = 0; k < text_cols.size(); ++k) {
+        std::string cell = r[static_cast<size_t>(text_cols[k])];
+        const size_t bad_at = invalid_utf8_at(cell);
+        if (bad_at != std::string::npos) {
+          problems.push_back("text " + o.text_cols[k] + " is not UTF-8 (byte " + std::to_string(bad_at) +
+                             "): save the table as UTF-8");
+          cell.clear();
+        } else if (trim(cell).empty()) {
+          problems.push_back("empty text in " + o.text_cols[k]);
+        }
+        t.texts.push_back(std::move(cell));
+      }
+    } else if (src.pack) {
       row.item = static_cast<int64_t>(i);
     } else {
       std::string rel = path_col >= 0 ? r[static_cast<size_t>(path_col)] : row.id + normalized_ext(o.image_ext);

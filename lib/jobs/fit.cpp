@@ -20,6 +20,7 @@
 #include "data/loader.h"
 #include "data/mixup.h"
 #include "data/source.h"
+#include "data/text_inputs.h"
 #include "jobs/fit_resume.h"
 #include "jobs/lr_find.h"
 #include "model/model.h"
@@ -32,6 +33,7 @@
 #include "session/latest_run.h"
 #include "session/oof.h"
 #include "session/session.h"
+#include "session/text_input.h"
 #include "session/training.h"
 #include "train/callback.h"
 #include "train/engine.h"
@@ -181,8 +183,8 @@ bool FitRun::preview() {
   const auto& table = s_.data.table;
   auto net = s_.build_net();
   auto msum = model::summarize(
-      *net, s_.data.geom.channels, s_.data.geom.height, s_.data.geom.width,
-      s_.data.stages.back().batch_size > 0 ? s_.data.stages.back().batch_size : topt.batch_size, table.feature_dim);
+      *net, s_.model_context(),
+      s_.data.stages.back().batch_size > 0 ? s_.data.stages.back().batch_size : topt.batch_size);
   // optim.lr = "find": any number shows the plan's shape; the finder sets the real one before training.
   const config::Recipe shown = optim::with_numeric_lr(recipe);
   const auto first_split = s_.split_of(s_.opt.cv.run_folds.front());
@@ -338,6 +340,8 @@ void FitRun::smoke_predict() {
   data::LoaderOptions po{
       train::eval_batch_size(s_.opt.train),   false,   false, static_cast<int>(s_.opt.data.num_workers),
       static_cast<int>(s_.opt.data.prefetch), s_.seed, 0,     2};
+  std::unique_ptr<data::TextInputs> text;
+  if (test.is_text()) po.text = (text = session::text_inputs(s_.session.recipe, test, s_.data.threads)).get();
   data::Loader ploader(test, rows, *s_.data.eval_pipe, po);
   auto net = s_.build_net();
   net->to(s_.dev.device);

@@ -80,7 +80,10 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
       {"model", model::model_name(recipe)},
       {"classes", s_.data.classes.to_json()},
       {"task", task_name(s_.data.task)},
-      {"input", {{"channels", s_.data.geom.channels}, {"height", s_.data.geom.height}, {"width", s_.data.geom.width}}},
+      {"input", s_.data.text ? json{{"text_cols", s_.opt.data.text_cols}, {"max_length", s_.opt.data.max_length}}
+                             : json{{"channels", s_.data.geom.channels},
+                                    {"height", s_.data.geom.height},
+                                    {"width", s_.data.geom.width}}},
       {"fold", k},
       {"folds", s_.opt.cv.folds}};
   io.progress = {o_.quiet, o_.tty, s_.opt.train.log_every_s, o_.columns};

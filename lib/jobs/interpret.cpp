@@ -190,7 +190,7 @@ int run_interpret(const InterpretRequest& r) {
   print_summary(in, oof_path.filename().string(), oof.ids.size());
   std::cout << "wrote " << out << "/ (interpret.json" << (in.confusion.defined() ? ", confusion_matrix.png/.csv" : "")
             << (in.task != Task::regression ? ", per_class.csv" : ", pred_vs_true.png, residuals.png")
-            << (r.flags.top > 0 ? ", top_losses.png" : "")
+            << (r.flags.top > 0 ? (s.data.table.is_text() ? ", top_losses.csv" : ", top_losses.png") : "")
             << (r.flags.cam ? ", cam_top_losses.png, cam_random.png, cams.csv" : "") << ")\n";
   return kExitOk;
 }

@@ -201,6 +201,24 @@ json write_interpret_images(const InterpretRequest& r, session::TrainingContext&
     const auto c = row_caption(in, oof, i, wrong);
     top.push_back({{"id", oof.ids[i]}, {"fold", oof.folds[i]}, {"caption", c}, {"loss", loss[i]}});
   }
+  if (s.data.table.is_text()) {  // texts are listed, not drawn: top_losses.csv with each row's text
+    KG_CHECK(!r.flags.cam, ConfigError,
+             "interpret --cam draws Grad-CAM heat maps over images; this run is a text task (data.text_cols): drop "
+             "--cam (top_losses.csv lists the texts)");
+    std::string csv = data::csv_line({"id", "fold", "true", "predicted", "loss", "text"});
+    for (size_t j = 0; j < by_loss.size(); ++j) {
+      const size_t i = by_loss[j];
+      std::string text = s.data.table.text(table_rows[i], 0);
+      for (int64_t k = 1; k < s.data.table.text_dim; ++k) text += " [SEP] " + s.data.table.text(table_rows[i], k);
+      top[j]["text"] = text;
+      const auto& c = top[j]["caption"];
+      csv += data::csv_line({oof.ids[i], std::to_string(oof.folds[i]), c[0].get<std::string>(),
+                             c[1].get<std::string>(), format_significant(loss[i], 6), text});
+    }
+    write_file_atomic(out + "/top_losses.csv", csv);
+    info["top_losses"] = top;
+    return info;
+  }
   info["top_losses"] = top;
   if (!by_loss.empty()) {
     std::vector<int64_t> rows;

@@ -18,6 +18,7 @@
 #include "data/pack.h"
 #include "data/source.h"
 #include "data/transform.h"
+#include "session/text_input.h"
 #include "session/session.h"
 
 namespace fs = std::filesystem;
@@ -110,6 +111,7 @@ const config::Fields<PackFlags>& pack_flags() {
 
 int run_pack(const PackRequest& o) {
   config::check_flags(pack_flags(), o.flags);
+  session::refuse_text(o.recipe, "pack", "packs image files into one file");
   auto dopt = o.recipe.get<data::DataOptions>();
   KG_CHECK(o.flags.split != "both" || o.flags.out.empty(), UsageError,
            "--out names one file: use it with --split train or test");

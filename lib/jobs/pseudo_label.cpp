@@ -50,9 +50,10 @@ std::string pseudo_csv(const data::DataOptions& d, const data::Table& t, const d
   const auto task = classes.task;
   const bool per_label_cols = task == data::Task::multilabel && d.label_cols.size() > 1;
   std::vector<std::string> header{d.id_col};
-  // What the training CSV needs to find and feed the row: its image path column and numeric features.
+  // What the training CSV needs to find and feed the row: its image path column or its text, and numeric features.
   const std::string image_root = data::data_path(d, d.test_image_dir);
   if (!d.path_col.empty()) header.push_back(d.path_col);
+  if (t.is_text()) header.insert(header.end(), d.text_cols.begin(), d.text_cols.end());
   header.insert(header.end(), d.feature_cols.begin(), d.feature_cols.end());
   if (task == data::Task::regression || per_label_cols)
     header.insert(header.end(), d.label_cols.begin(), d.label_cols.end());
@@ -74,6 +75,7 @@ std::string pseudo_csv(const data::DataOptions& d, const data::Table& t, const d
     if (!d.path_col.empty())
       f.push_back(
           fs::path(t.rows[static_cast<size_t>(i)].image).lexically_relative(fs::path(image_root)).generic_string());
+    for (int64_t k = 0; k < t.text_dim; ++k) f.push_back(t.text(i, k));
     for (int64_t k = 0; k < t.feature_dim; ++k)
       f.push_back(format_significant(t.features[static_cast<size_t>(i * t.feature_dim + k)], 9));
     switch (task) {

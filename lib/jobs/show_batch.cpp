@@ -7,6 +7,7 @@
 #include "data/table.h"
 #include "data/transform.h"
 #include "jobs/sample_grid.h"
+#include "session/text_input.h"
 #include "session/training.h"
 #include "tta/view.h"
 
@@ -80,6 +81,7 @@ const config::Fields<ShowBatchFlags>& show_batch_flags() {
 
 int run_show_batch(const ShowBatchRequest& req) {
   config::check_flags(show_batch_flags(), req.flags);
+  session::refuse_text(req.recipe, "show-batch", "draws a grid of the augmented images");
   const ShowBatchFlags& r = req.flags;
   KG_CHECK(r.id.empty() || r.views, UsageError, "--id picks the test image of --views: add --views");
   session::Session o = req;

@@ -281,10 +281,11 @@ ModelSummary summarize(Network& net, int64_t in_chans, int64_t height, int64_t w
 }
 
 ModelSummary summarize(Network& net, const ModelContext& ctx, int64_t batch) {
-  KG_CHECK(ctx.in_chans > 0 && ctx.height > 0 && ctx.width > 0 && batch > 0, UsageError,
+  KG_CHECK((ctx.seq_len > 0 || (ctx.in_chans > 0 && ctx.height > 0 && ctx.width > 0)) && batch > 0, UsageError,
            "model summary: expected a positive input ", describe_input(ctx), " and batch ", batch);
   ModelSummary s;
-  s.input_shape = {ctx.in_chans, ctx.height, ctx.width};
+  s.input_shape = ctx.seq_len > 0 ? std::vector<int64_t>{ctx.seq_len}
+                                  : std::vector<int64_t>{ctx.in_chans, ctx.height, ctx.width};
   s.feature_dim = ctx.num_features;
   s.batch = batch;
   s.channels_last = net.channels_last();
@@ -355,11 +356,13 @@ std::string bytes_text(int64_t bytes) {
 std::string ModelSummary::str() const {
   std::string shape;
   for (size_t i = 0; i < input_shape.size(); ++i) shape += (i ? "x" : "") + std::to_string(input_shape[i]);
+  const bool text = input_shape.size() == 1;
+  if (text) shape += " tokens";
   std::string layout = channels_last ? "channels_last" : "";
   if (grad_checkpointing) layout += std::string(layout.empty() ? "" : ", ") + "grad checkpointing";
   return count_text(total_params) + " parameters (" + count_text(trainable_params) + " trainable), input " + shape +
          (feature_dim > 0 ? " + " + std::to_string(feature_dim) + " features" : "") + ", " +
-         fixed(gflops, gflops < 0.1 ? 4 : 2) + " GFLOPs per image (forward)" +
+         fixed(gflops, gflops < 0.1 ? 4 : 2) + (text ? " GFLOPs per text (forward)" : " GFLOPs per image (forward)") +
          (layout.empty() ? "" : " [" + layout + "]") + "\ntraining memory at batch " + std::to_string(batch) +
          ": about " + bytes_text(train_bytes()) + " = weights " + bytes_text(weight_bytes) + " + gradients " +
          bytes_text(grad_bytes) + " + " + optimizer + " state " + bytes_text(optimizer_bytes) + " + activations " +
@@ -368,7 +371,10 @@ std::string ModelSummary::str() const {
 
 nlohmann::json ModelSummary::to_json() const {
   return {{"parameters", {{"total", total_params}, {"trainable", trainable_params}}},
-          {"input", {{"channels", input_shape.at(0)}, {"height", input_shape.at(1)}, {"width", input_shape.at(2)}}},
+          {"input", input_shape.size() == 1 ? nlohmann::json{{"tokens", input_shape[0]}}
+                                            : nlohmann::json{{"channels", input_shape.at(0)},
+                                                             {"height", input_shape.at(1)},
+                                                             {"width", input_shape.at(2)}}},
           {"feature_dim", feature_dim},
           {"macs_per_image", macs},
           {"gflops_per_image", gflops},

@@ -17,7 +17,7 @@ class Network;
 struct ModelSummary {
   int64_t total_params = 0;
   int64_t trainable_params = 0;
-  std::vector<int64_t> input_shape;  // [C, H, W] of one image
+  std::vector<int64_t> input_shape;  // [C, H, W] of one image; [L] tokens of one text
   int64_t feature_dim = 0;           // numeric feature columns fed beside the image
   int64_t macs = 0;                  // multiply-accumulates of one image's forward pass (convolutions, linear, matmul)
   double gflops = 0;                 // 2 * macs / 1e9

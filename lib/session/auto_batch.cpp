@@ -26,8 +26,7 @@ void resolve_auto_batch(Session& o) {
   const double limit = (1.0 - topt.auto_batch_margin) * static_cast<double>(dev.hardware.total_memory);
   const config::Recipe recipe = optim::with_numeric_lr(o.recipe);
   o.log("batch size auto: trying powers of two up to " + std::to_string(topt.auto_batch_max) + " on " +
-        dev.description + " (input " + std::to_string(in.ctx.in_chans) + "x" + std::to_string(in.ctx.height) + "x" +
-        std::to_string(in.ctx.width) + ", " + format_significant(topt.auto_batch_margin * 100, 3) + "% of " +
+        dev.description + " (input " + model::describe_input(in.ctx) + ", " + format_significant(topt.auto_batch_margin * 100, 3) + "% of " +
         model::bytes_text(dev.hardware.total_memory) + " kept free)");
   json trials = json::array();
   int64_t chosen = 0;

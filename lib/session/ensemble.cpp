@@ -14,6 +14,7 @@
 #include "model/safetensors.h"
 #include "model/weights.h"
 #include "session/model_input.h"
+#include "session/text_input.h"
 #include "train/checkpoint.h"
 #include "train/engine.h"
 #include "train/options.h"
@@ -139,6 +140,9 @@ struct EnsemblePredictor::Impl {
   // data.cache = "ram" (or "device"): each image is decoded once for every member, view pass and train_aug pass.
   std::unique_ptr<data::ImageCache> cache;
   const data::Table* cache_table = nullptr;  // the cache's keys are this table's rows
+  // data.text_cols: the tokens of the table predicted (made at its first member, kept for the others).
+  std::unique_ptr<data::TextInputs> text;
+  const data::Table* text_table = nullptr;
 
   Impl(const Session& jo, const data::ClassList& cl, int64_t feature_dim)
       : o(jo),
@@ -150,7 +154,9 @@ struct EnsemblePredictor::Impl {
         geom(data::geometry(dopt)),
         task(cl.task) {
     seed = static_cast<uint64_t>(jo.recipe.get<train::RunOptions>().seed);
-    net = model::build(jo.recipe, model_context(geom, classes, feature_dim, dopt.target_transform));
+    check_text_recipe(jo.recipe, jo.command);
+    net = model::build(jo.recipe,
+                       model_context(geom, classes, feature_dim, dopt.target_transform, text_seq_len(jo.recipe)));
     net->to(dev.device);
     if (dev.channels_last) net->set_channels_last(true);
     views = tta::build_views(jo.recipe, geom);
@@ -170,7 +176,7 @@ struct EnsemblePredictor::Impl {
   }
 
   data::LoaderOptions loader_options(int64_t epoch, uint64_t s) const {
-    return data::LoaderOptions{train::eval_batch_size(topt),
+    data::LoaderOptions lo{train::eval_batch_size(topt),
                                false,
                                false,
                                static_cast<int>(dopt.num_workers),
@@ -180,10 +186,49 @@ struct EnsemblePredictor::Impl {
                                o.smoke ? 2 : -1,
                                cache.get(),
                                dopt.pin_memory && dev.device.is_cuda()};
+    lo.text = text.get();
+    return lo;
+  }
+
+  // A text table, predicted longest rows first (batches of similar length pad little), put back in `rows` order.
+  MemberPrediction predict_text(const data::Table& table, const std::vector<int64_t>& rows) {
+    if (text_table != &table) {
+      text = text_inputs(o.recipe, table, std::max<int>(1, static_cast<int>(dopt.num_workers)));
+      text_table = &table;
+      o.log("  " + text->describe());
+    }
+    std::vector<size_t> by_length(rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) by_length[i] = i;
+    if (!o.smoke)  // a smoke run predicts the first 2 batches of `rows` as they are
+      std::stable_sort(by_length.begin(), by_length.end(), [&](size_t a, size_t b) {
+        return text->tokens().length(rows[a]) > text->tokens().length(rows[b]);
+      });
+    std::vector<int64_t> sorted(rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) sorted[i] = rows[by_length[i]];
+    data::Loader loader(table, sorted, *eval_pipe, loader_options(0, seed));
+    auto vo = train::predict_views(*net, loader, dev.device, dev.precision, {nullptr});
+    MemberPrediction r;
+    r.images = vo.images;
+    r.seconds = vo.seconds;
+    const auto n = static_cast<int64_t>(vo.rows.size());
+    std::vector<int64_t> back(static_cast<size_t>(n));  // the place in `sorted` of each of rows[0..n)
+    if (o.smoke) {
+      for (int64_t i = 0; i < n; ++i) back[static_cast<size_t>(i)] = i;
+    } else {
+      for (int64_t j = 0; j < n; ++j) back[by_length[static_cast<size_t>(j)]] = j;
+    }
+    const at::Tensor idx = torch::tensor(back, torch::kLong);
+    for (int64_t i = 0; i < n; ++i) r.rows.push_back(vo.rows[static_cast<size_t>(back[static_cast<size_t>(i)])]);
+    if (vo.targets.defined()) r.targets = vo.targets.index_select(0, idx);
+    r.view_labels = {"identity"};
+    r.view_probs = {metric::activate(vo.raw[0].index_select(0, idx), task)};
+    r.probs = tta::merge({vo.raw[0].index_select(0, idx)}, tta.merge, task);
+    return r;
   }
 
   MemberPrediction predict(const Member& m, const data::Table& table, const std::vector<int64_t>& rows) {
     model::load_weights(*net, m.weights, model::LoadPolicy{/*strict=*/true, /*reinit_head=*/false}, m.name);
+    if (data::is_text(dopt)) return predict_text(table, rows);
     MemberPrediction r;
     if (dopt.cache != "none" && cache_table != &table) {  // "device" caches prediction's images in RAM
       cache = std::make_unique<data::ImageCache>(static_cast<size_t>(dopt.cache_max_gb * (1ull << 30)));

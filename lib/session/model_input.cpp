@@ -5,8 +5,9 @@
 namespace kg::session {
 
 model::ModelContext model_context(const data::ImageGeometry& g, const data::ClassList& classes, int64_t feature_dim,
-                                  const std::string& target_transform) {
+                                  const std::string& target_transform, int64_t seq_len) {
   model::ModelContext ctx;
+  ctx.seq_len = seq_len;
   ctx.regression = classes.task == data::Task::regression;
   ctx.target_transform = target_transform;
   ctx.in_chans = g.channels;
@@ -23,7 +24,8 @@ RecipeModelInput recipe_model_input(const config::Recipe& recipe) {
   RecipeModelInput r;
   r.classes = std::move(stated.classes);
   r.outputs_from = std::move(stated.from);
-  r.ctx = model_context(data::geometry(d), r.classes, static_cast<int64_t>(d.feature_cols.size()), d.target_transform);
+  r.ctx = model_context(data::geometry(d), r.classes, static_cast<int64_t>(d.feature_cols.size()), d.target_transform,
+                        data::is_text(d) ? d.max_length : 0);
   return r;
 }
 

@@ -13,8 +13,9 @@ namespace kg::session {
 
 // The model's context from the data: input channels and size, outputs of the task, numeric features,
 // data.target_transform (regression).
+// `seq_len`: data.max_length for a text model (0: an image model).
 model::ModelContext model_context(const data::ImageGeometry& g, const data::ClassList& classes, int64_t feature_dim,
-                                  const std::string& target_transform);
+                                  const std::string& target_transform, int64_t seq_len = 0);
 
 // The model a recipe trains: outputs from the training table when the data is there, else from the
 // recipe's own data.num_classes / data.task / data.label_cols.

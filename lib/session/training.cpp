@@ -13,6 +13,7 @@
 #include "data/loader.h"
 #include "data/resident.h"
 #include "data/source.h"
+#include "data/text_inputs.h"
 #include "data/transform.h"
 #include "model/model.h"
 #include "model/safetensors.h"
@@ -21,6 +22,7 @@
 #include "optim/schedule.h"
 #include "session/model_input.h"
 #include "session/same_job.h"
+#include "session/text_input.h"
 #include "train/step_graphs.h"
 
 namespace kg::session {
@@ -51,6 +53,7 @@ TrainingContext::TrainingContext(Session given, const std::string& command, std:
   }
   seed = static_cast<uint64_t>(opt.run.seed);
   data.threads = std::max<int>(1, static_cast<int>(opt.data.num_workers));
+  check_text_recipe(session.recipe, command);
   data.classes = data::infer_classes(opt.data);
   data.task = data.classes.task;
   session.log("kgtrain " + command + ": " + dev.description + ", env " + session.env_name + "; checking data...");
@@ -71,6 +74,10 @@ TrainingContext::TrainingContext(Session given, const std::string& command, std:
   data.table = data::load_split(opt.data, data::Split::train, data.classes, /*scan=*/true,
                                 std::max(data.threads, dev.threads), data::fold_columns(opt.cv), data.cache.get());
   data.folds = data::assign_folds(data.table, opt.cv, seed);
+  if (data.table.is_text()) {
+    data.text = text_inputs(session.recipe, data.table, std::max(data.threads, dev.threads));
+    session.log("  " + data.text->describe());
+  }
   if (on_device) {
     data.resident = std::make_unique<data::ResidentImages>(data.table, data.geom, dev.device, cache_bytes,
                                                            std::max(data.threads, dev.threads), data.cache.get());
@@ -152,10 +159,14 @@ std::function<int64_t(int64_t, int64_t)> TrainingContext::steps_of(int64_t n_tra
   };
 }
 
+model::ModelContext TrainingContext::model_context() const {
+  return session::model_context(data.geom, data.classes, data.table.feature_dim, opt.data.target_transform,
+                                text_seq_len(session.recipe));
+}
+
 std::shared_ptr<model::Network> TrainingContext::build_net(const std::vector<int64_t>& train_rows) {
   torch::manual_seed(seed);
-  auto net = model::build(session.recipe,
-                          model_context(data.geom, data.classes, data.table.feature_dim, opt.data.target_transform));
+  auto net = model::build(session.recipe, model_context());
   weight_notes.clear();
   if (auto& r = net->pretrained_report())
     weight_notes.push_back("model.pretrained " + session.recipe.get<model::ModelOptions>().pretrained + ": " +
@@ -209,6 +220,8 @@ std::unique_ptr<data::Loader> TrainingContext::train_loader(const std::vector<in
   lo.start_batch = start;
   lo.shard_rank = session.dist.rank;
   lo.shard_count = session.dist.world_size;
+  lo.text = data.text.get();
+  lo.group_by_length = opt.data.group_by_length;
   const auto& pipe = *data.train_pipes[data::stage_at(data.stages, std::min(epoch, n_epochs - 1), n_epochs)];
   return std::make_unique<data::Loader>(data.table, rows, pipe, lo);
 }
@@ -233,6 +246,7 @@ std::unique_ptr<data::Loader> TrainingContext::valid_loader(const std::vector<in
                          data.cache.get(),
                          data.pin};
   vo.resident = data.resident.get();
+  vo.text = data.text.get();
   return std::make_unique<data::Loader>(data.table, rows, *data.eval_pipe, vo);
 }
 
@@ -258,8 +272,10 @@ std::string TrainingContext::data_line() const {
          (data.task == Task::regression ? (data.classes.size() == 1 ? " target" : " targets") : " classes") + "; fold" +
          (opt.cv.run_folds.size() > 1 ? "s " : " ") + fold_text + " of " + std::to_string(opt.cv.folds) + " (" +
          opt.cv.strategy + "): " + std::to_string(first_split.first.size()) + " train, " +
-         std::to_string(first_split.second.size()) + " valid; input " + std::to_string(data.geom.channels) + "x" +
-         sizes;
+         std::to_string(first_split.second.size()) + " valid; input " +
+         (data.text ? "text " + join(opt.data.text_cols, " + ") + ", up to " + std::to_string(opt.data.max_length) +
+                          " tokens"
+                    : std::to_string(data.geom.channels) + "x" + sizes);
 }
 
 }  // namespace kg::session

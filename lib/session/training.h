@@ -18,6 +18,7 @@
 #include "device/device.h"
 #include "device/distributed.h"
 #include "loss/loss.h"
+#include "model/model.h"
 #include "metric/metric_set.h"
 #include "session/session.h"
 #include "train/options.h"
@@ -27,10 +28,8 @@ class Pipeline;
 class ImageCache;
 class Loader;
 class ResidentImages;
+class TextInputs;
 }  // namespace kg::data
-namespace kg::model {
-class Network;
-}
 
 namespace kg::session {
 
@@ -57,6 +56,7 @@ struct TrainingData {
   std::unique_ptr<data::Pipeline> eval_pipe;
   std::unique_ptr<data::ImageCache> cache;         // data.cache = "ram"
   std::unique_ptr<data::ResidentImages> resident;  // data.cache = "device": the table's images on the device
+  std::unique_ptr<data::TextInputs> text;          // data.text_cols: the table's tokens (batches are made of them)
   bool pin = false;                                // pinned host batches (data.pin_memory on a GPU)
   int threads = 1;                                 // data.num_workers, at least 1 (table scan)
 };
@@ -97,6 +97,8 @@ class TrainingContext {
   std::pair<std::vector<int64_t>, std::vector<int64_t>> split_of(int64_t k) const;
   // Optimizer updates per epoch for `n_train` training rows (a Plan's StepsOf).
   std::function<int64_t(int64_t, int64_t)> steps_of(int64_t n_train) const;
+  // The model's context: the data's input (image size or data.max_length), outputs, numeric features.
+  model::ModelContext model_context() const;
   // The recipe's network, seeded with run.seed (every fold starts from the same weights), with
   // model.pretrained / --weights applied (weight_notes says what they loaded). On the CPU.
   // Regression with data.target_transform / model.y_range: the output scale is fitted on `train_rows`

@@ -1,0 +1,88 @@
+#include "data/text_inputs.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <ATen/ATen.h>
+
+#include "core/error.h"
+#include "core/fs.h"
+#include "core/sha256.h"
+
+namespace kg::data {
+
+std::string tokenizer_files_hash(const std::string& folder) {
+  static const char* const kFiles[] = {
+      "tokenizer.json",          "spm.model",        "vocab.txt", "merges.txt", "vocab.json", "tokenizer_config.json",
+      "special_tokens_map.json", "added_tokens.json"};
+  std::string all;
+  std::error_code ec;
+  for (const char* f : kFiles) {
+    const auto p = std::filesystem::path(folder) / f;
+    if (!std::filesystem::is_regular_file(p, ec)) continue;
+    all += std::string(f) + ":" + sha256_file_hex(p.string()) + "\n";
+  }
+  return sha256_hex(all);
+}
+
+TextInputs::TextInputs(const DataOptions& o, const Table& t, const TextSpec& spec) : pad_id_(spec.pad_id) {
+  KG_ASSERT(t.is_text(), "TextInputs over a table without text");
+  const text::Tokenizer tok = text::Tokenizer::from_folder(spec.folder);
+  std::vector<std::string> first, second;
+  first.reserve(static_cast<size_t>(t.size()));
+  for (int64_t r = 0; r < t.size(); ++r) {
+    first.push_back(t.text(r, 0));
+    if (t.text_dim > 1) second.push_back(t.text(r, 1));
+  }
+  TokenizeRequest req;
+  req.tokenizer = &tok;
+  req.tokenizer_id = tokenizer_files_hash(spec.folder);
+  req.first = &first;
+  req.second = t.text_dim > 1 ? &second : nullptr;
+  req.max_length = o.max_length;
+  req.side = o.truncation_side == "left" ? text::TruncationOptions::kLeft : text::TruncationOptions::kRight;
+  req.strategy = text::truncation_strategy(o.truncation, "data.truncation");
+  req.where = [&t](size_t i) { return t.rows[i].where + " (id " + t.rows[i].id + ")"; };
+  req.threads = spec.threads;
+  tokens_ = spec.cache_dir.empty() ? tokenize_rows(req) : tokenize_rows_cached(req, spec.cache_dir, &note_);
+  for (int32_t id : tokens_.ids) vocab_needed_ = std::max<int64_t>(vocab_needed_, int64_t{id} + 1);
+}
+
+model::Inputs TextInputs::batch(const std::vector<int64_t>& rows, bool pin_memory) const {
+  const auto n = static_cast<int64_t>(rows.size());
+  int64_t longest = 0;
+  for (int64_t r : rows) longest = std::max(longest, tokens_.length(r));
+  const int64_t len = std::max<int64_t>(8, (longest + 7) / 8 * 8);
+  const auto opts = at::TensorOptions().dtype(at::kLong).pinned_memory(pin_memory);
+  model::Inputs in;
+  in.ids = at::full({n, len}, pad_id_, opts);
+  in.mask = at::zeros({n, len}, opts);
+  in.type_ids = at::zeros({n, len}, opts);
+  int64_t* ids = in.ids.data_ptr<int64_t>();
+  int64_t* mask = in.mask.data_ptr<int64_t>();
+  int64_t* types = in.type_ids.data_ptr<int64_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t r = rows[static_cast<size_t>(i)];
+    const auto begin = static_cast<size_t>(tokens_.offsets[static_cast<size_t>(r)]);
+    const int64_t l = tokens_.length(r);
+    for (int64_t j = 0; j < l; ++j) {
+      ids[i * len + j] = tokens_.ids[begin + static_cast<size_t>(j)];
+      mask[i * len + j] = 1;
+      types[i * len + j] = tokens_.types[begin + static_cast<size_t>(j)];
+    }
+  }
+  return in;
+}
+
+std::vector<int64_t> TextInputs::grouped(std::vector<int64_t> order, int64_t batch_size) const {
+  return length_grouped_order(std::move(order), tokens_, batch_size);
+}
+
+std::string TextInputs::describe() const {
+  const double mean =
+      tokens_.size() > 0 ? static_cast<double>(tokens_.ids.size()) / static_cast<double>(tokens_.size()) : 0.0;
+  return "tokens  " + tokens_.truncation_note() + "; " + std::to_string(static_cast<int64_t>(mean + 0.5)) +
+         " tokens a row on average" + (note_.empty() ? "" : "; " + note_);
+}
+
+}  // namespace kg::data

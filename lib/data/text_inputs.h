@@ -1,0 +1,55 @@
+// The text modality's inputs: a table's data.text_cols tokenized once by the model folder's tokenizer (cached on disk,
+// keyed by the tokenizer's files, the truncation and every text), and each batch's token ids, attention mask and
+// token type ids padded to the batch's longest row, rounded up to a multiple of 8 (the Hugging Face
+// DataCollatorWithPadding with pad_to_multiple_of=8). What the image pipeline is to an image table.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/options.h"
+#include "data/table.h"
+#include "data/tokenized.h"
+#include "model/inputs.h"
+
+namespace kg::data {
+
+// Where a table's text is tokenized from: the tokenizer folder (model.pretrained), the padding id (config.json's
+// pad_token_id), the cache folder ("" = no cache) and the threads.
+struct TextSpec {
+  std::string folder;
+  int64_t pad_id = 0;
+  std::string cache_dir;
+  int threads = 1;
+};
+
+class TextInputs {
+ public:
+  // Tokenizes `t`'s texts (DataError naming the row for text the tokenizer refuses; ConfigError naming the folder
+  // when it holds no tokenizer kgtrain reads).
+  TextInputs(const DataOptions& o, const Table& t, const TextSpec& spec);
+
+  const TokenizedRows& tokens() const { return tokens_; }
+  int64_t pad_id() const { return pad_id_; }
+  // The largest token id any row holds (+1: the vocabulary the embeddings must have), 0 for an empty table.
+  int64_t vocabulary_needed() const { return vocab_needed_; }
+  // The batch of `rows`: ids, mask, type_ids int64 [B, L], L the longest row rounded up to a multiple of 8.
+  model::Inputs batch(const std::vector<int64_t>& rows, bool pin_memory = false) const;
+  // data.group_by_length: `order` regrouped into batches of similar length (length_grouped_order).
+  std::vector<int64_t> grouped(std::vector<int64_t> order, int64_t batch_size) const;
+  // "tokens: 12 % of rows truncated at 256 (...); mean 87 tokens; tokens from the cache ..."
+  std::string describe() const;
+
+ private:
+  TokenizedRows tokens_;
+  int64_t pad_id_ = 0;
+  int64_t vocab_needed_ = 0;
+  std::string note_;
+};
+
+// The SHA-256 of a folder's tokenizer files (tokenizer.json, spm.model, vocab.txt, merges.txt, vocab.json and the
+// tokenizer_config.json / special_tokens_map.json / added_tokens.json beside them): what keys the token cache.
+std::string tokenizer_files_hash(const std::string& folder);
+
+}  // namespace kg::data

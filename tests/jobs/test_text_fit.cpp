@@ -1,0 +1,162 @@
+// Text end to end through the binary, on a tiny DeBERTa-v3-shaped folder made at test time: fit with k-fold and
+// OOF, tta-predict from the run (its OOF predictions, sorted by length and padded per batch, equal fit's own), the
+// ensemble's test predictions, pseudo-label writing the texts, and a fit that trains on them; and the errors a text
+// recipe gets for what only images have.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "core/fs.h"
+#include "data/csv.h"
+#include "support/fixtures.h"
+#include "support/text_fixtures.h"
+
+namespace {
+namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)
+
+namespace fs = std::filesystem;
+
+struct TextRun {
+  kg::test::TempDir dir;
+  std::string data, model, recipe, runs;
+  kg::test::RunResult fit;
+  TextRun() {
+    data = kg::test::make_tiny_text_task(dir, 64, 16);
+    model = kg::test::make_tiny_deberta(dir);
+    recipe = dir.write("text.toml", kg::test::tiny_text_recipe(data, model));
+    runs = dir / "runs";
+    fit = kg::test::run_kgtrain({"fit", recipe, "cv.fold=all", "paths.runs=" + runs});
+  }
+  kg::test::RunResult kgtrain(std::vector<std::string> args) {
+    args.insert(args.begin() + 1, recipe);
+    args.push_back("paths.runs=" + runs);
+    return kg::test::run_kgtrain(args);
+  }
+};
+
+TextRun& text_run() {
+  static auto s = std::make_unique<TextRun>();
+  INFO(s->fit.output);
+  REQUIRE(s->fit.exit_code == 0);
+  return *s;
+}
+
+// id -> the probability columns of an OOF or probs CSV (by header name).
+std::map<std::string, std::vector<double>> probs_by_id(const std::string& path) {
+  auto t = kg::data::read_csv(path);
+  std::vector<int> cols;
+  for (size_t c = 0; c < t.header.size(); ++c)
+    if (t.header[c].rfind("prob_", 0) == 0 || t.header[c] == "dog" || t.header[c] == "fox")
+      cols.push_back(static_cast<int>(c));
+  REQUIRE(cols.size() == 2);
+  std::map<std::string, std::vector<double>> out;
+  for (auto& r : t.rows)
+    for (int c : cols) out[r[0]].push_back(std::stod(r[static_cast<size_t>(c)]));
+  return out;
+}
+
+TEST_CASE("text: fit trains a DeBERTa folder with k-fold OOF and says what the tokenizer did",
+          "[integration][jobs][text]") {
+  auto& S = text_run();
+  const std::string& out = S.fit.output;
+  CHECK(out.find("input text text, up to 48 tokens") != std::string::npos);
+  CHECK(out.find("of rows truncated at 48") != std::string::npos);  // the longest texts are cut
+  CHECK(out.find("deberta-v2") != std::string::npos);
+  const std::string latest = fs::read_symlink(S.runs + "/latest").string();
+  const std::string run = fs::path(latest).is_absolute() ? latest : S.runs + "/" + latest;
+  CHECK(kg::data::read_csv(run + "/oof.csv").rows.size() == 64);
+  CHECK(fs::exists(run + "/cv.json"));
+  // The tokens were cached: a second fit reads them.
+  auto again = S.kgtrain({"fit", "cv.fold=0", "train.epochs=1", "--run-dir", S.dir / "again"});
+  INFO(again.output);
+  REQUIRE(again.exit_code == 0);
+  CHECK(again.output.find("tokens from the cache") != std::string::npos);
+}
+
+TEST_CASE("text: tta-predict's OOF predictions, sorted by length and padded per batch, are fit's own",
+          "[integration][jobs][text]") {
+  auto& S = text_run();
+  const std::string O = S.dir / "oof_pred";
+  auto r = S.kgtrain({"tta-predict", "--from-run", "latest", "--oof", "--run-dir", O, "train.eval_batch_size=5"});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const std::string latest = fs::read_symlink(S.runs + "/latest").string();
+  const std::string run = fs::path(latest).is_absolute() ? latest : S.runs + "/" + latest;
+  auto mine = probs_by_id(O + "/oof_tta.csv"), fit = probs_by_id(run + "/oof.csv");
+  REQUIRE(mine.size() == 64);
+  for (auto& [id, p] : mine) {
+    INFO(id);
+    for (size_t k = 0; k < p.size(); ++k) CHECK(p[k] == Approx(fit.at(id)[k]).margin(1e-5));
+  }
+}
+
+TEST_CASE("text: tta-predict on the test table, pseudo-label with the texts, a fit on them",
+          "[integration][jobs][text]") {
+  auto& S = text_run();
+  auto p = S.kgtrain({"tta-predict", "--from-run", "latest", "--out", S.dir / "sub.csv", "--probs", S.dir / "probs.csv",
+                      "--run-dir", S.dir / "P"});
+  INFO(p.output);
+  REQUIRE(p.exit_code == 0);
+  auto sub = kg::data::read_csv(S.dir / "sub.csv");
+  auto test = kg::data::read_csv(S.data + "/test.csv");
+  REQUIRE(sub.rows.size() == 16);
+  for (size_t i = 0; i < 16; ++i) CHECK(sub.rows[i][0] == test.rows[i][0]);  // in the test table's order
+
+  const std::string out = S.dir / "pseudo";
+  auto ps = S.kgtrain({"pseudo-label", "--from-run", "latest", "pseudo.threshold=0", "--out", out});
+  INFO(ps.output);
+  REQUIRE(ps.exit_code == 0);
+  auto pseudo = kg::data::read_csv(out + "/pseudo.csv");
+  REQUIRE(pseudo.column("text") >= 0);
+  REQUIRE(pseudo.rows.size() == 16);
+  std::map<std::string, std::string> text_of;
+  for (auto& r : test.rows) text_of[r[0]] = r[1];
+  for (auto& r : pseudo.rows) CHECK(r[static_cast<size_t>(pseudo.column("text"))] == text_of.at(r[0]));
+  auto f = S.kgtrain({"fit", out + "/pseudo.toml", "cv.fold=0", "train.epochs=1", "--run-dir", S.dir / "F"});
+  INFO(f.output);
+  REQUIRE(f.exit_code == 0);
+  CHECK(kg::data::read_csv(S.dir / "F/folds.csv").rows.size() == 64 + 16);
+}
+
+TEST_CASE("text: image-only options and commands are refused with the key (exit 2)", "[integration][jobs][text]") {
+  kg::test::TempDir dir;
+  const std::string data = kg::test::make_tiny_text_task(dir, 16, 4);
+  const std::string model = kg::test::make_tiny_deberta(dir);
+  const std::string recipe = dir.write("text.toml", kg::test::tiny_text_recipe(data, model));
+  auto expect = [&](std::vector<std::string> args, const std::string& words) {
+    args.insert(args.begin() + 1, recipe);
+    auto r = kg::test::run_kgtrain(args);
+    INFO(r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find(words) != std::string::npos);
+  };
+  expect({"fit", "mixup.mixup_alpha=0.4", "--dry-run"}, "mixup");
+  expect({"fit", "data.augment=[{name=\"hflip\"}]", "--dry-run"}, "data.augment");
+  expect({"fit", "model.name=bert", "--dry-run"}, "deberta-v2");
+  expect({"fit", "model.pretrained=", "--dry-run"}, "model.pretrained");
+  expect({"show-batch"}, "text task");
+}
+
+TEST_CASE("text: an empty or non-UTF-8 text is a bad row, named", "[integration][jobs][text]") {
+  kg::test::TempDir dir;
+  const std::string data = kg::test::make_tiny_text_task(dir, 16, 4);
+  const std::string model = kg::test::make_tiny_deberta(dir);
+  auto csv = kg::read_file(data + "/train.csv");
+  csv += "bad1,\"caf\xe9 latte\",2,fox\nbad2,\"  \",1,dog\n";
+  kg::write_file_atomic(data + "/train.csv", csv);
+  const std::string recipe = dir.write("text.toml", kg::test::tiny_text_recipe(data, model));
+  auto r = kg::test::run_kgtrain({"fit", recipe, "--dry-run"});
+  INFO(r.output);
+  CHECK(r.exit_code == 3);
+  CHECK(r.output.find("not UTF-8 (byte 3)") != std::string::npos);
+  CHECK(r.output.find("empty text in text") != std::string::npos);
+  auto skip = kg::test::run_kgtrain({"fit", recipe, "--dry-run", "data.on_bad_row=skip"});
+  INFO(skip.output);
+  CHECK(skip.exit_code == 0);
+  CHECK(skip.output.find("2 bad rows skipped") != std::string::npos);
+}
+
+}  // namespace KG_UNITY_ID
+}  // namespace
