@@ -58,15 +58,15 @@ class StepClock : public train::Callback {
   void on_epoch_begin(train::Trainer& t) override {
     sync_();
     last_ = Clock::now();
-    images_ = t.state().epoch_images;
+    images_ = t.state().epoch_samples;
   }
   void on_step_end(train::Trainer& t) override {
     sync_();
     const auto now = Clock::now();
     seconds.push_back(std::chrono::duration<double>(now - last_).count());
-    images.push_back(t.state().epoch_images - images_);
+    images.push_back(t.state().epoch_samples - images_);
     last_ = now;
-    images_ = t.state().epoch_images;
+    images_ = t.state().epoch_samples;
     if (static_cast<int64_t>(seconds.size()) >= updates_) throw EnoughUpdates{};
   }
   void on_epoch_end(train::Trainer&, train::EpochReport&) override { throw EnoughUpdates{}; }

@@ -299,14 +299,14 @@ bool Trainer::run_epoch(int64_t epoch) {
 
     epoch_loss += g.loss_double;
     s_.epoch_loss_count += g.count;
-    s_.epoch_images += g.images;
+    s_.epoch_samples += g.images;
     s_.train_images += g.images;
     finish_update(g, stop_signal().load() != 0 || (stop_requested_ && stop_mid_epoch_));
     s_.batch = b.index + 1;
     progress.update(
         s_.batch,
         [&] { return (s_.epoch_loss_sum + epoch_loss.item<double>()) / std::max<int64_t>(1, s_.epoch_loss_count); },
-        g.lr, s_.epoch_images);
+        g.lr, s_.epoch_samples);
     // Data parallel: every rank stops at the same update when any of them was asked to (before it:
     // a stop asked during this update's callbacks counts at the next one).
     const bool stop_now = p_.group ? dist_stop_ : stop_signal().load() != 0 || (stop_requested_ && stop_mid_epoch_);
@@ -330,7 +330,7 @@ bool Trainer::run_epoch(int64_t epoch) {
 
 std::array<double, 3> Trainer::epoch_sums() {
   return ranks_->sum(
-      {s_.epoch_loss_sum, static_cast<double>(s_.epoch_loss_count), static_cast<double>(s_.epoch_images)});
+      {s_.epoch_loss_sum, static_cast<double>(s_.epoch_loss_count), static_cast<double>(s_.epoch_samples)});
 }
 
 FitOutcome Trainer::fit() {

@@ -42,7 +42,7 @@ CheckpointFiles Trainer::checkpoint_files(const model::TensorMap* model_weights)
     if (job_partials_) {
       t["epoch_loss_sum"] = (*job_partials_)[0];
       t["epoch_loss_count"] = static_cast<int64_t>((*job_partials_)[1]);
-      t["epoch_images"] = static_cast<int64_t>((*job_partials_)[2]);
+      t["epoch_samples"] = static_cast<int64_t>((*job_partials_)[2]);
     }
     t["epoch_partials_of"] = job_partials_ ? "job" : "rank";
   }
@@ -113,7 +113,7 @@ void Trainer::restore(const Checkpoint& c) {
   if (p_.group && p_.group->rank() != 0) {
     s_.epoch_loss_sum = 0;
     s_.epoch_loss_count = 0;
-    s_.epoch_images = 0;
+    s_.epoch_samples = 0;
   }
   if (s_.batch == 0 && st.at("trainer").contains("updates_into_epoch")) {
     const int64_t at = plan_.first_step_of_epoch(s_.epoch) + st.at("trainer").at("updates_into_epoch").get<int64_t>();

@@ -82,7 +82,7 @@ void Trainer::end_epoch(int64_t epoch) {
   s_.batch = 0;
   s_.epoch_loss_sum = 0;
   s_.epoch_loss_count = 0;
-  s_.epoch_images = 0;
+  s_.epoch_samples = 0;
   s_.epoch_seconds = 0;
   size_t i = 0;
   for (; i < callbacks_.size() && callbacks_[i]->order() < 50; ++i) callbacks_[i]->on_epoch_end(*this, *r);

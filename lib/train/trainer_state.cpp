@@ -15,7 +15,7 @@ json TrainState::to_json() const {
           {"nan_streak", nan_streak},
           {"epoch_loss_sum", epoch_loss_sum},
           {"epoch_loss_count", epoch_loss_count},
-          {"epoch_images", epoch_images},
+          {"epoch_samples", epoch_samples},
           {"epoch_seconds", epoch_seconds},
           {"train_images", train_images},
           {"train_seconds", train_seconds},
@@ -40,7 +40,8 @@ TrainState TrainState::from_json(const json& j) {
     s.nan_streak = j.at("nan_streak").get<int64_t>();
     s.epoch_loss_sum = j.at("epoch_loss_sum").get<double>();
     s.epoch_loss_count = j.at("epoch_loss_count").get<int64_t>();
-    s.epoch_images = j.at("epoch_images").get<int64_t>();
+    // Checkpoints written before text training counted "epoch_images": either name is read.
+    s.epoch_samples = (j.contains("epoch_samples") ? j.at("epoch_samples") : j.at("epoch_images")).get<int64_t>();
     s.epoch_seconds = j.at("epoch_seconds").get<double>();
     s.train_images = j.at("train_images").get<int64_t>();
     s.train_seconds = j.at("train_seconds").get<double>();

@@ -17,7 +17,7 @@ struct TrainState {
   int64_t nan_streak = 0;       // consecutive skipped updates
   double epoch_loss_sum = 0;    // training loss summed over the epoch's micro-batches so far
   int64_t epoch_loss_count = 0;
-  int64_t epoch_images = 0;
+  int64_t epoch_samples = 0;
   double epoch_seconds = 0;  // training time of the epoch so far (resumed epochs add up)
   int64_t train_images = 0;  // whole run
   double train_seconds = 0;
