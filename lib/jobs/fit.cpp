@@ -182,9 +182,9 @@ bool FitRun::preview() {
   const auto& topt = s_.opt.train;
   const auto& table = s_.data.table;
   auto net = s_.build_net();
-  auto msum = model::summarize(
-      *net, s_.model_context(),
-      s_.data.stages.back().batch_size > 0 ? s_.data.stages.back().batch_size : topt.batch_size);
+  auto msum =
+      model::summarize(*net, s_.model_context(),
+                       s_.data.stages.back().batch_size > 0 ? s_.data.stages.back().batch_size : topt.batch_size);
   // optim.lr = "find": any number shows the plan's shape; the finder sets the real one before training.
   const config::Recipe shown = optim::with_numeric_lr(recipe);
   const auto first_split = s_.split_of(s_.opt.cv.run_folds.front());
@@ -381,8 +381,8 @@ int FitRun::finish(double best_single) {
   else
     std::cout << "best " << (std::isnan(best_single) ? std::string("n/a") : format_significant(best_single, 4))
               << " (epoch " << last["best"]["epoch"] << ")";
-  std::cout << ", " << format_significant(last["train_images_per_s"].get<double>(), 5) << " train img/s, "
-            << format_significant(elapsed(), 4) << " s\n"
+  std::cout << ", " << format_significant(last["train_images_per_s"].get<double>(), 5)
+            << (s_.data.text ? " train texts/s, " : " train img/s, ") << format_significant(elapsed(), 4) << " s\n"
             << "run dir: " << run_dir_ << "\n";
   return kExitOk;
 }

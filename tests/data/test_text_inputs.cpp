@@ -36,6 +36,19 @@ struct TextTable {
     o.root = dir.path();
     dir.write("train.csv", body);
     csv = kg::data::read_csv(dir / "train.csv");
+    build();
+  }
+  // A cell the CSV reader would refuse (it reads UTF-8 only), as a Parquet or Arrow table can hold it.
+  TextTable(const std::vector<std::string>& header, std::vector<std::vector<std::string>> rows) {
+    o.text_cols = {"text"};
+    o.max_length = 16;
+    o.root = dir.path();
+    csv.path = "t.parquet";
+    csv.header = header;
+    csv.rows = std::move(rows);
+    build();
+  }
+  void build() {
     kg::data::TableSource src;
     src.csv = &csv;
     src.id_col = "id";
@@ -45,8 +58,10 @@ struct TextTable {
 };
 
 TEST_CASE("text inputs: the table keeps each row's texts; bad text is a bad row naming it", "[unit][data][text]") {
-  TextTable tt(
-      "id,text,other,label\na,hello world,second,x\nb,\"\",s,x\nc,\"caf\xe9\",s,x\nd,\"ok \xe2\x82\xac\",s,x\n");
+  TextTable tt({"id", "text", "other", "label"}, {{"a", "hello world", "second", "x"},
+                                                  {"b", "", "s", "x"},
+                                                  {"c", "caf\xe9", "s", "x"},
+                                                  {"d", "ok \xe2\x82\xac", "s", "x"}});
   REQUIRE(tt.t.is_text());
   CHECK(tt.t.text(0) == "hello world");
   CHECK(tt.t.text(3) == "ok \xe2\x82\xac");

@@ -139,23 +139,28 @@ TEST_CASE("text: image-only options and commands are refused with the key (exit 
   expect({"show-batch"}, "text task");
 }
 
-TEST_CASE("text: an empty or non-UTF-8 text is a bad row, named", "[integration][jobs][text]") {
+TEST_CASE("text: an empty text is a bad row, named; a CSV that is not UTF-8 names its line and byte",
+          "[integration][jobs][text]") {
   kg::test::TempDir dir;
   const std::string data = kg::test::make_tiny_text_task(dir, 16, 4);
   const std::string model = kg::test::make_tiny_deberta(dir);
   auto csv = kg::read_file(data + "/train.csv");
-  csv += "bad1,\"caf\xe9 latte\",2,fox\nbad2,\"  \",1,dog\n";
-  kg::write_file_atomic(data + "/train.csv", csv);
+  kg::write_file_atomic(data + "/train.csv", csv + "bad1,\"  \",1,dog\nbad2,\"\",2,fox\n");
   const std::string recipe = dir.write("text.toml", kg::test::tiny_text_recipe(data, model));
   auto r = kg::test::run_kgtrain({"fit", recipe, "--dry-run"});
   INFO(r.output);
   CHECK(r.exit_code == 3);
-  CHECK(r.output.find("not UTF-8 (byte 3)") != std::string::npos);
   CHECK(r.output.find("empty text in text") != std::string::npos);
+  CHECK(r.output.find("bad1") != std::string::npos);
   auto skip = kg::test::run_kgtrain({"fit", recipe, "--dry-run", "data.on_bad_row=skip"});
   INFO(skip.output);
   CHECK(skip.exit_code == 0);
   CHECK(skip.output.find("2 bad rows skipped") != std::string::npos);
+  kg::write_file_atomic(data + "/train.csv", csv + "bad3,\"caf\xe9 latte\",2,fox\n");
+  auto latin1 = kg::test::run_kgtrain({"fit", recipe, "--dry-run"});
+  INFO(latin1.output);
+  CHECK(latin1.exit_code == 3);
+  CHECK(latin1.output.find("0xE9 is not valid UTF-8") != std::string::npos);
 }
 
 }  // namespace KG_UNITY_ID
