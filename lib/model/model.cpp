@@ -30,7 +30,9 @@ config::Fields<ModelOptions> model_fields() {
           "initial weights with timm/torchvision names: a safetensors or torch.save (.pth/.pt/.bin; a state dict, or a "
           "checkpoint holding one; never run as code) file, or a Hugging Face timm folder (config.json, whose "
           "architecture must be model.name); a differing head is re-initialised, the first conv adapted to "
-          "data.channels; \"\" = random init");
+          "data.channels; \"\" = random init. A text model (model.name = a config.json model_type: bert, deberta-v2, "
+          "...) requires it: the Hugging Face folder it is built from (config.json + model.safetensors or "
+          "pytorch_model.bin)");
   f.field("pretrained_strict", &ModelOptions::pretrained_strict,
           "fail when a backbone tensor of model.pretrained is missing or unexpected (default: report and go on)");
   f.field("drop_rate", &ModelOptions::drop_rate, "dropout before the classifier (timm drop_rate)").range(0, 0.99);

@@ -15,8 +15,11 @@
 #include "loss/loss.h"
 #include "metric/metric.h"
 #include "model/model.h"
+#include "model/text/text_network.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
+#include "support/temp_dir.h"
+#include "support/text_models.h"
 #include "test_paths.h"
 #include "train/callback.h"
 #include "tta/view.h"
@@ -38,6 +41,16 @@ void exercise(const std::string& kind, const kg::ComponentInfo& c) {
     // torchscript's example names the user's file; here it runs the 3-channel test fixture.
     if (c.name == "torchscript")
       recipe = recipe.with({{"model.path", KGTRAIN_SOURCE_DIR "/tests/golden/tiny_traced.pt"}}, {});
+    if (kg::model::is_text_model(c.name)) {  // its example names a Hugging Face folder: here a tiny one of its family
+      kg::test::TempDir dir;
+      recipe = recipe.with({{"model.pretrained", kg::test::write_tiny_text_model(dir / c.name, c.name)}}, {});
+      kg::model::ModelContext ctx;
+      ctx.num_outputs = 5;
+      ctx.seq_len = 8;
+      auto net = kg::model::build(recipe, ctx);
+      CHECK(net->forward(kg::model::dummy_inputs(ctx, 2, torch::kCPU)).sizes() == torch::IntArrayRef({2, 5}));
+      return;
+    }
     auto net = kg::model::build(recipe, {3, 5});
     auto y = net->forward(torch::randn({2, 3, 32, 32}));
     CHECK(y.sizes() == torch::IntArrayRef({2, 5}));
