@@ -80,10 +80,10 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
       {"model", model::model_name(recipe)},
       {"classes", s_.data.classes.to_json()},
       {"task", task_name(s_.data.task)},
-      {"input", s_.data.text ? json{{"text_cols", s_.opt.data.text_cols}, {"max_length", s_.opt.data.max_length}}
-                             : json{{"channels", s_.data.geom.channels},
-                                    {"height", s_.data.geom.height},
-                                    {"width", s_.data.geom.width}}},
+      {"input",
+       s_.data.text
+           ? json{{"text_cols", s_.opt.data.text_cols}, {"max_length", s_.opt.data.max_length}}
+           : json{{"channels", s_.data.geom.channels}, {"height", s_.data.geom.height}, {"width", s_.data.geom.width}}},
       {"fold", k},
       {"folds", s_.opt.cv.folds}};
   io.progress = {o_.quiet, o_.tty, s_.opt.train.log_every_s, o_.columns};
@@ -113,7 +113,8 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
     model::set_batchnorm_sync([g](const at::Tensor& t) { return g->differentiable_sum(t); });
   }
   // samples.png: the first training batch as the network sees it (log.images; the TensorBoard logger shows it).
-  if (recipe.get<train::LogOptions>().images && report::can_plot() && !fs::exists(dir / "samples.png"))
+  // log.images: a grid of the first training batch (a text batch has no picture).
+  if (recipe.get<train::LogOptions>().images && !s_.data.text && report::can_plot() && !fs::exists(dir / "samples.png"))
     write_file_atomic(
         (dir / "samples.png").string(),
         training_sample_png(s_, train_rows, 16, 0,
