@@ -7,6 +7,8 @@
 #               Unigram, spm.model-only folders), trained here on LINES lines of this machine's own text (man pages,
 #               copyright files, package descriptions; 120,000 by hand, docs/text.md) plus the hostile list and every
 #               code point, id for id
+#   example     scripts/check_text_example.sh: recipes/examples/text_deberta.toml on this machine's Debian package
+#               index (fit cv.fold=all, tta-predict --from-run latest, pseudo-label), its data made first
 #   bash scripts/check_text_parity.sh                 all three, CI's corpus (KGTRAIN_TEXT_PARITY_LINES, 20000)
 #   bash scripts/check_text_parity.sh --fetch-only    only the venv
 # The venv (.venv-text) is layered on .venv-torch as .venv-timm is (scripts/check_timm_parity.sh): its torch is the
@@ -48,6 +50,8 @@ have_venv || die "$VENV does not import torch $TORCH_VERSION, transformers $TRAN
 [[ -z "${1:-}" ]] || die "unknown argument $1 (--fetch-only or none)"
 
 s() { date +%s; }
+# The text example's data and model folder first: scripts/check_wheel.sh (beside this script in CI) waits for them.
+PYTHON="$VENV/bin/python" bash scripts/check_text_example.sh --make-only
 t0=$(s)
 cmake --build "$BUILD_DIR" --target kgtrain_text_parity >/dev/null || die "cannot build $BUILD_DIR/kgtrain_text_parity"
 t1=$(s)
@@ -57,5 +61,8 @@ t2=$(s)
 t3=$(s)
 "$VENV/bin/python" scripts/check_tokenizer_parity_models.py --work "$WORK/models" --lines "$LINES"
 t4=$(s)
+# recipes/examples/text_deberta.toml through fit cv.fold=all, tta-predict and pseudo-label with this build.
+PYTHON="$VENV/bin/python" BUILD_DIR="$BUILD_DIR" bash scripts/check_text_example.sh
+t5=$(s)
 echo "check_text_parity: build $((t1 - t0)) s, encoders $((t2 - t1)) s, WordPiece $((t3 - t2)) s," \
-  "BPE and Unigram $((t4 - t3)) s ($LINES lines of text)"
+  "BPE and Unigram $((t4 - t3)) s ($LINES lines of text), the text example $((t5 - t4)) s"

@@ -13,7 +13,9 @@
 #   kgtrain.run([...]) raising KgtrainError with kgtrain's message and exit code;
 #   the wheel of another torch minor installed by hand: exit 2 naming both and the wheel to install, never an
 #   undefined-symbol crash;
-#   a notebook run as Jupyter runs it (scripts/wheel/check_notebook.py with nbclient: README's cells).
+#   a notebook run as Jupyter runs it (scripts/wheel/check_notebook.py with nbclient: README's cells);
+#   the text example (recipes/examples/text_deberta.toml: text + numbers, a DeBERTa-v3-style folder): fit --smoke and
+#   tta-predict --from-run latest.
 #   bash scripts/check_wheel.sh        (WHEELHOUSE caches torch's wheels between runs, one folder per torch)
 #   bash scripts/check_wheel.sh --fetch-only     only the downloads (torch's wheels, the tools venv)
 # Needs root (mmdebstrap --mode=root, chroot, bind mounts). Exit 0 passed, 1 a check failed, 3 a tool is missing.
@@ -70,6 +72,15 @@ for v in "$NEW" "$OLD"; do
   echo "$REF" >"$T/in/ref_best-$v.txt"
 done
 cp "$OUT"/*.whl "$T/in/wheels/"
+# The text example (recipes/examples/text_deberta.toml's data and DeBERTa folder): scripts/check_text_example.sh
+# --make-only makes it, in CI inside check_text_parity.sh running beside this script; wait for it.
+TEXT=data/text_example
+for _ in $(seq 1 180); do [ -f "$TEXT/.ready" ] && break; sleep 5; done
+[ -f "$TEXT/.ready" ] || { echo "check_wheel: no $TEXT/.ready after 15 min: make it with" \
+  "scripts/check_text_example.sh --make-only" >&2; exit 1; }
+mkdir -p "$T/in/text_example"
+cp -r "$TEXT/debian_sections" "$TEXT/deberta-v3-tiny" "$T/in/text_example/"
+cp recipes/examples/text_deberta.toml "$T/in/"
 cp scripts/wheel/photos.toml scripts/wheel/in_root.sh scripts/wheel/check_notebook.py scripts/wheel/notebook.ipynb \
   tests/python/test_launcher.py "$T/in/"
 mkdir -p "$T/in/photos_ci" && cp -r data/photos_ci/. "$T/in/photos_ci/"

@@ -74,6 +74,14 @@ echo "check_wheel: pip install kgtrain (offline, torch present) $(secs "$t_insta
   "$(secs "$t_install" "$(python3 -c "import sys; print(float(sys.argv[1]) - (float(sys.argv[2]) - float(sys.argv[3])))" "$t_done" "$t_fit" "$t_installed")") s"
 photos "$TORCH_NEW"
 
+# Text + numbers with the wheel: recipes/examples/text_deberta.toml on its data and DeBERTa-v3-style folder
+# (scripts/check_text_example.sh), a smoke fit and the prediction of the newest run.
+kgtrain fit text_deberta.toml paths.data=/work/text_example --smoke --run-dir runs/text | tail -2
+grep -q '"status": *"completed"' runs/text/summary.json || fail "the text example's fit --smoke did not complete"
+kgtrain tta-predict text_deberta.toml paths.data=/work/text_example --from-run runs/text --smoke \
+  --out text_submission.csv | tail -1
+[ -s text_submission.csv ] || fail "the text example's tta-predict wrote no submission"
+
 # The launcher's refusals and kgtrain.run (tests/python/test_launcher.py) against the installed wheel.
 python -m unittest -v test_launcher >unittest.log 2>&1 || { cat unittest.log; fail "tests/python/test_launcher.py"; }
 grep -E '(ok|ERROR|FAIL)$|^Ran ' unittest.log

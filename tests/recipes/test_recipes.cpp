@@ -12,6 +12,7 @@
 #include "model/safetensors.h"
 
 #include "support/fixtures.h"
+#include "support/text_fixtures.h"
 #include "test_paths.h"
 
 namespace {
@@ -68,6 +69,30 @@ std::string make_pretrained_file(const kg::test::TempDir& dir, kg::config::Recip
   return file;
 }
 
+// A text stand-in laid out as a text recipe reads it: its id, text, feature and label columns (two classes) and, for
+// cv.strategy = "column", its fold column (folds 0 and 1). Returns the data root.
+std::string make_text_dataset(const kg::test::TempDir& dir, const kg::config::Recipe& r) {
+  const std::string root = dir / "text";
+  std::vector<std::string> cols{str_key(r, "data.id_col")};
+  for (auto& c : list_key(r, "data.text_cols")) cols.push_back(c);
+  const size_t texts = cols.size();
+  for (auto& c : list_key(r, "data.feature_cols")) cols.push_back(c);
+  const size_t features = cols.size();
+  cols.push_back(str_key(r, "cv.fold_col").empty() ? "fold" : str_key(r, "cv.fold_col"));
+  cols.push_back(list_key(r, "data.label_cols").at(0));
+  std::string csv;
+  for (size_t j = 0; j < cols.size(); ++j) csv += (j ? "," : "") + cols[j];
+  csv += "\n";
+  for (int i = 0; i < 40; ++i) {
+    csv += "p" + std::to_string(i);
+    for (size_t j = 1; j < texts; ++j) csv += i % 2 ? ",the quick brown fox" : ",a lazy dog sleeps";
+    for (size_t j = texts; j < features; ++j) csv += "," + std::to_string(0.5 * i);
+    csv += "," + std::to_string(i % 2) + (i % 2 ? ",libs" : ",doc") + "\n";
+  }
+  kg::write_file_atomic(root + "/" + str_key(r, "data.train_csv"), csv);
+  return root;
+}
+
 }  // namespace
 
 TEST_CASE("every shipped recipe resolves and dry-runs", "[integration][slow][recipes]") {
@@ -86,10 +111,15 @@ TEST_CASE("every shipped recipe resolves and dry-runs", "[integration][slow][rec
     // Inputs the tiny stand-in lacks: a numeric-target table for regression, a weights file for model.pretrained.
     const auto recipe = kg::test::resolve_recipe({e.path().string()}, {});
     const bool regression = str_key(recipe, "data.task") == "regression";
-    const bool pretrained = !str_key(recipe, "model.pretrained").empty();
+    const bool text = !list_key(recipe, "data.text_cols").empty();
+    const bool pretrained = !text && !str_key(recipe, "model.pretrained").empty();
     std::vector<std::string> args{"fit", e.path().string(), "cv.folds=2", "--dry-run"};
-    args.push_back("data.root=" + (regression ? make_regression_dataset(dir, recipe) : ds.root));
+    args.push_back("data.root=" + (text         ? make_text_dataset(dir, recipe)
+                                   : regression ? make_regression_dataset(dir, recipe)
+                                                : ds.root));
     if (pretrained) args.push_back("model.pretrained=" + make_pretrained_file(dir, recipe));
+    // A text recipe's model folder: the tiny DeBERTa-v3-shaped one (config.json, weights, sentencepiece tokenizer).
+    if (text) args.push_back("model.pretrained=" + kg::test::make_tiny_deberta(dir));
     auto r = kg::test::run_kgtrain(args);
     INFO(r.output);
     CHECK(r.exit_code == 0);
