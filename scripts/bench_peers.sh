@@ -35,7 +35,13 @@
 # 2.11.0 is installed from PyPI); PYTHON (python3) for a venv made from scratch.
 # Needs: build-cuda/kgtrain and/or build-debian/kgtrain, data/fashion_mnist (scripts/prepare_fashion_mnist.sh),
 # PyPI for the first run. Run it on a quiet machine: nothing else compiling.
+# The text row: scripts/bench_peers.sh --text DATA_DIR MODEL_FOLDER [ROWS] runs scripts/bench_text.sh (kgtrain against
+# the Hugging Face Trainer on text + numbers, with .venv-text, scripts/check_text_parity.sh's venv; docs/text.md).
 set -euo pipefail
+if [[ "${1:-}" == --text ]]; then
+  shift
+  exec bash "$(dirname "${BASH_SOURCE[0]}")/bench_text.sh" "$@"
+fi
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"

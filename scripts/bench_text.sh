@@ -33,13 +33,14 @@ with open(dst, "w", encoding="utf-8", newline="") as f:
     csv.writer(f, lineterminator="\n").writerows(rows[: n + 1])
 PY
 ln -s "$(cd "$MODEL" && pwd)" "$W/model"
+TYPE=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1] + "/config.json"))["model_type"])' "$MODEL")
 export OMP_NUM_THREADS=$THREADS
 run() {  # CONTENDER ROUND -> one JSON line
   local c=$1 r=$2 out="$W/$1-$2"
   case $c in
     kgtrain)
       /usr/bin/time -f "%M" -o "$out.rss" "$BUILD_DIR/kgtrain" fit recipes/examples/text_deberta.toml \
-        "paths.data=$W" "data.root=$W/data" "model.pretrained=$W/model" "paths.runs=$W/runs" --run-dir "$out" \
+        "paths.data=$W" "data.root=$W/data" "model.name=$TYPE" "model.pretrained=$W/model" "paths.runs=$W/runs" --run-dir "$out" \
         "train.epochs=$EPOCHS" "train.batch_size=$BATCH" "data.max_length=$MAX_LENGTH" "optim.lr=$LR" \
         "device.threads=$THREADS" run.seed=0 --quiet >"$out.log" 2>&1 || { cat "$out.log"; exit 1; }
       python3 - "$out" "$(cat "$out.rss")" <<'PY'
