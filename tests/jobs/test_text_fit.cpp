@@ -120,6 +120,25 @@ TEST_CASE("text: tta-predict on the test table, pseudo-label with the texts, a f
   CHECK(kg::data::read_csv(S.dir / "F/folds.csv").rows.size() == 64 + 16);
 }
 
+TEST_CASE("text: interpret lists the top losses with their texts; --cam is refused", "[integration][jobs][text]") {
+  auto& S = text_run();
+  const std::string latest = fs::read_symlink(S.runs + "/latest").string();
+  const std::string run = fs::path(latest).is_absolute() ? latest : S.runs + "/" + latest;
+  auto r = kg::test::run_kgtrain({"interpret", run, "--top", "5", "--out", S.dir / "interp", "--quiet"});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  auto top = kg::data::read_csv(S.dir / "interp/top_losses.csv");
+  REQUIRE(top.rows.size() == 5);
+  REQUIRE(top.column("text") >= 0);
+  std::map<std::string, std::string> text_of;
+  for (auto& row : kg::data::read_csv(S.data + "/train.csv").rows) text_of[row[0]] = row[1];
+  for (auto& row : top.rows) CHECK(row[static_cast<size_t>(top.column("text"))] == text_of.at(row[0]));
+  CHECK_FALSE(fs::exists(S.dir / "interp/top_losses.png"));
+  auto cam = kg::test::run_kgtrain({"interpret", run, "--cam", "--out", S.dir / "interp2", "--quiet"});
+  CHECK(cam.exit_code == 2);
+  CHECK(cam.output.find("--cam") != std::string::npos);
+}
+
 TEST_CASE("text: image-only options and commands are refused with the key (exit 2)", "[integration][jobs][text]") {
   kg::test::TempDir dir;
   const std::string data = kg::test::make_tiny_text_task(dir, 16, 4);
