@@ -75,17 +75,13 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
   io.label = multi_ ? "fold " + std::to_string(k) : "";
   io.recipe_toml = config::to_toml(recipe.tree(), false);
   io.provenance = session::provenance(o_);
-  io.state_fields = {
-      {"kgtrain", "fit"},
-      {"model", model::model_name(recipe)},
-      {"classes", s_.data.classes.to_json()},
-      {"task", task_name(s_.data.task)},
-      {"input",
-       s_.data.text
-           ? json{{"text_cols", s_.opt.data.text_cols}, {"max_length", s_.opt.data.max_length}}
-           : json{{"channels", s_.data.geom.channels}, {"height", s_.data.geom.height}, {"width", s_.data.geom.width}}},
-      {"fold", k},
-      {"folds", s_.opt.cv.folds}};
+  io.state_fields = {{"kgtrain", "fit"},
+                     {"model", model::model_name(recipe)},
+                     {"classes", s_.data.classes.to_json()},
+                     {"task", task_name(s_.data.task)},
+                     {"input", input_json()},
+                     {"fold", k},
+                     {"folds", s_.opt.cv.folds}};
   io.progress = {o_.quiet, o_.tty, s_.opt.train.log_every_s, o_.columns};
   io.log = [this](const std::string& l) { log(l); };
   if (const double budget = train::parse_duration(s_.opt.run.time_limit); budget > 0) {
@@ -112,8 +108,8 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
     auto g = s_.group;
     model::set_batchnorm_sync([g](const at::Tensor& t) { return g->differentiable_sum(t); });
   }
-  // samples.png: the first training batch as the network sees it (log.images; the TensorBoard logger shows it).
-  // log.images: a grid of the first training batch (a text batch has no picture).
+  // samples.png: the first training batch as the network sees it (log.images; the TensorBoard logger shows it); a
+  // text batch has no picture.
   if (recipe.get<train::LogOptions>().images && !s_.data.text && report::can_plot() && !fs::exists(dir / "samples.png"))
     write_file_atomic(
         (dir / "samples.png").string(),
@@ -161,6 +157,11 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
   if (!s_.group) stop.emplace();  // the fold is saved: a signal may stop its prediction
   predict_oof(*net, valid_rows, k, dir.string(), out);
   return out;
+}
+
+json FitRun::input_json() const {
+  if (s_.data.text) return {{"text_cols", s_.opt.data.text_cols}, {"max_length", s_.opt.data.max_length}};
+  return {{"channels", s_.data.geom.channels}, {"height", s_.data.geom.height}, {"width", s_.data.geom.width}};
 }
 
 void FitRun::predict_oof(model::Network& net, const std::vector<int64_t>& valid_rows, int64_t k, const std::string& dir,

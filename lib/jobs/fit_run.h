@@ -46,6 +46,8 @@ class FitRun {
   void predict_oof(model::Network& net, const std::vector<int64_t>& valid_rows, int64_t k, const std::string& dir,
                    FoldOutcome& out);
   void smoke_predict();
+  // The checkpoint's "input": the image size, or the text columns and data.max_length.
+  nlohmann::json input_json() const;
   int finish(double best_single);
 
   std::chrono::steady_clock::time_point t_start_;
