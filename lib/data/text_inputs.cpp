@@ -28,16 +28,17 @@ std::string tokenizer_files_hash(const std::string& folder) {
 TextInputs::TextInputs(const DataOptions& o, const Table& t, const TextSpec& spec) : pad_id_(spec.pad_id) {
   KG_ASSERT(t.is_text(), "TextInputs over a table without text");
   const text::Tokenizer tok = text::Tokenizer::from_folder(spec.folder);
+  // One text column is the table's texts as they are; a pair is split into its two columns.
   std::vector<std::string> first, second;
-  first.reserve(static_cast<size_t>(t.size()));
-  for (int64_t r = 0; r < t.size(); ++r) {
-    first.push_back(t.text(r, 0));
-    if (t.text_dim > 1) second.push_back(t.text(r, 1));
-  }
+  if (t.text_dim > 1)
+    for (int64_t r = 0; r < t.size(); ++r) {
+      first.push_back(t.text(r, 0));
+      second.push_back(t.text(r, 1));
+    }
   TokenizeRequest req;
   req.tokenizer = &tok;
   req.tokenizer_id = tokenizer_files_hash(spec.folder);
-  req.first = &first;
+  req.first = t.text_dim > 1 ? &first : &t.texts;
   req.second = t.text_dim > 1 ? &second : nullptr;
   req.max_length = o.max_length;
   req.side = o.truncation_side == "left" ? text::TruncationOptions::kLeft : text::TruncationOptions::kRight;
@@ -45,7 +46,6 @@ TextInputs::TextInputs(const DataOptions& o, const Table& t, const TextSpec& spe
   req.where = [&t](size_t i) { return t.rows[i].where + " (id " + t.rows[i].id + ")"; };
   req.threads = spec.threads;
   tokens_ = spec.cache_dir.empty() ? tokenize_rows(req) : tokenize_rows_cached(req, spec.cache_dir, &note_);
-  for (int32_t id : tokens_.ids) vocab_needed_ = std::max<int64_t>(vocab_needed_, int64_t{id} + 1);
 }
 
 model::Inputs TextInputs::batch(const std::vector<int64_t>& rows, bool pin_memory) const {

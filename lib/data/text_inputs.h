@@ -32,8 +32,6 @@ class TextInputs {
 
   const TokenizedRows& tokens() const { return tokens_; }
   int64_t pad_id() const { return pad_id_; }
-  // The largest token id any row holds (+1: the vocabulary the embeddings must have), 0 for an empty table.
-  int64_t vocabulary_needed() const { return vocab_needed_; }
   // The batch of `rows`: ids, mask, type_ids int64 [B, L], L the longest row rounded up to a multiple of 8.
   model::Inputs batch(const std::vector<int64_t>& rows, bool pin_memory = false) const;
   // data.group_by_length: `order` regrouped into batches of similar length (length_grouped_order).
@@ -44,7 +42,6 @@ class TextInputs {
  private:
   TokenizedRows tokens_;
   int64_t pad_id_ = 0;
-  int64_t vocab_needed_ = 0;
   std::string note_;
 };
 
