@@ -73,7 +73,7 @@ MODELS = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "resnext
 ALIASES = {m: m.replace("_384", "_224") for m in MODELS if m.endswith("_384") and m.replace("_384", "_224") in MODELS}
 # Transformers built for the image size: timm builds them for 64 px too, and their 224 px weights are resampled.
 SIZED = ("vit_", "deit", "swin_")
-# torchvision's name -> kgtrain's network of the same computation (model/torchvision_names.h).
+# torchvision's name -> kgtrain's network of the same computation (model/weights/torchvision_names.h).
 TORCHVISION = {"resnet50": "resnet50", "resnext50_32x4d": "resnext50_32x4d", "wide_resnet50_2": "wide_resnet50_2",
                "efficientnet_b0": "efficientnet_b0", "efficientnet_b3": "efficientnet_b3",
                "efficientnet_b4": "efficientnet_b4", "efficientnet_b5": "tv_efficientnet_b5",
@@ -313,7 +313,7 @@ def torchvision_head(model):
 
 def check_torchvision(exe, arch, work, recipe, x, ids, seed):
     """torchvision's model of the same name, its state_dict saved by torch.save (torchvision's names), predicted by
-    kgtrain's timm network of that name: the names mapped on load (model/torchvision_names.h)."""
+    kgtrain's timm network of that name: the names mapped on load (model/weights/torchvision_names.h)."""
     import torchvision
     torch.manual_seed(seed)
     kwargs = {"image_size": SIZE} if arch.startswith("vit_") else {}  # torchvision's ViT is built for one size

@@ -18,7 +18,7 @@
 #include "jobs/sample_grid.h"
 #include "model/batchnorm.h"
 #include "model/model.h"
-#include "model/weights.h"
+#include "model/weights/weights.h"
 #include "optim/optimizer.h"
 #include "report/plot.h"
 #include "session/oof.h"

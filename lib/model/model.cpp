@@ -7,7 +7,7 @@
 #include "core/strings.h"
 #include "model/batchnorm.h"
 #include "model/grad_checkpoint.h"
-#include "model/weights.h"
+#include "model/weights/weights.h"
 
 namespace kg::model {
 

@@ -18,7 +18,7 @@
 #include "config/recipe.h"
 #include "model/head.h"
 #include "model/inputs.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 
 namespace kg::model {
 

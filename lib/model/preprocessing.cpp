@@ -5,7 +5,7 @@
 
 #include "core/strings.h"
 #include "model/model.h"
-#include "model/weights_config.h"
+#include "model/weights/weights_config.h"
 
 namespace kg::model {
 namespace {

@@ -1,6 +1,6 @@
-// The weights' own preprocessing: a timm config.json beside model.pretrained (model/weights_config.h) says what the
-// weights were trained on (mean and std, input size, eval crop and interpolation); the recipe follows it wherever the
-// recipe itself is silent, as timm's resolve_data_config does, and says which value came from where.
+// The weights' own preprocessing: a timm config.json beside model.pretrained (model/weights/weights_config.h) says what
+// the weights were trained on (mean and std, input size, eval crop and interpolation); the recipe follows it wherever
+// the recipe itself is silent, as timm's resolve_data_config does, and says which value came from where.
 #pragma once
 #include <string>
 #include <vector>

@@ -22,7 +22,7 @@
 
 #include "config/registry.h"
 #include "config/recipe.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "optim/param_groups.h"
 
 namespace kg::optim {

@@ -17,7 +17,7 @@
 
 #include "config/registry.h"
 #include "config/recipe.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 
 namespace kg::train {
 

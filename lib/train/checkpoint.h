@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 
 namespace kg::train {
 

@@ -2,7 +2,7 @@
 // depth, weight init), saved in checkpoints so a resumed run draws the same numbers as an uninterrupted one.
 // The data stream needs none of this: it is a pure function of (seed, epoch, sample index).
 #pragma once
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 
 namespace kg::train {
 

@@ -6,7 +6,7 @@
 
 #include <torch/torch.h>
 
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "train/trainer.h"
 
 using nlohmann::json;

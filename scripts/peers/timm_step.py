@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from timm.optim import create_optimizer_v2
 
-# kgtrain's model.name -> torchvision's builder, for the networks timm has no model of (model/torchvision_names.h).
+# kgtrain's model.name -> torchvision's builder, for the networks timm has no model of (model/weights/torchvision_names.h).
 TORCHVISION_ONLY = {"tv_efficientnet_b5": "efficientnet_b5", "tv_efficientnet_b6": "efficientnet_b6",
                     "tv_efficientnet_b7": "efficientnet_b7", "efficientnet_v2_s": "efficientnet_v2_s",
                     "efficientnet_v2_m": "efficientnet_v2_m", "efficientnet_v2_l": "efficientnet_v2_l"}

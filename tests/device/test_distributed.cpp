@@ -25,7 +25,7 @@
 #include "device/slurm.h"
 #include "session/same_job.h"
 #include "model/batchnorm.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "support/fixtures.h"
 #include "train/engine.h"
 #include "support/job_helpers.h"

@@ -13,7 +13,7 @@
 #include "loss/loss.h"
 #include "metric/metric_set.h"
 #include "model/model.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "optim/optimizer.h"
 #include "train/callbacks/ema.h"
 #include "train/callbacks/swa.h"

@@ -14,7 +14,7 @@
 #include "data/pack.h"
 #include "fuzz/checkpoint_rig.h"
 #include "fuzz/harnesses.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "support/encode.h"
 #include "support/temp_dir.h"
 #include "test_paths.h"

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/fs.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "support/fixtures.h"
 
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/fs.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "support/fixtures.h"
 #include "test_paths.h"
 #include "support/job_helpers.h"

@@ -8,7 +8,7 @@
 
 #include "core/fs.h"
 #include "data/csv.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "support/fixtures.h"
 
 namespace {

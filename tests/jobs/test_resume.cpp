@@ -23,7 +23,7 @@
 #include <sstream>
 
 #include "core/fs.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "support/fixtures.h"
 #include "support/process.h"
 #include "test_paths.h"

@@ -15,7 +15,7 @@
 #include "core/fs.h"
 #include "device/precision.h"
 #include "model/model.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "support/det_weights.h"
 #include "test_paths.h"
 

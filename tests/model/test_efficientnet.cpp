@@ -13,7 +13,7 @@
 #include "core/fs.h"
 #include "model/batchnorm.h"
 #include "model/model.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "support/det_weights.h"
 #include "test_paths.h"
 

@@ -21,7 +21,7 @@
 #include "device/precision.h"
 #include "model/grad_checkpoint.h"
 #include "model/model.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "model/text/text_network.h"
 #include "support/autograd_graph.h"
 #include "support/fixtures.h"

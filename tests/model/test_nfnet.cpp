@@ -9,7 +9,7 @@
 #include "config/validate.h"
 #include "model/batchnorm.h"
 #include "model/model.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 
 namespace {
 namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)

@@ -12,7 +12,7 @@
 #include "config/validate.h"
 #include "core/fs.h"
 #include "model/model.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "test_paths.h"
 
 namespace {

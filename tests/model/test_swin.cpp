@@ -12,8 +12,8 @@
 #include "config/validate.h"
 #include "core/error.h"
 #include "model/model.h"
-#include "model/safetensors.h"
-#include "model/weights.h"
+#include "model/weights/safetensors.h"
+#include "model/weights/weights.h"
 
 namespace {
 namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)

@@ -17,7 +17,7 @@
 #include "core/fs.h"
 #include "model/batchnorm.h"
 #include "model/model.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "support/det_weights.h"
 #include "test_paths.h"
 
@@ -83,9 +83,9 @@ TEST_CASE("the timm parity fixture covers the thirteen models with logits that d
     CHECK((calibrated[0] - calibrated[1]).abs().max().item<double>() > 0.005);  // vit_tiny's: 0.009
   }
   CHECK(archs == std::vector<std::string>{"resnet18", "resnet34", "resnet50", "efficientnet_b0", "efficientnet_b2",
-                                          "convnext_tiny", "resnext50_32x4d", "seresnext50_32x4d",
-                                          "tf_efficientnet_b0", "tf_efficientnetv2_s", "vit_tiny_patch16_224",
-                                          "deit3_small_patch16_224", "swin_tiny_patch4_window7_224"});
+                                          "convnext_tiny", "resnext50_32x4d", "seresnext50_32x4d", "tf_efficientnet_b0",
+                                          "tf_efficientnetv2_s", "vit_tiny_patch16_224", "deit3_small_patch16_224",
+                                          "swin_tiny_patch4_window7_224"});
   CHECK(golden().at("dtype") == "float64");
 }
 

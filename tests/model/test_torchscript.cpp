@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "model/model.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "support/det_weights.h"
 #include "support/fixtures.h"
 #include "test_paths.h"

@@ -12,7 +12,7 @@
 #include "config/validate.h"
 #include "core/error.h"
 #include "model/model.h"
-#include "model/weights.h"
+#include "model/weights/weights.h"
 #include "support/det_weights.h"
 
 namespace {

@@ -14,7 +14,7 @@
 #include "core/fs.h"
 #include "device/compat.h"
 #include "model/model.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "optim/optimizer.h"
 #include "support/gpu.h"
 #include "test_paths.h"

@@ -9,7 +9,7 @@
 #include "core/fs.h"
 #include "data/image_io.h"
 #include "model/model.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 
 #include "support/fixtures.h"
 #include "support/text_fixtures.h"

@@ -7,7 +7,7 @@
 
 #include "core/fs.h"
 #include "data/csv.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "model/text/encoder.h"
 #include "model/text/hf_config.h"
 #include "test_paths.h"

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "model/text/encoder.h"
 #include "model/text/hf_config.h"
 

@@ -12,7 +12,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "model/text/encoder.h"
 
 namespace {

@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "core/sha256.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "support/temp_dir.h"
 #include "train/checkpoint_store.h"
 

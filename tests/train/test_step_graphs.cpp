@@ -11,7 +11,7 @@
 #include "device/device.h"
 #include "device/loss_scaler.h"
 #include "device/oom.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "support/fixtures.h"
 #include "support/gpu.h"
 #include "support/job_helpers.h"

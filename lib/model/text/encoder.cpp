@@ -13,7 +13,7 @@
 
 #include "core/error.h"
 #include "model/grad_checkpoint.h"
-#include "model/torch_save.h"
+#include "model/weights/torch_save.h"
 
 namespace kg::model::text {
 
@@ -79,15 +79,14 @@ void TextEncoder::check_inputs(const at::Tensor& ids, const at::Tensor& mask, co
            " positions (config.json max_position_embeddings)");
   if (ids.is_cpu() && ids.numel() > 0) {
     const int64_t lo = ids.min().item<int64_t>(), hi = ids.max().item<int64_t>();
-    KG_CHECK(lo >= 0 && hi < shape_.vocab_size, DataError, shape_.model_type, " encoder: token id ",
-             lo < 0 ? lo : hi, " is outside its vocabulary of ", shape_.vocab_size,
+    KG_CHECK(lo >= 0 && hi < shape_.vocab_size, DataError, shape_.model_type, " encoder: token id ", lo < 0 ? lo : hi,
+             " is outside its vocabulary of ", shape_.vocab_size,
              " (config.json vocab_size): the tokenizer does not match the model");
   }
   KG_CHECK(!mask.defined() || mask.sizes() == ids.sizes(), DataError, shape_.model_type, " encoder: attention_mask ",
            text_shape_str(mask.sizes()), " does not match input_ids ", text_shape_str(ids.sizes()));
-  KG_CHECK(!types.defined() || types.sizes() == ids.sizes(), DataError, shape_.model_type,
-           " encoder: token_type_ids ", text_shape_str(types.sizes()), " does not match input_ids ",
-           text_shape_str(ids.sizes()));
+  KG_CHECK(!types.defined() || types.sizes() == ids.sizes(), DataError, shape_.model_type, " encoder: token_type_ids ",
+           text_shape_str(types.sizes()), " does not match input_ids ", text_shape_str(ids.sizes()));
 }
 
 void check_vocabulary(const TextEncoder& enc, int64_t tokenizer_size, const std::string& where) {
@@ -184,7 +183,8 @@ LoadReport load_hf_state_dict(TextEncoder& enc, const TensorMap& tensors, const 
     at::Tensor& p = params[name];
     if (p.sizes() != t.sizes()) {
       std::string what = source + ": " + file_name + " is " + text_shape_str(t.sizes()) + " in the file but " +
-                         text_shape_str(p.sizes()) + " in the " + enc.shape().model_type + " encoder config.json describes";
+                         text_shape_str(p.sizes()) + " in the " + enc.shape().model_type +
+                         " encoder config.json describes";
       if (name == enc.word_embeddings_name())
         what += " (vocabulary: config.json vocab_size " + std::to_string(enc.shape().vocab_size) + ", the file's " +
                 std::to_string(t.size(0)) + " embedding rows)";
@@ -199,8 +199,8 @@ LoadReport load_hf_state_dict(TextEncoder& enc, const TensorMap& tensors, const 
   for (const auto& p : params)
     if (!seen.count(p.key())) report.missing.push_back(p.key());
   if (strict && (!report.missing.empty() || !report.unexpected.empty()))
-    throw CheckpointError(source + ": does not match the " + enc.shape().model_type + " encoder exactly: " +
-                          report.str());
+    throw CheckpointError(source + ": does not match the " + enc.shape().model_type +
+                          " encoder exactly: " + report.str());
   return report;
 }
 

@@ -1,4 +1,4 @@
-#include "model/unpickle.h"
+#include "model/weights/unpickle.h"
 
 #include <cstring>
 #include <map>

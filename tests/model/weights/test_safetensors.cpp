@@ -14,7 +14,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "support/temp_dir.h"
 #include "test_paths.h"
 

@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 
 namespace kg::model {
 

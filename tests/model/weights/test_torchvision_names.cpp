@@ -1,12 +1,13 @@
-// torchvision's EfficientNet (V1, V2), ConvNeXt, ViT and Swin names renamed to timm's (model/torchvision_names.h),
-// name by name against torchvision 0.26's state_dict keys; the architecture each file holds, and the refusal of a
-// file for another network. scripts/check_timm_parity.py --torchvision loads real torchvision files end to end (CI).
+// torchvision's EfficientNet (V1, V2), ConvNeXt, ViT and Swin names renamed to timm's
+// (model/weights/torchvision_names.h), name by name against torchvision 0.26's state_dict keys; the architecture each
+// file holds, and the refusal of a file for another network. scripts/check_timm_parity.py --torchvision loads real
+// torchvision files end to end (CI).
 #include <catch2/catch.hpp>
 
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "model/torchvision_names.h"
+#include "model/weights/torchvision_names.h"
 
 namespace {
 namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLists.txt)

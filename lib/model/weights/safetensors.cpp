@@ -1,4 +1,4 @@
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "model/torch_save.h"
+#include "model/weights/torch_save.h"
 
 #include <fstream>
 #include <map>
@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "core/strings.h"
-#include "model/unpickle.h"
+#include "model/weights/unpickle.h"
 
 namespace kg::model {
 namespace {

@@ -1,12 +1,15 @@
-// Initial and external weights: load by name with a report, adapt the first conv to the input
-// channels (timm's adapt_input_conv), and re-initialise a head whose shape belongs to another task.
+// Initial and external weights, one pipeline in this folder: a reader gives a TensorMap (safetensors.h; torch.save's
+// zip through torch_save.h and its restricted unpickle.h), the names and shapes are adapted to kgtrain's network
+// (torchvision_names.h; a timm folder's config.json in weights_config.h; the first conv to the input channels as
+// timm's adapt_input_conv), then load_weights copies them by name with a report and re-initialises a head whose shape
+// belongs to another task. The text encoders use the same readers (model/text/encoder.h: load_hf_state_dict).
 #pragma once
 #include <optional>
 #include <string>
 
 #include "model/model.h"
-#include "model/safetensors.h"
-#include "model/weights_config.h"
+#include "model/weights/safetensors.h"
+#include "model/weights/weights_config.h"
 
 namespace kg::model {
 
@@ -21,11 +24,11 @@ struct LoadPolicy {
 };
 
 // A weights file in any form kgtrain reads, told apart by its first bytes: safetensors, or torch.save's zip
-// (.pth, .pt, pytorch_model.bin; a state dict nested in a checkpoint is found, model/torch_save.h); or a folder in
-// Hugging Face's timm layout, whose config.json is read with the weights (model/weights_config.h), as it is for a
-// file beside one. `source` names what was read for messages: "w.pth", "w.pth (its state_dict)", "dir/model.safetensors
-// (config.json: resnet50, 1000 classes)". CheckpointError (exit 3) naming the file; ConfigError (exit 2) for a bad
-// config.json.
+// (.pth, .pt, pytorch_model.bin; a state dict nested in a checkpoint is found, model/weights/torch_save.h); or a folder
+// in Hugging Face's timm layout, whose config.json is read with the weights (model/weights/weights_config.h), as it is
+// for a file beside one. `source` names what was read for messages: "w.pth", "w.pth (its state_dict)",
+// "dir/model.safetensors (config.json: resnet50, 1000 classes)". CheckpointError (exit 3) naming the file; ConfigError
+// (exit 2) for a bad config.json.
 struct WeightsFile {
   TensorMap tensors;
   std::string source;

@@ -1,4 +1,4 @@
-#include "model/weights_config.h"
+#include "model/weights/weights_config.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -17,8 +17,8 @@ namespace kg::model {
 namespace {
 
 // What timm's save_pretrained writes at the top level; kgtrain reads the first two.
-const std::vector<std::string> kKnownKeys{"architecture",   "num_classes", "num_features", "global_pool",
-                                          "pretrained_cfg", "model_args",  "label_names",  "label_descriptions",
+const std::vector<std::string> kKnownKeys{"architecture",   "num_classes",  "num_features", "global_pool",
+                                          "pretrained_cfg", "model_args",   "label_names",  "label_descriptions",
                                           "model_type",     "architectures"};
 
 // A list of `n` (0 = any count > 0) positive numbers at pretrained_cfg.<key>, or ConfigError naming it.
@@ -61,8 +61,8 @@ WeightsPreprocessing read_preprocessing(const nlohmann::json& cfg, const std::st
 
 std::string WeightsConfig::str() const {
   std::string s = "config.json: " + (!architecture.empty() ? architecture
-                                     : !model_type.empty()  ? "transformers' " + model_type
-                                                            : std::string("no architecture stated"));
+                                     : !model_type.empty() ? "transformers' " + model_type
+                                                           : std::string("no architecture stated"));
   if (num_classes) s += ", " + std::to_string(*num_classes) + " classes";
   if (!unread.empty()) s += "; not read: " + join(unread, ", ");
   return s;
@@ -128,11 +128,10 @@ std::optional<WeightsConfig> weights_config_for(const std::string& path) {
 
 void check_architecture(const WeightsConfig& config, const std::string& model_name) {
   if (!config.model_type.empty() || !config.architectures.empty()) {
-    const std::string what =
-        (config.model_type.empty() ? std::string() : "model_type \"" + config.model_type + "\"") +
-        (config.architectures.empty() ? std::string()
-                                      : std::string(config.model_type.empty() ? "" : ", ") + "architectures " +
-                                            join(config.architectures, ", "));
+    const std::string what = (config.model_type.empty() ? std::string() : "model_type \"" + config.model_type + "\"") +
+                             (config.architectures.empty() ? std::string()
+                                                           : std::string(config.model_type.empty() ? "" : ", ") +
+                                                                 "architectures " + join(config.architectures, ", "));
     throw ConfigError(config.path + " is a transformers config.json (" + what + "): kgtrain does not build " +
                       (config.model_type.empty() ? join(config.architectures, ", ") : config.model_type) +
                       " as an image model, and model.name = \"" + model_name +

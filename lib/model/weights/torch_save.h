@@ -7,7 +7,7 @@
 #pragma once
 #include <string>
 
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 
 namespace kg::model {
 

@@ -10,9 +10,9 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "model/model.h"
-#include "model/safetensors.h"
-#include "model/torch_save.h"
-#include "model/weights.h"
+#include "model/weights/safetensors.h"
+#include "model/weights/torch_save.h"
+#include "model/weights/weights.h"
 #include "support/fixtures.h"
 #include "test_paths.h"
 

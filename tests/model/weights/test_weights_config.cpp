@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "core/fs.h"
-#include "model/weights.h"
+#include "model/weights/weights.h"
 #include "support/fixtures.h"
 #include "support/errors.h"
 #include "test_paths.h"

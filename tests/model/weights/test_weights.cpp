@@ -10,8 +10,8 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "model/model.h"
-#include "model/safetensors.h"
-#include "model/weights.h"
+#include "model/weights/safetensors.h"
+#include "model/weights/weights.h"
 #include "support/temp_dir.h"
 #include "support/errors.h"
 

@@ -1,4 +1,4 @@
-#include "model/torchvision_names.h"
+#include "model/weights/torchvision_names.h"
 
 #include <map>
 #include <regex>

@@ -1,4 +1,4 @@
-#include "model/weights.h"
+#include "model/weights/weights.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,8 +10,8 @@
 
 #include "core/error.h"
 #include "core/strings.h"
-#include "model/torch_save.h"
-#include "model/torchvision_names.h"
+#include "model/weights/torch_save.h"
+#include "model/weights/torchvision_names.h"
 
 namespace kg::model {
 

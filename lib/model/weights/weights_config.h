@@ -20,8 +20,8 @@ struct WeightsPreprocessing {
 };
 
 struct WeightsConfig {
-  std::string path;                    // the config.json read
-  std::string architecture;            // without its pretrained tag: "tf_efficientnet_b0"; "" = not stated
+  std::string path;          // the config.json read
+  std::string architecture;  // without its pretrained tag: "tf_efficientnet_b0"; "" = not stated
   // transformers' layout (save_pretrained of a transformers model): its model_type ("vit", "deberta-v2") and
   // architectures ("ViTForImageClassification"); "" / empty = not stated.
   std::string model_type;
