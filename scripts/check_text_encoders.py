@@ -6,9 +6,10 @@ with random weights (seeded), saved with save_pretrained (model.safetensors), or
 pytorch_model.bin, some as *ForSequenceClassification / *ForPreTraining (names prefixed "deberta.", "electra.").
 For each model and batch, transformers (eval mode, eager attention -- and BERT's default sdpa once -- no dropout)
 gives every layer's hidden states and one training step's gradients (loss = sum(last hidden state * a fixed random
-tensor)); kgtrain_text_parity loads the folder and computes the same, plus the gradients with every layer
-checkpointed. Batches: lengths 40 and 300 (> 256: DeBERTa-v3's log buckets), padded (rows padded to different
-lengths) and unpadded.
+tensor that is zero at padding)), compared on the real tokens (padding positions hold nothing anyone reads:
+kgtrain's BERT, DistilBERT and DeBERTa skip them and give zeros there); kgtrain_text_parity loads the folder and
+computes the same, plus the gradients with every layer checkpointed. Batches: lengths 40 and 300 (> 256:
+DeBERTa-v3's log buckets), padded (rows padded to different lengths) and unpadded.
 
 A check passes when max|kgtrain - transformers| <= 1e-5 * max(1, max|transformers|): absolute for values up to 1,
 relative to the tensor's largest value beyond (gradients reach hundreds). One row per check; exit 1 on failure.
@@ -113,7 +114,9 @@ def batch(cfg, length, padded, seed):
     if getattr(cfg, "type_vocab_size", 0) and cfg.type_vocab_size > 1:
         out["token_type_ids"] = (torch.arange(length) >= length // 3).long().expand(B, -1).contiguous() * mask
     hidden = getattr(cfg, "hidden_size", None) or cfg.dim
-    out["probe"] = torch.randn(B, length, hidden, generator=g)
+    # Padding positions hold nothing anyone may read (kgtrain gives zeros there where it skips them): the probe, and
+    # so the loss and its gradients, covers the real tokens only, as every pooling does.
+    out["probe"] = torch.randn(B, length, hidden, generator=g) * mask.unsqueeze(-1)
     return out
 
 
@@ -129,7 +132,11 @@ def reference(model, inputs):
     return hidden, loss.detach(), grads
 
 
-def diff(a, b):
+def diff(a, b, mask=None):
+    """Worst |a - b| over max(1, max|b|); with a [B, L] mask, over the real tokens of [B, L, ...] tensors only."""
+    if mask is not None:
+        keep = mask.bool()
+        a, b = a[keep], b[keep]
     return (a.double() - b.double()).abs().max().item() / max(1.0, b.double().abs().max().item())
 
 
@@ -145,7 +152,9 @@ def check(name, binary, folder, cfg, model, length, padded, seed, work, rows):
     got = load_file(out_path)
     hidden, loss, grads = reference(model, inputs)
     n_hidden = sum(1 for k in got if k.startswith("hidden."))
-    worst = max(diff(got[f"hidden.{i}"], h) for i, h in enumerate(hidden)) if n_hidden == len(hidden) else float("inf")
+    mask = inputs["attention_mask"]
+    worst = (max(diff(got[f"hidden.{i}"], h, mask) for i, h in enumerate(hidden)) if n_hidden == len(hidden)
+             else float("inf"))
     note = f"{n_hidden} hidden states, transformers {len(hidden)}" if n_hidden != len(hidden) else ""
     if length == 40 and padded:  # what the folder held beyond the encoder (a task head) or lacked (its pooler)
         note = f"loaded: {int(got['load.missing'])} missing, {int(got['load.unexpected'])} unexpected {note}"

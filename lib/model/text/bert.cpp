@@ -33,8 +33,8 @@ struct BertConfig {
     num_layers = c.get_int("num_hidden_layers", 12);
     num_heads = c.get_int("num_attention_heads", 12);
     if (num_heads <= 0 || hidden_size % num_heads != 0)
-      c.fail("num_attention_heads", std::to_string(num_heads) + " does not divide hidden_size " +
-                                        std::to_string(hidden_size));
+      c.fail("num_attention_heads",
+             std::to_string(num_heads) + " does not divide hidden_size " + std::to_string(hidden_size));
     intermediate_size = c.get_int("intermediate_size", 3072);
     embedding_size = k == BertKind::kElectra ? c.get_int("embedding_size", 128) : hidden_size;
     max_position_embeddings = c.get_int("max_position_embeddings", 512);
@@ -55,10 +55,12 @@ struct BertSelfAttentionImpl : torch::nn::Module {
     key = register_module("key", hf_linear(c.hidden_size, c.hidden_size));
     value = register_module("value", hf_linear(c.hidden_size, c.hidden_size));
   }
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& additive_mask) {
+  // x [T, hidden]: the real tokens (TokenLayout); the scores on the padded [B, L] layout.
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& additive_mask, const TokenLayout& layout) {
     const int64_t d = cfg.hidden_size / cfg.num_heads;
-    return hf_eager_attention(hf_split_heads(query(x), d), hf_split_heads(key(x), d), hf_split_heads(value(x), d),
-                              additive_mask, cfg.attention_dropout, is_training());
+    auto heads = [&](const at::Tensor& t) { return hf_split_heads(layout.unpack(t), d); };
+    return layout.pack(hf_eager_attention(heads(query(x)), heads(key(x)), heads(value(x)), additive_mask,
+                                          cfg.attention_dropout, is_training()));
   }
   BertConfig cfg;
   torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr};
@@ -81,8 +83,8 @@ struct BertLayerImpl : torch::nn::Module {
     intermediate = register_module("intermediate", HfIntermediate(c.hidden_size, c.intermediate_size, c.act));
     output = register_module("output", HfDenseNorm(c.intermediate_size, c.hidden_size, c.eps, c.hidden_dropout));
   }
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& additive_mask) {
-    at::Tensor a = attention->output(attention->self(x, additive_mask), x);
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& additive_mask, const TokenLayout& layout) {
+    at::Tensor a = attention->output(attention->self(x, additive_mask, layout), x);
     return output(intermediate(a), a);
   }
   BertAttention attention{nullptr};
@@ -127,10 +129,10 @@ TORCH_MODULE(BertPooler);
 class BertFamilyEncoder final : public TextEncoder {
  public:
   explicit BertFamilyEncoder(const BertConfig& c)
-      : TextEncoder({c.model_type, c.vocab_size, c.hidden_size, c.num_layers,
-                     c.kind == BertKind::kRoberta ? c.max_position_embeddings - c.pad_token_id - 1
-                                                  : c.max_position_embeddings,
-                     c.type_vocab_size, c.pad_token_id}),
+      : TextEncoder(
+            {c.model_type, c.vocab_size, c.hidden_size, c.num_layers,
+             c.kind == BertKind::kRoberta ? c.max_position_embeddings - c.pad_token_id - 1 : c.max_position_embeddings,
+             c.type_vocab_size, c.pad_token_id}),
         cfg_(c) {
     embeddings_ = register_module("embeddings", BertEmbeddings(c));
     if (c.embedding_size != c.hidden_size)
@@ -148,15 +150,18 @@ class BertFamilyEncoder final : public TextEncoder {
   std::vector<at::Tensor> forward(const at::Tensor& ids, const at::Tensor& attention_mask,
                                   const at::Tensor& types) override {
     check_inputs(ids, attention_mask, types);
+    at::Tensor mask = attention_mask.defined() ? attention_mask.to(ids.device()) : at::Tensor();
+    const TokenLayout layout(mask, ids.size(0), ids.size(1));
     at::Tensor e = embeddings_(ids, types);
     if (embeddings_project_) e = embeddings_project_(e);
-    std::vector<at::Tensor> hidden{e};
-    at::Tensor add_mask = attention_mask.defined() ? hf_additive_mask(attention_mask.to(ids.device()), e.scalar_type())
-                                                   : at::Tensor();
+    at::Tensor add_mask = mask.defined() ? hf_additive_mask(mask, e.scalar_type()) : at::Tensor();
+    at::Tensor x = layout.pack(e);
+    std::vector<at::Tensor> hidden{layout.unpack(x)};
     for (auto& layer : layers_) {
       BertLayer l = layer;
-      hidden.push_back(run_layer(
-          l.ptr(), [l, add_mask](const at::Tensor& x) mutable { return l->forward(x, add_mask); }, hidden.back()));
+      x = run_layer(
+          l.ptr(), [l, add_mask, layout](const at::Tensor& t) mutable { return l->forward(t, add_mask, layout); }, x);
+      hidden.push_back(layout.unpack(x));
     }
     return hidden;
   }
@@ -186,13 +191,11 @@ KG_REGISTER_TEXT_FAMILY(TextFamily{"bert", "BERT (transformers' BertModel)", [](
 KG_REGISTER_TEXT_FAMILY(TextFamily{"roberta", "RoBERTa (transformers' RobertaModel)", [](const HfConfig& c) {
                                      return bert_impl::make_bert_family(c, bert_impl::BertKind::kRoberta);
                                    }});
-KG_REGISTER_TEXT_FAMILY(TextFamily{"xlm-roberta", "XLM-RoBERTa (transformers' XLMRobertaModel)",
-                                   [](const HfConfig& c) {
+KG_REGISTER_TEXT_FAMILY(TextFamily{"xlm-roberta", "XLM-RoBERTa (transformers' XLMRobertaModel)", [](const HfConfig& c) {
                                      return bert_impl::make_bert_family(c, bert_impl::BertKind::kRoberta);
                                    }});
-KG_REGISTER_TEXT_FAMILY(TextFamily{"electra", "ELECTRA discriminator (transformers' ElectraModel)",
-                                   [](const HfConfig& c) {
-                                     return bert_impl::make_bert_family(c, bert_impl::BertKind::kElectra);
-                                   }});
+KG_REGISTER_TEXT_FAMILY(TextFamily{
+    "electra", "ELECTRA discriminator (transformers' ElectraModel)",
+    [](const HfConfig& c) { return bert_impl::make_bert_family(c, bert_impl::BertKind::kElectra); }});
 
 }  // namespace kg::model::text

@@ -47,8 +47,8 @@ struct DebertaConfig {
     num_layers = c.get_int("num_hidden_layers", 24);
     num_heads = c.get_int("num_attention_heads", 24);
     if (num_heads <= 0 || hidden_size % num_heads != 0)
-      c.fail("num_attention_heads", std::to_string(num_heads) + " does not divide hidden_size " +
-                                        std::to_string(hidden_size));
+      c.fail("num_attention_heads",
+             std::to_string(num_heads) + " does not divide hidden_size " + std::to_string(hidden_size));
     head_size = c.get_int("attention_head_size", hidden_size / num_heads);
     intermediate_size = c.get_int("intermediate_size", 6144);
     embedding_size = c.get_int("embedding_size", hidden_size);
@@ -64,14 +64,19 @@ struct DebertaConfig {
     share_att_key = c.get_bool("share_att_key", false);
     c2p = p2c = false;
     for (const auto& t : c.get_strings("pos_att_type")) {
-      if (t == "c2p") c2p = true;
-      else if (t == "p2c") p2c = true;
-      else c.fail("pos_att_type", "entry \"" + t + "\" is not implemented in kgtrain (known: c2p, p2c)");
+      if (t == "c2p")
+        c2p = true;
+      else if (t == "p2c")
+        p2c = true;
+      else
+        c.fail("pos_att_type", "entry \"" + t + "\" is not implemented in kgtrain (known: c2p, p2c)");
     }
     bool ln = false;
     for (const auto& t : c.get_strings("norm_rel_ebd", {"none"})) {
-      if (t == "layer_norm") ln = true;
-      else if (t != "none") c.fail("norm_rel_ebd", "entry \"" + t + "\" is not implemented in kgtrain (known: none, layer_norm)");
+      if (t == "layer_norm")
+        ln = true;
+      else if (t != "none")
+        c.fail("norm_rel_ebd", "entry \"" + t + "\" is not implemented in kgtrain (known: none, layer_norm)");
     }
     norm_rel_ebd = ln;
     max_relative_positions = c.get_int("max_relative_positions", -1);
@@ -81,7 +86,8 @@ struct DebertaConfig {
     conv_kernel_size = c.get_int("conv_kernel_size", 0);
     conv_groups = c.get_int("conv_groups", 1);
     conv_act = read_activation(c, "conv_act", "tanh");
-    if (c.get_int("z_steps", 0) > 1) c.fail("z_steps", "> 1 (the enhanced mask decoder's extra steps) is not implemented");
+    if (c.get_int("z_steps", 0) > 1)
+      c.fail("z_steps", "> 1 (the enhanced mask decoder's extra steps) is not implemented");
   }
 };
 
@@ -108,10 +114,13 @@ struct DisentangledAttentionImpl : torch::nn::Module {
     }
   }
 
-  // x [B, L, hidden]; mask [B, 1, L, L] bool; rel_pos [1, L, L]; rel [2 * span (or more), hidden].
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& mask, const at::Tensor& rel_pos, const at::Tensor& rel) {
+  // x [T, hidden]: the real tokens (TokenLayout); mask [B, 1, L, L] bool; rel_pos [1, L, L]; rel [2 * span (or more),
+  // hidden]. Returns [T, heads * head_size]; the scores are computed on the padded [B, L] layout.
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& mask, const at::Tensor& rel_pos, const at::Tensor& rel,
+                     const TokenLayout& layout) {
     const int64_t H = cfg.num_heads;
-    at::Tensor q = to_heads(query_proj(x), H), k = to_heads(key_proj(x), H), v = to_heads(value_proj(x), H);
+    auto heads = [&](const at::Tensor& t) { return to_heads(layout.unpack(t), H); };
+    at::Tensor q = heads(query_proj(x)), k = heads(key_proj(x)), v = heads(value_proj(x));
     const int64_t factor = 1 + int64_t(cfg.c2p) + int64_t(cfg.p2c);
     at::Tensor scores = at::bmm(q, k.transpose(-1, -2) / scaled_sqrt(q.size(-1), factor).to(q.scalar_type()));
     if (cfg.relative_attention)
@@ -122,7 +131,7 @@ struct DisentangledAttentionImpl : torch::nn::Module {
     at::Tensor probs = hf_dropout(at::softmax(scores, -1), cfg.attention_dropout, is_training());
     at::Tensor ctx = at::bmm(probs.view({-1, probs.size(-2), L}), v);
     ctx = ctx.view({-1, H, ctx.size(-2), ctx.size(-1)}).permute({0, 2, 1, 3}).contiguous();
-    return ctx.view({ctx.size(0), ctx.size(1), -1});
+    return layout.pack(ctx.view({ctx.size(0), ctx.size(1), -1}));
   }
 
   // The c2p and p2c terms (disentangled_attention_bias) for equal query and key lengths.
@@ -172,8 +181,9 @@ struct DebertaLayerImpl : torch::nn::Module {
     intermediate = register_module("intermediate", HfIntermediate(c.hidden_size, c.intermediate_size, c.act));
     output = register_module("output", HfDenseNorm(c.intermediate_size, c.hidden_size, c.eps, c.hidden_dropout));
   }
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& mask, const at::Tensor& rel_pos, const at::Tensor& rel) {
-    at::Tensor a = attention->output(attention->self(x, mask, rel_pos, rel), x);
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& mask, const at::Tensor& rel_pos, const at::Tensor& rel,
+                     const TokenLayout& layout) {
+    at::Tensor a = attention->output(attention->self(x, mask, rel_pos, rel, layout), x);
     return output(intermediate(a), a);
   }
   DebertaAttention attention{nullptr};
@@ -198,8 +208,7 @@ struct DebertaEmbeddingsImpl : torch::nn::Module {
   at::Tensor forward(const at::Tensor& ids, const at::Tensor& types, const at::Tensor& mask) {
     at::Tensor e = word_embeddings(ids);
     if (position_embeddings) e = e + position_embeddings(at::arange(ids.size(1), ids.options()).unsqueeze(0));
-    if (token_type_embeddings)
-      e = e + token_type_embeddings(types.defined() ? types : at::zeros_like(ids));
+    if (token_type_embeddings) e = e + token_type_embeddings(types.defined() ? types : at::zeros_like(ids));
     if (embed_proj) e = embed_proj(e);
     e = LayerNorm(e) * mask.unsqueeze(2).to(e.scalar_type());
     return hf_dropout(e, cfg.hidden_dropout, is_training());
@@ -214,10 +223,10 @@ TORCH_MODULE(DebertaEmbeddings);
 // DeBERTa-v2's ConvLayer after the first layer (deberta-v2-xlarge; v3 has none).
 struct DebertaConvImpl : torch::nn::Module {
   explicit DebertaConvImpl(const DebertaConfig& c) : cfg(c) {
-    conv = register_module("conv", torch::nn::Conv1d(torch::nn::Conv1dOptions(c.hidden_size, c.hidden_size,
-                                                                              c.conv_kernel_size)
-                                                         .padding((c.conv_kernel_size - 1) / 2)
-                                                         .groups(c.conv_groups)));
+    conv = register_module("conv",
+                           torch::nn::Conv1d(torch::nn::Conv1dOptions(c.hidden_size, c.hidden_size, c.conv_kernel_size)
+                                                 .padding((c.conv_kernel_size - 1) / 2)
+                                                 .groups(c.conv_groups)));
     LayerNorm = register_module("LayerNorm", hf_layer_norm(c.hidden_size, c.eps));
   }
   at::Tensor forward(const at::Tensor& hidden, const at::Tensor& residual, const at::Tensor& mask) {
@@ -236,7 +245,8 @@ struct DebertaEncoderImpl : torch::nn::Module {
   explicit DebertaEncoderImpl(const DebertaConfig& c) {
     layer = register_module("layer", torch::nn::ModuleList());
     for (int64_t i = 0; i < c.num_layers; ++i) layers.push_back(DebertaLayer(c)), layer->push_back(layers.back());
-    if (c.relative_attention) rel_embeddings = register_module("rel_embeddings", hf_embedding(c.pos_ebd_size * 2, c.hidden_size));
+    if (c.relative_attention)
+      rel_embeddings = register_module("rel_embeddings", hf_embedding(c.pos_ebd_size * 2, c.hidden_size));
     if (c.norm_rel_ebd) LayerNorm = register_module("LayerNorm", hf_layer_norm(c.hidden_size, c.eps));
     if (c.conv_kernel_size > 0) conv = register_module("conv", DebertaConv(c));
   }
@@ -283,26 +293,29 @@ class DebertaV2Encoder final : public TextEncoder {
                                   const at::Tensor& types) override {
     check_inputs(ids, attention_mask, types);
     at::Tensor mask = mask_or_ones(ids, attention_mask);
-    std::vector<at::Tensor> hidden{embeddings_(ids, types, mask)};
-    at::Tensor m = mask.unsqueeze(1).unsqueeze(2);                       // [B, 1, 1, L]
+    const TokenLayout layout(attention_mask.defined() ? mask : at::Tensor(), ids.size(0), ids.size(1));
+    at::Tensor x = layout.pack(embeddings_(ids, types, mask));
+    std::vector<at::Tensor> hidden{layout.unpack(x)};
+    at::Tensor m = mask.unsqueeze(1).unsqueeze(2);                      // [B, 1, 1, L]
     at::Tensor pair = (m * m.squeeze(-2).unsqueeze(-1)).to(at::kBool);  // [B, 1, L, L]: both tokens real
     at::Tensor rel_pos;
     if (cfg_.relative_attention)
-      rel_pos = deberta_relative_positions(ids.size(1), ids.size(1), cfg_.position_buckets,
-                                           cfg_.max_relative_positions, ids.device());
+      rel_pos = deberta_relative_positions(ids.size(1), ids.size(1), cfg_.position_buckets, cfg_.max_relative_positions,
+                                           ids.device());
     const bool recompute = grad_checkpointing() && is_training() && at::GradMode::is_enabled();
     at::Tensor rel = recompute ? at::Tensor() : encoder_->rel_embedding();
     for (size_t i = 0; i < stages_.size(); ++i) {
       auto stage = stages_[i];
       at::Tensor out = run_layer(
           stage,
-          [stage, pair, rel_pos, rel](const at::Tensor& x) {
+          [stage, pair, rel_pos, rel, layout](const at::Tensor& t) {
             at::Tensor r = rel.defined() || !stage->encoder->rel_embeddings ? rel : stage->encoder->rel_embedding();
-            return stage->layer->forward(x, pair, rel_pos, r);
+            return stage->layer->forward(t, pair, rel_pos, r, layout);
           },
-          hidden.back());
-      if (i == 0 && encoder_->conv) out = encoder_->conv(hidden.back(), out, mask);
-      hidden.push_back(out);
+          x);
+      if (i == 0 && encoder_->conv) out = layout.pack(encoder_->conv(hidden.back(), layout.unpack(out), mask));
+      x = out;
+      hidden.push_back(layout.unpack(x));
     }
     return hidden;
   }

@@ -43,11 +43,12 @@ struct DistilAttentionImpl : torch::nn::Module {
     v_lin = register_module("v_lin", hf_linear(c.dim, c.dim));
     out_lin = register_module("out_lin", hf_linear(c.dim, c.dim));
   }
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& additive_mask) {
+  // x [T, dim]: the real tokens (TokenLayout); the scores on the padded [B, L] layout.
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& additive_mask, const TokenLayout& layout) {
     const int64_t d = cfg.dim / cfg.n_heads;
-    return out_lin(hf_eager_attention(hf_split_heads(q_lin(x), d), hf_split_heads(k_lin(x), d),
-                                      hf_split_heads(v_lin(x), d), additive_mask, cfg.attention_dropout,
-                                      is_training()));
+    auto heads = [&](const at::Tensor& t) { return hf_split_heads(layout.unpack(t), d); };
+    return out_lin(layout.pack(hf_eager_attention(heads(q_lin(x)), heads(k_lin(x)), heads(v_lin(x)), additive_mask,
+                                                  cfg.attention_dropout, is_training())));
   }
   DistilConfig cfg;
   torch::nn::Linear q_lin{nullptr}, k_lin{nullptr}, v_lin{nullptr}, out_lin{nullptr};
@@ -74,8 +75,8 @@ struct DistilBlockImpl : torch::nn::Module {
     ffn = register_module("ffn", DistilFfn(c));
     output_layer_norm = register_module("output_layer_norm", hf_layer_norm(c.dim, kDistilEps));
   }
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& additive_mask) {
-    at::Tensor a = sa_layer_norm(attention(x, additive_mask) + x);
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& additive_mask, const TokenLayout& layout) {
+    at::Tensor a = sa_layer_norm(attention(x, additive_mask, layout) + x);
     return output_layer_norm(ffn(a) + a);
   }
   DistilAttention attention{nullptr};
@@ -117,14 +118,17 @@ class DistilBertEncoder final : public TextEncoder {
   std::vector<at::Tensor> forward(const at::Tensor& ids, const at::Tensor& attention_mask,
                                   const at::Tensor& types) override {
     check_inputs(ids, attention_mask, {});
-    std::vector<at::Tensor> hidden{embeddings_(ids)};
-    at::Tensor add_mask = attention_mask.defined()
-                              ? hf_additive_mask(attention_mask.to(ids.device()), hidden.back().scalar_type())
-                              : at::Tensor();
+    at::Tensor mask = attention_mask.defined() ? attention_mask.to(ids.device()) : at::Tensor();
+    const TokenLayout layout(mask, ids.size(0), ids.size(1));
+    at::Tensor e = embeddings_(ids);
+    at::Tensor add_mask = mask.defined() ? hf_additive_mask(mask, e.scalar_type()) : at::Tensor();
+    at::Tensor x = layout.pack(e);
+    std::vector<at::Tensor> hidden{layout.unpack(x)};
     for (auto& layer : layers_) {
       DistilBlock l = layer;
-      hidden.push_back(run_layer(
-          l.ptr(), [l, add_mask](const at::Tensor& x) mutable { return l->forward(x, add_mask); }, hidden.back()));
+      x = run_layer(
+          l.ptr(), [l, add_mask, layout](const at::Tensor& t) mutable { return l->forward(t, add_mask, layout); }, x);
+      hidden.push_back(layout.unpack(x));
     }
     return hidden;
   }
@@ -136,10 +140,9 @@ class DistilBertEncoder final : public TextEncoder {
 
 }  // namespace distilbert_impl
 
-KG_REGISTER_TEXT_FAMILY(TextFamily{"distilbert", "DistilBERT (transformers' DistilBertModel)",
-                                   [](const HfConfig& c) -> TextEncoderPtr {
-                                     return std::make_shared<distilbert_impl::DistilBertEncoder>(
-                                         distilbert_impl::DistilConfig(c));
-                                   }});
+KG_REGISTER_TEXT_FAMILY(TextFamily{
+    "distilbert", "DistilBERT (transformers' DistilBertModel)", [](const HfConfig& c) -> TextEncoderPtr {
+      return std::make_shared<distilbert_impl::DistilBertEncoder>(distilbert_impl::DistilConfig(c));
+    }});
 
 }  // namespace kg::model::text

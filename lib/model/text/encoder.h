@@ -19,7 +19,7 @@
 
 #include "core/macros.h"
 #include "model/model.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "model/text/hf_config.h"
 
 namespace kg::model::text {
@@ -40,7 +40,9 @@ class TextEncoder : public torch::nn::Module {
   // input_ids [B, L] int64; attention_mask [B, L] (1 token, 0 padding; undefined: all ones); token_type_ids [B, L]
   // (undefined: zeros; ignored by families without them). Returns num_layers + 1 tensors [B, L, hidden]: the
   // embeddings' output, then each layer's (transformers' hidden_states; the last one is last_hidden_state, after
-  // ModernBERT's final_norm). Padding positions hold values too (as transformers'): pooling must mask them.
+  // ModernBERT's final_norm). BERT/RoBERTa/ELECTRA, DistilBERT and DeBERTa compute their layers on the real tokens only
+  // (TokenLayout) and give zeros at padding positions; the others give values there (as transformers' do): nothing
+  // may read them, and pooling masks them.
   virtual std::vector<at::Tensor> forward(const at::Tensor& input_ids, const at::Tensor& attention_mask = {},
                                           const at::Tensor& token_type_ids = {}) = 0;
 
@@ -89,7 +91,7 @@ struct TextFamily {
   std::function<TextEncoderPtr(const HfConfig&)> make;
 };
 bool register_text_family(TextFamily family);  // false (and a start-up InternalError) for a duplicate
-std::vector<std::string> text_family_names();   // sorted
+std::vector<std::string> text_family_names();  // sorted
 // The family of cfg.model_type(); ConfigError (exit 2) naming the file and the model_type, listing the known ones.
 const TextFamily& text_family(const HfConfig& cfg);
 #define KG_REGISTER_TEXT_FAMILY(...) \

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <c10/util/BFloat16.h>
@@ -46,8 +47,7 @@ HfIntermediateImpl::HfIntermediateImpl(int64_t in, int64_t out, HfActivation a) 
 at::Tensor HfIntermediateImpl::forward(const at::Tensor& x) { return apply_activation(act, dense(x)); }
 
 at::Tensor hf_eager_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                              const at::Tensor& additive_mask, double dropout_p, bool training,
-                              bool softmax_in_float) {
+                              const at::Tensor& additive_mask, double dropout_p, bool training, bool softmax_in_float) {
   const double scaling = std::pow(static_cast<double>(q.size(-1)), -0.5);
   at::Tensor w = at::matmul(q, k.transpose(2, 3)) * scaling;
   if (additive_mask.defined()) w = w + additive_mask;
@@ -59,10 +59,14 @@ at::Tensor hf_eager_attention(const at::Tensor& q, const at::Tensor& k, const at
 
 double hf_lowest(at::ScalarType dtype) {
   switch (dtype) {
-    case at::kHalf: return static_cast<double>(std::numeric_limits<c10::Half>::lowest());
-    case at::kBFloat16: return static_cast<double>(std::numeric_limits<c10::BFloat16>::lowest());
-    case at::kDouble: return std::numeric_limits<double>::lowest();
-    default: return std::numeric_limits<float>::lowest();
+    case at::kHalf:
+      return static_cast<double>(std::numeric_limits<c10::Half>::lowest());
+    case at::kBFloat16:
+      return static_cast<double>(std::numeric_limits<c10::BFloat16>::lowest());
+    case at::kDouble:
+      return std::numeric_limits<double>::lowest();
+    default:
+      return std::numeric_limits<float>::lowest();
   }
 }
 
@@ -74,6 +78,31 @@ at::Tensor hf_additive_mask(const at::Tensor& mask, at::ScalarType dtype) {
 
 at::Tensor hf_split_heads(const at::Tensor& x, int64_t head_size) {
   return x.view({x.size(0), x.size(1), -1, head_size}).transpose(1, 2);
+}
+
+TokenLayout::TokenLayout(const at::Tensor& mask, int64_t batch, int64_t length) : batch_(batch), length_(length) {
+  if (!mask.defined()) return;
+  at::Tensor keep = mask.reshape({-1}).to(at::kBool);
+  if (keep.all().item<bool>()) return;  // one sync on a GPU, as transformers' unpadding makes
+  index_ = at::nonzero(keep).squeeze(1);
+}
+
+namespace {
+std::vector<int64_t> with_rows(const at::Tensor& x, int64_t skip, std::vector<int64_t> rows) {
+  for (int64_t d = skip; d < x.dim(); ++d) rows.push_back(x.size(d));
+  return rows;
+}
+}  // namespace
+
+at::Tensor TokenLayout::pack(const at::Tensor& x) const {
+  at::Tensor flat = x.reshape(with_rows(x, 2, {batch_ * length_}));
+  return padded() ? flat.index_select(0, index_) : flat;
+}
+
+at::Tensor TokenLayout::unpack(const at::Tensor& x) const {
+  if (!padded()) return x.view(with_rows(x, 1, {batch_, length_}));
+  at::Tensor full = at::zeros(with_rows(x, 1, {batch_ * length_}), x.options()).index_copy(0, index_, x);
+  return full.view(with_rows(x, 1, {batch_, length_}));
 }
 
 at::Tensor mask_or_ones(const at::Tensor& ids, const at::Tensor& mask) {

@@ -50,6 +50,23 @@ at::Tensor hf_additive_mask(const at::Tensor& mask, at::ScalarType dtype);
 // [B, L, H * d] -> [B, H, L, d].
 at::Tensor hf_split_heads(const at::Tensor& x, int64_t head_size);
 
+// The real tokens of a padded batch. The dense parts of a layer (projections, LayerNorms, the feed-forward: most of an
+// encoder's work) run on the T real tokens as [T, hidden]; only attention sees the padded [B, L] layout. transformers
+// computes the padding positions too, and nothing reads them (attention masks them out as keys, pooling masks them):
+// with dynamic padding on unsorted batches they are a third or more of the work. Without padding both are views.
+class TokenLayout {
+ public:
+  // mask [B, L], 1 token, 0 padding (any dtype, any device); undefined: no padding.
+  TokenLayout(const at::Tensor& mask, int64_t batch, int64_t length);
+  bool padded() const { return index_.defined(); }
+  at::Tensor pack(const at::Tensor& x) const;    // [B, L, ...] -> [T, ...]
+  at::Tensor unpack(const at::Tensor& x) const;  // [T, ...] -> [B, L, ...], zeros at the padding positions
+
+ private:
+  at::Tensor index_;  // [T] int64 positions in [B * L]; undefined: all of them
+  int64_t batch_, length_;
+};
+
 // [B, L] ids, a [B, L] mask (undefined: ones) -> the mask as float [B, L] on the ids' device.
 at::Tensor mask_or_ones(const at::Tensor& ids, const at::Tensor& mask);
 

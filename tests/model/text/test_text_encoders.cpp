@@ -12,7 +12,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "model/text/deberta_v2.h"
 #include "model/text/encoder.h"
 #include "model/text/hf_config.h"
@@ -72,8 +72,7 @@ TEST_CASE("text encoders: an unknown model_type or value is a ConfigError naming
   }
   CHECK_THROWS_WITH(build(replaced(kBert, "\"gelu\"", "\"gelu_10\"")),
                     Catch::Contains("enc/config.json: hidden_act \"gelu_10\" is not implemented"));
-  CHECK_THROWS_WITH(build(replaced(kDebertaV3, "\"layer_norm\"", "\"batch_norm\"")),
-                    Catch::Contains("norm_rel_ebd"));
+  CHECK_THROWS_WITH(build(replaced(kDebertaV3, "\"layer_norm\"", "\"batch_norm\"")), Catch::Contains("norm_rel_ebd"));
   CHECK_THROWS_WITH(build(replaced(kDebertaV3, "[\"p2c\", \"c2p\"]", "[\"p2p\"]")), Catch::Contains("pos_att_type"));
   CHECK_THROWS_WITH(build(replaced(kBert, "\"num_attention_heads\": 4", "\"num_attention_heads\": 3")),
                     Catch::Contains("num_attention_heads 3 does not divide hidden_size 16"));
@@ -119,13 +118,13 @@ TEST_CASE("text encoders: parameters carry transformers' names", "[unit][model]"
   auto v3 = build(kDebertaV3);
   auto names = v3->named_parameters(true).keys();
   std::set<std::string> have(names.begin(), names.end());
-  for (const char* want : {"embeddings.word_embeddings.weight", "embeddings.LayerNorm.weight",
-                           "encoder.rel_embeddings.weight", "encoder.LayerNorm.bias",
-                           "encoder.layer.0.attention.self.query_proj.weight",
-                           "encoder.layer.1.attention.output.LayerNorm.weight", "encoder.layer.1.intermediate.dense.bias",
-                           "encoder.layer.1.output.dense.weight"})
+  for (const char* want :
+       {"embeddings.word_embeddings.weight", "embeddings.LayerNorm.weight", "encoder.rel_embeddings.weight",
+        "encoder.LayerNorm.bias", "encoder.layer.0.attention.self.query_proj.weight",
+        "encoder.layer.1.attention.output.LayerNorm.weight", "encoder.layer.1.intermediate.dense.bias",
+        "encoder.layer.1.output.dense.weight"})
     CHECK(have.count(want));
-  CHECK_FALSE(have.count("embeddings.position_embeddings.weight"));  // v3: no absolute positions
+  CHECK_FALSE(have.count("embeddings.position_embeddings.weight"));               // v3: no absolute positions
   CHECK_FALSE(have.count("encoder.layer.0.attention.self.pos_key_proj.weight"));  // shared keys
   CHECK(v3->named_parameters()["encoder.rel_embeddings.weight"].size(0) == 512);  // 2 * position_buckets
   auto bert = build(kBert);
@@ -172,7 +171,8 @@ TEST_CASE("text encoders: old LayerNorm names and sharded safetensors load", "[u
   kg::model::TensorMap first, second;
   for (const auto& [name, t] : kg::model::state_dict(*src)) {
     std::string n = name;  // BERT's original files: LayerNorm.gamma / LayerNorm.beta, under "bert."
-    if (n.size() > 17 && n.compare(n.size() - 17, 17, ".LayerNorm.weight") == 0) n = n.substr(0, n.size() - 7) + ".gamma";
+    if (n.size() > 17 && n.compare(n.size() - 17, 17, ".LayerNorm.weight") == 0)
+      n = n.substr(0, n.size() - 7) + ".gamma";
     if (n.size() > 15 && n.compare(n.size() - 15, 15, ".LayerNorm.bias") == 0) n = n.substr(0, n.size() - 5) + ".beta";
     (n < "encoder.layer.1" ? first : second)["bert." + n] = t;
   }
@@ -235,6 +235,30 @@ TEST_CASE("text encoders: every family runs padded batches in float32 and bfloat
     enc->to(torch::kBFloat16);  // the masks' fill values must fit the dtype (transformers' finfo(dtype).min)
     auto bf16 = enc->forward(ids, mask);
     CHECK(torch::allclose(bf16.back().to(torch::kFloat), f32.back(), 0.1, 0.1));
+  }
+}
+
+TEST_CASE("text encoders: a padded row's tokens equal the row alone, whatever the padding", "[unit][model]") {
+  // BERT, ELECTRA, DistilBERT and DeBERTa run their dense layers on the real tokens only (TokenLayout); every family
+  // must give a row's tokens the values it gets unpadded, and the packed ones zeros at the padding.
+  for (const char* json : {kDebertaV3, kBert, kDistil, kModern, kElectra}) {
+    auto enc = build(json);
+    INFO(enc->shape().model_type);
+    enc->eval();
+    torch::NoGradGuard no_grad;
+    at::Tensor ids = torch::randint(1, 40, {3, 12}, torch::kLong);
+    at::Tensor mask = torch::ones({3, 12}, torch::kLong);
+    mask.index_put_({0, torch::indexing::Slice(7)}, 0);
+    mask.index_put_({2, torch::indexing::Slice(3)}, 0);
+    auto padded = enc->forward(ids, mask);
+    for (int64_t row : {0, 1, 2}) {
+      const int64_t n = mask[row].sum().item<int64_t>();
+      auto alone = enc->forward(ids.slice(0, row, row + 1).slice(1, 0, n));
+      for (size_t layer = 0; layer < alone.size(); ++layer)
+        CHECK(torch::allclose(padded[layer][row].slice(0, 0, n), alone[layer][0], 1e-5, 1e-5));
+    }
+    const std::string type = enc->shape().model_type;
+    if (type != "modernbert") CHECK(padded.back()[0].slice(0, 7).abs().max().item<double>() == 0.0);
   }
 }
 
