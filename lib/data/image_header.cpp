@@ -1,6 +1,5 @@
 #include "data/image_header.h"
 
-#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <optional>
@@ -10,8 +9,6 @@
 
 namespace kg::data {
 namespace {
-
-std::atomic<int64_t> g_max_image_pixels{kDefaultMaxImagePixels};
 
 uint64_t hdr_le(std::string_view b, size_t at, int n) {
   uint64_t v = 0;
@@ -161,14 +158,8 @@ const char* image_format_name(ImageFormat f) {
   return "unknown";
 }
 
-void set_max_image_pixels(int64_t pixels) {
-  KG_ASSERT(pixels > 0, "max_image_pixels ", pixels);
-  g_max_image_pixels.store(pixels);
-}
-
-int64_t max_image_pixels() { return g_max_image_pixels.load(); }
-
-ImageHeader check_image_header(std::string_view bytes, const std::string& name) {
+ImageHeader check_image_header(std::string_view bytes, const std::string& name, int64_t max_pixels) {
+  KG_ASSERT(max_pixels > 0, "max_image_pixels ", max_pixels);
   const ImageHeader h = read_image_header(bytes);
   if (h.format == ImageFormat::unknown) {
     std::string first;
@@ -178,11 +169,10 @@ ImageHeader check_image_header(std::string_view bytes, const std::string& name) 
                     static_cast<unsigned>(static_cast<unsigned char>(bytes[i])));
       first += hex;
     }
-    throw DataError("cannot decode image " + name + ": not PNG, JPEG, BMP, WebP, TIFF or PNM (it starts with " +
-                    first +
+    throw DataError("cannot decode image " + name + ": not PNG, JPEG, BMP, WebP, TIFF or PNM (it starts with " + first +
                     "); kgtrain decodes those formats only: convert others (DICOM, EXR, GIF, ...) to PNG first");
   }
-  const int64_t limit = max_image_pixels();
+  const int64_t limit = max_pixels;
   KG_CHECK(h.height <= 0 || h.width <= limit / h.height, DataError, "image ", name, ": its ",
            image_format_name(h.format), " header declares ", h.width, " x ", h.height, " pixels, more than ",
            "data.max_image_pixels = ", limit,

@@ -21,14 +21,14 @@ struct ImageHeader {
 ImageHeader read_image_header(std::string_view bytes);
 const char* image_format_name(ImageFormat f);
 
-// PIL's default, 1024 * 1024 * 1024 / 4 / 3 pixels (a 9459 x 9459 image).
+// PIL's default, 1024 * 1024 * 1024 / 4 / 3 pixels (a 9459 x 9459 image): data.max_image_pixels's default. Each
+// decode is given its limit (the table's, from its recipe): there is no process-wide one, so two recipes in one
+// process (a sweep, the tests) cannot change each other's.
 inline constexpr int64_t kDefaultMaxImagePixels = 89478485;
-// The process-wide limit (data.max_image_pixels: set when a recipe's data options are loaded, like PIL's global).
-void set_max_image_pixels(int64_t pixels);
-int64_t max_image_pixels();
 
 // DataError naming `name` when `bytes` are not PNG, JPEG, BMP, WebP, TIFF or PNM/PAM, or declare more pixels than
-// max_image_pixels(); else the header (its format picks the decoder).
-ImageHeader check_image_header(std::string_view bytes, const std::string& name);
+// `max_pixels` (data.max_image_pixels); else the header (its format picks the decoder).
+ImageHeader check_image_header(std::string_view bytes, const std::string& name,
+                               int64_t max_pixels = kDefaultMaxImagePixels);
 
 }  // namespace kg::data

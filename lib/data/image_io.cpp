@@ -28,7 +28,8 @@ Image rgb_to_gray(const Image& rgb) {
   for (int y = 0; y < rgb.rows; ++y) {
     const uint8_t* p = rgb.ptr<uint8_t>(y);
     uint8_t* g = gray.ptr<uint8_t>(y);
-    for (int x = 0; x < rgb.cols; ++x, p += 3) g[x] = static_cast<uint8_t>((p[0] * 4899 + p[1] * 9617 + p[2] * 1868 + 8192) >> 14);
+    for (int x = 0; x < rgb.cols; ++x, p += 3)
+      g[x] = static_cast<uint8_t>((p[0] * 4899 + p[1] * 9617 + p[2] * 1868 + 8192) >> 14);
   }
   return gray;
 #endif
@@ -44,7 +45,8 @@ Image gray_to_rgb(const Image& gray) {
   return rgb;
 }
 
-Image decode_as_stored(std::string_view bytes, const std::string& name, ImageFormat format, int reduce) {
+Image decode_as_stored(std::string_view bytes, const std::string& name, ImageFormat format, int reduce,
+                       int64_t max_pixels) {
   switch (format) {
     case ImageFormat::jpeg:
       return codecs::decode_jpeg(bytes, name, reduce);
@@ -57,7 +59,7 @@ Image decode_as_stored(std::string_view bytes, const std::string& name, ImageFor
     case ImageFormat::bmp:
       return codecs::decode_bmp(bytes, name);
     case ImageFormat::pnm:
-      return codecs::decode_pnm(bytes, name);
+      return codecs::decode_pnm(bytes, name, max_pixels);
     case ImageFormat::unknown:
       break;
   }
@@ -92,7 +94,8 @@ int opencv_threads() {
 #endif
 }
 
-Image decode_image_bytes(std::string_view bytes, const std::string& name, int channels, int reduce) {
+Image decode_image_bytes(std::string_view bytes, const std::string& name, int channels, int reduce,
+                         int64_t max_pixels) {
   KG_ASSERT(channels == 1 || channels == 3, "channels=", channels);
   KG_ASSERT(reduce == 1 || reduce == 2 || reduce == 4 || reduce == 8, "reduce=", reduce);
   KG_CHECK(!bytes.empty(), DataError, "image ", name, " is empty (0 bytes)");
@@ -100,15 +103,16 @@ Image decode_image_bytes(std::string_view bytes, const std::string& name, int ch
            " bytes)");
   // A format kgtrain decodes, within data.max_image_pixels; reduce applies to JPEG only (the others are decoded
   // whole: the callers resize afterwards).
-  const ImageHeader header = check_image_header(bytes, name);
-  const Image m = decode_as_stored(bytes, name, header.format, header.format == ImageFormat::jpeg ? reduce : 1);
+  const ImageHeader header = check_image_header(bytes, name, max_pixels);
+  const Image m =
+      decode_as_stored(bytes, name, header.format, header.format == ImageFormat::jpeg ? reduce : 1, max_pixels);
   KG_CHECK(!m.empty(), DataError, "cannot decode image ", name, ": not a supported image or damaged");
   if (m.channels() == channels) return m;
   return channels == 3 ? gray_to_rgb(m) : rgb_to_gray(m);
 }
 
-Image decode_image(const std::string& path, int channels) {
-  return decode_image_bytes(read_file(path), path, channels);
+Image decode_image(const std::string& path, int channels, int64_t max_pixels) {
+  return decode_image_bytes(read_file(path), path, channels, 1, max_pixels);
 }
 
 // zlib level 1 (codecs/png_write.cpp), measured on Fashion-MNIST: 10% smaller than OpenCV's old default (RLE) at the

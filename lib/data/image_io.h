@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "data/image.h"
+#include "data/image_header.h"
 
 namespace kg::data {
 
@@ -20,13 +21,15 @@ int opencv_threads();
 // Decodes the file at `path` (JPEG, PNG, WebP, TIFF, BMP or PNM/PAM, see data/codecs/codecs.h) into an 8-bit
 // image with exactly `channels` (1 or 3) channels: 8-bit gray or RGB. EXIF orientation is applied (JPEG, PNG),
 // alpha is dropped, 16-bit samples are rounded to 8-bit (/257); gray <-> RGB by OpenCV's formulas.
-// DataError for a missing, empty, truncated or undecodable file ("cannot decode image NAME: ...").
-Image decode_image(const std::string& path, int channels);
+// DataError for a missing, empty, truncated or undecodable file ("cannot decode image NAME: ..."), or one that
+// declares more than `max_pixels` (data.max_image_pixels: a decompression bomb).
+Image decode_image(const std::string& path, int channels, int64_t max_pixels = kDefaultMaxImagePixels);
 
 // Same, from bytes already in memory; `name` is used in messages. `reduce` 2, 4 or 8 decodes a JPEG at
 // 1/reduce of its size in the DCT domain (libjpeg's scaled IDCT: ceil(size / reduce) pixels); other formats
 // ignore it.
-Image decode_image_bytes(std::string_view bytes, const std::string& name, int channels, int reduce = 1);
+Image decode_image_bytes(std::string_view bytes, const std::string& name, int channels, int reduce = 1,
+                         int64_t max_pixels = kDefaultMaxImagePixels);
 
 // PNG bytes of an 8-bit gray or RGB image, replacing `out`. Deterministic:
 // the same pixels always give the same bytes.

@@ -130,8 +130,8 @@ void Loader::produce(int64_t b, Batch& out) {
     try {
       if (!o_.cache && pipeline_.decodes_reduced() && !(table_.pack && r.item >= 0)) {
         // A loose file straight from its bytes: a JPEG is decoded at the scale its crop needs.
-        pipeline_.process_encoded(read_file(r.image), r.image, static_cast<int>(g.channels), rng,
-                                  u8 ? nullptr : dst + i * per_image, u8 ? dst8 + i * per_image : nullptr);
+        pipeline_.process_encoded(read_file(r.image), r.image, static_cast<int>(g.channels), table_.max_image_pixels,
+                                  rng, u8 ? nullptr : dst + i * per_image, u8 ? dst8 + i * per_image : nullptr);
         continue;
       }
       Image img = o_.cache ? o_.cache->get(row) : Image();

@@ -82,7 +82,8 @@ config::Fields<DataOptions> data_fields() {
           "one per target for regression")
       .check([](const config::json& v) -> std::string { return v.empty() ? "expected at least one column name" : ""; });
   f.field("label_sep", &DataOptions::label_sep, "multilabel: separator between label names in one column");
-  f.field("feature_cols", &DataOptions::feature_cols, "numeric columns passed to the model beside the image");
+  f.field("feature_cols", &DataOptions::feature_cols,
+          "numeric columns passed to the model beside the image or the pooled text");
   f.field("modality", &DataOptions::modality,
           "what a row's input is: image (its image file), text (data.text_cols, tokenized by model.pretrained's "
           "tokenizer), auto (text when data.text_cols is set, else image)")
@@ -198,8 +199,6 @@ KG_REGISTER_SECTION("cv", "cross-validation split", cv_fields().schema(), "");
 
 DataOptions DataOptions::load(const config::Tree& recipe) {
   auto d = data_fields().load(config::Options(&recipe, "data"));
-  // Decoding reads the limit process-wide (as PIL's Image.MAX_IMAGE_PIXELS): every job loads its data options here.
-  set_max_image_pixels(d.max_image_pixels);
   KG_CHECK(d.target_transform == "none" || d.task == Task::regression, ConfigError, "data.target_transform = \"",
            d.target_transform, "\" scales regression targets, and data.task = \"", task_name(d.task),
            "\" has classes: set it to \"none\"");
@@ -211,7 +210,12 @@ DataOptions DataOptions::load(const config::Tree& recipe) {
   return d;
 }
 
-bool is_text(const DataOptions& o) { return o.modality == "text" || (o.modality == "auto" && !o.text_cols.empty()); }
+std::string resolved_modality(const DataOptions& o) {
+  if (o.modality != "auto") return o.modality;
+  return o.text_cols.empty() ? "image" : "text";
+}
+
+bool is_text(const DataOptions& o) { return resolved_modality(o) == "text"; }
 
 CvOptions CvOptions::load(const config::Tree& recipe) {
   auto cv = cv_fields().load(config::Options(&recipe, "cv"));

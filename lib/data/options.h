@@ -65,8 +65,10 @@ struct CvOptions {
   std::string fold_col = "fold";
 };
 
-// data.modality in effect: "text" when data.text_cols names columns (or modality says so), else "image".
-bool is_text(const DataOptions& o);
+// data.modality in effect: "text" when data.text_cols names columns (or modality says so), else "image"
+// (session/modality.h: what each can do).
+std::string resolved_modality(const DataOptions& o);
+bool is_text(const DataOptions& o);  // resolved_modality(o) == "text": the table reads the text columns
 
 struct ImageGeometry {
   int64_t height = 0, width = 0, channels = 3;
@@ -89,6 +91,5 @@ size_t stage_at(const std::vector<SizeStage>& s, int64_t epoch, int64_t epochs);
 
 // ".png" for "png" or ".png"; "" stays "".
 std::string normalized_ext(const std::string& ext);
-
 
 }  // namespace kg::data

@@ -338,10 +338,11 @@ std::string_view PackReader::item(int64_t i) const {
   return {reinterpret_cast<const char*>(base_ + load_le64(e)), static_cast<size_t>(load_le64(e + 8))};
 }
 
-Image PackReader::image(int64_t i, int channels) const {
+Image PackReader::image(int64_t i, int channels, int64_t max_pixels) const {
   KG_ASSERT(channels == 1 || channels == 3, "PackReader::image: channels must be 1 or 3, got ", channels);
   std::string_view bytes = item(i);
-  if (kind_ == PackKind::encoded) return decode_image_bytes(bytes, name() + "#" + std::to_string(i), channels);
+  if (kind_ == PackKind::encoded)
+    return decode_image_bytes(bytes, name() + "#" + std::to_string(i), channels, 1, max_pixels);
   const int c = static_cast<int>(raw_.channels);
   Image wrapped(static_cast<int>(raw_.height), static_cast<int>(raw_.width), image_type(kDepth8U, c),
                 const_cast<char*>(bytes.data()));  // read-only mapping: never written through

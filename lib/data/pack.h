@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include "core/xxh64.h"
 #include "data/image.h"
+#include "data/image_header.h"
 
 namespace kg::data {
 
@@ -90,7 +91,7 @@ class PackReader {
   // The item as an 8-bit image with exactly `channels` (1 gray or 3 RGB) channels, owning its pixels.
   // Encoded items are decoded (data::decode_image_bytes, named "<file>#<i>"); raw items are copied
   // and converted (RGB -> gray by OpenCV's BT.601 weights, gray -> RGB by replication).
-  Image image(int64_t i, int channels) const;
+  Image image(int64_t i, int channels, int64_t max_pixels = kDefaultMaxImagePixels) const;
 
   const nlohmann::json& meta() const { return meta_; }
   PackKind kind() const { return kind_; }

@@ -53,8 +53,8 @@ ClassList ClassList::from_json(const nlohmann::json& j) {
 
 Image Table::image(size_t row, int channels) const {
   const Row& r = rows[row];
-  if (pack && r.item >= 0) return pack->image(r.item, channels);  // extra rows of a packed table are loose files
-  return decode_image(r.image, channels);
+  if (pack && r.item >= 0) return pack->image(r.item, channels, max_image_pixels);  // extra rows: loose files
+  return decode_image(r.image, channels, max_image_pixels);
 }
 
 std::vector<int64_t> Table::strata(int bins) const {

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 #include "data/image.h"
+#include "data/image_header.h"
 
 #include "data/options.h"
 
@@ -67,6 +68,7 @@ struct Table {
   std::vector<std::string> texts;  // data.text_cols: text_dim texts per row (valid UTF-8); empty for image tables
   int64_t text_dim = 0;
   std::shared_ptr<const PackReader> pack;                   // set for packed sources
+  int64_t max_image_pixels = kDefaultMaxImagePixels;        // data.max_image_pixels: every decode of its images
   std::map<std::string, std::vector<std::string>> columns;  // kept CSV columns (cv.group_col, cv.fold_col)
   std::vector<BadRow> dropped;                              // rows removed under data.on_bad_row = "skip"
   // data.extra_train_csv: rows [extra_begin, size()) train only (fold -1); -1 = none. Multiclass soft
@@ -80,9 +82,7 @@ struct Table {
   int64_t size() const { return static_cast<int64_t>(rows.size()); }
   bool is_text() const { return text_dim > 0; }
   // The row's text of data.text_cols[k].
-  const std::string& text(int64_t row, int64_t k = 0) const {
-    return texts[static_cast<size_t>(row * text_dim + k)];
-  }
+  const std::string& text(int64_t row, int64_t k = 0) const { return texts[static_cast<size_t>(row * text_dim + k)]; }
   // The row's image as 8-bit RGB or gray with `channels` channels; DataError when unreadable.
   Image image(size_t row, int channels) const;
   // The label used to balance folds: the class (multiclass, binary), the rarest present label

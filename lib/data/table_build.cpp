@@ -163,6 +163,7 @@ Table build_table(const DataOptions& o, const TableSource& src, const ClassList*
   t.csv_path = csv.path;
   t.task = o.task;
   t.pack = src.pack;
+  t.max_image_pixels = o.max_image_pixels;
   int id_col = csv.require_column(src.id_col, "data.id_col");
   int path_col = src.path_col.empty() ? -1 : csv.require_column(src.path_col, "data.path_col");
   std::vector<int> label_cols;

@@ -29,8 +29,10 @@ const bool kMarked = [] {
   for (const char* name : {KG_PLAIN_TRANSFORM_NAMES}) plain += (plain.empty() ? "" : ", ") + std::string(name);
   for (const char* name : {KG_OPENCV_TRANSFORM_NAMES})
     transform_registry().mark_unavailable(
-        name, "it needs OpenCV, which this kgtrain was built without (Debian/Ubuntu: apt-get install libopencv-dev, "
-              "then rebuild); this build has " + plain);
+        name,
+        "it needs OpenCV, which this kgtrain was built without (Debian/Ubuntu: apt-get install libopencv-dev, "
+        "then rebuild); this build has " +
+            plain);
   return true;
 }();
 }  // namespace
@@ -167,13 +169,13 @@ void Pipeline::process(Image img, Rng& rng, float* out) const {
   write(img, out);
 }
 
-void Pipeline::process_encoded(std::string_view bytes, const std::string& name, int channels, Rng& rng, float* out,
-                               uint8_t* out8) const {
+void Pipeline::process_encoded(std::string_view bytes, const std::string& name, int channels, int64_t max_pixels,
+                               Rng& rng, float* out, uint8_t* out8) const {
   Image img;
   size_t first = 0;
   const auto info = decodes_reduced() ? jpeg_info(bytes) : std::nullopt;
   if (info && !info->exif) {  // EXIF may rotate the pixels away from the header's size: decode in full
-    check_image_header(bytes, name);
+    check_image_header(bytes, name, max_pixels);
     const Window win = transforms_[0]->plan_window(info->height, info->width, rng);
     const int w = static_cast<int>(g_.width), h = static_cast<int>(g_.height);
     if (auto part = decode_jpeg_window(bytes, channels, win, jpeg_scale_for(win, w, h))) {
@@ -182,13 +184,13 @@ void Pipeline::process_encoded(std::string_view bytes, const std::string& name, 
     } else {  // OpenCV: the whole file at 1/2, 1/4 or 1/8
       int f = 8;
       while (f > 1 && (win.w < f * w || win.h < f * h)) f /= 2;
-      img = decode_image_bytes(bytes, name, channels, f);
+      img = decode_image_bytes(bytes, name, channels, f, max_pixels);
       transforms_[0]->apply_window(img, win, static_cast<double>(img.cols) / info->width,
                                    static_cast<double>(img.rows) / info->height);
     }
     first = 1;
   } else {
-    img = decode_image_bytes(bytes, name, channels);
+    img = decode_image_bytes(bytes, name, channels, 1, max_pixels);
   }
   transform(img, rng, first);
   if (out8)

@@ -89,9 +89,9 @@ class Pipeline {
   // Decodes an encoded image and processes it as process / process_u8 (u8 when `out8`): the first transform's
   // window is drawn on the JPEG header's size, and only that window is decoded, at the smallest M/8 scale that
   // leaves it at least data.image_size (decode_jpeg_window; without libjpeg, OpenCV's whole file at 1/2, 1/4, 1/8).
-  // Not a JPEG, or one with EXIF: decoded in full, the same window.
-  void process_encoded(std::string_view bytes, const std::string& name, int channels, Rng& rng, float* out,
-                       uint8_t* out8 = nullptr) const;
+  // Not a JPEG, or one with EXIF: decoded in full, the same window. `max_pixels`: data.max_image_pixels.
+  void process_encoded(std::string_view bytes, const std::string& name, int channels, int64_t max_pixels, Rng& rng,
+                       float* out, uint8_t* out8 = nullptr) const;
   bool outputs_u8() const { return defer_normalize_; }
   // Mean and std of the deferred normalize, [0, 1] units, one per channel (empty: scale to [0, 1] only).
   const std::vector<double>& device_mean() const { return mean_; }

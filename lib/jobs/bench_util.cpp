@@ -78,7 +78,7 @@ double time_decode_augment(const data::Table& t, const std::vector<int64_t>& row
     const auto& r = t.rows[static_cast<size_t>(row)];
     if (!cache && pipe.decodes_reduced() && !(t.pack && r.item >= 0)) {  // as the loader: JPEGs decoded reduced
       with_context(r.where + " (id " + r.id + ")", [&] {
-        pipe.process_encoded(read_file(r.image), r.image, static_cast<int>(g.channels), rng,
+        pipe.process_encoded(read_file(r.image), r.image, static_cast<int>(g.channels), t.max_image_pixels, rng,
                              u8 ? nullptr : out[static_cast<size_t>(w)].data(),
                              u8 ? out8[static_cast<size_t>(w)].data() : nullptr);
       });

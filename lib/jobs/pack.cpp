@@ -18,7 +18,7 @@
 #include "data/pack.h"
 #include "data/source.h"
 #include "data/transform.h"
-#include "session/text_input.h"
+#include "session/modality.h"
 #include "session/session.h"
 
 namespace fs = std::filesystem;
@@ -68,7 +68,7 @@ int64_t pack_split(const PackRequest& o, const data::DataOptions& dopt, data::Sp
         items[k] = read_file(r.image);
         return;
       }
-      data::Image img = data::decode_image(r.image, static_cast<int>(g.channels));
+      data::Image img = data::decode_image(r.image, static_cast<int>(g.channels), t.max_image_pixels);
       data::resize_to(img, g);
       if (!img.isContinuous()) img = img.clone();
       items[k].assign(reinterpret_cast<const char*>(img.data), img.total() * img.elemSize());
@@ -111,7 +111,7 @@ const config::Fields<PackFlags>& pack_flags() {
 
 int run_pack(const PackRequest& o) {
   config::check_flags(pack_flags(), o.flags);
-  session::refuse_text(o.recipe, "pack", "packs image files into one file");
+  session::modality_of(o.recipe).require(session::Capability::pack, "pack", "packs image files into one file");
   auto dopt = o.recipe.get<data::DataOptions>();
   KG_CHECK(o.flags.split != "both" || o.flags.out.empty(), UsageError,
            "--out names one file: use it with --split train or test");

@@ -25,19 +25,14 @@ std::string encode(const std::string& ext, int channels, int w, int h) {
   return kg::test::encode_pnm(m, false, ext == ".pam");  // .ppm, .pgm (by channels), .pam
 }
 
-std::string decode_error(const std::string& bytes) {
+std::string decode_error(const std::string& bytes, int64_t max_pixels = kg::data::kDefaultMaxImagePixels) {
   try {
-    kg::data::decode_image_bytes(bytes, "x.img", 3);
+    kg::data::decode_image_bytes(bytes, "x.img", 3, 1, max_pixels);
   } catch (const kg::DataError& e) {
     return e.what();
   }
   return "(no error)";
 }
-
-// Restores the process-wide limit however a test ends.
-struct LimitGuard {
-  ~LimitGuard() { kg::data::set_max_image_pixels(kg::data::kDefaultMaxImagePixels); }
-};
 
 }  // namespace
 
@@ -71,7 +66,6 @@ TEST_CASE("image headers: every format kgtrain decodes gives its size before dec
 
 TEST_CASE("image headers: a declared size above data.max_image_pixels is refused before any pixel is decoded",
           "[unit][data]") {
-  LimitGuard restore;
   // A real 1 x 1 PNG whose IHDR now says 30000 x 30000 (2.7 GB decoded): refused from the header.
   std::string png = encode(".png", 3, 1, 1);
   const char big[4] = {0, 0, 0x75, 0x30};  // 30000, big-endian
@@ -85,12 +79,16 @@ TEST_CASE("image headers: a declared size above data.max_image_pixels is refused
   REQUIRE(sof != std::string::npos);
   jpg.replace(sof + 5, 4, std::string("\x75\x30\x75\x30", 4));
   CHECK_THAT(decode_error(jpg), Catch::Contains("its JPEG header declares 30000 x 30000 pixels"));
-  // The limit is exact: 7 x 5 = 35 pixels.
+  // The limit is exact: 7 x 5 = 35 pixels. Each decode gets its own (no process-wide state): a lower one for one
+  // call leaves the next call's default alone.
   const auto small = encode(".png", 3, 7, 5);
-  kg::data::set_max_image_pixels(35);
+  CHECK(kg::data::decode_image_bytes(small, "s.png", 3, 1, 35).cols == 7);
+  CHECK_THAT(decode_error(small, 34), Catch::Contains("declares 7 x 5 pixels, more than data.max_image_pixels = 34"));
   CHECK(kg::data::decode_image_bytes(small, "s.png", 3).cols == 7);
-  kg::data::set_max_image_pixels(34);
-  CHECK_THAT(decode_error(small), Catch::Contains("declares 7 x 5 pixels, more than data.max_image_pixels = 34"));
+  // PNM's reader checks the size it parses itself too.
+  const auto ppm = encode(".ppm", 3, 7, 5);
+  CHECK(kg::data::decode_image_bytes(ppm, "s.ppm", 3, 1, 35).rows == 5);
+  CHECK_THAT(decode_error(ppm, 34), Catch::Contains("more than data.max_image_pixels = 34"));
 }
 
 TEST_CASE("image headers: formats kgtrain does not decode are refused by name, DICOM among them", "[unit][data]") {

@@ -60,7 +60,7 @@ std::vector<float> run(const kg::data::Pipeline& p, const std::string& bytes, ui
   std::vector<float> out(static_cast<size_t>(g.channels * g.height * g.width));
   kg::Rng rng(seed);
   if (encoded)
-    p.process_encoded(bytes, "photo.jpg", 3, rng, out.data());
+    p.process_encoded(bytes, "photo.jpg", 3, kg::data::kDefaultMaxImagePixels, rng, out.data());
   else
     p.process(kg::data::decode_image_bytes(bytes, "photo.jpg", 3), rng, out.data());
   return out;

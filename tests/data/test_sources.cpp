@@ -418,5 +418,26 @@ TEST_CASE("bad rows: the error's hint fits the policy", "[unit][data]") {
   CHECK(message("required") == listed + "(fix the rows: every row of this table needs a prediction)");
 }
 
+TEST_CASE("csv source: data.max_image_pixels travels with the table to every decode", "[unit][data]") {
+  // Two tables in one process with two limits (a sweep, fit beside tta-predict): each keeps its own.
+  kg::test::TempDir dir;
+  const std::string root = dir / "d";
+  png(root + "/imgs/x1.png", 10);
+  png(root + "/imgs/x2.png", 20);
+  kg::write_file_atomic(root + "/train.csv", "id,label\nx1.png,0\nx2.png,1\n");
+  DataOptions o = opts(root);
+  o.train_csv = "train.csv";
+  o.image_dir = "imgs";
+  o.id_col = o.path_col = "id";
+  o.label_cols = {"label"};
+  DataOptions tight = o;
+  tight.max_image_pixels = 35;  // the image has 36
+  const auto strict = load(tight, Split::train, false), loose = load(o, Split::train, false);
+  CHECK(strict.max_image_pixels == 35);
+  CHECK_THROWS_WITH(strict.image(0, 1), Catch::Contains("more than data.max_image_pixels = 35"));
+  CHECK(loose.image(0, 1).rows == 6);
+  CHECK_THROWS_AS(load(tight), kg::DataError);  // the scan decodes every image under the recipe's limit
+}
+
 }  // namespace KG_UNITY_ID
 }  // namespace

@@ -28,8 +28,8 @@
 #include "data/submission.h"
 #include "data/table.h"
 #include "fuzz/checkpoint_rig.h"
-#include "model/safetensors.h"
-#include "model/unpickle.h"
+#include "model/weights/safetensors.h"
+#include "model/weights/unpickle.h"
 #include "test_paths.h"
 #include "train/checkpoint.h"
 #include "train/log_options.h"
@@ -182,14 +182,13 @@ constexpr int64_t kFuzzMaxPixels = 1 << 22;
 
 int pack(const uint8_t* data, size_t size) {
   return refusals_ok([&] {
-    data::set_max_image_pixels(kFuzzMaxPixels);
     const std::string file = scratch() + "/fuzz.kgpack";
     write_file_atomic(file, std::string_view(reinterpret_cast<const char*>(data), size));
     auto r = data::PackReader::open(file);
     (void)r->hash();
     for (int64_t i = 0; i < std::min<int64_t>(r->size(), 4); ++i) {
       (void)r->item(i);
-      refusals_ok([&] { (void)r->image(i, 1 + 2 * (i & 1)); });
+      refusals_ok([&] { (void)r->image(i, 1 + 2 * (i & 1), kFuzzMaxPixels); });
     }
     r->verify();
   });
@@ -202,13 +201,12 @@ int checkpoint(const uint8_t* data, size_t size) {
 
 int image(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  data::set_max_image_pixels(kFuzzMaxPixels);
   const int channels = (data[0] & 1) ? 3 : 1, reduce = 1 << ((data[0] >> 1) & 3);
   const std::string_view bytes(reinterpret_cast<const char*>(data + 1), size - 1);
   (void)data::jpeg_info(bytes);
   if (data::can_decode_jpeg_windows() && (data[0] & 8))
     (void)data::decode_jpeg_window(bytes, channels, data::Window{1, 1, 6, 6}, 1 + ((data[0] >> 4) & 7));
-  return refusals_ok([&] { (void)data::decode_image_bytes(bytes, "fuzz.img", channels, reduce); });
+  return refusals_ok([&] { (void)data::decode_image_bytes(bytes, "fuzz.img", channels, reduce, kFuzzMaxPixels); });
 }
 
 int idx(const uint8_t* data, size_t size) {

@@ -25,7 +25,8 @@ Image decode_png(std::string_view bytes, const std::string& name);
 Image decode_webp(std::string_view bytes, const std::string& name);
 Image decode_tiff(std::string_view bytes, const std::string& name);
 Image decode_bmp(std::string_view bytes, const std::string& name);
-Image decode_pnm(std::string_view bytes, const std::string& name);
+// `max_pixels`: data.max_image_pixels, checked again on the size the PNM reader itself finds.
+Image decode_pnm(std::string_view bytes, const std::string& name, int64_t max_pixels);
 
 // 8-bit gray or RGB to PNG with libpng, deterministic bytes (data::encode_png).
 void encode_png(const Image& rgb_or_gray, std::string& out);

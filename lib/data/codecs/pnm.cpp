@@ -58,18 +58,24 @@ struct Header {
 void read_pam_header(Reader& r, Header& h) {
   for (std::string key = r.word(); key != "ENDHDR"; key = r.word()) {
     if (key.empty()) damaged(r.name, "the PAM header has no ENDHDR");
-    if (key == "WIDTH") h.width = r.number("WIDTH");
-    else if (key == "HEIGHT") h.height = r.number("HEIGHT");
-    else if (key == "DEPTH") h.depth = r.number("DEPTH");
-    else if (key == "MAXVAL") h.maxval = r.number("MAXVAL");
-    else if (key == "TUPLTYPE") r.word();
-    else damaged(r.name, "the PAM header has an unknown field " + key);
+    if (key == "WIDTH")
+      h.width = r.number("WIDTH");
+    else if (key == "HEIGHT")
+      h.height = r.number("HEIGHT");
+    else if (key == "DEPTH")
+      h.depth = r.number("DEPTH");
+    else if (key == "MAXVAL")
+      h.maxval = r.number("MAXVAL");
+    else if (key == "TUPLTYPE")
+      r.word();
+    else
+      damaged(r.name, "the PAM header has an unknown field " + key);
   }
 }
 
 }  // namespace
 
-Image decode_pnm(std::string_view bytes, const std::string& name) {
+Image decode_pnm(std::string_view bytes, const std::string& name, int64_t max_pixels) {
   Reader r{bytes, 2, name};
   Header h;
   h.kind = bytes.size() >= 2 && bytes[0] == 'P' ? bytes[1] - '0' : 0;
@@ -85,9 +91,9 @@ Image decode_pnm(std::string_view bytes, const std::string& name) {
   if (h.width == 0 || h.height == 0 || h.width > INT32_MAX / 4 || h.height > INT32_MAX / 4)
     damaged(name, "the PNM header gives no usable image size");
   // data.max_image_pixels again, on the size this reader found (check_image_header read it first).
-  if (uint64_t{h.width} * h.height > static_cast<uint64_t>(max_image_pixels()))
+  if (uint64_t{h.width} * h.height > static_cast<uint64_t>(max_pixels))
     damaged(name, "the PNM header declares " + std::to_string(h.width) + " x " + std::to_string(h.height) +
-                      " pixels, more than data.max_image_pixels = " + std::to_string(max_image_pixels()));
+                      " pixels, more than data.max_image_pixels = " + std::to_string(max_pixels));
   if (h.maxval == 0 || h.maxval > 65535) damaged(name, "a PNM maxval of " + std::to_string(h.maxval));
   if (h.depth < 1 || h.depth > 4) damaged(name, "a PAM depth of " + std::to_string(h.depth));
   const bool plain = h.kind <= 3, bitmap = h.kind == 1 || h.kind == 4, wide = h.maxval > 255;
