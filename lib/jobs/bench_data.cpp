@@ -22,7 +22,7 @@
 #include "data/table.h"
 #include "data/transform.h"
 #include "jobs/bench_util.h"
-#include "session/text_input.h"
+#include "session/modality.h"
 #include "session/session.h"
 #include "train/options.h"
 
@@ -232,7 +232,8 @@ const config::Fields<BenchDataFlags>& bench_data_flags() {
 
 int run_bench_data(const BenchDataRequest& o) {
   const auto& recipe = o.recipe;
-  session::refuse_text(o.recipe, "bench-data", "times image decoding and augmentation");
+  session::modality_of(o.recipe).require(session::Capability::bench_data, "bench-data",
+                                         "times image decoding and augmentation");
   auto run = recipe.get<train::RunOptions>();
   auto topt = recipe.get<train::TrainOptions>();
   auto dopt = recipe.get<data::DataOptions>();

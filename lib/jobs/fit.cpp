@@ -33,7 +33,7 @@
 #include "session/latest_run.h"
 #include "session/oof.h"
 #include "session/session.h"
-#include "session/text_input.h"
+#include "session/modality.h"
 #include "session/training.h"
 #include "train/callback.h"
 #include "train/engine.h"
@@ -341,7 +341,8 @@ void FitRun::smoke_predict() {
       train::eval_batch_size(s_.opt.train),   false,   false, static_cast<int>(s_.opt.data.num_workers),
       static_cast<int>(s_.opt.data.prefetch), s_.seed, 0,     2};
   std::unique_ptr<data::TextInputs> text;
-  if (test.is_text()) po.text = (text = session::text_inputs(s_.session.recipe, test, s_.data.threads)).get();
+  text = session::modality_of(s_.session.recipe).encode(s_.session.recipe, test, s_.data.threads);
+  po.text = text.get();
   data::Loader ploader(test, rows, *s_.data.eval_pipe, po);
   auto net = s_.build_net();
   net->to(s_.dev.device);

@@ -16,10 +16,11 @@
 #include "jobs/interpret.h"
 #include "jobs/sample_grid.h"
 #include "model/grad_cam.h"
-#include "model/safetensors.h"
+#include "model/weights/safetensors.h"
 #include "report/heatmap.h"
 #include "report/image_grid.h"
 #include "session/ensemble.h"
+#include "session/modality.h"
 #include "session/oof.h"
 #include "session/training.h"
 
@@ -202,9 +203,11 @@ json write_interpret_images(const InterpretRequest& r, session::TrainingContext&
     top.push_back({{"id", oof.ids[i]}, {"fold", oof.folds[i]}, {"caption", c}, {"loss", loss[i]}});
   }
   if (s.data.table.is_text()) {  // texts are listed, not drawn: top_losses.csv with each row's text
-    KG_CHECK(!r.flags.cam, ConfigError,
-             "interpret --cam draws Grad-CAM heat maps over images; this run is a text task (data.text_cols): drop "
-             "--cam (top_losses.csv lists the texts)");
+    if (r.flags.cam)
+      session::modality_of(s.opt.data)
+          .require(session::Capability::grad_cam, "interpret --cam",
+                   "draws Grad-CAM heat maps over images (drop --cam: top_losses.csv "
+                   "lists the texts)");
     std::string csv = data::csv_line({"id", "fold", "true", "predicted", "loss", "text"});
     for (size_t j = 0; j < by_loss.size(); ++j) {
       const size_t i = by_loss[j];
@@ -212,8 +215,8 @@ json write_interpret_images(const InterpretRequest& r, session::TrainingContext&
       for (int64_t k = 1; k < s.data.table.text_dim; ++k) text += " [SEP] " + s.data.table.text(table_rows[i], k);
       top[j]["text"] = text;
       const auto& c = top[j]["caption"];
-      csv += data::csv_line({oof.ids[i], std::to_string(oof.folds[i]), c[0].get<std::string>(),
-                             c[1].get<std::string>(), format_significant(loss[i], 6), text});
+      csv += data::csv_line({oof.ids[i], std::to_string(oof.folds[i]), c[0].get<std::string>(), c[1].get<std::string>(),
+                             format_significant(loss[i], 6), text});
     }
     write_file_atomic(out + "/top_losses.csv", csv);
     info["top_losses"] = top;

@@ -7,7 +7,7 @@
 #include "data/table.h"
 #include "data/transform.h"
 #include "jobs/sample_grid.h"
-#include "session/text_input.h"
+#include "session/modality.h"
 #include "session/training.h"
 #include "tta/view.h"
 
@@ -81,7 +81,8 @@ const config::Fields<ShowBatchFlags>& show_batch_flags() {
 
 int run_show_batch(const ShowBatchRequest& req) {
   config::check_flags(show_batch_flags(), req.flags);
-  session::refuse_text(req.recipe, "show-batch", "draws a grid of the augmented images");
+  session::modality_of(req.recipe)
+      .require(session::Capability::show_batch, "show-batch", "draws a grid of the augmented images");
   const ShowBatchFlags& r = req.flags;
   KG_CHECK(r.id.empty() || r.views, UsageError, "--id picks the test image of --views: add --views");
   session::Session o = req;

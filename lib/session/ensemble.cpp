@@ -11,10 +11,10 @@
 #include "data/options.h"
 #include "device/device.h"
 #include "metric/metric.h"
-#include "model/safetensors.h"
-#include "model/weights.h"
+#include "model/weights/safetensors.h"
+#include "model/weights/weights.h"
 #include "session/model_input.h"
-#include "session/text_input.h"
+#include "session/modality.h"
 #include "train/checkpoint.h"
 #include "train/engine.h"
 #include "train/options.h"
@@ -154,9 +154,9 @@ struct EnsemblePredictor::Impl {
         geom(data::geometry(dopt)),
         task(cl.task) {
     seed = static_cast<uint64_t>(jo.recipe.get<train::RunOptions>().seed);
-    check_text_recipe(jo.recipe, jo.command);
-    net = model::build(jo.recipe,
-                       model_context(geom, classes, feature_dim, dopt.target_transform, text_seq_len(jo.recipe)));
+    modality_of(dopt).check(jo.recipe, jo.command);
+    net = model::build(
+        jo.recipe, model_context(geom, classes, feature_dim, dopt.target_transform, modality_of(dopt).seq_len(dopt)));
     net->to(dev.device);
     if (dev.channels_last) net->set_channels_last(true);
     views = tta::build_views(jo.recipe, geom);
@@ -177,15 +177,15 @@ struct EnsemblePredictor::Impl {
 
   data::LoaderOptions loader_options(int64_t epoch, uint64_t s) const {
     data::LoaderOptions lo{train::eval_batch_size(topt),
-                               false,
-                               false,
-                               static_cast<int>(dopt.num_workers),
-                               static_cast<int>(dopt.prefetch),
-                               s,
-                               epoch,
-                               o.smoke ? 2 : -1,
-                               cache.get(),
-                               dopt.pin_memory && dev.device.is_cuda()};
+                           false,
+                           false,
+                           static_cast<int>(dopt.num_workers),
+                           static_cast<int>(dopt.prefetch),
+                           s,
+                           epoch,
+                           o.smoke ? 2 : -1,
+                           cache.get(),
+                           dopt.pin_memory && dev.device.is_cuda()};
     lo.text = text.get();
     return lo;
   }
@@ -193,7 +193,7 @@ struct EnsemblePredictor::Impl {
   // A text table, predicted longest rows first (batches of similar length pad little), put back in `rows` order.
   MemberPrediction predict_text(const data::Table& table, const std::vector<int64_t>& rows) {
     if (text_table != &table) {
-      text = text_inputs(o.recipe, table, std::max<int>(1, static_cast<int>(dopt.num_workers)));
+      text = modality_of(dopt).encode(o.recipe, table, std::max<int>(1, static_cast<int>(dopt.num_workers)));
       text_table = &table;
       o.log("  " + text->describe());
     }
@@ -228,7 +228,7 @@ struct EnsemblePredictor::Impl {
 
   MemberPrediction predict(const Member& m, const data::Table& table, const std::vector<int64_t>& rows) {
     model::load_weights(*net, m.weights, model::LoadPolicy{/*strict=*/true, /*reinit_head=*/false}, m.name);
-    if (data::is_text(dopt)) return predict_text(table, rows);
+    if (modality_of(dopt).seq_len(dopt) > 0) return predict_text(table, rows);
     MemberPrediction r;
     if (dopt.cache != "none" && cache_table != &table) {  // "device" caches prediction's images in RAM
       cache = std::make_unique<data::ImageCache>(static_cast<size_t>(dopt.cache_max_gb * (1ull << 30)));

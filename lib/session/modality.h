@@ -1,28 +1,55 @@
-// The text modality as the jobs set it up: a table's data.text_cols tokenized by the tokenizer in the model folder
-// (model.pretrained), cached under <paths.runs>/.cache/tokens, and the checks that keep a text recipe from taking an
-// image-only option (data.augment, mixup, data.cache = "device", tta views other than identity).
+// What a recipe's samples are. data.modality (resolved: data.text_cols makes "auto" text) names a Modality, one file
+// each (session/modality_image.cpp, session/modality_text.cpp), registered by name. Jobs ask it instead of testing
+// the data options:
+//   - what it can do (Capability: the options and commands made for images: augmentation, mixup and cutmix, the
+//     device cache, TTA views, Grad-CAM, pack, show-batch, bench-data),
+//   - the recipe checks that follow from that (check(): an option set that the modality cannot use is a ConfigError
+//     naming the key and what to set instead),
+//   - the model's input spec (seq_len: tokens per sample; 0 for images, which take data.image_size and channels),
+//   - the encoder a table needs beside the image pipeline (encode: text's token ids, computed once and cached on
+//     disk; none for images, whose decoding stays in the loader's pipeline).
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 
 #include "config/recipe.h"
+#include "core/macros.h"
+#include "data/options.h"
 #include "data/table.h"
 #include "data/text_inputs.h"
 
 namespace kg::session {
 
-// The tokens of `t` (a table with text): ConfigError (exit 2) when model.pretrained names no folder with a tokenizer
-// and a config.json; DataError naming the row for text the tokenizer refuses.
-std::unique_ptr<data::TextInputs> text_inputs(const config::Recipe& recipe, const data::Table& t, int threads);
+enum class Capability { augment, mixup, device_cache, tta_views, grad_cam, pack, show_batch, bench_data };
 
-// ConfigError naming the key for an option that only images have, set in a text recipe. `command` names the job.
-void check_text_recipe(const config::Recipe& recipe, const std::string& command);
+class Modality {
+ public:
+  virtual ~Modality() = default;
+  virtual std::string name() const = 0;
+  virtual bool can(Capability c) const = 0;
+  // Why it cannot (the end of an error message): "a text task (data.text_cols) has no images".
+  virtual std::string why_not() const = 0;
+  // Tokens per sample for the model (ModelContext::seq_len); 0: the samples are images.
+  virtual int64_t seq_len(const data::DataOptions& d) const = 0;
+  // The inputs of `t` beyond its images: text's token ids (ConfigError when model.pretrained is no folder with a
+  // tokenizer and a config.json; DataError naming the row for text the tokenizer refuses); null for images.
+  virtual std::unique_ptr<data::TextInputs> encode(const config::Recipe& recipe, const data::Table& t,
+                                                   int threads) const = 0;
 
-// ConfigError (exit 2) when the recipe's data is text: "kgtrain <command> <what>; ...". For the commands that only
-// make sense for images.
-void refuse_text(const config::Recipe& recipe, const std::string& command, const std::string& what);
+  // ConfigError naming the key for each option the recipe sets that this modality cannot use (data.augment, mixup,
+  // data.cache = "device", tta.views other than identity for the commands that predict). `command` names the job.
+  void check(const config::Recipe& recipe, const std::string& command) const;
+  // ConfigError (exit 2) "kgtrain <command> <what>; ..." unless it can `c`: for the commands made for images.
+  void require(Capability c, const std::string& command, const std::string& what) const;
+};
 
-// data.max_length when the recipe's data is text (ModelContext::seq_len), else 0.
-int64_t text_seq_len(const config::Recipe& recipe);
+// The modality of a recipe's data options; InternalError for a name nothing registered.
+const Modality& modality_of(const data::DataOptions& d);
+const Modality& modality_of(const config::Recipe& recipe);
+
+bool register_modality(std::unique_ptr<Modality> m);  // false for a duplicate name (a start-up InternalError)
+#define KG_REGISTER_MODALITY(Type) \
+  static const bool KG_CONCAT(kg_modality_, __COUNTER__) = ::kg::session::register_modality(std::make_unique<Type>())
 
 }  // namespace kg::session

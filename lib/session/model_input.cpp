@@ -1,6 +1,7 @@
 #include "session/model_input.h"
 
 #include "data/source.h"
+#include "session/modality.h"
 
 namespace kg::session {
 
@@ -25,7 +26,7 @@ RecipeModelInput recipe_model_input(const config::Recipe& recipe) {
   r.classes = std::move(stated.classes);
   r.outputs_from = std::move(stated.from);
   r.ctx = model_context(data::geometry(d), r.classes, static_cast<int64_t>(d.feature_cols.size()), d.target_transform,
-                        data::is_text(d) ? d.max_length : 0);
+                        modality_of(d).seq_len(d));
   return r;
 }
 

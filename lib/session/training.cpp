@@ -16,13 +16,13 @@
 #include "data/text_inputs.h"
 #include "data/transform.h"
 #include "model/model.h"
-#include "model/safetensors.h"
-#include "model/weights.h"
+#include "model/weights/safetensors.h"
+#include "model/weights/weights.h"
 #include "optim/param_groups.h"
 #include "optim/schedule.h"
 #include "session/model_input.h"
 #include "session/same_job.h"
-#include "session/text_input.h"
+#include "session/modality.h"
 #include "train/step_graphs.h"
 
 namespace kg::session {
@@ -53,7 +53,7 @@ TrainingContext::TrainingContext(Session given, const std::string& command, std:
   }
   seed = static_cast<uint64_t>(opt.run.seed);
   data.threads = std::max<int>(1, static_cast<int>(opt.data.num_workers));
-  check_text_recipe(session.recipe, command);
+  modality_of(opt.data).check(session.recipe, command);
   data.classes = data::infer_classes(opt.data);
   data.task = data.classes.task;
   session.log("kgtrain " + command + ": " + dev.description + ", env " + session.env_name + "; checking data...");
@@ -74,10 +74,8 @@ TrainingContext::TrainingContext(Session given, const std::string& command, std:
   data.table = data::load_split(opt.data, data::Split::train, data.classes, /*scan=*/true,
                                 std::max(data.threads, dev.threads), data::fold_columns(opt.cv), data.cache.get());
   data.folds = data::assign_folds(data.table, opt.cv, seed);
-  if (data.table.is_text()) {
-    data.text = text_inputs(session.recipe, data.table, std::max(data.threads, dev.threads));
-    session.log("  " + data.text->describe());
-  }
+  data.text = modality_of(opt.data).encode(session.recipe, data.table, std::max(data.threads, dev.threads));
+  if (data.text) session.log("  " + data.text->describe());
   if (on_device) {
     data.resident = std::make_unique<data::ResidentImages>(data.table, data.geom, dev.device, cache_bytes,
                                                            std::max(data.threads, dev.threads), data.cache.get());
@@ -161,7 +159,7 @@ std::function<int64_t(int64_t, int64_t)> TrainingContext::steps_of(int64_t n_tra
 
 model::ModelContext TrainingContext::model_context() const {
   return session::model_context(data.geom, data.classes, data.table.feature_dim, opt.data.target_transform,
-                                text_seq_len(session.recipe));
+                                modality_of(opt.data).seq_len(opt.data));
 }
 
 std::shared_ptr<model::Network> TrainingContext::build_net(const std::vector<int64_t>& train_rows) {
@@ -273,9 +271,9 @@ std::string TrainingContext::data_line() const {
          (opt.cv.run_folds.size() > 1 ? "s " : " ") + fold_text + " of " + std::to_string(opt.cv.folds) + " (" +
          opt.cv.strategy + "): " + std::to_string(first_split.first.size()) + " train, " +
          std::to_string(first_split.second.size()) + " valid; input " +
-         (data.text ? "text " + join(opt.data.text_cols, " + ") + ", up to " + std::to_string(opt.data.max_length) +
-                          " tokens"
-                    : std::to_string(data.geom.channels) + "x" + sizes);
+         (data.text
+              ? "text " + join(opt.data.text_cols, " + ") + ", up to " + std::to_string(opt.data.max_length) + " tokens"
+              : std::to_string(data.geom.channels) + "x" + sizes);
 }
 
 }  // namespace kg::session
