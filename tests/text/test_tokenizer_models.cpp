@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/fs.h"
 #include "text/tokenizer.h"
+#include "test_paths.h"
 #include "text/unicode.h"
 
 namespace {
