@@ -12,7 +12,9 @@
 # DATA_DIR: scripts/make_text_task.py's output; MODEL_FOLDER: scripts/make_text_model.py's. ROWS (default 2000): the
 # first rows of train.csv (hash order) that both sides read; fold 0 of them is the holdout.
 # Environment: PYTHON (transformers, accelerate; default .venv-text/bin/python), BUILD_DIR (build-cuda), EPOCHS (1),
-# BATCH (32), MAX_LENGTH (128), THREADS (2), ROUNDS (2), LR (1e-3). Run it on a quiet machine.
+# BATCH (32), MAX_LENGTH (128), THREADS (2), ROUNDS (2), LR (1e-3), CONTENDERS (default all three, space-separated),
+# SEEDS ("same": seed 0 every round; "rounds": round r uses seed r - 1, both sides, for the metric's spread).
+# Run it on a quiet machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${1:?usage: bench_text.sh DATA_DIR MODEL_FOLDER [ROWS]}
@@ -42,7 +44,7 @@ run() {  # CONTENDER ROUND -> one JSON line
       /usr/bin/time -f "%M" -o "$out.rss" "$BUILD_DIR/kgtrain" fit recipes/examples/text_deberta.toml \
         "paths.data=$W" "data.root=$W/data" "model.name=$TYPE" "model.pretrained=$W/model" "paths.runs=$W/runs" --run-dir "$out" \
         "train.epochs=$EPOCHS" "train.batch_size=$BATCH" "data.max_length=$MAX_LENGTH" "optim.lr=$LR" \
-        "device.threads=$THREADS" run.seed=0 --quiet >"$out.log" 2>&1 || { cat "$out.log"; exit 1; }
+        "device.threads=$THREADS" "run.seed=$SEED" --quiet >"$out.log" 2>&1 || { cat "$out.log" >&2; exit 1; }
       python3 - "$out" "$(cat "$out.rss")" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1] + "/summary.json"))
@@ -53,18 +55,21 @@ PY
       ;;
     trainer-*)
       /usr/bin/time -f "%M" -o "$out.rss" "$PYTHON" scripts/bench_text_peer.py --data "$W/data" --model "$W/model" \
-        --epochs "$EPOCHS" --batch-size "$BATCH" --max-length "$MAX_LENGTH" --lr "$LR" --seed 0 \
+        --epochs "$EPOCHS" --batch-size "$BATCH" --max-length "$MAX_LENGTH" --lr "$LR" --seed "$SEED" \
         --threads "$THREADS" --padding "$([ "$c" = trainer-max ] && echo max_length || echo dynamic)" \
-        --work "$out" >"$out.log" 2>&1 || { cat "$out.log"; exit 1; }
+        --work "$out" >"$out.log" 2>&1 || { cat "$out.log" >&2; exit 1; }
       tail -1 "$out.log"
       ;;
   esac
 }
-contenders=(kgtrain trainer-dynamic trainer-max)
+read -r -a contenders <<<"${CONTENDERS:-kgtrain trainer-dynamic trainer-max}"
+n=${#contenders[@]}
 : >"$W/all.jsonl"
 for r in $(seq 1 "$ROUNDS"); do
-  for i in 0 1 2; do
-    c=${contenders[$(((i + r - 1) % 3))]}
+  for i in $(seq 0 $((n - 1))); do
+    c=${contenders[$(((i + r - 1) % n))]}
+    SEED=0
+    [ "${SEEDS:-same}" = rounds ] && SEED=$((r - 1))
     line=$(run "$c" "$r")
     echo "bench_text: round $r $c $line"
     echo "{\"contender\": \"$c\", \"round\": $r, \"result\": $line}" >>"$W/all.jsonl"
@@ -76,13 +81,17 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 by = {}
 for r in rows:
     by.setdefault(r["contender"], []).append(r["result"])
-print(f"bench_text: {sys.argv[2]}, {sys.argv[3]} rows (holdout fold 0), median of {len(rows) // 3} rounds")
-print(f"{'contender':18} {'samples/s':>10} {'peak RSS MB':>12} {'accuracy':>9}")
+rounds = len(rows) // len(by)
+print(f"bench_text: {sys.argv[2]}, {sys.argv[3]} rows (holdout fold 0), median of {rounds} rounds "
+      f"(accuracy: mean and standard deviation over the rounds)")
+print(f"{'contender':18} {'samples/s':>10} {'peak RSS MB':>12} {'accuracy':>16}")
 med = {}
 for c, rs in by.items():
     med[c] = st.median(x["samples_per_s"] for x in rs)
-    print(f"{c:18} {med[c]:10.1f} {st.median(x['peak_rss_mb'] for x in rs):12.0f} "
-          f"{st.median(x['accuracy'] for x in rs):9.4f}")
-print(f"kgtrain / trainer-dynamic {med['kgtrain'] / med['trainer-dynamic']:.2f}x; "
-      f"kgtrain / trainer-max {med['kgtrain'] / med['trainer-max']:.2f}x")
+    acc = [x["accuracy"] for x in rs]
+    sd = f" +- {st.stdev(acc):.4f}" if len(acc) > 1 else ""
+    print(f"{c:18} {med[c]:10.1f} {st.median(x['peak_rss_mb'] for x in rs):12.0f} {st.mean(acc):9.4f}{sd}")
+for peer in ("trainer-dynamic", "trainer-max"):
+    if "kgtrain" in med and peer in med:
+        print(f"kgtrain / {peer} {med['kgtrain'] / med[peer]:.2f}x")
 PY
