@@ -12,7 +12,8 @@
 # them, so that a run never rewrites files another one (scripts/check_wheel.sh) is reading.
 # Environment: PYTHON (with transformers, sentencepiece; default .venv-text/bin/python), BUILD_DIR (build-cuda),
 # DIR (data/text_example), ROWS (train rows, 1000), TEST_ROWS (the first rows of test.csv kept, 1000), EPOCHS (2),
-# TAG (a suffix for the runs and outputs folders, so that two builds can run side by side). Exit 0 passed, 1 a check
+# TAG (a suffix for the runs and outputs folders, so that two builds can run side by side), THREADS (device.threads;
+# default: the recipe's). Exit 0 passed, 1 a check
 # failed, 2 a tool is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,6 +63,7 @@ K="$BUILD_DIR/kgtrain"
 [[ -x "$K" ]] || die "no $K: build it first" 2
 RUNS="$DIR/runs$TAG" OUT="$DIR/out$TAG"
 common=("paths.data=$DIR" "paths.runs=$RUNS" "train.epochs=$EPOCHS" --quiet)
+[[ -n "${THREADS:-}" ]] && common+=("device.threads=$THREADS")
 rm -rf "$RUNS" "$OUT"
 "$K" fit "$RECIPE" cv.fold=all "${common[@]}" | tail -3
 "$K" tta-predict "$RECIPE" --from-run latest --out "$OUT/submission.csv" "${common[@]}" | tail -2
