@@ -81,6 +81,12 @@ at::Tensor Head::forward(const at::Tensor& pooled, const at::Tensor& features) {
   }
   if (hidden_) x = hidden_->forward(x);
   if (drop_) x = drop_->forward(x);
+  if (spec_.msd_samples > 0 && fc_->is_training()) {
+    // Multi-sample dropout: one mask per sample run, drawn in order, the logits averaged.
+    at::Tensor sum = fc_->forward(torch::dropout(x, spec_.msd_p, true));
+    for (int64_t i = 1; i < spec_.msd_samples; ++i) sum = sum + fc_->forward(torch::dropout(x, spec_.msd_p, true));
+    return scale_.forward(sum / static_cast<double>(spec_.msd_samples));
+  }
   return scale_.forward(fc_->forward(x));
 }
 

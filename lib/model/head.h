@@ -1,6 +1,7 @@
 // The classification/regression head shared by every backbone: global pooling, numeric features
-// joined to the pooled image features, optional fastai-style hidden layers, dropout, classifier, and for
-// regression the output's scale (model/target_scale.h).
+// joined to the pooled image features, optional fastai-style hidden layers, dropout (or multi-sample dropout: the
+// classifier on several dropout masks, its logits averaged), classifier, and for regression the output's scale
+// (model/target_scale.h).
 // Its modules are registered on the network itself so the classifier keeps the family's timm name
 // (resnet `fc`, efficientnet `classifier`, convnext `head.fc`).
 #pragma once
@@ -32,6 +33,8 @@ struct HeadSpec {
   double hidden_dropout = 0.5;
   std::vector<int64_t> feature_hidden;
   double drop_rate = 0.0;
+  int64_t msd_samples = 0;  // multi-sample dropout: classifier runs averaged in training (0 = off)
+  double msd_p = 0.5;
   std::string target_transform = "none";  // regression: data.target_transform
   std::vector<double> y_range;            // regression: model.y_range ({} or {low, high})
 };

@@ -36,6 +36,13 @@ config::Fields<ModelOptions> model_fields() {
   f.field("pretrained_strict", &ModelOptions::pretrained_strict,
           "fail when a backbone tensor of model.pretrained is missing or unexpected (default: report and go on)");
   f.field("drop_rate", &ModelOptions::drop_rate, "dropout before the classifier (timm drop_rate)").range(0, 0.99);
+  f.field("multi_sample_dropout.samples", &ModelOptions::msd_samples,
+          "multi-sample dropout (Inoue 2019, Kaggle NLP heads): in training the classifier runs on this many dropout "
+          "masks of its input and the logits are averaged; evaluation runs it once without dropout (0 = off; replaces "
+          "drop_rate)")
+      .range(0, 64);
+  f.field("multi_sample_dropout.p", &ModelOptions::msd_p, "multi-sample dropout: each mask's drop probability")
+      .range(0, 0.99);
   f.field("drop_path_rate", &ModelOptions::drop_path_rate,
           "stochastic depth: per-block drop probability rising linearly from 0 to about this value over the blocks, as "
           "in timm (resnet18+, efficientnet, convnext)")
@@ -172,6 +179,11 @@ void Network::finish(const ModelContext& ctx, torch::nn::Module& fc_parent, cons
   spec.hidden_dropout = ctx.model.head_dropout;
   spec.feature_hidden = ctx.model.feature_hidden;
   spec.drop_rate = ctx.model.drop_rate;
+  spec.msd_samples = ctx.model.msd_samples;
+  spec.msd_p = ctx.model.msd_p;
+  KG_CHECK(spec.msd_samples == 0 || spec.drop_rate == 0, ConfigError,
+           "model.multi_sample_dropout.samples = ", spec.msd_samples, " drops the classifier's input ",
+           "(multi_sample_dropout.p) and model.drop_rate = ", spec.drop_rate, " does too: set one of them");
   spec.target_transform = ctx.target_transform;
   spec.y_range = ctx.model.y_range;
   KG_CHECK(ctx.regression || ctx.target_transform == "none", ConfigError, "data.target_transform = \"",

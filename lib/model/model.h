@@ -30,6 +30,8 @@ struct ModelOptions {
   std::string pretrained;
   bool pretrained_strict = false;
   double drop_rate = 0.0;
+  int64_t msd_samples = 0;  // key multi_sample_dropout.samples
+  double msd_p = 0.5;       // key multi_sample_dropout.p
   double drop_path_rate = 0.0;
   std::string global_pool;
   std::vector<int64_t> head_hidden;
