@@ -32,6 +32,12 @@ std::vector<report::Tile> batch_tiles(const at::Tensor& images, const at::Tensor
 std::string training_sample_png(const session::TrainingContext& s, const std::vector<int64_t>& rows, int64_t n,
                                 int64_t epoch, const std::string& title);
 
+// The text equivalent (lib/jobs/sample_tokens.cpp): the first `n` rows of that batch as the model sees them, each
+// with its id, label and token count, then its token ids shown as the tokenizer's strings ([CLS] the ##re ...),
+// padding left out. ConfigError when model.pretrained holds no tokenizer.
+std::string training_sample_tokens(const session::TrainingContext& s, const std::vector<int64_t>& rows, int64_t n,
+                                   int64_t epoch, const std::string& title);
+
 // A caption line for a (soft) target row: "Coat", "0.62 Shirt", "y 12.5".
 std::vector<std::string> target_caption(const at::Tensor& target_row, const data::ClassList& classes);
 

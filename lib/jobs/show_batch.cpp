@@ -1,5 +1,7 @@
 #include "jobs/show_batch.h"
 
+#include <iostream>
+
 #include "config/flags.h"
 #include "core/error.h"
 #include "core/fs.h"
@@ -69,8 +71,8 @@ const config::Fields<ShowBatchFlags>& show_batch_flags() {
   static const config::Fields<ShowBatchFlags> f = [] {
     using F = ShowBatchFlags;
     config::Fields<F> t;
-    t.field("out", &F::out, "PNG to write");
-    t.field("n", &F::n, "images in the grid").range(1, 256);
+    t.field("out", &F::out, "PNG to write (a text recipe prints its tokens instead)");
+    t.field("n", &F::n, "images in the grid (text: rows printed)").range(1, 256);
     t.field("epoch", &F::epoch, "epoch whose augmentation, size and mixing to show (1-based)").min(1);
     t.field("views", &F::views, "instead: every TTA view (tta.views) of one test image, as tta-predict makes them");
     t.field("id", &F::id, "with --views: the test row's id (none: the first row of data.test_csv)");
@@ -81,10 +83,12 @@ const config::Fields<ShowBatchFlags>& show_batch_flags() {
 
 int run_show_batch(const ShowBatchRequest& req) {
   config::check_flags(show_batch_flags(), req.flags);
-  session::modality_of(req.recipe)
-      .require(session::Capability::show_batch, "show-batch", "draws a grid of the augmented images");
+  const auto& modality = session::modality_of(req.recipe);
   const ShowBatchFlags& r = req.flags;
+  if (r.views)
+    modality.require(session::Capability::tta_views, "show-batch --views", "draws the TTA views of an image");
   KG_CHECK(r.id.empty() || r.views, UsageError, "--id picks the test image of --views: add --views");
+  const bool grid = modality.can(session::Capability::show_batch);  // text: the tokens, printed
   session::Session o = req;
   // One batch is shown: decode just it (no RAM or device cache filled up front), in this thread, on the CPU.
   o.recipe = o.recipe.with({{"data.cache", "none"},
@@ -101,7 +105,11 @@ int run_show_batch(const ShowBatchRequest& req) {
   const std::string title = "training batch, epoch " + std::to_string(r.epoch) + " of " + std::to_string(s.epochs) +
                             ", fold " + std::to_string(fold) + (s.mix_fn() ? " (mixup/cutmix as configured)" : "");
   if (o.dry_run) {
-    o.log("dry run: would write " + r.out);
+    o.log(grid ? "dry run: would write " + r.out : "dry run: would print the batch's tokens");
+    return kExitOk;
+  }
+  if (!grid) {
+    std::cout << training_sample_tokens(s, rows, r.n, r.epoch - 1, title) << std::flush;
     return kExitOk;
   }
   const std::string png = r.views ? views_png(s, r.id) : training_sample_png(s, rows, r.n, r.epoch - 1, title);

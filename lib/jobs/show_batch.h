@@ -1,6 +1,7 @@
 // `kgtrain show-batch`: training images after augmentation (and mixup/cutmix) with their (soft) labels,
 // as one PNG grid — fastai's show_batch for a shell cell — or, with views, what tta-predict feeds the model
-// for one test image (lib/jobs/show_batch.cpp).
+// for one test image (lib/jobs/show_batch.cpp). A text recipe prints its first training batch instead: each row's
+// text, label and tokens as the tokenizer names them (lib/jobs/sample_tokens.cpp).
 #pragma once
 #include <cstdint>
 #include <string>

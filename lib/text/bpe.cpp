@@ -8,9 +8,8 @@
 
 namespace kg::text {
 
-Bpe::Bpe(std::unordered_map<std::string, int64_t> vocab,
-         const std::vector<std::pair<std::string, std::string>>& merges, BpeOptions options,
-         const std::string& where)
+Bpe::Bpe(std::unordered_map<std::string, int64_t> vocab, const std::vector<std::pair<std::string, std::string>>& merges,
+         BpeOptions options, const std::string& where)
     : vocab_(std::move(vocab)), options_(std::move(options)) {
   for (const auto& kv : vocab_)
     KG_CHECK(kv.second >= 0 && kv.second < (int64_t{1} << 32), ConfigError, where, ": model.vocab[\"", kv.first,
@@ -36,6 +35,16 @@ Bpe::Bpe(std::unordered_map<std::string, int64_t> vocab,
              "\" is not in model.vocab");
     merges_[pair_key(ia, ib)] = MergeTarget{static_cast<uint32_t>(rank), id};  // a later duplicate wins
   }
+}
+
+std::vector<std::string> Bpe::vocabulary() const {
+  std::vector<std::string> out;
+  for (const auto& [token, id] : vocab_) {
+    if (id < 0) continue;
+    if (static_cast<size_t>(id) >= out.size()) out.resize(static_cast<size_t>(id) + 1);
+    out[static_cast<size_t>(id)] = token;
+  }
+  return out;
 }
 
 int64_t Bpe::token_to_id(const std::string& token) const {

@@ -16,6 +16,8 @@ class TokenModel {
   // The id of `token` in the model's vocabulary, or -1.
   virtual int64_t token_to_id(const std::string& token) const = 0;
   virtual size_t vocab_size() const = 0;
+  // Every token's string, indexed by id ("" for an id no token has): what ids are shown as (show-batch).
+  virtual std::vector<std::string> vocabulary() const = 0;
 };
 
 }  // namespace kg::text

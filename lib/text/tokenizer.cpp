@@ -1,7 +1,7 @@
 // Encoding, in tokenizers' order (tokenizers/src/tokenizer/mod.rs encode_single_sequence, post_process): split
 // out the added tokens in the raw text, normalize each other piece, split out the normalized added tokens,
-// pre-tokenize each piece into words, give each word to the model; then truncate (utils/truncation.rs truncate_encodings, the template's special tokens counted) and apply
-// the template (processors/template.rs).
+// pre-tokenize each piece into words, give each word to the model; then truncate (utils/truncation.rs
+// truncate_encodings, the template's special tokens counted) and apply the template (processors/template.rs).
 #include "text/tokenizer.h"
 
 #include <algorithm>
@@ -62,9 +62,9 @@ void truncate(std::vector<int64_t>& a, std::vector<int64_t>* b, size_t max_lengt
     target = b;
   }
   KG_CHECK(target->size() > to_remove, DataError, "truncation ",
-           o.strategy == TruncationOptions::kOnlyFirst ? "only_first" : "only_second", " to max_length ",
-           o.max_length, ": the ", o.strategy == TruncationOptions::kOnlyFirst ? "first" : "second",
-           " sequence has ", target->size(), " tokens, too few to remove the ", to_remove, " needed");
+           o.strategy == TruncationOptions::kOnlyFirst ? "only_first" : "only_second", " to max_length ", o.max_length,
+           ": the ", o.strategy == TruncationOptions::kOnlyFirst ? "first" : "second", " sequence has ", target->size(),
+           " tokens, too few to remove the ", to_remove, " needed");
   cut(*target, target->size() - to_remove, o.direction);
 }
 
@@ -137,8 +137,8 @@ void gpt2_split(std::u32string_view s, Emit&& emit) {
         i += 2;
         continue;
       }
-      if (i + 2 < n && ((d == U'r' && s[i + 2] == U'e') || (d == U'v' && s[i + 2] == U'e') ||
-                        (d == U'l' && s[i + 2] == U'l'))) {
+      if (i + 2 < n &&
+          ((d == U'r' && s[i + 2] == U'e') || (d == U'v' && s[i + 2] == U'e') || (d == U'l' && s[i + 2] == U'l'))) {
         emit(i, i + 3);
         i += 3;
         continue;
@@ -265,8 +265,7 @@ std::vector<int64_t> Tokenizer::tokenize(std::string_view text) const {
       if (nid >= 0)
         ids.push_back(nid);
       else
-        pre_tokenize_and_model(std::u32string_view(normalized).substr(nfrom, nto - nfrom), at_start && nfrom == 0,
-                               ids);
+        pre_tokenize_and_model(std::u32string_view(normalized).substr(nfrom, nto - nfrom), at_start && nfrom == 0, ids);
     });
   });
   return ids;
@@ -275,8 +274,9 @@ std::vector<int64_t> Tokenizer::tokenize(std::string_view text) const {
 void Tokenizer::finish() {
   bool plain_added = true;
   for (const auto& a : added_) plain_added = plain_added && !a.lstrip && !a.rstrip;
-  fast_path_ = plain_added && added_norm_.empty() &&
-               (pre_tokenizer_.empty() || (pre_tokenizer_.size() == 1 && pre_tokenizer_[0].kind == PreTokenizerStep::kBert));
+  fast_path_ =
+      plain_added && added_norm_.empty() &&
+      (pre_tokenizer_.empty() || (pre_tokenizer_.size() == 1 && pre_tokenizer_[0].kind == PreTokenizerStep::kBert));
   bert_pre_tokenizer_ = !pre_tokenizer_.empty();
   for (const auto& a : added_) added_first_byte_[static_cast<unsigned char>(a.content[0])] = true;
 }
@@ -372,6 +372,17 @@ Encoding Tokenizer::encode(std::string_view text, bool add_special_tokens) const
 
 Encoding Tokenizer::encode_pair(std::string_view first, std::string_view second, bool add_special_tokens) const {
   return encode_impl(first, &second, add_special_tokens);
+}
+
+std::vector<std::string> Tokenizer::id_to_token() const {
+  std::vector<std::string> out = model_->vocabulary();
+  for (const auto* list : {&added_, &added_norm_})
+    for (const auto& a : *list) {
+      if (a.id < 0) continue;
+      if (static_cast<size_t>(a.id) >= out.size()) out.resize(static_cast<size_t>(a.id) + 1);
+      out[static_cast<size_t>(a.id)] = a.content;
+    }
+  return out;
 }
 
 }  // namespace kg::text

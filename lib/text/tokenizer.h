@@ -63,8 +63,8 @@ struct AddedToken {
 // One step of the pre-tokenizer (a Sequence is flattened into these).
 struct PreTokenizerStep {
   enum Kind { kBert, kByteLevel, kMetaspace, kWhitespaceSplit } kind = kBert;
-  bool add_prefix_space = false;  // ByteLevel: a space before a piece that does not start with one
-  bool use_regex = true;          // ByteLevel: split by the GPT-2 regex
+  bool add_prefix_space = false;     // ByteLevel: a space before a piece that does not start with one
+  bool use_regex = true;             // ByteLevel: split by the GPT-2 regex
   char32_t replacement = U'\u2581';  // Metaspace
   enum Prepend { kAlways, kFirst, kNever } prepend = kAlways;
   bool split = true;  // Metaspace: split before each replacement character
@@ -103,6 +103,9 @@ class Tokenizer {
   // The ids of one text without special tokens or truncation.
   std::vector<int64_t> tokenize(std::string_view text) const;
   const TokenModel& model() const { return *model_; }
+  // Every id's token string (the model's vocabulary with the added tokens over it), as transformers'
+  // convert_ids_to_tokens shows them: "##ing", "\u0120the", "\u2581the", "[CLS]"; "" for an id no token has.
+  std::vector<std::string> id_to_token() const;
 
  private:
   Tokenizer() = default;
@@ -123,7 +126,7 @@ class Tokenizer {
   std::shared_ptr<const TokenModel> model_;
   std::vector<AddedToken> added_;       // matched before normalization, longest first at each position
   std::vector<AddedToken> added_norm_;  // matched after it
-  bool added_first_byte_[256] = {};  // whether a raw added token starts with this byte
+  bool added_first_byte_[256] = {};     // whether a raw added token starts with this byte
   std::vector<TemplatePiece> single_, pair_;
   std::optional<TruncationOptions> truncation_;
 

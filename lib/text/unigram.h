@@ -24,6 +24,12 @@ class Unigram final : public TokenModel {
   void tokenize(std::string_view word, std::vector<int64_t>& ids) const override;
   int64_t token_to_id(const std::string& token) const override;
   size_t vocab_size() const override { return vocab_.size(); }
+  std::vector<std::string> vocabulary() const override {
+    std::vector<std::string> out;
+    out.reserve(vocab_.size());
+    for (const auto& [piece, score] : vocab_) out.push_back(piece);
+    return out;
+  }
 
  private:
   // A byte trie of the pieces: node -> (byte -> child) in one hash map, the piece id ending at a node or -1.

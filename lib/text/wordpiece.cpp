@@ -9,14 +9,23 @@ bool continuation(char b) { return (static_cast<unsigned char>(b) & 0xC0) == 0x8
 
 }  // namespace
 
-WordPiece::WordPiece(std::unordered_map<std::string, int64_t> vocab, WordPieceOptions options,
-                     const std::string& where)
+WordPiece::WordPiece(std::unordered_map<std::string, int64_t> vocab, WordPieceOptions options, const std::string& where)
     : vocab_(std::move(vocab)), options_(std::move(options)) {
   const auto it = vocab_.find(options_.unk_token);
   KG_CHECK(it != vocab_.end(), ConfigError, where, ": model.unk_token \"", options_.unk_token,
            "\" is not in model.vocab");
   unk_id_ = it->second;
   for (const auto& kv : vocab_) longest_ = std::max(longest_, kv.first.size());
+}
+
+std::vector<std::string> WordPiece::vocabulary() const {
+  std::vector<std::string> out;
+  for (const auto& [token, id] : vocab_) {
+    if (id < 0) continue;
+    if (static_cast<size_t>(id) >= out.size()) out.resize(static_cast<size_t>(id) + 1);
+    out[static_cast<size_t>(id)] = token;
+  }
+  return out;
 }
 
 int64_t WordPiece::token_to_id(const std::string& token) const {

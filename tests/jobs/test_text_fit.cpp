@@ -4,6 +4,7 @@
 // recipe gets for what only images have.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -155,7 +156,44 @@ TEST_CASE("text: image-only options and commands are refused with the key (exit 
   expect({"fit", "data.augment=[{name=\"hflip\"}]", "--dry-run"}, "data.augment");
   expect({"fit", "model.name=bert", "--dry-run"}, "deberta-v2");
   expect({"fit", "model.pretrained=", "--dry-run"}, "model.pretrained");
-  expect({"show-batch"}, "text task");
+  expect({"show-batch", "--views"}, "text task");
+}
+
+TEST_CASE("text: show-batch prints a training batch's rows with their text, label and tokens",
+          "[integration][jobs][text]") {
+  kg::test::TempDir dir;
+  const std::string data = kg::test::make_tiny_text_task(dir, 16, 4);
+  const std::string model = kg::test::make_tiny_deberta(dir);
+  const std::string recipe = dir.write("text.toml", kg::test::tiny_text_recipe(data, model));
+  auto r = kg::test::run_kgtrain({"show-batch", recipe, "--n", "3", "paths.runs=" + (dir / "runs")});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("training batch, epoch 1") != std::string::npos);
+  std::map<std::string, std::string> text_of;
+  for (auto& row : kg::data::read_csv(data + "/train.csv").rows) text_of[row[0]] = row[1];
+  // Each row: "<where>: id <id>, label <class>, <n> tokens", its text, then its n tokens from [CLS] to [SEP].
+  int rows = 0;
+  for (size_t at = r.output.find(": id "); at != std::string::npos; at = r.output.find(": id ", at + 1)) {
+    const size_t id_end = r.output.find(',', at);
+    const std::string id = r.output.substr(at + 5, id_end - at - 5);
+    const size_t count_end = r.output.find(" tokens\n", id_end);
+    const size_t count_at = r.output.rfind(", ", count_end) + 2;
+    const int count = std::stoi(r.output.substr(count_at, count_end - count_at));
+    const size_t text_at = r.output.find("  text  ", count_end) + 8;
+    std::string shown = r.output.substr(text_at, r.output.find('\n', text_at) - text_at);
+    const bool cut = shown.size() > 4 && shown.substr(shown.size() - 4) == " ...";  // texts over 200 bytes
+    if (cut) shown.resize(shown.size() - 4);
+    CHECK(text_of.at(id).rfind(shown, 0) == 0);
+    CHECK((cut ? shown.size() == 200 : shown == text_of.at(id)));
+    const size_t ids_at = r.output.find("  ids   ", count_end) + 8;
+    const std::string ids = r.output.substr(ids_at, r.output.find('\n', ids_at) - ids_at);
+    CHECK(ids.rfind("[CLS] ", 0) == 0);
+    CHECK(ids.size() >= 6);
+    CHECK(ids.substr(ids.size() - 5) == "[SEP]");
+    CHECK(std::count(ids.begin(), ids.end(), ' ') + 1 == count);
+    ++rows;
+  }
+  CHECK(rows == 3);
 }
 
 TEST_CASE("text: an empty text is a bad row, named; a CSV that is not UTF-8 names its line and byte",
