@@ -15,7 +15,7 @@
 #include "core/error.h"
 #include "core/stop.h"
 #include "core/strings.h"
-#include "model/preprocessing.h"
+#include "session/effective_recipe.h"
 #include "session/latest_run.h"
 #include "test_hooks.h"
 #include "train/options.h"
@@ -203,7 +203,9 @@ session::Session RecipeFlags::resolve(const std::string& command) const {
   session::Session o;
   o.recipe = config::Recipe::validate(resolved.tree);
   for (auto& w : o.recipe.warnings()) std::cerr << "warning: " << w << "\n";
-  auto followed = model::follow_weights_preprocessing(o.recipe);  // model.pretrained's config.json, where silent
+  session::Resolutions weights_only;
+  weights_only.follow_weights = true;  // model.pretrained's config.json, where the recipe is silent
+  auto followed = session::effective_recipe(o.recipe, weights_only);
   o.recipe = std::move(followed.recipe);
   o.preprocessing_notes = std::move(followed.notes);
   o.command = command;

@@ -5,6 +5,8 @@ Functions are found by brace matching on the text with comments, strings and cha
 a block whose opening line (or the lines just before it) reads like a function head -- a parameter list
 `(...)`, not `if`/`for`/`while`/`switch`/`catch`, not a class/struct/namespace/enum or an initializer --
 is measured from its head to its closing brace. Lambdas inside a function count toward the function.
+Also (issue 53): outside lib/config no code reads a recipe's raw tree (`.tree().at(` / `.tree().find(`): components
+read typed options (recipe.get<Options>()), and a multi-form key's resolution goes through session/effective_recipe.h.
 Exit 1 with file:line for each problem.
 """
 import os
@@ -13,6 +15,7 @@ import sys
 
 MAX_FILE, MAX_FUNC = 400, 120
 ROOTS = ("lib", "app")
+RAW_TREE_READ = re.compile(r"\.tree\(\)\s*\.\s*(at|find)\s*\(")
 
 
 def blank(text):
@@ -78,6 +81,10 @@ def main():
                 n = sum(1 for _ in open(p, encoding="utf-8"))
                 if n > MAX_FILE:
                     problems.append(f"{p}:1: {n} lines (at most {MAX_FILE} per file)")
+                if not p.startswith(os.path.join("lib", "config")):
+                    for i, line in enumerate(open(p, encoding="utf-8"), 1):
+                        if RAW_TREE_READ.search(line):
+                            problems.append(f"{p}:{i}: reads the recipe's raw tree; use recipe.get<Options>()")
                 for start, end, head in functions(p):
                     if end - start + 1 > MAX_FUNC:
                         name = re.sub(r"\s+", " ", head)[:80]

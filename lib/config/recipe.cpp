@@ -26,6 +26,22 @@ Recipe Recipe::with_entries(const std::vector<std::pair<std::string, Entry>>& ch
   });
 }
 
+Origin Recipe::origin_of(const std::string& key) const {
+  const Entry* e = tree().find(key);
+  return e ? e->origin : Origin{};
+}
+
+Recipe Recipe::resolved(const std::string& key, json value) const { return amended(key, std::move(value), {}); }
+
+Recipe Recipe::amended(const std::string& key, json value, const std::map<std::string, Origin>& parts) const {
+  Entry e;
+  if (const Entry* old = tree().find(key)) e = *old;
+  if (parts.empty()) e.inner.clear();  // a resolved value: nothing inside it was set anywhere
+  e.value = std::move(value);
+  for (auto& [part, origin] : parts) e.inner[part] = origin;
+  return with_entries({{key, e}});
+}
+
 Recipe Recipe::with(const std::vector<std::pair<std::string, json>>& changes, const Origin& origin) const {
   std::vector<std::pair<std::string, Entry>> entries;
   for (auto& [key, value] : changes) entries.emplace_back(key, Entry{value, origin, {}, false});

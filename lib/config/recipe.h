@@ -4,6 +4,7 @@
 // one made by with(), which validates the changed tree again: no code edits a recipe in place.
 #pragma once
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,11 +24,13 @@ class Recipe {
   // Validates `merged` (throws ConfigError listing every problem); warnings() keeps what validation warned about.
   static Recipe validate(const Tree& merged);
 
+  // The whole tree, for what serializes or fingerprints a recipe (recipe.toml, provenance, TensorBoard's hparams).
+  // Components read values through their typed options (get<>()), never from the tree: scripts/check_code_shape.py
+  // refuses tree().at()/find() outside lib/config.
   const Tree& tree() const { return state_->tree; }
   const std::vector<std::string>& warnings() const { return state_->warnings; }
-  // The leaf at `key` (InternalError when absent: a validated recipe has every declared key).
-  const Entry& at(const std::string& key) const { return tree().at(key); }
-  const Entry* find(const std::string& key) const { return tree().find(key); }
+  // Where `key` was set: a layer's file:line, the command line, or Origin::Kind::Default when nothing set it.
+  Origin origin_of(const std::string& key) const;
   // A section's or component's keys, for a registry's factory: recipe.section("model").
   Options section(const std::string& prefix) const { return Options(&state_->tree, prefix); }
 
@@ -51,12 +54,17 @@ class Recipe {
 
   // A new recipe with `changes` (key -> value, each set at `origin`) applied and validated again.
   Recipe with(const std::vector<std::pair<std::string, json>>& changes, const Origin& origin) const;
-  // The same with whole entries (their own origins).
-  Recipe with_entries(const std::vector<std::pair<std::string, Entry>>& changes) const;
+  // A multi-form key resolved to the value it stands for (train.batch_size "auto" -> 32, optim.lr "find" -> 3e-4):
+  // `key` set to `value`, keeping where it was set, validated again.
+  Recipe resolved(const std::string& key, json value) const;
+  // `key`'s value replaced by `value`, keeping where it was set, with `parts` ("[2].mean" -> origin) recording
+  // where the changed parts of it came from (model.pretrained's config.json filling in data.augment's normalize).
+  Recipe amended(const std::string& key, json value, const std::map<std::string, Origin>& parts) const;
   // A new recipe from `edit` applied to a copy of the tree (keys set or erased), validated again.
   Recipe edited(const std::function<void(Tree&)>& edit) const;
 
  private:
+  Recipe with_entries(const std::vector<std::pair<std::string, Entry>>& changes) const;
   struct State {
     Tree tree;
     std::vector<std::string> warnings;

@@ -59,8 +59,17 @@ class Options {
 };
 
 namespace detail {
+// A recipe value of several forms (optim.lr: a number, [lo, hi] or "find") is a type of its own: it names its
+// schema type (static constexpr Type kRecipeType = Type::Any), converts with nlohmann's from_json/to_json found by
+// ADL, and may check a value (static std::string check(const json&), "" when fine); Fields::field uses all three.
 template <class T>
-struct TypeOf;
+struct TypeOf {
+  static constexpr Type value = T::kRecipeType;
+};
+template <class T, class = void>
+struct HasCheck : std::false_type {};
+template <class T>
+struct HasCheck<T, std::void_t<decltype(T::check(std::declval<const json&>()))>> : std::true_type {};
 template <>
 struct TypeOf<bool> {
   static constexpr Type value = Type::Bool;
@@ -152,6 +161,7 @@ class Fields {
     s.doc = std::move(doc);
     s.optional = detail::IsOptional<M>::value;
     s.default_value = detail::to_json_value(T{}.*member);
+    if constexpr (detail::HasCheck<M>::value) s.check = &M::check;
     specs_.push_back(std::move(s));
     loaders_.push_back([member](const json& j, T& out) { detail::from_json_value(j, out.*member); });
     savers_.push_back([member](const T& in) { return detail::to_json_value(in.*member); });

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "data/resident.h"
-#include "data/text_inputs.h"
+#include "data/collator.h"
 
 namespace kg::data {
 
@@ -56,8 +56,8 @@ std::vector<int64_t> shard_rows(const std::vector<int64_t>& rows, int rank, int 
 Loader::Loader(const Table& table, std::vector<int64_t> rows, const Pipeline& pipeline, LoaderOptions o)
     : table_(table), pipeline_(pipeline), o_(o) {
   order_ = o_.shuffle ? epoch_order(std::move(rows), o_.seed, o_.epoch) : std::move(rows);
-  if (o_.text && o_.shuffle && o_.group_by_length)
-    order_ = o_.text->grouped(std::move(order_), o_.batch_size * std::max(1, o_.shard_count));
+  if (o_.collator && o_.shuffle && o_.group_by_length)
+    order_ = o_.collator->grouped(std::move(order_), o_.batch_size * std::max(1, o_.shard_count));
   if (o_.shard_count > 1 && !order_.empty()) {
     int64_t g = 0;
     order_ = shard_order(order_, o_.batch_size, o_.drop_last, o_.shard_rank, o_.shard_count, &g);
@@ -102,8 +102,8 @@ void Loader::produce(int64_t b, Batch& out) {
   out.index = b;
   const bool u8 = pipeline_.outputs_u8();
   out.rows.assign(order_.begin() + begin, order_.begin() + end);
-  if (o_.text) {
-    out.inputs = o_.text->batch(out.rows, o_.pin_memory);
+  if (o_.collator) {
+    out.inputs = o_.collator->batch(out.rows, o_.pin_memory);
     fill_targets(out);
     return;
   }

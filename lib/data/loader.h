@@ -22,7 +22,7 @@
 namespace kg::data {
 
 class ResidentImages;  // data/resident.h
-class TextInputs;      // data/text_inputs.h
+class Collator;        // data/collator.h
 
 struct Batch {
   int64_t index = 0;  // batch number within the epoch
@@ -86,9 +86,9 @@ struct LoaderOptions {
   // data.cache = "device": images come from these resident ones, gathered and augmented on the device
   // in the consumer's thread (workers are not started); Batch::images is then float on the device.
   const ResidentImages* resident = nullptr;
-  // data.text_cols: batches are these tokens (padded per batch), not the pipeline's images; with group_by_length a
-  // shuffled epoch visits rows in length-grouped batches.
-  const TextInputs* text = nullptr;
+  // A modality's own batches (text: the tokens, padded per batch), not the pipeline's images; with group_by_length a
+  // shuffled epoch visits rows in the batches it groups (similar lengths).
+  const Collator* collator = nullptr;
   bool group_by_length = false;
 };
 

@@ -14,21 +14,9 @@ bool is_size(const config::json& v) {
   return positive(v) || (v.is_array() && v.size() == 2 && positive(v[0]) && positive(v[1]));
 }
 
-ImageGeometry size_of(const config::json& v, int64_t channels) {
-  ImageGeometry g;
-  g.channels = channels;
-  if (v.is_array()) {
-    g.height = v[0].get<int64_t>();
-    g.width = v[1].get<int64_t>();
-  } else {
-    g.height = g.width = v.get<int64_t>();
-  }
-  return g;
-}
-
 bool is_schedule(const config::json& v) { return v.is_array() && !v.empty() && v[0].is_array(); }
 
-std::string check_image_size(const config::json& v) {
+std::string image_size_problem(const config::json& v) {
   if (is_size(v)) return "";
   if (!is_schedule(v))
     return "expected a positive integer, [height, width], or a schedule [[fraction, size], ...], got " + v.dump();
@@ -138,8 +126,7 @@ config::Fields<DataOptions> data_fields() {
       });
   f.field("image_size", &DataOptions::image_size,
           "model input size: N or [height, width]; or progressive resizing [[0, 96], [0.5, 128, 64], ...] = "
-          "[start fraction of training, size, optional batch size]; evaluation uses the last size")
-      .check(check_image_size);
+          "[start fraction of training, size, optional batch size]; evaluation uses the last size");
   f.field("num_workers", &DataOptions::num_workers, "decode/augment threads (0 = in the training thread)")
       .range(0, 256);
   f.field("prefetch", &DataOptions::prefetch, "batches prepared ahead of the model").range(1, 1024);
@@ -171,17 +158,7 @@ config::Fields<CvOptions> cv_fields() {
   f.field("folds", &CvOptions::folds, "number of cross-validation folds").min(2);
   f.field("fold", &CvOptions::fold,
           "held-out fold (0-based), a list of folds, or \"all\": fit trains each listed fold in fold_<k>/ and writes "
-          "oof.csv + cv.json")
-      .check([](const config::json& v) -> std::string {
-        auto ok_int = [](const config::json& x) { return x.is_number_integer() && x.get<int64_t>() >= 0; };
-        if (ok_int(v) || (v.is_string() && v.get<std::string>() == "all")) return "";
-        if (v.is_array() && !v.empty()) {
-          for (auto& x : v)
-            if (!ok_int(x)) return "expected fold indices >= 0 in the list, got " + x.dump();
-          return "";
-        }
-        return "expected a fold index >= 0, a non-empty list of them, or \"all\", got " + v.dump();
-      });
+          "oof.csv + cv.json");
   f.field("strategy", &CvOptions::strategy,
           "auto (group when group_col is set, else stratified), stratified (by class; multilabel by rarest label; "
           "regression by target quantile), group, random, column (the CSV's fold_col)")
@@ -217,24 +194,89 @@ std::string resolved_modality(const DataOptions& o) {
 
 bool is_text(const DataOptions& o) { return resolved_modality(o) == "text"; }
 
+std::string ImageSize::check(const config::json& v) { return image_size_problem(v); }
+
+namespace {
+ImageSize::Stage stage_of(double start, const config::json& size, int64_t batch) {
+  if (size.is_array()) return {start, size[0].get<int64_t>(), size[1].get<int64_t>(), batch};
+  return {start, size.get<int64_t>(), size.get<int64_t>(), batch};
+}
+config::json size_json(const ImageSize::Stage& st, bool square) {
+  return square && st.height == st.width ? config::json(st.height) : config::json::array({st.height, st.width});
+}
+}  // namespace
+
+void from_json(const config::json& j, ImageSize& s) {
+  s.stages.clear();
+  s.schedule = is_schedule(j);
+  if (!s.schedule) {
+    s.square = !j.is_array();
+    s.stages.push_back(stage_of(0.0, j, 0));
+    return;
+  }
+  for (const auto& st : j)
+    s.stages.push_back(stage_of(st[0].get<double>(), st[1], st.size() == 3 ? st[2].get<int64_t>() : 0));
+}
+
+void to_json(config::json& j, const ImageSize& s) {
+  if (!s.schedule) {
+    j = size_json(s.stages.front(), s.square);
+    return;
+  }
+  j = config::json::array();
+  for (const auto& st : s.stages) {
+    config::json e = config::json::array({st.start, size_json(st, true)});
+    if (st.batch_size > 0) e.push_back(st.batch_size);
+    j.push_back(e);
+  }
+}
+
+std::string FoldSelection::check(const config::json& v) {
+  auto ok_int = [](const config::json& x) { return x.is_number_integer() && x.get<int64_t>() >= 0; };
+  if (ok_int(v) || (v.is_string() && v.get<std::string>() == "all")) return "";
+  if (v.is_array() && !v.empty()) {
+    for (auto& x : v)
+      if (!ok_int(x)) return "expected fold indices >= 0 in the list, got " + x.dump();
+    return "";
+  }
+  return "expected a fold index >= 0, a non-empty list of them, or \"all\", got " + v.dump();
+}
+
+void from_json(const config::json& j, FoldSelection& f) {
+  if (j.is_string())
+    f.form = FoldSelection::All{};
+  else if (j.is_array())
+    f.form = j.get<std::vector<int64_t>>();
+  else
+    f.form = j.get<int64_t>();
+}
+
+void to_json(config::json& j, const FoldSelection& f) {
+  if (std::holds_alternative<FoldSelection::All>(f.form))
+    j = "all";
+  else if (const auto* list = std::get_if<std::vector<int64_t>>(&f.form))
+    j = *list;
+  else
+    j = std::get<int64_t>(f.form);
+}
+
 CvOptions CvOptions::load(const config::Tree& recipe) {
   auto cv = cv_fields().load(config::Options(&recipe, "cv"));
   cv.run_folds.clear();
-  if (cv.fold.is_string()) {
+  if (std::holds_alternative<FoldSelection::All>(cv.fold.form)) {
     for (int64_t k = 0; k < cv.folds; ++k) cv.run_folds.push_back(k);
-  } else if (cv.fold.is_array()) {
-    for (auto& x : cv.fold) {
-      int64_t k = x.get<int64_t>();
+  } else if (const auto* list = std::get_if<std::vector<int64_t>>(&cv.fold.form)) {
+    for (int64_t k : *list) {
       KG_CHECK(std::find(cv.run_folds.begin(), cv.run_folds.end(), k) == cv.run_folds.end(), ConfigError,
                "cv.fold lists fold ", k, " twice");
       cv.run_folds.push_back(k);
     }
   } else {
-    cv.run_folds.push_back(cv.fold.get<int64_t>());
+    cv.run_folds.push_back(std::get<int64_t>(cv.fold.form));
   }
   for (int64_t k : cv.run_folds)
-    KG_CHECK(k < cv.folds, ConfigError, "cv.fold = ", cv.fold.dump(), " names fold ", k, " but cv.folds = ", cv.folds,
-             ": held-out folds must be in [0, ", cv.folds - 1, "]");
+    KG_CHECK(k < cv.folds, ConfigError, "cv.fold = ", config::json(cv.fold).dump(), " names fold ", k,
+             " but cv.folds = ", cv.folds, ": held-out folds must be in [0, ", cv.folds - 1, "]");
   cv.held_out = cv.run_folds.front();
   return cv;
 }
@@ -243,12 +285,8 @@ ImageGeometry geometry(const DataOptions& o) { return size_schedule(o).back().si
 
 std::vector<SizeStage> size_schedule(const DataOptions& o) {
   std::vector<SizeStage> out;
-  if (!is_schedule(o.image_size)) {
-    out.push_back({0.0, size_of(o.image_size, o.channels), 0});
-    return out;
-  }
-  for (const auto& st : o.image_size)
-    out.push_back({st[0].get<double>(), size_of(st[1], o.channels), st.size() == 3 ? st[2].get<int64_t>() : 0});
+  for (const auto& st : o.image_size.stages)
+    out.push_back({st.start, {st.height, st.width, o.channels}, st.batch_size});
   return out;
 }
 

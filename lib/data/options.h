@@ -2,12 +2,42 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
-#include "config/tree.h"
+#include "config/schema.h"
 #include "core/tasks.h"
 
 namespace kg::data {
+
+// data.image_size, a key of three forms: N, [height, width], or a progressive-resizing schedule
+// [[0, 96], [0.5, 128, 64], ...] of [start fraction of training, size, optional batch size].
+struct ImageSize {
+  struct Stage {
+    double start = 0;
+    int64_t height = 0, width = 0;
+    int64_t batch_size = 0;  // 0 = train.batch_size
+  };
+  static constexpr config::Type kRecipeType = config::Type::Any;
+  static std::string check(const config::json& v);                 // "" for a valid form, else "expected ..."
+  ImageSize(int64_t side = 224) : stages{{0.0, side, side, 0}} {}  // NOLINT(google-explicit-constructor)
+  std::vector<Stage> stages;                                       // one stage for a fixed size
+  bool schedule = false;  // written as a schedule (a one-stage schedule stays one)
+  bool square = true;     // a fixed size written as N
+};
+void from_json(const config::json& j, ImageSize& s);
+void to_json(config::json& j, const ImageSize& s);
+
+// cv.fold, a key of three forms: a held-out fold, a list of them, or "all" (every fold of cv.folds).
+struct FoldSelection {
+  struct All {};
+  static constexpr config::Type kRecipeType = config::Type::Any;
+  static std::string check(const config::json& v);  // "" for a valid form, else "expected ..."
+  FoldSelection(int64_t k = 0) : form(k) {}         // NOLINT(google-explicit-constructor): a number is a fold
+  std::variant<int64_t, std::vector<int64_t>, All> form;
+};
+void from_json(const config::json& j, FoldSelection& f);
+void to_json(config::json& j, const FoldSelection& f);
 
 // Recipe section [data]; each field's doc is in data_fields() (data/options.cpp) and docs/reference.md.
 struct DataOptions {
@@ -42,7 +72,7 @@ struct DataOptions {
   int64_t max_classes = 100000;
   int64_t max_image_pixels = 89478485;  // data::kDefaultMaxImagePixels (PIL's)
   int64_t channels = 3;
-  config::json image_size = 224;
+  ImageSize image_size = 224;
   int64_t num_workers = 2;
   int64_t prefetch = 4;
   config::json augment = config::json::array();
@@ -57,8 +87,8 @@ struct DataOptions {
 struct CvOptions {
   static CvOptions load(const config::Tree& recipe);  // recipe.get<CvOptions>() decodes it once
   int64_t folds = 5;
-  config::json fold = 0;
-  std::vector<int64_t> run_folds;  // cv.fold expanded (filled by load_cv_options)
+  FoldSelection fold = 0;
+  std::vector<int64_t> run_folds;  // cv.fold expanded (filled by load)
   int64_t held_out = 0;            // the fold split_folds holds out (the first of run_folds)
   std::string strategy = "auto";
   std::string group_col;

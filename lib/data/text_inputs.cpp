@@ -78,6 +78,14 @@ std::vector<int64_t> TextInputs::grouped(std::vector<int64_t> order, int64_t bat
   return length_grouped_order(std::move(order), tokens_, batch_size);
 }
 
+std::vector<size_t> TextInputs::prediction_order(const std::vector<int64_t>& rows) const {
+  std::vector<size_t> order(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return tokens_.length(rows[a]) > tokens_.length(rows[b]); });
+  return order;
+}
+
 std::string TextInputs::describe() const {
   const double mean =
       tokens_.size() > 0 ? static_cast<double>(tokens_.ids.size()) / static_cast<double>(tokens_.size()) : 0.0;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "data/collator.h"
 #include "data/options.h"
 #include "data/table.h"
 #include "data/tokenized.h"
@@ -24,7 +25,7 @@ struct TextSpec {
   int threads = 1;
 };
 
-class TextInputs {
+class TextInputs final : public Collator {
  public:
   // Tokenizes `t`'s texts (DataError naming the row for text the tokenizer refuses; ConfigError naming the folder
   // when it holds no tokenizer kgtrain reads).
@@ -33,11 +34,13 @@ class TextInputs {
   const TokenizedRows& tokens() const { return tokens_; }
   int64_t pad_id() const { return pad_id_; }
   // The batch of `rows`: ids, mask, type_ids int64 [B, L], L the longest row rounded up to a multiple of 8.
-  model::Inputs batch(const std::vector<int64_t>& rows, bool pin_memory = false) const;
+  model::Inputs batch(const std::vector<int64_t>& rows, bool pin_memory = false) const override;
   // data.group_by_length: `order` regrouped into batches of similar length (length_grouped_order).
-  std::vector<int64_t> grouped(std::vector<int64_t> order, int64_t batch_size) const;
+  std::vector<int64_t> grouped(std::vector<int64_t> order, int64_t batch_size) const override;
+  // Longest rows first (batches of similar length pad little); equal lengths keep their order.
+  std::vector<size_t> prediction_order(const std::vector<int64_t>& rows) const override;
   // "tokens: 12 % of rows truncated at 256 (...); mean 87 tokens; tokens from the cache ..."
-  std::string describe() const;
+  std::string describe() const override;
 
  private:
   TokenizedRows tokens_;

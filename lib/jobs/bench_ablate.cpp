@@ -12,6 +12,8 @@
 #include "jobs/bench_util.h"
 #include "model/model.h"
 #include "model/summary.h"
+#include "optim/param_groups.h"
+#include "session/effective_recipe.h"
 #include "session/training.h"
 
 using nlohmann::json;
@@ -150,6 +152,12 @@ Row Runner::time(const std::string& name, const std::vector<std::string>& overri
   session::Session ro = o_;
   ro.recipe = with_overrides(o_.recipe, overrides);
   ro.quiet = o_.quiet || !phases;  // the data lines once, for the baseline
+  const bool lr_stand_in = optim::lr_is_find(ro.recipe);
+  if (lr_stand_in) {
+    session::Resolutions stand_in;
+    stand_in.lr = 1e-3;
+    ro.recipe = session::effective_recipe(ro.recipe, stand_in).recipe;
+  }
   const bool host_reset = device::reset_host_peak();
   session::TrainingContext s(ro, "bench");
   KG_ASSERT(s.opt.train.batch_size > 0, "run_bench resolves train.batch_size = \"auto\" before timing");
@@ -170,6 +178,7 @@ Row Runner::time(const std::string& name, const std::vector<std::string>& overri
   }
   device::reset_device_peak(s.dev);
   r.timing = time_config(s, st_, phases, dir_, log_);
+  if (lr_stand_in) r.timing.notes.push_back("optim.lr = \"find\": timed at lr 1e-3 (the lr does not change the speed)");
   r.memory = device::read_peaks(s.dev, host_reset);
   return r;
 }

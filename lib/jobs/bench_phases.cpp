@@ -81,7 +81,7 @@ class StepClock : public train::Callback {
 };
 
 // Decode + augmentation alone on 1 thread and on data.num_workers threads (the loader's work per image).
-void time_decode_phases(session::TrainingContext& s, const std::vector<int64_t>& rows, int64_t batch,
+void time_decode_phases(const session::TrainingContext& s, const std::vector<int64_t>& rows, int64_t batch,
                         const Settings& st, ConfigTiming& r) {
   const auto order = data::epoch_order(rows, s.seed, 0);
   const size_t sample = std::min(order.size(), static_cast<size_t>(std::max<int64_t>(64, batch * st.steps)));
@@ -113,7 +113,7 @@ void time_decode_phases(session::TrainingContext& s, const std::vector<int64_t>&
 
 // The training loader alone (no model): fit's loader of epoch 1 with its workers, prefetch and cache.
 // Returns its first batch for the compute phases.
-data::Batch time_loader_phase(session::TrainingContext& s, const std::vector<int64_t>& rows, const Settings& st,
+data::Batch time_loader_phase(const session::TrainingContext& s, const std::vector<int64_t>& rows, const Settings& st,
                               const Sync& sync, ConfigTiming& r) {
   auto loader = s.train_loader(rows, 0, s.epochs);
   const int64_t n = std::min(loader->size(), st.warmup + st.steps * st.repeats);
@@ -143,8 +143,8 @@ data::Batch time_loader_phase(session::TrainingContext& s, const std::vector<int
 
 // Host-to-device copy, forward (+ float32 loss), backward and the optimizer step, each synchronised,
 // on one real micro-batch with the recipe's optimizer, autocast and loss scale.
-void time_compute_phases(session::TrainingContext& s, model::Network& net, const data::Batch& b, const Settings& st,
-                         const Sync& sync, ConfigTiming& r) {
+void time_compute_phases(const session::TrainingContext& s, model::Network& net, const data::Batch& b,
+                         const Settings& st, const Sync& sync, ConfigTiming& r) {
   const auto& dev = s.dev;
   auto opt = optim::build(s.session.recipe, net);
   auto scaler = dev.make_scaler();
@@ -196,7 +196,7 @@ void time_compute_phases(session::TrainingContext& s, model::Network& net, const
 }
 
 // fit's training step: the Trainer on fit's loader, stopped after warm-up + steps x repeats updates.
-void time_train_step(session::TrainingContext& s, model::Network& net, const std::vector<int64_t>& rows,
+void time_train_step(const session::TrainingContext& s, model::Network& net, const std::vector<int64_t>& rows,
                      const std::vector<int64_t>& valid, const Settings& st, const Sync& sync, const std::string& dir,
                      ConfigTiming& r) {
   auto opt = optim::build(s.session.recipe, net);
@@ -244,7 +244,7 @@ void time_train_step(session::TrainingContext& s, model::Network& net, const std
 }
 
 // fit's validation step: its evaluation loader, the forward pass under autocast, outputs to the host.
-void time_eval_step(session::TrainingContext& s, model::Network& net, const std::vector<int64_t>& valid,
+void time_eval_step(const session::TrainingContext& s, model::Network& net, const std::vector<int64_t>& valid,
                     const Settings& st, const Sync& sync, ConfigTiming& r) {
   torch::NoGradGuard no_grad;
   net.eval();
@@ -257,9 +257,7 @@ void time_eval_step(session::TrainingContext& s, model::Network& net, const std:
   // windows would hold the first pass's one-off costs (cuDNN autotuning each new batch shape, the
   // short last batch among them) and little else.
   for (int pass = 0; static_cast<int64_t>(secs.size()) < needed; ++pass) {
-    s.max_batches = needed - static_cast<int64_t>(secs.size());
-    auto loader = s.valid_loader(valid);
-    s.max_batches = -1;
+    auto loader = s.valid_loader(valid, needed - static_cast<int64_t>(secs.size()));
     const size_t before = secs.size();
     auto last = Clock::now();
     while (loader->next(b)) {
@@ -305,7 +303,7 @@ std::string peak_memory_text(const device::PeakMemory& m) {
   return s;
 }
 
-ConfigTiming config_shape(session::TrainingContext& s) {
+ConfigTiming config_shape(const session::TrainingContext& s) {
   ConfigTiming r;
   const auto split = s.split_of(s.opt.cv.run_folds.front());
   r.micro_batch = s.batch_at(0, s.epochs);
@@ -317,17 +315,13 @@ ConfigTiming config_shape(session::TrainingContext& s) {
   return r;
 }
 
-ConfigTiming time_config(session::TrainingContext& s, const Settings& st, bool phases, const std::string& scratch_dir,
-                         const std::function<void(const std::string&)>& log) {
+ConfigTiming time_config(const session::TrainingContext& s, const Settings& st, bool phases,
+                         const std::string& scratch_dir, const std::function<void(const std::string&)>& log) {
   ConfigTiming r = config_shape(s);
-  if (optim::lr_is_find(s.session.recipe)) {
-    s.session.recipe = optim::with_lr(s.session.recipe, 1e-3);
-    r.notes.push_back("optim.lr = \"find\": timed at lr 1e-3 (the lr does not change the speed)");
-  }
   const auto dev = s.dev;
   const Sync sync = [dev] { device::backend_for(dev.device.type()).synchronize(std::max<int>(0, dev.device.index())); };
   auto [rows, valid] = s.split_of(s.opt.cv.run_folds.front());
-  auto net = s.build_net();
+  auto net = s.build_net().net;
   if (phases) {
     const auto& g = s.data.train_pipes[data::stage_at(s.data.stages, 0, s.epochs)]->geometry();
     r.macs_per_image =

@@ -62,12 +62,12 @@ struct ConfigTiming {
 };
 
 // The counts of `s`'s configuration (rows, batches, workers) without timing anything.
-ConfigTiming config_shape(session::TrainingContext& s);
+ConfigTiming config_shape(const session::TrainingContext& s);
 
 // Times `s`'s recipe (fold cv.run_folds[0], epoch 1 of the plan). `scratch_dir` is the Trainer's
 // folder (it writes nothing there: the run stops before any checkpoint). optim.lr = "find" is timed
 // at a fixed lr (noted). Throws what building or training throws.
-ConfigTiming time_config(session::TrainingContext& s, const Settings& st, bool phases, const std::string& scratch_dir,
-                         const std::function<void(const std::string&)>& log);
+ConfigTiming time_config(const session::TrainingContext& s, const Settings& st, bool phases,
+                         const std::string& scratch_dir, const std::function<void(const std::string&)>& log);
 
 }  // namespace kg::jobs::bench

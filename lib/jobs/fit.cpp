@@ -20,7 +20,7 @@
 #include "data/loader.h"
 #include "data/mixup.h"
 #include "data/source.h"
-#include "data/text_inputs.h"
+#include "data/collator.h"
 #include "jobs/fit_resume.h"
 #include "jobs/lr_find.h"
 #include "model/model.h"
@@ -30,6 +30,7 @@
 #include "report/lr_curve.h"
 #include "report/plot.h"
 #include "session/auto_batch.h"
+#include "session/effective_recipe.h"
 #include "session/latest_run.h"
 #include "session/oof.h"
 #include "session/session.h"
@@ -121,6 +122,7 @@ FitRun::FitRun(const FitRequest& request)
     : t_start_(Clock::now()),
       o_(with_auto_batch(request)),
       s_(o_, "fit", weights_files(o_.flags)),
+      recipe_(s_.session.recipe),
       writer_(o_.dist.writer()),
       multi_(s_.opt.cv.run_folds.size() > 1),
       scratch_(writer_ ? std::string() : "kgtrain-rank" + std::to_string(o_.dist.rank)) {}
@@ -130,8 +132,8 @@ double FitRun::elapsed() const { return std::chrono::duration<double>(Clock::now
 void FitRun::log(const std::string& line) const { o_.log(line); }
 
 int FitRun::run() {
-  if (optim::lr_is_find(s_.session.recipe)) {
-    (void)s_.session.recipe.get<train::LrFindOptions>();  // lr_find.start_lr < end_lr before anything is built
+  if (optim::lr_is_find(recipe_)) {
+    (void)recipe_.get<train::LrFindOptions>();  // lr_find.start_lr < end_lr before anything is built
     KG_CHECK(o_.flags.plot_schedule.empty(), UsageError,
              "--plot-schedule needs a number in optim.lr; with optim.lr = \"find\" the ",
              "lr is only known after the finder runs: run kgtrain lr-find first, then --plot-schedule with "
@@ -177,11 +179,12 @@ int FitRun::run() {
 }
 
 bool FitRun::preview() {
-  const bool lr_find = optim::lr_is_find(s_.session.recipe);
-  const auto& recipe = s_.session.recipe;
+  const bool lr_find = optim::lr_is_find(recipe_);
+  const auto& recipe = recipe_;
   const auto& topt = s_.opt.train;
   const auto& table = s_.data.table;
-  auto net = s_.build_net();
+  auto built = s_.build_net();
+  auto& net = built.net;
   auto msum =
       model::summarize(*net, s_.model_context(),
                        s_.data.stages.back().batch_size > 0 ? s_.data.stages.back().batch_size : topt.batch_size);
@@ -196,8 +199,8 @@ bool FitRun::preview() {
       (s_.dev.channels_last ? ", channels_last" : "") + (net->grad_checkpointing() ? ", gradient checkpointing" : "") +
       "; groups " + join(net->group_names(), ", "));
   for (auto& n : s_.session.preprocessing_notes) log("  data    " + n);
-  for (auto& n : s_.weight_notes) log("  weights " + n);
-  if (!s_.target_note.empty()) log("  target  " + s_.target_note);
+  for (auto& n : built.weight_notes) log("  weights " + n);
+  if (!built.target_note.empty()) log("  target  " + built.target_note);
   model_info_ = msum.to_json();
   model_info_["name"] = model::model_name(recipe);
   model_info_["channels_last"] = s_.dev.channels_last;  // net is summarized before each fold sets the layout
@@ -304,7 +307,7 @@ void FitRun::lr_from_finder() {
   // The finder on the first fold's freshly built network (its state is restored, and every fold builds its
   // own network anyway), then every fold trains with its suggestion. A resumed run reuses the lr its
   // finder chose.
-  if (!optim::lr_is_find(s_.session.recipe)) return;
+  if (!optim::lr_is_find(recipe_)) return;
   const fs::path found = fs::path(run_dir_) / "lr_find.json";
   json lf;
   // Rank 0's lr_find.json, on every rank (a non-writing rank's own folder is scratch, its disk may not hold the run).
@@ -316,12 +319,16 @@ void FitRun::lr_from_finder() {
              " holds no \"lr\": remove it to run the finder again");
     log("  lr find reused from " + found.string());
   } else {
-    auto net = s_.build_net();
+    auto net = s_.build_net().net;
     net->to(s_.dev.device);
     if (s_.dev.channels_last) net->set_channels_last(true);
     lf = run_lr_finder(s_, *net, s_.opt.cv.run_folds.front(), run_dir_);
   }
-  s_.session.recipe = optim::with_lr(s_.session.recipe, lf["lr"].get<double>());
+  {
+    session::Resolutions found_lr;
+    found_lr.lr = lf["lr"].get<double>();
+    recipe_ = session::effective_recipe(recipe_, found_lr).recipe;
+  }
   summary_["lr_find"] = {{"lr", lf["lr"]},
                          {"chosen", lf["chosen"]},
                          {"suggestions", lf["suggestions"]},
@@ -340,11 +347,10 @@ void FitRun::smoke_predict() {
   data::LoaderOptions po{
       train::eval_batch_size(s_.opt.train),   false,   false, static_cast<int>(s_.opt.data.num_workers),
       static_cast<int>(s_.opt.data.prefetch), s_.seed, 0,     2};
-  std::unique_ptr<data::TextInputs> text;
-  text = session::modality_of(s_.session.recipe).encode(s_.session.recipe, test, s_.data.threads);
-  po.text = text.get();
+  const auto collator = session::modality_of(recipe_).collator(recipe_, test, s_.data.threads);
+  po.collator = collator.get();
   data::Loader ploader(test, rows, *s_.data.eval_pipe, po);
-  auto net = s_.build_net();
+  auto net = s_.build_net().net;
   net->to(s_.dev.device);
   auto pred = train::predict(*net, ploader, s_.dev.device, nullptr, s_.data.task, s_.dev.precision);
   summary_["smoke_predictions"] = pred.images;
@@ -383,7 +389,8 @@ int FitRun::finish(double best_single) {
     std::cout << "best " << (std::isnan(best_single) ? std::string("n/a") : format_significant(best_single, 4))
               << " (epoch " << last["best"]["epoch"] << ")";
   std::cout << ", " << format_significant(last["train_images_per_s"].get<double>(), 5)
-            << (s_.data.text ? " train texts/s, " : " train img/s, ") << format_significant(elapsed(), 4) << " s\n"
+            << (s_.data.table.is_text() ? " train texts/s, " : " train img/s, ") << format_significant(elapsed(), 4)
+            << " s\n"
             << "run dir: " << run_dir_ << "\n";
   return kExitOk;
 }

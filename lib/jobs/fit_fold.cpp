@@ -23,6 +23,7 @@
 #include "report/plot.h"
 #include "session/oof.h"
 #include "session/session.h"
+#include "session/modality.h"
 #include "session/training.h"
 #include "train/callback.h"
 #include "train/checkpoint.h"
@@ -58,10 +59,10 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
     out.summary = json::parse(finished);
     return out;
   }
-  const auto& recipe = s_.session.recipe;
+  const auto& recipe = recipe_;
   const auto& dev = s_.dev;
   auto [train_rows, valid_rows] = s_.split_of(k);
-  auto net = s_.build_net(train_rows);
+  auto net = s_.build_net(train_rows).net;
   net->to(dev.device);
   if (dev.channels_last) net->set_channels_last(true);
   auto opt = optim::build(recipe, *net);
@@ -110,7 +111,9 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
   }
   // samples.png: the first training batch as the network sees it (log.images; the TensorBoard logger shows it); a
   // text batch has no picture.
-  if (recipe.get<train::LogOptions>().images && !s_.data.text && report::can_plot() && !fs::exists(dir / "samples.png"))
+  if (recipe.get<train::LogOptions>().images &&
+      session::modality_of(s_.opt.data).can(session::Capability::show_batch) && report::can_plot() &&
+      !fs::exists(dir / "samples.png"))
     write_file_atomic(
         (dir / "samples.png").string(),
         training_sample_png(s_, train_rows, 16, 0,
@@ -159,10 +162,7 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
   return out;
 }
 
-json FitRun::input_json() const {
-  if (s_.data.text) return {{"text_cols", s_.opt.data.text_cols}, {"max_length", s_.opt.data.max_length}};
-  return {{"channels", s_.data.geom.channels}, {"height", s_.data.geom.height}, {"width", s_.data.geom.width}};
-}
+json FitRun::input_json() const { return session::modality_of(s_.opt.data).input_json(s_.opt.data, s_.data.geom); }
 
 void FitRun::predict_oof(model::Network& net, const std::vector<int64_t>& valid_rows, int64_t k, const std::string& dir,
                          FoldOutcome& out) {

@@ -53,6 +53,8 @@ class FitRun {
   std::chrono::steady_clock::time_point t_start_;
   FitRequest o_;
   session::TrainingContext s_;
+  // The recipe the folds train with: the context's, with optim.lr = "find" resolved by the finder (lr_from_finder).
+  config::Recipe recipe_;
   bool writer_ = true;
   bool multi_ = false;
   bool resuming_ = false;

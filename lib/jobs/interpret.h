@@ -41,7 +41,7 @@ int run_interpret(const InterpretRequest& r);
 // The images part (interpret_images.cpp): top_losses.png of the `top` highest-loss rows, and with r.cam the
 // Grad-CAM files. `table_rows[i]` is the training-table row of OOF row i. Returns what it wrote, for
 // interpret.json.
-nlohmann::json write_interpret_images(const InterpretRequest& r, session::TrainingContext& s,
+nlohmann::json write_interpret_images(const InterpretRequest& r, const session::TrainingContext& s,
                                       const session::OofTable& oof, const metric::Interpretation& in,
                                       const std::vector<int64_t>& table_rows, const std::string& out);
 

@@ -114,13 +114,13 @@ struct CamSet {
 };
 
 // Grad-CAM of every row of `sets` with its fold's model; overlay PNGs and the peaks in cams.csv.
-json write_cams(const InterpretRequest& r, session::TrainingContext& s, const session::OofTable& oof,
+json write_cams(const InterpretRequest& r, const session::TrainingContext& s, const session::OofTable& oof,
                 const metric::Interpretation& in, const std::vector<int64_t>& table_rows,
                 const std::vector<CamSet>& sets, const std::string& out) {
   session::ModelSources src;
   src.from_runs = {r.run};
   const session::Ensemble e = session::collect_members(s.session, src);
-  auto net = s.build_net();
+  auto net = s.build_net().net;
   net->to(s.dev.device);
   const auto member_for = [&](int64_t fold) -> const session::Member& {
     if (e.members.size() == 1) return e.members.front();
@@ -186,7 +186,7 @@ json write_cams(const InterpretRequest& r, session::TrainingContext& s, const se
 
 }  // namespace
 
-json write_interpret_images(const InterpretRequest& r, session::TrainingContext& s, const session::OofTable& oof,
+json write_interpret_images(const InterpretRequest& r, const session::TrainingContext& s, const session::OofTable& oof,
                             const metric::Interpretation& in, const std::vector<int64_t>& table_rows,
                             const std::string& out) {
   json info = json::object();

@@ -127,7 +127,7 @@ void print_table(const train::LrFindResult& r, const std::string& dir) {
 
 }  // namespace
 
-json run_lr_finder(session::TrainingContext& s, model::Network& net, int64_t fold, const std::string& dir) {
+json run_lr_finder(const session::TrainingContext& s, model::Network& net, int64_t fold, const std::string& dir) {
   auto opts = s.session.recipe.get<train::LrFindOptions>();
   if (s.session.smoke) opts.num_steps = std::min<int64_t>(opts.num_steps, 20);
   const auto rows = s.split_of(fold).first;
@@ -175,7 +175,8 @@ int run_lr_find(const session::Session& given) {
   if (s.opt.cv.run_folds.size() > 1)
     o.log("  note    cv.fold names " + std::to_string(s.opt.cv.run_folds.size()) + " folds: the finder sweeps fold " +
           std::to_string(fold) + " (fit optim.lr = \"find\" uses its lr for every fold)");
-  auto net = s.build_net();
+  auto built = s.build_net();
+  auto& net = built.net;
   net->to(s.dev.device);
   if (s.dev.channels_last) net->set_channels_last(true);
   o.log("  model   " + model::model_name(s.session.recipe) + ", " + std::to_string(model::count_parameters(*net)) +
@@ -183,8 +184,8 @@ int run_lr_find(const session::Session& given) {
         s.session.recipe.get<optim::OptimOptions>().name + "; loss " + loss::loss_name(s.session.recipe, s.data.task) +
         "; precision " + device::precision_name(s.dev.precision));
   for (auto& n : s.session.preprocessing_notes) o.log("  data    " + n);
-  for (auto& n : s.weight_notes) o.log("  weights " + n);
-  if (!s.target_note.empty()) o.log("  target  " + s.target_note);
+  for (auto& n : built.weight_notes) o.log("  weights " + n);
+  if (!built.target_note.empty()) o.log("  target  " + built.target_note);
   (void)plan_epochs(s, *net, static_cast<int64_t>(s.split_of(fold).first.size()));  // freezing / fine_tune errors now
   if (o.dry_run) {
     o.log("dry run: recipe valid, every component built, " + std::to_string(s.data.table.size()) +

@@ -70,8 +70,7 @@ std::string default_loss(Task task) {
 
 std::string loss_name(const config::Recipe& recipe, Task task) {
   // validate() fills in data.task's default loss; a tree that skipped validation gets it here too.
-  const config::Entry* set = recipe.find("loss.name");
-  const bool explicit_name = set && set->origin.kind != config::Origin::Kind::Default;
+  const bool explicit_name = recipe.origin_of("loss.name").kind != config::Origin::Kind::Default;
   return explicit_name ? loss_fields().load(recipe.section("loss")).name : default_loss(task);
 }
 

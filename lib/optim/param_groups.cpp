@@ -13,24 +13,12 @@ namespace {
 
 bool is_number(const config::json& v) { return v.is_number_integer() || v.is_number_float(); }
 
-// optim.lr: a float > 0, [lo, hi] with 0 < lo <= hi, or "find" (resolved by fit / lr-find).
-std::string check_lr(const config::json& v) {
-  if (is_number(v)) return v.get<double>() > 0 ? "" : "expected a number > 0, got " + v.dump();
-  if (v.is_string() && v.get<std::string>() == "find") return "";
-  if (v.is_array() && v.size() == 2 && is_number(v[0]) && is_number(v[1])) {
-    double lo = v[0].get<double>(), hi = v[1].get<double>();
-    if (lo > 0 && lo <= hi) return "";
-  }
-  return "expected a number > 0, [lo, hi] with 0 < lo <= hi (fastai's lr slice) or \"find\", got " + v.dump();
-}
-
 config::Fields<OptimOptions> param_groups_fields() {
   config::Fields<OptimOptions> f;
   f.field("name", &OptimOptions::name, "optimizer").kind("optimizer");
   f.field("lr", &OptimOptions::lr,
           "peak learning rate, a number (the schedule scales it); [lo, hi] spreads it geometrically over the "
-          "layer groups (fastai's slice: stem lo, head hi); \"find\" is resolved by the lr finder")
-      .check(check_lr);
+          "layer groups (fastai's slice: stem lo, head hi); \"find\" is resolved by the lr finder");
   f.field("weight_decay", &OptimOptions::weight_decay,
           "weight decay (decoupled for adamw/radam/lamb, L2 for sgd/adam/rmsprop)")
       .min(0);
@@ -55,22 +43,48 @@ OptimOptions OptimOptions::load(const config::Tree& recipe) {
   return param_groups_fields().load(config::Options(&recipe, "optim"));
 }
 
-double peak_lr(const OptimOptions& o) {
-  if (o.lr.is_string()) lr_is_find();
-  if (o.lr.is_array()) {
-    double hi = 0;
-    for (auto& x : o.lr) hi = std::max(hi, x.get<double>());
-    return hi;
+std::string LearningRate::check(const config::json& v) {
+  if (is_number(v)) return v.get<double>() > 0 ? "" : "expected a number > 0, got " + v.dump();
+  if (v.is_string() && v.get<std::string>() == "find") return "";
+  if (v.is_array() && v.size() == 2 && is_number(v[0]) && is_number(v[1])) {
+    double lo = v[0].get<double>(), hi = v[1].get<double>();
+    if (lo > 0 && lo <= hi) return "";
   }
-  return o.lr.get<double>();
+  return "expected a number > 0, [lo, hi] with 0 < lo <= hi (fastai's lr slice) or \"find\", got " + v.dump();
+}
+
+void from_json(const config::json& j, LearningRate& lr) {
+  if (j.is_string())
+    lr.form = LearningRate::Find{};
+  else if (j.is_array())
+    lr.form = LearningRate::Slice{j[0].get<double>(), j[1].get<double>()};
+  else
+    lr.form = j.get<double>();
+}
+
+void to_json(config::json& j, const LearningRate& lr) {
+  if (lr.is_find())
+    j = "find";
+  else if (const auto* s = lr.slice())
+    j = config::json::array({s->lo, s->hi});
+  else
+    j = std::get<double>(lr.form);
+}
+
+std::string LearningRate::str() const { return config::json(*this).dump(); }
+
+double peak_lr(const OptimOptions& o) {
+  if (o.lr.is_find()) lr_is_find();
+  if (const auto* s = o.lr.slice()) return s->hi;
+  return std::get<double>(o.lr.form);
 }
 
 std::vector<double> layer_group_mults(const OptimOptions& o, const std::vector<std::string>& group_names) {
   const size_t n = group_names.size();
-  const bool slice = o.lr.is_array(), explicit_mults = !o.group_lr_mult.empty(), decay = o.layer_decay != 0;
+  const bool slice = o.lr.slice() != nullptr, explicit_mults = !o.group_lr_mult.empty(), decay = o.layer_decay != 0;
   if (slice + explicit_mults + decay > 1) {
     std::vector<std::string> set;
-    if (slice) set.push_back("lr = " + o.lr.dump());
+    if (slice) set.push_back("lr = " + o.lr.str());
     if (explicit_mults) set.push_back("group_lr_mult");
     if (decay) set.push_back("layer_decay");
     throw ConfigError(
@@ -81,7 +95,7 @@ std::vector<double> layer_group_mults(const OptimOptions& o, const std::vector<s
   std::vector<double> m(n, 1.0);
   if (slice) {
     // fastai even_mults(lo, hi, n): lo * (hi/lo)^(i/(n-1)); the schedule's peak is hi, so divide by it.
-    const double lo = o.lr[0].get<double>(), hi = o.lr[1].get<double>();
+    const double lo = o.lr.slice()->lo, hi = o.lr.slice()->hi;
     for (size_t i = 0; i < n; ++i)
       m[i] = n == 1 ? 1.0 : lo * std::pow(hi / lo, static_cast<double>(i) / static_cast<double>(n - 1)) / hi;
   } else if (explicit_mults) {
@@ -117,18 +131,9 @@ std::vector<ParamGroup> build_param_groups(const model::Network& net, const Opti
   return out;
 }
 
-bool lr_is_find(const config::Recipe& recipe) {
-  const config::Entry* e = recipe.find("optim.lr");
-  return e && e->value.is_string() && e->value.get<std::string>() == "find";
-}
+bool lr_is_find(const config::Recipe& recipe) { return recipe.get<OptimOptions>().lr.is_find(); }
 
-config::Recipe with_lr(const config::Recipe& recipe, double lr) {
-  config::Entry e;
-  if (const config::Entry* old = recipe.find("optim.lr")) e = *old;
-  e.value = lr;
-  e.inner.clear();
-  return recipe.with_entries({{"optim.lr", e}});
-}
+config::Recipe with_lr(const config::Recipe& recipe, double lr) { return recipe.resolved("optim.lr", lr); }
 
 config::Recipe with_numeric_lr(const config::Recipe& recipe) {
   return lr_is_find(recipe) ? with_lr(recipe, 1.0) : recipe;

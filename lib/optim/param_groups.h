@@ -3,6 +3,7 @@
 // layer decay) and weight decay (timm's filter_bias_and_bn: none on biases and norm weights).
 #pragma once
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -15,11 +16,29 @@ class Network;
 
 namespace kg::optim {
 
+// optim.lr, a key of three forms: one number; fastai's slice [lo, hi], spread geometrically over the layer groups;
+// or "find", which fit and lr-find resolve with the lr finder before anything trains (Recipe::resolved).
+struct LearningRate {
+  struct Slice {
+    double lo = 0, hi = 0;
+  };
+  struct Find {};
+  static constexpr config::Type kRecipeType = config::Type::Any;
+  static std::string check(const config::json& v);  // "" for a valid form, else "expected ..."
+  LearningRate(double lr = 1e-3) : form(lr) {}      // NOLINT(google-explicit-constructor): a number is an lr
+  std::variant<double, Slice, Find> form;
+  bool is_find() const { return std::holds_alternative<Find>(form); }
+  const Slice* slice() const { return std::get_if<Slice>(&form); }
+  std::string str() const;  // as the recipe spells it: 0.001, [1e-05, 0.001], "find"
+};
+void from_json(const config::json& j, LearningRate& lr);
+void to_json(config::json& j, const LearningRate& lr);
+
 // Recipe section [optim]; each field's doc is in param_groups_fields() (optim/param_groups.cpp) and docs/reference.md.
 struct OptimOptions {
   static OptimOptions load(const config::Tree& recipe);  // recipe.get<OptimOptions>() decodes it once
   std::string name = "adamw";
-  config::json lr = 1e-3;
+  LearningRate lr;
   double weight_decay = 0.01;
   bool decay_norm_bias = false;
   std::vector<double> group_lr_mult;
@@ -27,7 +46,7 @@ struct OptimOptions {
 };
 // optim.lr = "find" in `recipe`.
 bool lr_is_find(const config::Recipe& recipe);
-// `recipe` with optim.lr set to `lr` (its origin kept), validated again.
+// `recipe` with optim.lr resolved to `lr` (its origin kept), validated again.
 config::Recipe with_lr(const config::Recipe& recipe, double lr);
 // optim.lr = "find" has no value yet: `recipe` with any number there (1.0), which builds the same optimizer and its
 // state (set_lr overrides it every update); any other recipe as it is.

@@ -95,6 +95,10 @@ class Warmup : public Schedule {
 };
 }  // namespace
 
+ScheduleOptions ScheduleOptions::load(const config::Tree& recipe) {
+  return schedule_fields().load(config::Options(&recipe, "schedule"));
+}
+
 SchedulePtr build_schedule(const config::Recipe& recipe, const ScheduleContext& ctx) {
   const config::Options src = recipe.section("schedule");
   auto o = schedule_fields().load(src);

@@ -45,6 +45,7 @@ ScheduleRegistry& schedule_registry();
 // The [schedule] section's own keys; the selected schedule adds its keys next to them.
 // Recipe section [schedule]; each field's doc is in schedule_fields() (optim/schedule.cpp) and docs/reference.md.
 struct ScheduleOptions {
+  static ScheduleOptions load(const config::Tree& recipe);  // recipe.get<ScheduleOptions>() decodes it once
   std::string name = "one_cycle";
   int64_t warmup_steps = 0;
   double warmup_epochs = 0.0;

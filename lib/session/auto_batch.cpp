@@ -9,6 +9,7 @@
 #include "model/model.h"
 #include "model/summary.h"
 #include "optim/optimizer.h"
+#include "session/effective_recipe.h"
 #include "session/model_input.h"
 #include "train/options.h"
 #include "train/step.h"
@@ -26,8 +27,9 @@ void resolve_auto_batch(Session& o) {
   const double limit = (1.0 - topt.auto_batch_margin) * static_cast<double>(dev.hardware.total_memory);
   const config::Recipe recipe = optim::with_numeric_lr(o.recipe);
   o.log("batch size auto: trying powers of two up to " + std::to_string(topt.auto_batch_max) + " on " +
-        dev.description + " (input " + model::describe_input(in.ctx) + ", " + format_significant(topt.auto_batch_margin * 100, 3) + "% of " +
-        model::bytes_text(dev.hardware.total_memory) + " kept free)");
+        dev.description + " (input " + model::describe_input(in.ctx) + ", " +
+        format_significant(topt.auto_batch_margin * 100, 3) + "% of " + model::bytes_text(dev.hardware.total_memory) +
+        " kept free)");
   json trials = json::array();
   int64_t chosen = 0;
   std::string stopped = "reached train.auto_batch_max";
@@ -74,10 +76,9 @@ void resolve_auto_batch(Session& o) {
            dev.description, " (", stopped,
            "); lower data.image_size, set model.grad_checkpointing = true, or pick a smaller model");
   o.log("batch size auto: " + std::to_string(chosen) + " (" + stopped + ")");
-  config::Entry e;
-  if (const config::Entry* old = o.recipe.find("train.batch_size")) e = *old;
-  e.value = chosen;
-  o.recipe = o.recipe.with_entries({{"train.batch_size", e}});
+  Resolutions chosen_size;
+  chosen_size.batch_size = chosen;
+  o.recipe = effective_recipe(o.recipe, chosen_size).recipe;
   o.auto_batch = {{"batch_size", chosen},
                   {"stopped", stopped},
                   {"margin", topt.auto_batch_margin},

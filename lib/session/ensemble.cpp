@@ -131,6 +131,7 @@ struct EnsemblePredictor::Impl {
   device::DeviceInfo dev;
   data::ImageGeometry geom;
   Task task = Task::multiclass;
+  const Modality& modality;
   std::shared_ptr<model::Network> net;
   std::vector<tta::ViewPtr> views;
   std::vector<tta::SubView> subs;
@@ -140,9 +141,9 @@ struct EnsemblePredictor::Impl {
   // data.cache = "ram" (or "device"): each image is decoded once for every member, view pass and train_aug pass.
   std::unique_ptr<data::ImageCache> cache;
   const data::Table* cache_table = nullptr;  // the cache's keys are this table's rows
-  // data.text_cols: the tokens of the table predicted (made at its first member, kept for the others).
-  std::unique_ptr<data::TextInputs> text;
-  const data::Table* text_table = nullptr;
+  // The modality's batches of the table predicted (text's tokens: made at its first member, kept for the others).
+  std::unique_ptr<data::Collator> collator;
+  const data::Table* collator_table = nullptr;
 
   Impl(const Session& jo, const data::ClassList& cl, int64_t feature_dim)
       : o(jo),
@@ -152,14 +153,15 @@ struct EnsemblePredictor::Impl {
         tta(jo.recipe.get<tta::TtaOptions>()),
         dev(device::setup(jo.recipe.get<device::DeviceOptions>())),
         geom(data::geometry(dopt)),
-        task(cl.task) {
+        task(cl.task),
+        modality(modality_of(dopt)) {
     seed = static_cast<uint64_t>(jo.recipe.get<train::RunOptions>().seed);
-    modality_of(dopt).check(jo.recipe, jo.command);
-    net = model::build(
-        jo.recipe, model_context(geom, classes, feature_dim, dopt.target_transform, modality_of(dopt).seq_len(dopt)));
+    modality.check(jo.recipe, jo.command);
+    net = model::build(jo.recipe,
+                       model_context(geom, classes, feature_dim, dopt.target_transform, modality.seq_len(dopt)));
     net->to(dev.device);
     if (dev.channels_last) net->set_channels_last(true);
-    views = tta::build_views(jo.recipe, geom);
+    views = modality.tta_views(jo.recipe, geom);
     subs = tta::expand(views);
     bool aug = false;
     for (auto& s : subs) {
@@ -186,23 +188,21 @@ struct EnsemblePredictor::Impl {
                            o.smoke ? 2 : -1,
                            cache.get(),
                            dopt.pin_memory && dev.device.is_cuda()};
-    lo.text = text.get();
+    lo.collator = collator.get();
     return lo;
   }
 
-  // A text table, predicted longest rows first (batches of similar length pad little), put back in `rows` order.
-  MemberPrediction predict_text(const data::Table& table, const std::vector<int64_t>& rows) {
-    if (text_table != &table) {
-      text = modality_of(dopt).encode(o.recipe, table, std::max<int>(1, static_cast<int>(dopt.num_workers)));
-      text_table = &table;
-      o.log("  " + text->describe());
+  // A table the modality batches (text), predicted in its order (longest rows first: batches of similar length pad
+  // little) and put back in `rows` order. Its views are the identity.
+  MemberPrediction predict_collated(const data::Table& table, const std::vector<int64_t>& rows) {
+    if (collator_table != &table) {
+      collator = modality.collator(o.recipe, table, std::max<int>(1, static_cast<int>(dopt.num_workers)));
+      collator_table = &table;
+      o.log("  " + collator->describe());
     }
-    std::vector<size_t> by_length(rows.size());
-    for (size_t i = 0; i < rows.size(); ++i) by_length[i] = i;
-    if (!o.smoke)  // a smoke run predicts the first 2 batches of `rows` as they are
-      std::stable_sort(by_length.begin(), by_length.end(), [&](size_t a, size_t b) {
-        return text->tokens().length(rows[a]) > text->tokens().length(rows[b]);
-      });
+    std::vector<size_t> by_length = collator->prediction_order(rows);
+    if (o.smoke)  // a smoke run predicts the first 2 batches of `rows` as they are
+      for (size_t i = 0; i < rows.size(); ++i) by_length[i] = i;
     std::vector<int64_t> sorted(rows.size());
     for (size_t i = 0; i < rows.size(); ++i) sorted[i] = rows[by_length[i]];
     data::Loader loader(table, sorted, *eval_pipe, loader_options(0, seed));
@@ -228,7 +228,7 @@ struct EnsemblePredictor::Impl {
 
   MemberPrediction predict(const Member& m, const data::Table& table, const std::vector<int64_t>& rows) {
     model::load_weights(*net, m.weights, model::LoadPolicy{/*strict=*/true, /*reinit_head=*/false}, m.name);
-    if (modality_of(dopt).seq_len(dopt) > 0) return predict_text(table, rows);
+    if (!modality.can(Capability::tta_views)) return predict_collated(table, rows);
     MemberPrediction r;
     if (dopt.cache != "none" && cache_table != &table) {  // "device" caches prediction's images in RAM
       cache = std::make_unique<data::ImageCache>(static_cast<size_t>(dopt.cache_max_gb * (1ull << 30)));

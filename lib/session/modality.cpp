@@ -55,6 +55,11 @@ void Modality::check(const config::Recipe& recipe, const std::string& command) c
   }
 }
 
+std::vector<tta::ViewPtr> Modality::tta_views(const config::Recipe& recipe, const data::ImageGeometry& g) const {
+  if (can(Capability::tta_views)) return tta::build_views(recipe, g);
+  return tta::build_views(config::json::array({"identity"}), g, "tta.views");
+}
+
 void Modality::require(Capability c, const std::string& command, const std::string& what) const {
   KG_CHECK(can(c), ConfigError, "kgtrain ", command, " ", what, "; ", why_not(), ": it does not apply to this recipe");
 }

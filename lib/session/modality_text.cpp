@@ -3,6 +3,8 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/strings.h"
+#include "data/text_inputs.h"
 #include "model/model.h"
 #include "model/text/hf_config.h"
 #include "session/modality.h"
@@ -18,7 +20,14 @@ class TextModality final : public Modality {
   std::string why_not() const override { return "a text task (data.text_cols) has no images"; }
   int64_t seq_len(const data::DataOptions& d) const override { return d.max_length; }
 
-  std::unique_ptr<data::TextInputs> encode(const config::Recipe& recipe, const data::Table& t,
+  nlohmann::json input_json(const data::DataOptions& d, const data::ImageGeometry&) const override {
+    return {{"text_cols", d.text_cols}, {"max_length", d.max_length}};
+  }
+  std::string describe_input(const data::DataOptions& d) const override {
+    return "text " + join(d.text_cols, " + ") + ", up to " + std::to_string(d.max_length) + " tokens";
+  }
+
+  std::unique_ptr<data::Collator> collator(const config::Recipe& recipe, const data::Table& t,
                                            int threads) const override {
     const auto& m = recipe.get<model::ModelOptions>();
     KG_CHECK(!m.pretrained.empty(), ConfigError,

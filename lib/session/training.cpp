@@ -13,120 +13,153 @@
 #include "data/loader.h"
 #include "data/resident.h"
 #include "data/source.h"
-#include "data/text_inputs.h"
+#include "data/collator.h"
 #include "data/transform.h"
 #include "model/model.h"
 #include "model/weights/safetensors.h"
 #include "model/weights/weights.h"
 #include "optim/param_groups.h"
 #include "optim/schedule.h"
+#include "session/effective_recipe.h"
+#include "session/modality.h"
 #include "session/model_input.h"
 #include "session/same_job.h"
-#include "session/modality.h"
 #include "train/step_graphs.h"
 
 namespace kg::session {
-TrainingContext::TrainingContext(Session given, const std::string& command, std::vector<std::string> initial_weights)
-    : session(std::move(given)), initial_weights_(std::move(initial_weights)) {
-  opt.run = session.recipe.get<train::RunOptions>();
-  opt.train = session.recipe.get<train::TrainOptions>();
-  opt.checkpoint = session.recipe.get<train::CheckpointOptions>();
-  opt.data = session.recipe.get<data::DataOptions>();
-  opt.cv = session.recipe.get<data::CvOptions>();
-  opt.device = session.recipe.get<device::DeviceOptions>();
-  if (session.dist.active())
-    opt.device = device::for_local_rank(opt.device, session.dist.local_rank, session.dist.local_world_size);
-  dev = device::setup(opt.device);
-  if (session.dist.active()) {
-    // The rendezvous first: a rank that cannot join fails before the data is read.
-    const auto t0 = std::chrono::steady_clock::now();
-    group = device::ProcessGroup::connect(session.dist, dev.device, std::chrono::seconds(opt.device.dist_timeout_s));
-    const double met = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    check_same_job(*group, job_fingerprint(session.recipe, binary_identity()));
-    session.log("  ranks   " + std::to_string(session.dist.world_size) + " processes (" + group->backend_name() +
-                (session.dist.launcher == "slurm" ? ", srun's tasks" : "") + "), met in " + format_significant(met, 2) +
-                " s; global batch " + std::to_string(opt.train.batch_size * session.dist.world_size) + " = " +
-                std::to_string(session.dist.world_size) + " x " + std::to_string(opt.train.batch_size) +
-                (opt.device.sync_batchnorm ? ", SyncBatchNorm" : "") +
-                (opt.device.dist_overlap ? ", gradients summed during backward" : ", gradients summed after backward") +
-                "; rank 0 writes the outputs");
-  }
-  seed = static_cast<uint64_t>(opt.run.seed);
+namespace {
+
+// --smoke trains 2 updates: a warm-up is cut to 1 (fine_tune's phases have their own).
+Session smoke_session(const Session& given) {
+  if (!given.smoke || given.recipe.get<train::TrainOptions>().mode == "fine_tune" || !has_warmup(given.recipe))
+    return given;
+  Resolutions smoke;
+  smoke.smoke_warmup = true;
+  Session s = given;
+  s.recipe = effective_recipe(given.recipe, smoke).recipe;
+  return s;
+}
+
+TrainingOptions read_options(const Session& s) {
+  TrainingOptions opt;
+  opt.run = s.recipe.get<train::RunOptions>();
+  opt.train = s.recipe.get<train::TrainOptions>();
+  opt.checkpoint = s.recipe.get<train::CheckpointOptions>();
+  opt.data = s.recipe.get<data::DataOptions>();
+  opt.cv = s.recipe.get<data::CvOptions>();
+  opt.mixup = s.recipe.get<data::MixupOptions>();
+  opt.device = s.recipe.get<device::DeviceOptions>();
+  if (s.dist.active()) opt.device = device::for_local_rank(opt.device, s.dist.local_rank, s.dist.local_world_size);
+  return opt;
+}
+
+// The rendezvous first: a rank that cannot join fails before the data is read.
+device::ProcessGroupPtr join_ranks(const Session& s, const TrainingOptions& opt, const device::DeviceInfo& dev) {
+  if (!s.dist.active()) return nullptr;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto group = device::ProcessGroup::connect(s.dist, dev.device, std::chrono::seconds(opt.device.dist_timeout_s));
+  const double met = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  check_same_job(*group, job_fingerprint(s.recipe, binary_identity()));
+  s.log("  ranks   " + std::to_string(s.dist.world_size) + " processes (" + group->backend_name() +
+        (s.dist.launcher == "slurm" ? ", srun's tasks" : "") + "), met in " + format_significant(met, 2) +
+        " s; global batch " + std::to_string(opt.train.batch_size * s.dist.world_size) + " = " +
+        std::to_string(s.dist.world_size) + " x " + std::to_string(opt.train.batch_size) +
+        (opt.device.sync_batchnorm ? ", SyncBatchNorm" : "") +
+        (opt.device.dist_overlap ? ", gradients summed during backward" : ", gradients summed after backward") +
+        "; rank 0 writes the outputs");
+  return group;
+}
+
+// The image pipelines: one per progressive-resizing stage, and the evaluation one.
+void build_pipelines(const data::DataOptions& d, TrainingData& data) {
+  data.stages = data::size_schedule(d);
+  data.geom = data::geometry(d);
+  // data.cache = "device" normalizes on the device, as uint8_transfer does.
+  const bool u8 = d.uint8_transfer || d.cache == "device";
+  for (auto& st : data.stages)
+    data.train_pipes.push_back(std::make_unique<data::Pipeline>(d.augment, st.size, true, u8, d.reduced_decode));
+  data.eval_pipe = std::make_unique<data::Pipeline>(d.augment, data.geom, false, u8, d.reduced_decode);
+  if (d.cache == "device") data::ResidentImages::check_pipeline(*data.train_pipes.front(), data.stages.size());
+}
+
+TrainingData load_training_data(const Session& s, const TrainingOptions& opt, const device::DeviceInfo& dev,
+                                const std::string& command) {
+  TrainingData data;
   data.threads = std::max<int>(1, static_cast<int>(opt.data.num_workers));
-  modality_of(opt.data).check(session.recipe, command);
+  const int scan_threads = std::max(data.threads, dev.threads);
+  modality_of(opt.data).check(s.recipe, command);
   data.classes = data::infer_classes(opt.data);
   data.task = data.classes.task;
-  session.log("kgtrain " + command + ": " + dev.description + ", env " + session.env_name + "; checking data...");
+  s.log("kgtrain " + command + ": " + dev.description + ", env " + s.env_name + "; checking data...");
   const auto cache_bytes = static_cast<size_t>(opt.data.cache_max_gb * (1ull << 30));
-  data.stages = data::size_schedule(opt.data);
-  data.geom = data::geometry(opt.data);
-  // data.cache = "device" normalizes on the device, as uint8_transfer does.
-  const bool on_device = opt.data.cache == "device", u8 = opt.data.uint8_transfer || on_device;
-  for (auto& st : data.stages)
-    data.train_pipes.push_back(
-        std::make_unique<data::Pipeline>(opt.data.augment, st.size, true, u8, opt.data.reduced_decode));
-  data.eval_pipe = std::make_unique<data::Pipeline>(opt.data.augment, data.geom, false, u8, opt.data.reduced_decode);
-  if (on_device) data::ResidentImages::check_pipeline(*data.train_pipes.front(), data.stages.size());
-
+  build_pipelines(opt.data, data);
   if (opt.data.cache != "none") data.cache = std::make_unique<data::ImageCache>(cache_bytes);
   // Nothing else runs yet: the scan decodes on every core, and with data.cache = "ram" its images
   // stay cached, so the first epoch does not decode them again ("device" moves them to the device).
-  data.table = data::load_split(opt.data, data::Split::train, data.classes, /*scan=*/true,
-                                std::max(data.threads, dev.threads), data::fold_columns(opt.cv), data.cache.get());
-  data.folds = data::assign_folds(data.table, opt.cv, seed);
-  data.text = modality_of(opt.data).encode(session.recipe, data.table, std::max(data.threads, dev.threads));
-  if (data.text) session.log("  " + data.text->describe());
-  if (on_device) {
-    data.resident = std::make_unique<data::ResidentImages>(data.table, data.geom, dev.device, cache_bytes,
-                                                           std::max(data.threads, dev.threads), data.cache.get());
+  data.table = data::load_split(opt.data, data::Split::train, data.classes, /*scan=*/true, scan_threads,
+                                data::fold_columns(opt.cv), data.cache.get());
+  data.folds = data::assign_folds(data.table, opt.cv, static_cast<uint64_t>(opt.run.seed));
+  data.collator = modality_of(opt.data).collator(s.recipe, data.table, scan_threads);
+  if (data.collator) s.log("  " + data.collator->describe());
+  if (opt.data.cache == "device") {
+    data.resident = std::make_unique<data::ResidentImages>(data.table, data.geom, dev.device, cache_bytes, scan_threads,
+                                                           data.cache.get());
     data.cache.reset();
-    session.log("  cache   device: " + std::to_string(data.resident->size()) + " images, " +
-                format_significant(static_cast<double>(data.resident->bytes()) / (1 << 20), 3) + " MiB uint8 on " +
-                dev.device.str() + "; batches are gathered, augmented and normalized there");
+    s.log("  cache   device: " + std::to_string(data.resident->size()) + " images, " +
+          format_significant(static_cast<double>(data.resident->bytes()) / (1 << 20), 3) + " MiB uint8 on " +
+          dev.device.str() + "; batches are gathered, augmented and normalized there");
   }
   data.pin = opt.data.pin_memory && dev.device.is_cuda();
-  if (opt.device.cuda_graphs) {
-    const std::string why = train::graphs_blocker(session.recipe, group != nullptr);
-    cuda_graphs = why.empty();
-    if (!cuda_graphs) session.log("  cuda graphs: off (" + why + ")");
-  }
-  opt.mixup = session.recipe.get<data::MixupOptions>();
-  mixing_possible = data.classes.task != data::Task::regression;
-  KG_CHECK(mixing_possible ||
-               !(opt.mixup.mixup_alpha > 0 || opt.mixup.cutmix_alpha > 0 || opt.mixup.cutmix_minmax.has_value()),
-           ConfigError,
+  return data;
+}
+
+bool cuda_graphs_in_effect(const Session& s, const TrainingOptions& opt, bool multi_process) {
+  if (!opt.device.cuda_graphs) return false;
+  const std::string why = train::graphs_blocker(s.recipe, multi_process);
+  if (!why.empty()) s.log("  cuda graphs: off (" + why + ")");
+  return why.empty();
+}
+
+bool mixing_allowed(const data::MixupOptions& m, Task task) {
+  const bool possible = task != data::Task::regression;
+  KG_CHECK(possible || !(m.mixup_alpha > 0 || m.cutmix_alpha > 0 || m.cutmix_minmax.has_value()), ConfigError,
            "mixup / cutmix mix class labels, and data.task = \"regression\" has none: set mixup.mixup_alpha and "
            "mixup.cutmix_alpha to 0 (and leave mixup.cutmix_minmax unset)");
-  outputs = data.classes.outputs();
+  return possible;
+}
 
-  // Smoke runs: two optimizer updates (each of train.accum_steps micro-batches).
-  max_batches = session.smoke ? 2 * opt.train.accum_steps : -1;
-  epochs = session.smoke ? 1 : opt.train.epochs;
-  if (session.smoke) fit_warmup_to_smoke_run();
-  metrics = std::make_unique<metric::MetricSet>(session.recipe, data.task, outputs);
-  loss = loss::build(session.recipe, {outputs, data.task});
-  monitor = metrics->monitor();
+}  // namespace
 
+TrainingContext::TrainingContext(const Session& given, const std::string& command,
+                                 std::vector<std::string> initial_weights)
+    : session(smoke_session(given)),
+      opt(read_options(session)),
+      dev(device::setup(opt.device)),
+      group(join_ranks(session, opt, dev)),
+      data(load_training_data(session, opt, dev, command)),
+      seed(static_cast<uint64_t>(opt.run.seed)),
+      outputs(data.classes.outputs()),
+      max_batches(session.smoke ? 2 * opt.train.accum_steps : -1),  // smoke runs: two optimizer updates
+      epochs(session.smoke ? 1 : opt.train.epochs),
+      cuda_graphs(cuda_graphs_in_effect(session, opt, group != nullptr)),
+      mixing_possible(mixing_allowed(opt.mixup, data.task)),
+      metrics(std::make_unique<metric::MetricSet>(session.recipe, data.task, outputs)),
+      loss(loss::build(session.recipe, {outputs, data.task})),
+      monitor(metrics->monitor()),
+      initial_weights_(std::move(initial_weights)) {
+  if (session.smoke && opt.train.mode != "fine_tune" && has_warmup(given.recipe)) check_real_warmup(given.recipe);
   session.log(data_line());
   for (auto& b : data.table.dropped) session.log("  bad row skipped: " + b.where + ": id " + b.id + ": " + b.reason);
 }
 
 TrainingContext::~TrainingContext() = default;
 
-void TrainingContext::fit_warmup_to_smoke_run() {
-  auto positive = [&](const char* key) {
-    const config::Entry* e = session.recipe.find(key);
-    return e && e->value.is_number() && e->value.get<double>() > 0;
-  };
-  if (opt.train.mode == "fine_tune" || !(positive("schedule.warmup_steps") || positive("schedule.warmup_epochs")))
-    return;
+void TrainingContext::check_real_warmup(const config::Recipe& real) const {
   const auto n_train = static_cast<int64_t>(split_of(opt.cv.run_folds.front()).first.size());
   int64_t total = 0, per_epoch = 1;
   for (int64_t e = 0; e < opt.train.epochs; ++e)
     total += per_epoch = updates_in_epoch(n_train, e, opt.train.epochs, -1);
-  (void)optim::build_schedule(session.recipe, {1e-3, total, per_epoch});  // the real run's errors
-  session.recipe = session.recipe.with({{"schedule.warmup_steps", 1}, {"schedule.warmup_epochs", 0.0}},
-                                       config::Origin::command_line());
+  (void)optim::build_schedule(real, {1e-3, total, per_epoch});  // the real run's errors
   session.log("  smoke   the warm-up is cut to 1 update (the real run's warm-up fits its " + std::to_string(total) +
               " updates)");
 }
@@ -162,24 +195,24 @@ model::ModelContext TrainingContext::model_context() const {
                                 modality_of(opt.data).seq_len(opt.data));
 }
 
-std::shared_ptr<model::Network> TrainingContext::build_net(const std::vector<int64_t>& train_rows) {
+BuiltNet TrainingContext::build_net(const std::vector<int64_t>& train_rows) const {
   torch::manual_seed(seed);
-  auto net = model::build(session.recipe, model_context());
-  weight_notes.clear();
-  if (auto& r = net->pretrained_report())
-    weight_notes.push_back("model.pretrained " + session.recipe.get<model::ModelOptions>().pretrained + ": " +
-                           r->str());
-  if (net->target_scale().active())
-    fit_target_scale(*net, train_rows.empty() ? split_of(opt.cv.run_folds.front()).first : train_rows);
+  BuiltNet out{model::build(session.recipe, model_context()), {}, {}};
+  auto& net = *out.net;
+  if (auto& r = net.pretrained_report())
+    out.weight_notes.push_back("model.pretrained " + session.recipe.get<model::ModelOptions>().pretrained + ": " +
+                               r->str());
+  if (net.target_scale().active())
+    out.target_note = fit_target_scale(net, train_rows.empty() ? split_of(opt.cv.run_folds.front()).first : train_rows);
   for (auto& f : initial_weights_) {
     auto w = model::read_weights_for(f, model::model_name(session.recipe));
-    weight_notes.push_back("--weights " + w.source + ": " +
-                           model::load_weights(*net, std::move(w.tensors), {}, w.source).str());
+    out.weight_notes.push_back("--weights " + w.source + ": " +
+                               model::load_weights(net, std::move(w.tensors), {}, w.source).str());
   }
-  return net;
+  return out;
 }
 
-void TrainingContext::fit_target_scale(model::Network& net, const std::vector<int64_t>& rows) {
+std::string TrainingContext::fit_target_scale(model::Network& net, const std::vector<int64_t>& rows) const {
   auto& ts = net.target_scale();
   const int64_t cols = data.table.value_dim;
   KG_ASSERT(cols == net.num_outputs() && !rows.empty(), "target scale: ", cols, " target columns for ",
@@ -198,8 +231,7 @@ void TrainingContext::fit_target_scale(model::Network& net, const std::vector<in
       v.push_back(x);
     }
   ts.fit(torch::from_blob(v.data(), {static_cast<int64_t>(rows.size()), cols}, at::kFloat).clone());
-  target_note =
-      ts.describe() + (ts.fitted_buffers() ? ", fitted on " + std::to_string(rows.size()) + " training rows" : "");
+  return ts.describe() + (ts.fitted_buffers() ? ", fitted on " + std::to_string(rows.size()) + " training rows" : "");
 }
 
 std::unique_ptr<data::Loader> TrainingContext::train_loader(const std::vector<int64_t>& rows, int64_t epoch,
@@ -218,7 +250,7 @@ std::unique_ptr<data::Loader> TrainingContext::train_loader(const std::vector<in
   lo.start_batch = start;
   lo.shard_rank = session.dist.rank;
   lo.shard_count = session.dist.world_size;
-  lo.text = data.text.get();
+  lo.collator = data.collator.get();
   lo.group_by_length = opt.data.group_by_length;
   const auto& pipe = *data.train_pipes[data::stage_at(data.stages, std::min(epoch, n_epochs - 1), n_epochs)];
   return std::make_unique<data::Loader>(data.table, rows, pipe, lo);
@@ -229,7 +261,8 @@ bool TrainingContext::shards_validation(size_t valid_rows) const {
   return group && max_batches < 0 && valid_rows >= static_cast<size_t>(session.dist.world_size);
 }
 
-std::unique_ptr<data::Loader> TrainingContext::valid_loader(const std::vector<int64_t>& all_rows) const {
+std::unique_ptr<data::Loader> TrainingContext::valid_loader(const std::vector<int64_t>& all_rows,
+                                                            int64_t batch_cap) const {
   const auto rows = shards_validation(all_rows.size())
                         ? data::shard_rows(all_rows, session.dist.rank, session.dist.world_size)
                         : all_rows;
@@ -240,11 +273,11 @@ std::unique_ptr<data::Loader> TrainingContext::valid_loader(const std::vector<in
                          static_cast<int>(opt.data.prefetch),
                          seed,
                          0,
-                         max_batches,
+                         batch_cap >= 0 ? batch_cap : max_batches,
                          data.cache.get(),
                          data.pin};
   vo.resident = data.resident.get();
-  vo.text = data.text.get();
+  vo.collator = data.collator.get();
   return std::make_unique<data::Loader>(data.table, rows, *data.eval_pipe, vo);
 }
 
@@ -257,10 +290,6 @@ std::function<void(at::Tensor&, at::Tensor&, int64_t, int64_t)> TrainingContext:
 
 std::string TrainingContext::data_line() const {
   const auto first_split = split_of(opt.cv.run_folds.front());
-  std::string sizes;
-  for (auto& st : data.stages)
-    sizes += (sizes.empty() ? "" : ", ") + std::to_string(st.size.height) + "x" + std::to_string(st.size.width) +
-             (data.stages.size() > 1 ? " from " + format_significant(st.start * 100, 3) + "%" : "");
   std::string fold_text;
   for (auto k : opt.cv.run_folds) fold_text += (fold_text.empty() ? "" : ",") + std::to_string(k);
   return "  data    " + data.table.csv_path + " (" + data::resolve_format(opt.data) +
@@ -270,10 +299,7 @@ std::string TrainingContext::data_line() const {
          (data.task == Task::regression ? (data.classes.size() == 1 ? " target" : " targets") : " classes") + "; fold" +
          (opt.cv.run_folds.size() > 1 ? "s " : " ") + fold_text + " of " + std::to_string(opt.cv.folds) + " (" +
          opt.cv.strategy + "): " + std::to_string(first_split.first.size()) + " train, " +
-         std::to_string(first_split.second.size()) + " valid; input " +
-         (data.text
-              ? "text " + join(opt.data.text_cols, " + ") + ", up to " + std::to_string(opt.data.max_length) + " tokens"
-              : std::to_string(data.geom.channels) + "x" + sizes);
+         std::to_string(first_split.second.size()) + " valid; input " + modality_of(opt.data).describe_input(opt.data);
 }
 
 }  // namespace kg::session

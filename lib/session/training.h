@@ -28,7 +28,7 @@ class Pipeline;
 class ImageCache;
 class Loader;
 class ResidentImages;
-class TextInputs;
+class Collator;
 }  // namespace kg::data
 
 namespace kg::session {
@@ -56,40 +56,48 @@ struct TrainingData {
   std::unique_ptr<data::Pipeline> eval_pipe;
   std::unique_ptr<data::ImageCache> cache;         // data.cache = "ram"
   std::unique_ptr<data::ResidentImages> resident;  // data.cache = "device": the table's images on the device
-  std::unique_ptr<data::TextInputs> text;          // data.text_cols: the table's tokens (batches are made of them)
+  std::unique_ptr<data::Collator> collator;        // the modality's batches (text's tokens); null: the pipelines'
   bool pin = false;                                // pinned host batches (data.pin_memory on a GPU)
   int threads = 1;                                 // data.num_workers, at least 1 (table scan)
 };
 
+// A network built for a fold, with what its weights and output scale say about it (fit's and lr-find's log lines).
+struct BuiltNet {
+  std::shared_ptr<model::Network> net;
+  std::vector<std::string> weight_notes;  // what model.pretrained / --weights loaded into it
+  std::string target_note;                // its output scale ("" when none)
+};
+
+// Everything fit, lr-find, bench, interpret and show-batch set up before they train or look at anything. Built
+// once, in the member order below, each part by one builder (training.cpp); read-only afterwards. What a job
+// decides later (fit's lr from the finder) lives in the job, not here.
 class TrainingContext {
  public:
-  // Reads the recipe's sections, sets up the device, loads and checks the training table (logging the
-  // "data" line), assigns the folds, builds the pipelines, the loss and the metrics. `command` names the
-  // job in the first log line ("fit", "lr-find").
-  // `initial_weights`: fit --weights files, loaded into every fold's new network.
-  TrainingContext(Session session, const std::string& command, std::vector<std::string> initial_weights = {});
+  // Reads the recipe's sections, sets up the device (and joins the other ranks), loads and checks the training table
+  // (logging the "data" line), assigns the folds, builds the pipelines, the loss and the metrics. `command` names the
+  // job in the first log line ("fit", "lr-find"). `initial_weights`: fit --weights files, loaded into every fold's
+  // new network.
+  TrainingContext(const Session& session, const std::string& command, std::vector<std::string> initial_weights = {});
   ~TrainingContext();
   TrainingContext(const TrainingContext&) = delete;
   TrainingContext& operator=(const TrainingContext&) = delete;
 
-  // The session trained in. Its recipe is the one in effect: the task's default loss filled in by validation,
-  // the warm-up cut for --smoke, fit's optim.lr = "find" replaced by the finder's lr.
-  Session session;
-  TrainingOptions opt;
-  TrainingData data;
-  device::DeviceInfo dev;
-  device::ProcessGroupPtr group;  // multi-process runs (session.dist): connected here; nullptr for one process
-  uint64_t seed = 0;
-  int64_t outputs = 0;           // model outputs (classes, or regression targets)
-  int64_t max_batches = -1;      // --smoke: 2 updates' worth of micro-batches per epoch
-  int64_t epochs = 0;            // train.epochs (1 with --smoke)
-  bool cuda_graphs = false;      // device.cuda_graphs in effect (when asked but blocked, the reason was logged)
-  bool mixing_possible = false;  // not for regression
-  std::unique_ptr<metric::MetricSet> metrics;
-  loss::LossPtr loss;
-  std::string monitor;
-  std::vector<std::string> weight_notes;  // what model.pretrained / --weights loaded into the last built network
-  std::string target_note;                // the last built network's output scale ("" when none)
+  // The session trained in: its recipe is the effective one (session/effective_recipe.h), with --smoke's warm-up cut
+  // to one update (the real run's warm-up checked first).
+  const Session session;
+  const TrainingOptions opt;
+  const device::DeviceInfo dev;
+  const device::ProcessGroupPtr group;  // multi-process runs (session.dist): connected here; nullptr for one process
+  const TrainingData data;
+  const uint64_t seed;         // run.seed
+  const int64_t outputs;       // model outputs (classes, or regression targets)
+  const int64_t max_batches;   // --smoke: 2 updates' worth of micro-batches per epoch; -1 = all
+  const int64_t epochs;        // train.epochs (1 with --smoke)
+  const bool cuda_graphs;      // device.cuda_graphs in effect (when asked but blocked, the reason was logged)
+  const bool mixing_possible;  // not for regression
+  const std::unique_ptr<metric::MetricSet> metrics;
+  const loss::LossPtr loss;
+  const std::string monitor;
 
   // Micro-batch size in `epoch` of `n_epochs` (progressive resizing may change it).
   int64_t batch_at(int64_t epoch, int64_t n_epochs) const;
@@ -99,17 +107,16 @@ class TrainingContext {
   std::function<int64_t(int64_t, int64_t)> steps_of(int64_t n_train) const;
   // The model's context: the data's input (image size or data.max_length), outputs, numeric features.
   model::ModelContext model_context() const;
-  // The recipe's network, seeded with run.seed (every fold starts from the same weights), with
-  // model.pretrained / --weights applied (weight_notes says what they loaded). On the CPU.
-  // Regression with data.target_transform / model.y_range: the output scale is fitted on `train_rows`
-  // (default: the first fold's training rows) and described in target_note.
-  std::shared_ptr<model::Network> build_net(const std::vector<int64_t>& train_rows = {});
+  // The recipe's network, seeded with run.seed (every fold starts from the same weights), with model.pretrained /
+  // --weights applied. On the CPU. Regression with data.target_transform / model.y_range: the output scale is fitted
+  // on `train_rows` (default: the first fold's training rows).
+  BuiltNet build_net(const std::vector<int64_t>& train_rows = {}) const;
   // fit's training loader of `epoch` (of a plan of `n_epochs`) over `rows`, from micro-batch `start`.
   std::unique_ptr<data::Loader> train_loader(const std::vector<int64_t>& rows, int64_t epoch, int64_t n_epochs,
                                              int64_t start = 0) const;
   // Under data parallel (when every rank gets a row; not --smoke) this rank's data::shard_rows share of `rows`:
-  // train::gather_predictions joins the shares.
-  std::unique_ptr<data::Loader> valid_loader(const std::vector<int64_t>& rows) const;
+  // train::gather_predictions joins the shares. At most `batch_cap` batches (-1: max_batches).
+  std::unique_ptr<data::Loader> valid_loader(const std::vector<int64_t>& rows, int64_t batch_cap = -1) const;
   bool shards_validation(size_t valid_rows) const;
   // Mixup/cutmix on a micro-batch (epoch, batch index); empty when the recipe never mixes.
   std::function<void(at::Tensor&, at::Tensor&, int64_t, int64_t)> mix_fn() const;
@@ -119,13 +126,14 @@ class TrainingContext {
  private:
   // Optimizer updates in `epoch` for `n_train` rows, at most `batch_cap` micro-batches (-1 = all).
   int64_t updates_in_epoch(int64_t n_train, int64_t epoch, int64_t n_epochs, int64_t batch_cap) const;
-  // --smoke trains 2 updates, fewer than any warm-up given in epochs: the warm-up is checked against
-  // the real run (a warm-up longer than train.epochs still fails), then cut to 1 update in `recipe`.
-  void fit_warmup_to_smoke_run();
+  // --smoke trains 2 updates, fewer than any warm-up given in epochs: the session's recipe has it cut to 1 update;
+  // `real` (the recipe as given) is checked here against the real run (a warm-up longer than train.epochs still
+  // fails), and the cut logged.
+  void check_real_warmup(const config::Recipe& real) const;
   // Fits the network's target scale on the targets of `rows` (DataError naming a row log1p cannot map).
-  void fit_target_scale(model::Network& net, const std::vector<int64_t>& rows);
+  std::string fit_target_scale(model::Network& net, const std::vector<int64_t>& rows) const;
 
-  std::vector<std::string> initial_weights_;
+  const std::vector<std::string> initial_weights_;
 };
 
 }  // namespace kg::session

@@ -56,14 +56,9 @@ config::Fields<PathsOptions> paths_fields() {
 config::Fields<TrainOptions> train_fields() {
   config::Fields<TrainOptions> f;
   f.field("epochs", &TrainOptions::epochs, "passes over the training rows").range(1, kMaxEpochs);
-  f.field("batch_size", &TrainOptions::batch_size_key,
+  f.field("batch_size", &TrainOptions::batch_size_form,
           "images per micro-batch (effective batch = batch_size x accum_steps), or \"auto\": fit and lr-find try "
-          "powers of two with a real training step and take the largest that fits with auto_batch_margin to spare")
-      .check([](const config::json& v) -> std::string {
-        if (v.is_string() && v.get<std::string>() == "auto") return "";
-        if (v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= kMaxBatch) return "";
-        return "expected an integer in [1, " + std::to_string(kMaxBatch) + "] or \"auto\", got " + v.dump();
-      });
+          "powers of two with a real training step and take the largest that fits with auto_batch_margin to spare");
   f.field("auto_batch_max", &TrainOptions::auto_batch_max, "batch_size = \"auto\": the largest batch size tried")
       .range(1, kMaxBatch);
   f.field("auto_batch_margin", &TrainOptions::auto_batch_margin,
@@ -136,12 +131,27 @@ KG_REGISTER_SECTION("checkpoint", "checkpoint retention (last, rotated history, 
 
 RunOptions RunOptions::load(const config::Tree& r) { return run_fields().load(config::Options(&r, "run")); }
 PathsOptions PathsOptions::load(const config::Tree& r) { return paths_fields().load(config::Options(&r, "paths")); }
+std::string BatchSize::check(const config::json& v) {
+  if (v.is_string() && v.get<std::string>() == "auto") return "";
+  if (v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= kMaxBatch) return "";
+  return "expected an integer in [1, " + std::to_string(kMaxBatch) + "] or \"auto\", got " + v.dump();
+}
+void from_json(const config::json& j, BatchSize& b) {
+  if (j.is_string())
+    b.form = BatchSize::Auto{};
+  else
+    b.form = j.get<int64_t>();
+}
+void to_json(config::json& j, const BatchSize& b) {
+  j = b.is_auto() ? config::json("auto") : config::json(std::get<int64_t>(b.form));
+}
+
 TrainOptions TrainOptions::load(const config::Tree& r) {
   TrainOptions t = train_fields().load(config::Options(&r, "train"));
-  t.batch_size = t.batch_size_key.is_number_integer() ? t.batch_size_key.get<int64_t>() : 0;
+  t.batch_size = t.batch_size_form.is_auto() ? 0 : std::get<int64_t>(t.batch_size_form.form);
   return t;
 }
-bool batch_size_is_auto(const config::Recipe& r) { return r.get<TrainOptions>().batch_size == 0; }
+bool batch_size_is_auto(const config::Recipe& r) { return r.get<TrainOptions>().batch_size_form.is_auto(); }
 CheckpointOptions CheckpointOptions::load(const config::Tree& r) {
   return checkpoint_fields().load(config::Options(&r, "checkpoint"));
 }

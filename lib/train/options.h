@@ -1,6 +1,7 @@
 // The `run`, `paths` and `train` recipe sections.
 #pragma once
 #include <string>
+#include <variant>
 
 #include "config/recipe.h"
 
@@ -25,12 +26,25 @@ struct PathsOptions {
   std::string submission;
 };
 
+// train.batch_size, a key of two forms: a number, or "auto", which fit, lr-find and bench resolve with real
+// training steps before anything else reads it (session/auto_batch.h, Recipe::resolved).
+struct BatchSize {
+  struct Auto {};
+  static constexpr config::Type kRecipeType = config::Type::Any;
+  static std::string check(const config::json& v);  // "" for a valid form, else "expected ..."
+  BatchSize(int64_t n = 64) : form(n) {}            // NOLINT(google-explicit-constructor): a number is a size
+  std::variant<int64_t, Auto> form;
+  bool is_auto() const { return std::holds_alternative<Auto>(form); }
+};
+void from_json(const config::json& j, BatchSize& b);
+void to_json(config::json& j, const BatchSize& b);
+
 // Recipe section [train]; each field's doc is in train_fields() (train/options.cpp) and docs/reference.md.
 struct TrainOptions {
   static TrainOptions load(const config::Tree& recipe);  // recipe.get<TrainOptions>() decodes it once
   int64_t epochs = 10;
-  config::json batch_size_key = 64;  // recipe key batch_size
-  int64_t batch_size = 64;  // batch_size_key as a number; 0 while it is "auto" (fit and lr-find resolve it first)
+  BatchSize batch_size_form = 64;  // recipe key batch_size
+  int64_t batch_size = 64;  // batch_size_form as a number; 0 while it is "auto" (fit and lr-find resolve it first)
   int64_t auto_batch_max = 1024;
   double auto_batch_margin = 0.1;
   int64_t eval_batch_size = 0;

@@ -59,8 +59,7 @@ void Plan::build() {
   if (mode_ == "fine_tune") {
     // fastai Learner.fine_tune(epochs, base_lr, freeze_epochs, lr_mult, pct_start, div).
     double base = optim::peak_lr(o);
-    KG_CHECK(!o.lr.is_array(), ConfigError,
-             "train.mode = \"fine_tune\" takes one base lr in optim.lr (fastai base_lr); ",
+    KG_CHECK(!o.lr.slice(), ConfigError, "train.mode = \"fine_tune\" takes one base lr in optim.lr (fastai base_lr); ",
              "it spreads it over the groups itself (train.fine_tune_lr_mult)");
     int64_t first = 0;
     if (t.freeze_epochs > 0) {

@@ -169,8 +169,7 @@ std::vector<ViewPtr> build_views(const config::json& views, const data::ImageGeo
 }
 
 std::vector<ViewPtr> build_views(const config::Recipe& recipe, const data::ImageGeometry& g) {
-  const config::Entry* e = recipe.find("tta.views");
-  return build_views(e ? e->value : TtaOptions{}.views, g, "tta.views");
+  return build_views(recipe.get<TtaOptions>().views, g, "tta.views");
 }
 
 std::vector<SubView> expand(const std::vector<ViewPtr>& views) {

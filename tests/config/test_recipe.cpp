@@ -38,7 +38,7 @@ TEST_CASE("recipe: a section is decoded once and shared by the recipe's copies",
   // The real sections read their defaults, filled in by validation.
   CHECK(r.get<kg::train::TrainOptions>().epochs == 3);
   CHECK(r.get<kg::train::TrainOptions>().batch_size == kg::train::TrainOptions{}.batch_size);
-  CHECK(r.at("optim.lr").origin.kind == kg::config::Origin::Kind::Default);
+  CHECK(r.tree().at("optim.lr").origin.kind == kg::config::Origin::Kind::Default);
 }
 
 TEST_CASE("recipe: with() makes a new, validated recipe and leaves the original as it was", "[unit][config]") {
@@ -47,9 +47,9 @@ TEST_CASE("recipe: with() makes a new, validated recipe and leaves the original 
   CHECK(r.get<Probe>().epochs == 3);
   const Recipe changed = r.with({{"train.epochs", 7}}, kg::config::Origin::command_line());
   CHECK(changed.get<Probe>().epochs == 7);
-  CHECK(changed.at("train.epochs").origin.kind == kg::config::Origin::Kind::CommandLine);
+  CHECK(changed.tree().at("train.epochs").origin.kind == kg::config::Origin::Kind::CommandLine);
   CHECK(r.get<Probe>().epochs == 3);  // decoded before, still 3
-  CHECK(r.at("train.epochs").value == 3);
+  CHECK(r.tree().at("train.epochs").value == 3);
   CHECK(probe_loads == 2);
   // The change is validated as a recipe file's value would be: range, then unknown keys with a suggestion.
   CHECK_THROWS_WITH(r.with({{"train.epochs", 0}}, {}), Catch::Contains("train.epochs"));
@@ -59,9 +59,9 @@ TEST_CASE("recipe: with() makes a new, validated recipe and leaves the original 
 TEST_CASE("recipe: edited() may erase keys; validation fills their defaults again", "[unit][config]") {
   const Recipe r = recipe("[model]\nname = \"resnet9\"\nwidth = 8\n");
   const Recipe e = r.edited([](kg::config::Tree& t) { t.erase("model.width"); });
-  CHECK(r.at("model.width").value == 8);
-  CHECK(e.at("model.width").value == 64);
-  CHECK(e.at("model.width").origin.kind == kg::config::Origin::Kind::Default);
+  CHECK(r.tree().at("model.width").value == 8);
+  CHECK(e.tree().at("model.width").value == 64);
+  CHECK(e.tree().at("model.width").origin.kind == kg::config::Origin::Kind::Default);
 }
 
 TEST_CASE("recipe: a section's cross-key check runs when it is first read", "[unit][config]") {
@@ -72,7 +72,7 @@ TEST_CASE("recipe: a section's cross-key check runs when it is first read", "[un
 
 TEST_CASE("recipe: the empty recipe gives every section's defaults", "[unit][config]") {
   const Recipe r;
-  CHECK(r.find("train.epochs") == nullptr);
+  CHECK(r.tree().find("train.epochs") == nullptr);
   CHECK(r.get<kg::train::TrainOptions>().epochs == kg::train::TrainOptions{}.epochs);
   CHECK(r.warnings().empty());
 }

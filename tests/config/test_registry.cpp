@@ -89,7 +89,7 @@ void exercise(const std::string& kind, const kg::ComponentInfo& c) {
     }
   } else if (kind == "transform") {
     kg::data::ImageGeometry g{16, 16, 3};
-    kg::config::json list = recipe.at("data.augment").value;
+    kg::config::json list = recipe.tree().at("data.augment").value;
     kg::data::Pipeline p(list, g, true);
     CHECK(p.size() == list.size());
     cv::Mat img(16, 16, CV_8UC3, cv::Scalar(10, 20, 30));
@@ -99,7 +99,7 @@ void exercise(const std::string& kind, const kg::ComponentInfo& c) {
     for (float v : out) CHECK(std::isfinite(v));
   } else if (kind == "source") {
     // Sources read files; their behaviour is tested in tests/data/test_sources.cpp and test_pack.cpp.
-    CHECK(recipe.at("data.format").value.get<std::string>() == c.name);
+    CHECK(recipe.tree().at("data.format").value.get<std::string>() == c.name);
     CHECK(kg::data::source_registry().create(c.name, kg::config::Options(kg::config::json::object(), "data")) !=
           nullptr);
   } else if (kind == "callback") {

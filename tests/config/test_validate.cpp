@@ -81,12 +81,12 @@ TEST_CASE("keys added with + skip the schema", "[unit][config]") {
   kg::test::TempDir dir;
   auto r = dir.write("r.toml", "[model]\nwidth = 8\n");
   auto tree = kg::test::resolve_recipe({r}, {"+model.extra_thing=3"});
-  CHECK(tree.at("model.extra_thing").extra);
+  CHECK(tree.tree().at("model.extra_thing").extra);
   CHECK_THROWS_AS(kg::test::resolve_recipe({r}, {"model.extra_thing=3"}), kg::ConfigError);
   // A declared key is validated however it is set: +train.accum_steps=0 used to reach the trainer.
   for (const char* o : {"+train.accum_steps=0", "++train.eval_batch_size=\"abc\"", "+optim.lr=-5", "++optim.lr=-5"})
     CHECK_THROWS_AS(kg::test::resolve_recipe({r}, {o}), kg::ConfigError);
-  CHECK(kg::test::resolve_recipe({r}, {"+optim.lr=0.5"}).at("optim.lr").value == 0.5);
+  CHECK(kg::test::resolve_recipe({r}, {"+optim.lr=0.5"}).tree().at("optim.lr").value == 0.5);
 }
 
 TEST_CASE("a nested component table is checked against the component it names", "[unit][config]") {

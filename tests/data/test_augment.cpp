@@ -461,7 +461,7 @@ TEST_CASE("augment: each transform's documented example validates and runs on 8-
   for (auto* c : kg::data::transform_registry().components()) {
     INFO(c->name << " example:\n" << c->example);
     auto recipe = kg::config::Recipe::validate(kg::config::parse_toml_string(c->example, c->name + " example"));
-    json augment = recipe.at("data.augment").value;
+    json augment = recipe.tree().at("data.augment").value;
     for (int64_t ch : {1, 3}) {
       ImageGeometry g{16, 16, ch};
       auto v = run(augment.dump(), g, 1, true, noise(20, 24, static_cast<int>(ch)));

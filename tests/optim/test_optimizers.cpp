@@ -102,7 +102,7 @@ TEST_CASE("optimizers match torch 1.13 (SGD, Adam, AdamW, RAdam, RMSprop) and re
   std::set<std::string> covered;
   for (auto& c : cases) {
     run_golden_case(c, torch::kDouble, 1e-6);
-    covered.insert(recipe(c["recipe"].get<std::string>()).at("optim.name").value.get<std::string>());
+    covered.insert(recipe(c["recipe"].get<std::string>()).tree().at("optim.name").value.get<std::string>());
   }
   // Every registered optimizer except ranger (checked against lookahead + radam below) has a golden case.
   for (auto& n : optimizer_names())
@@ -321,7 +321,7 @@ TEST_CASE("every optimizer builds from its registry example and trains a model",
   for (auto* c : kg::optim::optimizer_registry().components()) {
     INFO(c->name << " example:\n" << c->example);
     auto r = kg::config::Recipe::validate(kg::config::parse_toml_string(c->example, c->name + " example"));
-    CHECK(r.at("optim.name").value == c->name);
+    CHECK(r.tree().at("optim.name").value == c->name);
     torch::manual_seed(0);
     auto net = kg::model::build(
         kg::config::Recipe::validate(kg::config::parse_toml_string("[model]\nwidth = 2\n", "m")), {1, 2});

@@ -266,7 +266,7 @@ TEST_CASE("every schedule builds from its documented example", "[unit][schedule]
     CHECK_FALSE(c->doc.empty());
     for (const auto& k : c->schema) CHECK_FALSE(k.doc.empty());
     auto recipe = kg::config::Recipe::validate(kg::config::parse_toml_string(c->example, c->name + " example"));
-    CHECK(recipe.at("schedule.name").value == c->name);
+    CHECK(recipe.tree().at("schedule.name").value == c->name);
     auto s = kg::optim::build_schedule(recipe, {0.1, 100, 10});
     for (int64_t t = 0; t < 100; ++t) {
       CHECK(std::isfinite(s->lr_at(t)));

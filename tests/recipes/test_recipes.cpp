@@ -23,11 +23,11 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string str_key(const kg::config::Recipe& r, const std::string& key) {
-  auto* e = r.find(key);
+  auto* e = r.tree().find(key);
   return e && e->value.is_string() ? e->value.get<std::string>() : "";
 }
 std::vector<std::string> list_key(const kg::config::Recipe& r, const std::string& key) {
-  auto* e = r.find(key);
+  auto* e = r.tree().find(key);
   return e && e->value.is_array() ? e->value.get<std::vector<std::string>>() : std::vector<std::string>{};
 }
 

@@ -60,5 +60,26 @@ TEST_CASE("modality: images can everything; text refuses the image-only options 
   CHECK_NOTHROW(modality_of(recipe("")).require(Capability::pack, "pack", "packs image files"));
 }
 
+TEST_CASE("modality: the input a checkpoint records, the data line's input and the TTA views", "[unit][session]") {
+  const auto text = recipe(std::string(kText) + "max_length = 64\n");
+  const auto& td = text.get<kg::data::DataOptions>();
+  const kg::data::ImageGeometry g{32, 24, 3};
+  CHECK(modality_of(text).input_json(td, g) == kg::config::json{{"text_cols", {"text"}}, {"max_length", 64}});
+  CHECK(modality_of(text).describe_input(td) == "text text, up to 64 tokens");
+  const auto image = recipe("[data]\nimage_size = [[0, 16], [0.5, [32, 24]]]\nchannels = 1\n");
+  const auto& id = image.get<kg::data::DataOptions>();
+  CHECK(modality_of(image).input_json(id, g) == kg::config::json{{"channels", 3}, {"height", 32}, {"width", 24}});
+  CHECK(modality_of(image).describe_input(id) == "1x16x16 from 0%, 32x24 from 50%");
+  kg::data::Table none;
+  CHECK(modality_of(image).collator(image, none, 1) == nullptr);  // images: the loader's pipeline makes the batches
+
+  // Prediction's views: tta.views for images; text predicts the identity whatever the recipe's default says.
+  const auto flips = recipe("[tta]\nviews = [\"identity\", \"hflip\"]\n");
+  CHECK(modality_of(flips).tta_views(flips, g).size() == 2);
+  const auto text_views = modality_of(text).tta_views(text, g);
+  REQUIRE(text_views.size() == 1);
+  CHECK(text_views[0]->name() == "identity");
+}
+
 }  // namespace KG_UNITY_ID
 }  // namespace

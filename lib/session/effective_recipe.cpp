@@ -1,13 +1,16 @@
-#include "model/preprocessing.h"
+#include "session/effective_recipe.h"
 
+#include <map>
 #include <numeric>
 #include <sstream>
 
 #include "core/strings.h"
+#include "data/options.h"
 #include "model/model.h"
 #include "model/weights/weights_config.h"
+#include "optim/schedule.h"
 
-namespace kg::model {
+namespace kg::session {
 namespace {
 
 using config::json;
@@ -36,32 +39,37 @@ std::string interpolation_of(const std::string& timm) {
 
 }  // namespace
 
-FollowedRecipe follow_weights_preprocessing(const config::Recipe& recipe) {
-  const auto& opts = recipe.get<ModelOptions>();
+EffectiveRecipe follow_weights_preprocessing(const config::Recipe& recipe) {
+  const auto& opts = recipe.get<model::ModelOptions>();
   if (opts.pretrained.empty()) return {recipe, {}};
-  const auto cfg = weights_config_for(opts.pretrained);
+  const auto cfg = model::weights_config_for(opts.pretrained);
   if (!cfg || cfg->preprocessing.empty()) return {recipe, {}};
-  const WeightsPreprocessing& p = cfg->preprocessing;
+  const model::WeightsPreprocessing& p = cfg->preprocessing;
   const config::Origin from = config::Origin::at(cfg->path, 0, 0);
-  std::vector<std::pair<std::string, config::Entry>> changes;
+  std::vector<std::pair<std::string, json>> sizes;
   std::vector<std::string> notes;
   const std::string where = " (" + cfg->path + ")";
+  const auto& dopt = recipe.get<data::DataOptions>();
 
-  const config::Entry& size = recipe.at("data.image_size");
   if (p.input_size.size() == 3) {
     const json hw = json::array({p.input_size[1], p.input_size[2]});
-    if (size.origin.kind == config::Origin::Kind::Default) {
-      changes.emplace_back("data.image_size", config::Entry{hw, from, {}, false});
+    const config::Origin size_origin = recipe.origin_of("data.image_size");
+    const auto& size = dopt.image_size;
+    const auto& st = size.stages.front();
+    if (size_origin.kind == config::Origin::Kind::Default) {
+      sizes.emplace_back("data.image_size", hw);
       notes.push_back("data.image_size = " + hw.dump() + where);
-    } else if (size.value != hw && !(size.value.is_number_integer() && hw[0] == size.value && hw[1] == size.value)) {
-      notes.push_back("data.image_size = " + size.value.dump() + " (" + size.origin.str() +
+    } else if (size.schedule || st.height != p.input_size[1] || st.width != p.input_size[2]) {
+      notes.push_back("data.image_size = " + json(size).dump() + " (" + size_origin.str() +
                       "; the weights were made at " + hw.dump() + ")");
     }
   }
 
-  const config::Entry& augment = recipe.at("data.augment");
-  config::Entry aug = augment;
-  const int64_t channels = recipe.at("data.channels").value.get<int64_t>();
+  struct {
+    json value;
+    std::map<std::string, config::Origin> inner;
+  } aug{dopt.augment, {}};
+  const int64_t channels = dopt.channels;
   bool has_normalize = false, changed = false;
   for (size_t i = 0; i < aug.value.size(); ++i) {
     json& t = aug.value[i];
@@ -102,9 +110,25 @@ FollowedRecipe follow_weights_preprocessing(const config::Recipe& recipe) {
                     ", std = " + list_str(t["std"].get<std::vector<double>>()) + where);
     changed = true;
   }
-  if (changed) changes.emplace_back("data.augment", aug);
-  if (changes.empty()) return {recipe, notes};
-  return {recipe.with_entries(changes), notes};
+  config::Recipe out = sizes.empty() ? recipe : recipe.with(sizes, from);
+  if (changed) out = out.amended("data.augment", aug.value, aug.inner);
+  return {out, notes};
 }
 
-}  // namespace kg::model
+bool has_warmup(const config::Recipe& recipe) {
+  const auto& s = recipe.get<optim::ScheduleOptions>();
+  return s.warmup_steps > 0 || s.warmup_epochs > 0;
+}
+
+EffectiveRecipe effective_recipe(const config::Recipe& recipe, const Resolutions& r) {
+  EffectiveRecipe out{recipe, {}};
+  if (r.follow_weights) out = follow_weights_preprocessing(recipe);
+  if (r.batch_size) out.recipe = out.recipe.resolved("train.batch_size", *r.batch_size);
+  if (r.lr) out.recipe = out.recipe.resolved("optim.lr", *r.lr);
+  if (r.smoke_warmup && has_warmup(out.recipe))
+    out.recipe = out.recipe.with({{"schedule.warmup_steps", 1}, {"schedule.warmup_epochs", 0.0}},
+                                 config::Origin::command_line());
+  return out;
+}
+
+}  // namespace kg::session
