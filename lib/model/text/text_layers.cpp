@@ -82,9 +82,9 @@ at::Tensor hf_split_heads(const at::Tensor& x, int64_t head_size) {
 
 TokenLayout::TokenLayout(const at::Tensor& mask, int64_t batch, int64_t length) : batch_(batch), length_(length) {
   if (!mask.defined()) return;
-  at::Tensor keep = mask.reshape({-1}).to(at::kBool);
-  if (keep.all().item<bool>()) return;  // one sync on a GPU, as transformers' unpadding makes
-  index_ = at::nonzero(keep).squeeze(1);
+  // nonzero's size is the only host sync on a GPU (as transformers' unpadding makes): all B * L positions, no padding.
+  at::Tensor index = at::nonzero(mask.reshape({-1}).to(at::kBool)).squeeze(1);
+  if (index.size(0) < batch * length) index_ = index;
 }
 
 namespace {

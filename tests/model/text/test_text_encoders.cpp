@@ -16,6 +16,7 @@
 #include "model/text/deberta_v2.h"
 #include "model/text/encoder.h"
 #include "model/text/hf_config.h"
+#include "model/text/text_layers.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -260,6 +261,26 @@ TEST_CASE("text encoders: a padded row's tokens equal the row alone, whatever th
     const std::string type = enc->shape().model_type;
     if (type != "modernbert") CHECK(padded.back()[0].slice(0, 7).abs().max().item<double>() == 0.0);
   }
+}
+
+TEST_CASE("text encoders: TokenLayout packs the real tokens, and is a view without padding", "[unit][model]") {
+  using kg::model::text::TokenLayout;
+  at::Tensor x = torch::randn({2, 4, 3});
+  for (const at::Tensor& ones : {at::Tensor(), torch::ones({2, 4}, torch::kLong)}) {
+    const TokenLayout layout(ones, 2, 4);
+    CHECK_FALSE(layout.padded());
+    at::Tensor packed = layout.pack(x);
+    CHECK(packed.sizes() == at::IntArrayRef({8, 3}));
+    CHECK(packed.data_ptr() == x.data_ptr());
+    CHECK(layout.unpack(packed).data_ptr() == x.data_ptr());
+  }
+  at::Tensor mask = torch::tensor({1, 1, 0, 0, 1, 1, 1, 0}, torch::kLong).view({2, 4});
+  const TokenLayout layout(mask, 2, 4);
+  CHECK(layout.padded());
+  at::Tensor packed = layout.pack(x);
+  REQUIRE(packed.sizes() == at::IntArrayRef({5, 3}));
+  CHECK(torch::equal(packed, x.view({8, 3}).index_select(0, torch::tensor({0, 1, 4, 5, 6}, torch::kLong))));
+  CHECK(torch::equal(layout.unpack(packed), x * mask.unsqueeze(-1).to(x.scalar_type())));
 }
 
 }  // namespace KG_UNITY_ID
