@@ -155,15 +155,10 @@ class BertFamilyEncoder final : public TextEncoder {
     at::Tensor e = embeddings_(ids, types);
     if (embeddings_project_) e = embeddings_project_(e);
     at::Tensor add_mask = mask.defined() ? hf_additive_mask(mask, e.scalar_type()) : at::Tensor();
-    at::Tensor x = layout.pack(e);
-    std::vector<at::Tensor> hidden{layout.unpack(x)};
-    for (auto& layer : layers_) {
-      BertLayer l = layer;
-      x = run_layer(
-          l.ptr(), [l, add_mask, layout](const at::Tensor& t) mutable { return l->forward(t, add_mask, layout); }, x);
-      hidden.push_back(layout.unpack(x));
-    }
-    return hidden;
+    return run_packed_layers(layout, e, layers_.size(), [&](size_t i) -> PackedLayer {
+      BertLayer l = layers_[i];
+      return {l.ptr(), [l, add_mask, layout](const at::Tensor& t) mutable { return l->forward(t, add_mask, layout); }};
+    });
   }
 
   at::Tensor pooled(const at::Tensor& last_hidden) override {

@@ -294,8 +294,6 @@ class DebertaV2Encoder final : public TextEncoder {
     check_inputs(ids, attention_mask, types);
     at::Tensor mask = mask_or_ones(ids, attention_mask);
     const TokenLayout layout(attention_mask.defined() ? mask : at::Tensor(), ids.size(0), ids.size(1));
-    at::Tensor x = layout.pack(embeddings_(ids, types, mask));
-    std::vector<at::Tensor> hidden{layout.unpack(x)};
     at::Tensor m = mask.unsqueeze(1).unsqueeze(2);                      // [B, 1, 1, L]
     at::Tensor pair = (m * m.squeeze(-2).unsqueeze(-1)).to(at::kBool);  // [B, 1, L, L]: both tokens real
     at::Tensor rel_pos;
@@ -304,20 +302,19 @@ class DebertaV2Encoder final : public TextEncoder {
                                            ids.device());
     const bool recompute = grad_checkpointing() && is_training() && at::GradMode::is_enabled();
     at::Tensor rel = recompute ? at::Tensor() : encoder_->rel_embedding();
-    for (size_t i = 0; i < stages_.size(); ++i) {
+    return run_packed_layers(layout, embeddings_(ids, types, mask), stages_.size(), [&](size_t i) {
       auto stage = stages_[i];
-      at::Tensor out = run_layer(
-          stage,
-          [stage, pair, rel_pos, rel, layout](const at::Tensor& t) {
-            at::Tensor r = rel.defined() || !stage->encoder->rel_embeddings ? rel : stage->encoder->rel_embedding();
-            return stage->layer->forward(t, pair, rel_pos, r, layout);
-          },
-          x);
-      if (i == 0 && encoder_->conv) out = layout.pack(encoder_->conv(hidden.back(), layout.unpack(out), mask));
-      x = out;
-      hidden.push_back(layout.unpack(x));
-    }
-    return hidden;
+      PackedLayer l{stage, [stage, pair, rel_pos, rel, layout](const at::Tensor& t) {
+                      at::Tensor r =
+                          rel.defined() || !stage->encoder->rel_embeddings ? rel : stage->encoder->rel_embedding();
+                      return stage->layer->forward(t, pair, rel_pos, r, layout);
+                    }};
+      if (i == 0 && encoder_->conv)
+        l.post = [conv = encoder_->conv, mask, layout](const at::Tensor& input, const at::Tensor& out) mutable {
+          return layout.pack(conv(input, layout.unpack(out), mask));
+        };
+      return l;
+    });
   }
 
  private:

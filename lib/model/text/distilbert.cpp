@@ -122,15 +122,10 @@ class DistilBertEncoder final : public TextEncoder {
     const TokenLayout layout(mask, ids.size(0), ids.size(1));
     at::Tensor e = embeddings_(ids);
     at::Tensor add_mask = mask.defined() ? hf_additive_mask(mask, e.scalar_type()) : at::Tensor();
-    at::Tensor x = layout.pack(e);
-    std::vector<at::Tensor> hidden{layout.unpack(x)};
-    for (auto& layer : layers_) {
-      DistilBlock l = layer;
-      x = run_layer(
-          l.ptr(), [l, add_mask, layout](const at::Tensor& t) mutable { return l->forward(t, add_mask, layout); }, x);
-      hidden.push_back(layout.unpack(x));
-    }
-    return hidden;
+    return run_packed_layers(layout, e, layers_.size(), [&](size_t i) -> PackedLayer {
+      DistilBlock l = layers_[i];
+      return {l.ptr(), [l, add_mask, layout](const at::Tensor& t) mutable { return l->forward(t, add_mask, layout); }};
+    });
   }
 
  private:

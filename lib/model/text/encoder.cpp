@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "model/grad_checkpoint.h"
+#include "model/text/text_layers.h"
 #include "model/weights/torch_save.h"
 
 namespace kg::model::text {
@@ -68,6 +69,22 @@ at::Tensor TextEncoder::run_layer(const std::shared_ptr<torch::nn::Module>& stag
                                   const std::function<at::Tensor(const at::Tensor&)>& fn, const at::Tensor& x) {
   if (grad_checkpointing_ && is_training() && at::GradMode::is_enabled()) return checkpoint(stage, fn, x);
   return fn(x);
+}
+
+std::vector<at::Tensor> TextEncoder::run_packed_layers(const TokenLayout& layout, const at::Tensor& embeddings,
+                                                       size_t count, const std::function<PackedLayer(size_t)>& layer,
+                                                       const std::function<at::Tensor(const at::Tensor&)>& finish) {
+  at::Tensor x = layout.pack(embeddings);
+  std::vector<at::Tensor> hidden;
+  for (size_t i = 0; i < count; ++i) {
+    hidden.push_back(layout.unpack(x));
+    const PackedLayer l = layer(i);
+    x = run_layer(l.stage, l.fn, x);
+    if (l.post) x = l.post(hidden.back(), x);
+  }
+  if (finish) x = finish(x);
+  hidden.push_back(layout.unpack(x));
+  return hidden;
 }
 
 void TextEncoder::check_inputs(const at::Tensor& ids, const at::Tensor& mask, const at::Tensor& types) const {

@@ -24,6 +24,17 @@
 
 namespace kg::model::text {
 
+class TokenLayout;  // model/text/text_layers.h
+
+// One layer of TextEncoder::run_packed_layers: fn maps the real tokens [T, hidden] to the layer's output, through
+// run_layer with stage; then, where defined, post(the layer's input as [B, L, hidden], fn's output [T, hidden]) ->
+// [T, hidden], outside any checkpoint (DeBERTa-v2's convolution after the first layer).
+struct PackedLayer {
+  std::shared_ptr<torch::nn::Module> stage;
+  std::function<at::Tensor(const at::Tensor&)> fn;
+  std::function<at::Tensor(const at::Tensor&, const at::Tensor&)> post;
+};
+
 // What every family reads from its config: the sizes a head or the data pipeline needs.
 struct EncoderShape {
   std::string model_type;
@@ -72,6 +83,12 @@ class TextEncoder : public torch::nn::Module {
   // fn uses that needs a gradient (fn may capture tensors that need none: masks, position indices).
   at::Tensor run_layer(const std::shared_ptr<torch::nn::Module>& stage,
                        const std::function<at::Tensor(const at::Tensor&)>& fn, const at::Tensor& x);
+  // The layer loop of the families that skip padding: embeddings [B, L, hidden] packed to layout's real tokens,
+  // layer(i) run on them for i < count, then finish (where defined) on the last output; returns count + 1 hidden states
+  // [B, L, hidden] (the embeddings' first), unpacked: zeros at the padding positions.
+  std::vector<at::Tensor> run_packed_layers(const TokenLayout& layout, const at::Tensor& embeddings, size_t count,
+                                            const std::function<PackedLayer(size_t)>& layer,
+                                            const std::function<at::Tensor(const at::Tensor&)>& finish = {});
   // The ids' checks every family makes: [B, L] integers, L within max_positions, mask and type ids of that shape,
   // and (for ids on the CPU, where it costs no device sync) every id within the vocabulary.
   void check_inputs(const at::Tensor& input_ids, const at::Tensor& attention_mask,

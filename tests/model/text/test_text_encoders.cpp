@@ -195,8 +195,9 @@ TEST_CASE("text encoders: old LayerNorm names and sharded safetensors load", "[u
 }
 
 TEST_CASE("text encoders: checkpointed layers give the plain gradients", "[unit][model]") {
-  for (const char* json : {kDebertaV3, kBert}) {
+  for (const char* json : {kDebertaV3, kBert, kDistil}) {
     auto enc = build(json);
+    INFO(enc->shape().model_type);
     enc->train();  // dropout on: the recompute replays its masks
     at::Tensor ids = torch::randint(1, 40, {2, 9}, torch::kLong);
     at::Tensor mask = torch::ones({2, 9}, torch::kLong);
