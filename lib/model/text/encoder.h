@@ -51,9 +51,9 @@ class TextEncoder : public torch::nn::Module {
   // input_ids [B, L] int64; attention_mask [B, L] (1 token, 0 padding; undefined: all ones); token_type_ids [B, L]
   // (undefined: zeros; ignored by families without them). Returns num_layers + 1 tensors [B, L, hidden]: the
   // embeddings' output, then each layer's (transformers' hidden_states; the last one is last_hidden_state, after
-  // ModernBERT's final_norm). BERT/RoBERTa/ELECTRA, DistilBERT and DeBERTa compute their layers on the real tokens only
-  // (TokenLayout) and give zeros at padding positions; the others give values there (as transformers' do): nothing
-  // may read them, and pooling masks them.
+  // ModernBERT's final_norm). Every family computes its layers on the real tokens only (TokenLayout, attention alone
+  // sees the padded [B, L] layout) and gives zeros at padding positions, where transformers gives values nobody may
+  // read (pooling masks them).
   virtual std::vector<at::Tensor> forward(const at::Tensor& input_ids, const at::Tensor& attention_mask = {},
                                           const at::Tensor& token_type_ids = {}) = 0;
 

@@ -3,7 +3,8 @@
 // embeddings with one base per layer type (rope_parameters, or the older global/local_rope_theta), GeGLU MLP
 // (Wi -> act(input) * gate -> Wo), and layers alternating global attention with a local window of
 // local_attention / 2 tokens each side (layer_types, or every global_attn_every_n_layers-th layer global). The last
-// hidden state is after final_norm, as transformers' last_hidden_state and hidden_states[-1] are.
+// hidden state is after final_norm, as transformers' last_hidden_state and hidden_states[-1] are. Like the other
+// families, the layers run on the real tokens (TokenLayout): only the rotary embeddings and the scores see [B, L].
 #include <cmath>
 #include <limits>
 #include <string>
@@ -33,8 +34,8 @@ struct ModernConfig {
     num_layers = c.get_int("num_hidden_layers", 22);
     num_heads = c.get_int("num_attention_heads", 12);
     if (num_heads <= 0 || hidden_size % num_heads != 0)
-      c.fail("num_attention_heads", std::to_string(num_heads) + " does not divide hidden_size " +
-                                        std::to_string(hidden_size));
+      c.fail("num_attention_heads",
+             std::to_string(num_heads) + " does not divide hidden_size " + std::to_string(hidden_size));
     intermediate_size = c.get_int("intermediate_size", 1152);
     pad_token_id = c.get_int("pad_token_id", 50283);
     local_attention = c.get_int("local_attention", 128);
@@ -94,7 +95,8 @@ at::Tensor rotate_half(const at::Tensor& x) {
 
 // cos and sin [1, L, head_dim] for a rotary base (ModernBertRotaryEmbedding, default rope).
 std::pair<at::Tensor, at::Tensor> rotary(int64_t length, int64_t dim, double base, const at::Device& device) {
-  at::Tensor inv_freq = 1.0 / at::pow(base, at::arange(0, dim, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) / dim);
+  at::Tensor inv_freq =
+      1.0 / at::pow(base, at::arange(0, dim, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) / dim);
   at::Tensor pos = at::arange(length, at::TensorOptions().dtype(at::kLong).device(device)).unsqueeze(0);
   at::Tensor freqs = pos.unsqueeze(-1).to(at::kFloat) * inv_freq.to(device);
   at::Tensor emb = at::cat({freqs, freqs}, -1);
@@ -106,9 +108,12 @@ struct ModernAttentionImpl : torch::nn::Module {
     Wqkv = register_module("Wqkv", hf_linear(c.hidden_size, 3 * c.hidden_size, c.attention_bias));
     Wo = register_module("Wo", hf_linear(c.hidden_size, c.hidden_size, c.attention_bias));
   }
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& mask) {
+  // x [T, hidden]: the real tokens (TokenLayout); the rotary embeddings and the scores on the padded [B, L] layout.
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& mask,
+                     const TokenLayout& layout) {
     const int64_t d = cfg.hidden_size / cfg.num_heads;
-    auto qkv = Wqkv(x).view({x.size(0), x.size(1), 3, -1, d}).unbind(-3);
+    at::Tensor all = layout.unpack(Wqkv(x));
+    auto qkv = all.view({all.size(0), all.size(1), 3, -1, d}).unbind(-3);
     at::Tensor q = qkv[0].transpose(1, 2), k = qkv[1].transpose(1, 2), v = qkv[2].transpose(1, 2);
     // apply_rotary_pos_emb: in float32, back to the projections' dtype.
     at::Tensor c = cos.to(x.scalar_type()).unsqueeze(1), s = sin.to(x.scalar_type()).unsqueeze(1);
@@ -116,7 +121,7 @@ struct ModernAttentionImpl : torch::nn::Module {
     at::Tensor qf = q.to(at::kFloat), kf = k.to(at::kFloat);
     q = (qf * c + rotate_half(qf) * s).to(dtype);
     k = (kf * c + rotate_half(kf) * s).to(dtype);
-    at::Tensor out = hf_eager_attention(q, k, v, mask, cfg.attention_dropout, is_training(), true);
+    at::Tensor out = layout.pack(hf_eager_attention(q, k, v, mask, cfg.attention_dropout, is_training(), true));
     return hf_dropout(Wo(out), cfg.attention_dropout, is_training());
   }
   ModernConfig cfg;
@@ -145,8 +150,9 @@ struct ModernLayerImpl : torch::nn::Module {
     mlp_norm = register_module("mlp_norm", ModernNorm(c.hidden_size, c.norm_eps, c.norm_bias));
     mlp = register_module("mlp", ModernMlp(c));
   }
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& mask) {
-    at::Tensor h = x + attn(attn_norm ? attn_norm(x) : x, cos, sin, mask);
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& mask,
+                     const TokenLayout& layout) {
+    at::Tensor h = x + attn(attn_norm ? attn_norm(x) : x, cos, sin, mask, layout);
     return h + mlp(mlp_norm(h));
   }
   ModernNorm attn_norm{nullptr}, mlp_norm{nullptr};
@@ -191,33 +197,36 @@ class ModernBertEncoder final : public TextEncoder {
                                   const at::Tensor& types) override {
     check_inputs(ids, attention_mask, {});
     const int64_t L = ids.size(1), d = cfg_.hidden_size / cfg_.num_heads;
-    std::vector<at::Tensor> hidden{embeddings_(ids)};
-    const auto dtype = hidden.back().scalar_type();
+    at::Tensor padding = attention_mask.defined() ? attention_mask.to(ids.device()) : at::Tensor();
+    const TokenLayout layout(padding, ids.size(0), L);
+    at::Tensor e = embeddings_(ids);
+    const auto dtype = e.scalar_type();
     // Which keys each query sees, as one boolean mask made additive once (transformers' create_bidirectional_mask
     // and its sliding-window form): padding keys never; in local layers only |q - k| <= local_attention / 2.
-    at::Tensor keys = attention_mask.defined() ? attention_mask.to(ids.device()).to(at::kBool).unsqueeze(1).unsqueeze(2)
-                                               : at::ones({ids.size(0), 1, 1, L}, ids.options().dtype(at::kBool));
+    at::Tensor keys = padding.defined() ? padding.to(at::kBool).unsqueeze(1).unsqueeze(2)
+                                        : at::ones({ids.size(0), 1, 1, L}, ids.options().dtype(at::kBool));
     at::Tensor pos = at::arange(L, ids.options());
     at::Tensor window = (pos.unsqueeze(1) - pos.unsqueeze(0)).abs() <= cfg_.local_attention / 2;
     auto additive = [&](const at::Tensor& keep) {
-      return at::where(keep, at::scalar_tensor(0.0, hidden.back().options()),
-                       at::scalar_tensor(hf_lowest(dtype), hidden.back().options()))
+      return at::where(keep, at::scalar_tensor(0.0, e.options()), at::scalar_tensor(hf_lowest(dtype), e.options()))
           .to(dtype);
     };
-    at::Tensor global_mask = attention_mask.defined() ? additive(keys) : at::Tensor();
+    at::Tensor global_mask = padding.defined() ? additive(keys) : at::Tensor();
     at::Tensor local_mask = additive(keys & window.unsqueeze(0).unsqueeze(0));
-    auto [gcos, gsin] = rotary(L, d, cfg_.global_theta, ids.device());
-    auto [lcos, lsin] = rotary(L, d, cfg_.local_theta, ids.device());
-    for (size_t i = 0; i < layers_.size(); ++i) {
-      ModernLayer l = layers_[i];
-      const bool g = cfg_.global[i];
-      at::Tensor cos = g ? gcos : lcos, sin = g ? gsin : lsin, mask = g ? global_mask : local_mask;
-      hidden.push_back(run_layer(
-          l.ptr(), [l, cos, sin, mask](const at::Tensor& x) mutable { return l->forward(x, cos, sin, mask); },
-          hidden.back()));
-    }
-    hidden.back() = final_norm_(hidden.back());
-    return hidden;
+    const auto global_rope = rotary(L, d, cfg_.global_theta, ids.device());
+    const auto local_rope = rotary(L, d, cfg_.local_theta, ids.device());
+    return run_packed_layers(
+        layout, e, layers_.size(),
+        [&](size_t i) -> PackedLayer {
+          ModernLayer l = layers_[i];
+          const bool g = cfg_.global[i];
+          const auto& rope = g ? global_rope : local_rope;
+          at::Tensor cos = rope.first, sin = rope.second, mask = g ? global_mask : local_mask;
+          return {l.ptr(), [l, cos, sin, mask, layout](const at::Tensor& x) mutable {
+                    return l->forward(x, cos, sin, mask, layout);
+                  }};
+        },
+        [this](const at::Tensor& x) { return final_norm_(x); });
   }
 
  private:
