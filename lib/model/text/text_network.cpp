@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/strings.h"
 #include "model/text/hf_config.h"
+#include "model/text/reinit.h"
 
 namespace kg::model {
 
@@ -164,6 +165,10 @@ config::Fields<TextNetworkOptions> text_network_fields() {
           "text models: pool each of the encoder's last k hidden states and concatenate them (last layer first): "
           "hidden_size x k features for the head; at most the encoder's num_hidden_layers")
       .min(1);
+  f.field("reinit_layers", &TextNetworkOptions::reinit_layers,
+          "text models: re-initialise the encoder's top k layers after loading model.pretrained, as transformers "
+          "initialises a new model (Zhang et al. 2021: helps small fine-tunes; 0 = keep every pretrained layer)")
+      .min(0);
   return f;
 }
 
@@ -184,6 +189,7 @@ NetworkPtr build_text_network(const std::string& model_type, const TextNetworkOp
            is_text_model(cfg.model_type()) ? ": set model.name = \"" + cfg.model_type() + "\""
                                            : " (the text models: " + join(text_model_names(), ", ") + ")");
   auto loaded = text::load_text_encoder(folder, ctx.model.pretrained_strict);
+  loaded.report.reinit_layers = text::reinit_top_layers(*loaded.encoder, cfg, o.reinit_layers);
   auto net = std::make_shared<TextNetwork>(loaded.encoder, o, ctx);
   net->set_pretrained_report(std::move(loaded.report));
   return net;

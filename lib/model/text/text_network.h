@@ -30,6 +30,7 @@ namespace kg::model {
 struct TextNetworkOptions {
   std::string pooling = "mean";  // mean | cls | attention
   int64_t pool_layers = 1;       // the last k hidden states, each pooled, concatenated (last layer first)
+  int64_t reinit_layers = 0;     // the top k encoder layers re-initialised after loading (model/text/reinit.h)
 };
 
 // Kaggle's AttentionPooling over tokens: score = Linear(H, 1)(tanh(Linear(H, H)(h))), softmax over the sample's

@@ -168,6 +168,7 @@ std::string LoadReport::str() const {
   part("head re-initialised for the new task", reinitialized);
   part("first conv adapted", adapted);
   part("names", renamed);
+  part("re-initialised (model.reinit_layers)", reinit_layers);
   return s.empty() ? "all tensors matched" : s;
 }
 

@@ -32,6 +32,7 @@ struct LoadReport {
   std::vector<std::string> reinitialized;  // head tensors of another shape (a new task): left at their init
   std::vector<std::string> adapted;        // first conv converted to the model's input channels
   std::vector<std::string> renamed;        // a wrapper's prefix stripped from every name ("module.")
+  std::vector<std::string> reinit_layers;  // model.reinit_layers: encoder layers drawn anew after loading
   int64_t loaded = 0;                      // tensors copied
   bool clean() const { return missing.empty() && unexpected.empty() && mismatched.empty(); }
   std::string str() const;
