@@ -7,8 +7,8 @@ pytorch_model.bin, some as *ForSequenceClassification / *ForPreTraining (names p
 For each model and batch, transformers (eval mode, eager attention -- and BERT's default sdpa once -- no dropout)
 gives every layer's hidden states and one training step's gradients (loss = sum(last hidden state * a fixed random
 tensor that is zero at padding)), compared on the real tokens (padding positions hold nothing anyone reads:
-kgtrain's BERT, DistilBERT and DeBERTa skip them and give zeros there); kgtrain_text_parity loads the folder and
-computes the same, plus the gradients with every layer checkpointed. Batches: lengths 40 and 300 (> 256:
+every kgtrain encoder (BERT, DistilBERT, DeBERTa, ModernBERT) skips them and gives zeros there); kgtrain_text_parity
+loads the folder and computes the same, plus the gradients with every layer checkpointed. Batches: lengths 40 and 300 (> 256:
 DeBERTa-v3's log buckets), padded (rows padded to different lengths) and unpadded.
 
 A check passes when max|kgtrain - transformers| <= 1e-5 * max(1, max|transformers|): absolute for values up to 1,

@@ -109,6 +109,25 @@ config::Fields<TrainOptions> train_fields() {
           "fine_tune: warm-up fraction of the unfrozen phase")
       .range(0, 1);
   f.field("fine_tune_div", &TrainOptions::fine_tune_div, "fine_tune: the unfrozen phase starts at lr / div").positive();
+  f.field("adversarial.kind", &TrainOptions::adv_kind,
+          "adversarial training, one more forward and backward per micro-batch on perturbed weights: fgm (the word "
+          "embeddings moved along their gradient, Feedback Prize 2021) or awp (adversarial weight perturbation, as "
+          "the public Kaggle AWP class: NBME, Feedback-ELL); none = off")
+      .choices({"none", "fgm", "awp"});
+  f.field("adversarial.start_epoch", &TrainOptions::adv_start_epoch,
+          "adversarial training from this epoch on (0-based: 0 = from the start, 1 = after the first epoch)")
+      .min(0);
+  f.field("adversarial.eps", &TrainOptions::adv_eps,
+          "fgm: the perturbation's norm (epsilon; 0 = 1.0); awp: each weight stays within +-eps x |weight| "
+          "(adv_eps; 0 = 0.2)")
+      .min(0);
+  f.field("adversarial.lr", &TrainOptions::adv_lr,
+          "awp: the step along the normalized gradient, relative to the weight's norm (adv_lr)")
+      .min(0);
+  f.field("adversarial.param", &TrainOptions::adv_param,
+          "awp: parameters whose name contains this are perturbed (adv_param)");
+  f.field("adversarial.emb_name", &TrainOptions::adv_emb_name,
+          "fgm: parameters whose name contains this are perturbed (the word embeddings)");
   return f;
 }
 config::Fields<CheckpointOptions> checkpoint_fields() {

@@ -65,6 +65,13 @@ struct TrainOptions {
   double fine_tune_lr_mult = 100;
   double fine_tune_pct_start = 0.3;
   double fine_tune_div = 5;
+  // train.adversarial.* (train/adversarial.h): kind, start_epoch, eps, lr, param, emb_name
+  std::string adv_kind = "none";
+  int64_t adv_start_epoch = 0;
+  double adv_eps = 0;
+  double adv_lr = 1.0;
+  std::string adv_param = "weight";
+  std::string adv_emb_name = "word_embeddings";
 };
 
 // Recipe section [checkpoint]; each field's doc is in checkpoint_fields() (train/options.cpp) and docs/reference.md.

@@ -7,6 +7,7 @@
 #include "device/device.h"
 #include "device/oom.h"
 #include "train/model_snapshot.h"
+#include "train/options.h"
 
 namespace kg::train {
 
@@ -24,6 +25,8 @@ void describe(std::ostringstream& s, const at::Tensor& t) {
 }  // namespace
 
 std::string graphs_blocker(const config::Recipe& recipe, bool multi_process) {
+  if (recipe.get<TrainOptions>().adv_kind != "none")
+    return "train.adversarial perturbs the weights between two backward passes of a micro-batch";
   if (recipe.get<model::ModelOptions>().grad_checkpointing)
     return "model.grad_checkpointing recomputes activations inside backward, which a graph cannot record";
   if (multi_process && recipe.get<device::DeviceOptions>().sync_batchnorm)

@@ -15,6 +15,7 @@
 #include "model/batchnorm.h"
 #include "device/oom.h"
 #include "device/test_hooks.h"
+#include "train/adversarial.h"
 #include "train/model_snapshot.h"
 #include "train/step.h"
 #include "train/step_graphs.h"
@@ -65,6 +66,16 @@ Trainer::Trainer(TrainerParts parts, Plan& plan, const TrainOptions& topt, const
       graphs_ = std::make_unique<GraphedSteps>(std::move(capturer), micro_step(), params_, io_.log);
     else
       log("  cuda graphs: off (" + why + "); the step runs eagerly");
+  }
+  if (topt_.adv_kind != "none") {
+    adversary_ = std::make_unique<Adversary>(adversarial_options(topt_), *p_.net);
+    KG_CHECK(!p_.group || !p_.dist_overlap, ConfigError, "train.adversarial.kind = \"", topt_.adv_kind,
+             "\" runs a second backward per micro-batch, and device.dist_overlap sums the gradients during the first: "
+             "set device.dist_overlap = false (they are then summed once, after both)");
+    log("  adversarial " + topt_.adv_kind + ": " + std::to_string(adversary_->tensors()) + " tensors perturbed, eps " +
+        format_significant(adversary_->eps(), 3) +
+        (topt_.adv_kind == "awp" ? ", lr " + format_significant(topt_.adv_lr, 3) : "") + ", from epoch " +
+        std::to_string(topt_.adv_start_epoch) + " (a second forward and backward per micro-batch)");
   }
   // A graph replays backward without the reducer's hooks: with graphs the buckets go after backward.
   ranks_ = std::make_unique<RankSync>(p_.group, p_.dist_bucket_bytes, p_.dist_overlap && !graphs_);
@@ -190,8 +201,12 @@ void Trainer::run_loaded_batch(const data::Batch& b, int64_t epoch, int64_t full
       // The test hook fails where real out-of-memory errors mostly happen: after the forward pass (BatchNorm
       // statistics and dropout's generator already moved), before backward.
       device::maybe_fake_oom(len);
+      const bool adv = adversary_ && adversary_->active(epoch);
+      if (adv) adversary_->before_clean_backward(g.count == 0);
       if (last_of_group && start + len >= rows) ranks_->arm_last_backward();
-      step.backward(l, step.weight_tensor(weight, p_.device));
+      const at::Tensor w = step.weight_tensor(weight, p_.device);
+      step.backward(l, w);
+      if (adv) adversary_->attack([&] { step.backward(step.forward(d.in, d.y), w); });
       ld = l.detach();
     }
     g.loss += ld;

@@ -43,6 +43,7 @@
 namespace kg::train {
 
 class GraphedSteps;
+class Adversary;
 
 struct Evaluation {
   std::map<std::string, double> values;  // valid_loss and every metric
@@ -187,6 +188,7 @@ class Trainer {
   std::unique_ptr<OomBackoff> backoff_;
   std::unique_ptr<RankSync> ranks_;       // data parallel: what the ranks agree on (no-ops for one process)
   std::unique_ptr<GraphedSteps> graphs_;  // device.cuda_graphs
+  std::unique_ptr<Adversary> adversary_;  // train.adversarial (fgm, awp)
   std::unique_ptr<EpochReport> last_report_;
   UpdateInfo last_update_;
   bool stop_requested_ = false, stop_mid_epoch_ = false;

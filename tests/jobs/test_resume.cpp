@@ -317,6 +317,32 @@ TEST_CASE("SIGTERM saves a checkpoint that resumes exactly, a damaged last is sk
   }
 }
 
+TEST_CASE("an adversarial (AWP) fit killed mid-run resumes to the uninterrupted run's exact bytes",
+          "[integration][resume]") {
+  auto& S = shared();
+  const auto awp =
+      cat(kOverrides, {"train.adversarial.kind=awp", "train.adversarial.lr=0.05", "train.adversarial.start_epoch=1"});
+  const std::string& ref = S.reference(awp);
+  const int64_t target = jsonl(ref + "/metrics.jsonl").front()["step"].get<int64_t>() + 2;  // in epoch 2
+  const std::string run = S.fresh("awp_killed"), log = run + ".log";
+  int status = 0;
+  pid_t pid = spawn(cat(cat({"fit", S.recipe}, awp), {"--run-dir", run}), log);
+  REQUIRE(pid > 0);
+  // Past the first epoch: the attack is on when it dies.
+  REQUIRE(signal_when(
+      pid, [&] { return last_step(run) >= target; }, SIGKILL, 0, status));
+  INFO("killed process log:\n" << log_text(log));
+  CHECK(log_text(log).find("adversarial awp:") != std::string::npos);
+  auto r = S.resume(awp, run);
+  INFO("resume output:\n" << r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(resumed_update(r.output) >= target);
+  check_same_run(ref, run);
+  // And the attack changes the run: its weights differ from the plain run's.
+  CHECK(kg::read_file(ref + "/checkpoints/last/model.safetensors") !=
+        kg::read_file(S.reference(kOverrides) + "/checkpoints/last/model.safetensors"));
+}
+
 TEST_CASE("resume auto: a run dir that has no checkpoint starts fresh and says so", "[integration][resume]") {
   auto& S = shared();
   const std::string& ref = S.reference(kOverrides);

@@ -159,6 +159,37 @@ TEST_CASE("text: image-only options and commands are refused with the key (exit 
   expect({"show-batch", "--views"}, "text task");
 }
 
+TEST_CASE("text: FGM perturbs the word embeddings, AWP the weights; both train", "[integration][jobs][text]") {
+  kg::test::TempDir dir;
+  const std::string data = kg::test::make_tiny_text_task(dir, 16, 4);
+  const std::string model = kg::test::make_tiny_deberta(dir);
+  const std::string recipe = dir.write("text.toml", kg::test::tiny_text_recipe(data, model));
+  const std::string runs = "paths.runs=" + (dir / "runs"), batch = "train.batch_size=4";  // 2 updates of 8 rows
+  auto fgm = kg::test::run_kgtrain({"fit", recipe, "--smoke", runs, batch, "train.adversarial.kind=fgm"});
+  INFO(fgm.output);
+  CHECK(fgm.exit_code == 0);
+  CHECK(fgm.output.find("adversarial fgm: 1 tensors perturbed, eps 1,") != std::string::npos);
+  auto awp = kg::test::run_kgtrain({"fit", recipe, "--smoke", runs, batch, "train.adversarial.kind=awp"});
+  INFO(awp.output);
+  CHECK(awp.exit_code == 0);
+  CHECK(awp.output.find("adversarial awp:") != std::string::npos);
+  CHECK(awp.output.find("eps 0.2, lr 1,") != std::string::npos);
+  auto none = kg::test::run_kgtrain(
+      {"fit", recipe, "--smoke", runs, batch, "train.adversarial.kind=fgm", "train.adversarial.emb_name=no_such"});
+  INFO(none.output);
+  CHECK(none.exit_code == 2);
+  CHECK(none.output.find("train.adversarial.emb_name = \"no_such\"") != std::string::npos);
+  // The head and init tricks from the recipe, in TOML's inline-table form too.
+  const std::string tricks =
+      dir.write("tricks.toml", "[model]\nreinit_layers = 1\nmulti_sample_dropout = { samples = 4, p = 0.3 }\n");
+  auto head = kg::test::run_kgtrain({"fit", recipe, tricks, "--smoke", runs, batch});
+  INFO(head.output);
+  CHECK(head.exit_code == 0);
+  CHECK(head.output.find("re-initialised (model.reinit_layers) (1): layer.1") != std::string::npos);
+  auto shown = kg::test::run_kgtrain({"show", recipe, tricks, runs});
+  CHECK(shown.output.find("samples = 4") != std::string::npos);
+}
+
 TEST_CASE("text: show-batch prints a training batch's rows with their text, label and tokens",
           "[integration][jobs][text]") {
   kg::test::TempDir dir;
