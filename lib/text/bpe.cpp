@@ -37,16 +37,6 @@ Bpe::Bpe(std::unordered_map<std::string, int64_t> vocab, const std::vector<std::
   }
 }
 
-std::vector<std::string> Bpe::vocabulary() const {
-  std::vector<std::string> out;
-  for (const auto& [token, id] : vocab_) {
-    if (id < 0) continue;
-    if (static_cast<size_t>(id) >= out.size()) out.resize(static_cast<size_t>(id) + 1);
-    out[static_cast<size_t>(id)] = token;
-  }
-  return out;
-}
-
 int64_t Bpe::token_to_id(const std::string& token) const {
   const auto it = vocab_.find(token);
   return it == vocab_.end() ? -1 : it->second;

@@ -39,7 +39,7 @@ class Bpe final : public TokenModel {
   void tokenize(std::string_view word, std::vector<int64_t>& ids) const override;
   int64_t token_to_id(const std::string& token) const override;
   size_t vocab_size() const override { return vocab_.size(); }
-  std::vector<std::string> vocabulary() const override;
+  std::vector<std::string> vocabulary() const override { return vocabulary_by_id(vocab_); }
 
  private:
   struct MergeTarget {

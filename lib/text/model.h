@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace kg::text {
@@ -19,5 +20,16 @@ class TokenModel {
   // Every token's string, indexed by id ("" for an id no token has): what ids are shown as (show-batch).
   virtual std::vector<std::string> vocabulary() const = 0;
 };
+
+// A token -> id vocabulary as strings indexed by id ("" for an id no token has): WordPiece's and BPE's vocabulary().
+inline std::vector<std::string> vocabulary_by_id(const std::unordered_map<std::string, int64_t>& vocab) {
+  std::vector<std::string> out;
+  for (const auto& [token, id] : vocab) {
+    if (id < 0) continue;
+    if (static_cast<size_t>(id) >= out.size()) out.resize(static_cast<size_t>(id) + 1);
+    out[static_cast<size_t>(id)] = token;
+  }
+  return out;
+}
 
 }  // namespace kg::text

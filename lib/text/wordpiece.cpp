@@ -18,16 +18,6 @@ WordPiece::WordPiece(std::unordered_map<std::string, int64_t> vocab, WordPieceOp
   for (const auto& kv : vocab_) longest_ = std::max(longest_, kv.first.size());
 }
 
-std::vector<std::string> WordPiece::vocabulary() const {
-  std::vector<std::string> out;
-  for (const auto& [token, id] : vocab_) {
-    if (id < 0) continue;
-    if (static_cast<size_t>(id) >= out.size()) out.resize(static_cast<size_t>(id) + 1);
-    out[static_cast<size_t>(id)] = token;
-  }
-  return out;
-}
-
 int64_t WordPiece::token_to_id(const std::string& token) const {
   const auto it = vocab_.find(token);
   return it == vocab_.end() ? -1 : it->second;

@@ -28,7 +28,7 @@ class WordPiece final : public TokenModel {
   void tokenize(std::string_view word, std::vector<int64_t>& ids) const override;
   const WordPieceOptions& options() const { return options_; }
   size_t vocab_size() const override { return vocab_.size(); }
-  std::vector<std::string> vocabulary() const override;
+  std::vector<std::string> vocabulary() const override { return vocabulary_by_id(vocab_); }
   // The id of `token`, or -1.
   int64_t token_to_id(const std::string& token) const override;
 
