@@ -157,7 +157,8 @@ class BertFamilyEncoder final : public TextEncoder {
     at::Tensor add_mask = mask.defined() ? hf_additive_mask(mask, e.scalar_type()) : at::Tensor();
     return run_packed_layers(layout, e, layers_.size(), [&](size_t i) -> PackedLayer {
       BertLayer l = layers_[i];
-      return {l.ptr(), [l, add_mask, layout](const at::Tensor& t) mutable { return l->forward(t, add_mask, layout); }};
+      return {
+          l.ptr(), [l, add_mask, layout](const at::Tensor& t) mutable { return l->forward(t, add_mask, layout); }, {}};
     });
   }
 

@@ -304,11 +304,13 @@ class DebertaV2Encoder final : public TextEncoder {
     at::Tensor rel = recompute ? at::Tensor() : encoder_->rel_embedding();
     return run_packed_layers(layout, embeddings_(ids, types, mask), stages_.size(), [&](size_t i) {
       auto stage = stages_[i];
-      PackedLayer l{stage, [stage, pair, rel_pos, rel, layout](const at::Tensor& t) {
+      PackedLayer l{stage,
+                    [stage, pair, rel_pos, rel, layout](const at::Tensor& t) {
                       at::Tensor r =
                           rel.defined() || !stage->encoder->rel_embeddings ? rel : stage->encoder->rel_embedding();
                       return stage->layer->forward(t, pair, rel_pos, r, layout);
-                    }};
+                    },
+                    {}};
       if (i == 0 && encoder_->conv)
         l.post = [conv = encoder_->conv, mask, layout](const at::Tensor& input, const at::Tensor& out) mutable {
           return layout.pack(conv(input, layout.unpack(out), mask));

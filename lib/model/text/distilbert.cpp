@@ -124,7 +124,8 @@ class DistilBertEncoder final : public TextEncoder {
     at::Tensor add_mask = mask.defined() ? hf_additive_mask(mask, e.scalar_type()) : at::Tensor();
     return run_packed_layers(layout, e, layers_.size(), [&](size_t i) -> PackedLayer {
       DistilBlock l = layers_[i];
-      return {l.ptr(), [l, add_mask, layout](const at::Tensor& t) mutable { return l->forward(t, add_mask, layout); }};
+      return {
+          l.ptr(), [l, add_mask, layout](const at::Tensor& t) mutable { return l->forward(t, add_mask, layout); }, {}};
     });
   }
 

@@ -222,9 +222,11 @@ class ModernBertEncoder final : public TextEncoder {
           const bool g = cfg_.global[i];
           const auto& rope = g ? global_rope : local_rope;
           at::Tensor cos = rope.first, sin = rope.second, mask = g ? global_mask : local_mask;
-          return {l.ptr(), [l, cos, sin, mask, layout](const at::Tensor& x) mutable {
+          return {l.ptr(),
+                  [l, cos, sin, mask, layout](const at::Tensor& x) mutable {
                     return l->forward(x, cos, sin, mask, layout);
-                  }};
+                  },
+                  {}};
         },
         [this](const at::Tensor& x) { return final_norm_(x); });
   }
