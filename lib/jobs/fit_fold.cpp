@@ -109,15 +109,7 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
     auto g = s_.group;
     model::set_batchnorm_sync([g](const at::Tensor& t) { return g->differentiable_sum(t); });
   }
-  // samples.png: the first training batch as the network sees it (log.images; the TensorBoard logger shows it); a
-  // text batch has no picture.
-  if (recipe.get<train::LogOptions>().images &&
-      session::modality_of(s_.opt.data).can(session::Capability::show_batch) && report::can_plot() &&
-      !fs::exists(dir / "samples.png"))
-    write_file_atomic(
-        (dir / "samples.png").string(),
-        training_sample_png(s_, train_rows, 16, 0,
-                            "training batch, epoch 1" + (multi_ ? ", fold " + std::to_string(k) : std::string())));
+  write_samples_png(dir, train_rows, k);
   train::Trainer trainer(std::move(parts), plan, s_.opt.train, s_.opt.checkpoint, train_loader, valid_loader,
                          s_.mix_fn(), train::build_callbacks(recipe), io);
   if (resuming_)
@@ -160,6 +152,19 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
   if (!s_.group) stop.emplace();  // the fold is saved: a signal may stop its prediction
   predict_oof(*net, valid_rows, k, dir.string(), out);
   return out;
+}
+
+void FitRun::write_samples_png(const fs::path& dir, const std::vector<int64_t>& train_rows, int64_t k) const {
+  // The first training batch as the network sees it (log.images; the TensorBoard logger shows it); a text batch
+  // has no picture.
+  if (!recipe_.get<train::LogOptions>().images ||
+      !session::modality_of(s_.opt.data).can(session::Capability::show_batch) || !report::can_plot() ||
+      fs::exists(dir / "samples.png"))
+    return;
+  write_file_atomic(
+      (dir / "samples.png").string(),
+      training_sample_png(s_, train_rows, 16, 0,
+                          "training batch, epoch 1" + (multi_ ? ", fold " + std::to_string(k) : std::string())));
 }
 
 json FitRun::input_json() const { return session::modality_of(s_.opt.data).input_json(s_.opt.data, s_.data.geom); }

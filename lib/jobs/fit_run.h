@@ -5,7 +5,9 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -46,6 +48,8 @@ class FitRun {
   void predict_oof(model::Network& net, const std::vector<int64_t>& valid_rows, int64_t k, const std::string& dir,
                    FoldOutcome& out);
   void smoke_predict();
+  // samples.png in the fold's `dir`: the first training batch over `train_rows` (log.images; images only).
+  void write_samples_png(const std::filesystem::path& dir, const std::vector<int64_t>& train_rows, int64_t k) const;
   // The checkpoint's "input": the image size, or the text columns and data.max_length.
   nlohmann::json input_json() const;
   int finish(double best_single);
