@@ -74,6 +74,18 @@ def cases():
                                           attention_dropout=0.0, max_position_embeddings=512, initializer_range=0.1),
          T.DistilBertModel, "safetensors"),
         ("modernbert", T.ModernBertConfig(**modern), T.ModernBertModel, "safetensors"),
+        # *ForMaskedLM: the encoder as above, and the MLM head of kgtrain pretrain (lib/model/text/mlm.h) against
+        # the model's logits at the labelled positions, its loss and every gradient, the tied decoder included
+        ("bert-mlm", T.BertConfig(**bert_like, type_vocab_size=2), T.BertForMaskedLM, "safetensors"),
+        ("roberta-mlm", T.RobertaConfig(**dict(bert_like, max_position_embeddings=514), pad_token_id=1,
+                                        type_vocab_size=1), T.RobertaForMaskedLM, "safetensors"),
+        ("deberta-v3-mlm", T.DebertaV2Config(**v3), T.DebertaV2ForMaskedLM, "safetensors"),
+        ("deberta-v3-mlm-new", T.DebertaV2Config(**v3, legacy=False), T.DebertaV2ForMaskedLM, "safetensors"),
+        ("deberta-v2-mlm", T.DebertaV2Config(**v2), T.DebertaV2ForMaskedLM, "safetensors"),
+        ("distilbert-mlm", T.DistilBertConfig(vocab_size=V, dim=64, n_layers=3, n_heads=4, hidden_dim=128, dropout=0.0,
+                                              attention_dropout=0.0, max_position_embeddings=512,
+                                              initializer_range=0.1), T.DistilBertForMaskedLM, "safetensors"),
+        ("modernbert-mlm", T.ModernBertConfig(**modern), T.ModernBertForMaskedLM, "safetensors"),
         ("modernbert-bias-cls", T.ModernBertConfig(**dict(modern, norm_bias=True, attention_bias=True, mlp_bias=True,
                                                           hidden_activation="gelu_pytorch_tanh", num_labels=2)),
          T.ModernBertForSequenceClassification, "safetensors"),
@@ -97,7 +109,7 @@ def build(name, cfg, cls, fmt, folder):
         torch.save(model.state_dict(), os.path.join(folder, "pytorch_model.bin"))
     else:
         model.save_pretrained(folder)
-    return base_of(model)
+    return model
 
 
 def batch(cfg, length, padded, seed):
@@ -117,12 +129,16 @@ def batch(cfg, length, padded, seed):
     # Padding positions hold nothing anyone may read (kgtrain gives zeros there where it skips them): the probe, and
     # so the loss and its gradients, covers the real tokens only, as every pooling does.
     out["probe"] = torch.randn(B, length, hidden, generator=g) * mask.unsqueeze(-1)
+    # 15 % of the real tokens labelled for the MLM models (-100 elsewhere), the first token of each row always
+    chosen = (torch.rand(B, length, generator=g) < 0.15) & mask.bool()
+    chosen[:, 0] = True
+    out["mlm_labels"] = torch.where(chosen, ids, torch.full_like(ids, -100))
     return out
 
 
 def reference(model, inputs):
     model.zero_grad()
-    args = {k: v for k, v in inputs.items() if k != "probe"}
+    args = {k: v for k, v in inputs.items() if k not in ("probe", "mlm_labels")}
     with torch.no_grad():
         hidden = model(**args, output_hidden_states=True).hidden_states
     out = model(**args, output_hidden_states=True)
@@ -130,6 +146,23 @@ def reference(model, inputs):
     loss.backward()
     grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
     return hidden, loss.detach(), grads
+
+
+def mlm_reference(full, inputs):
+    full.zero_grad()
+    args = {k: v for k, v in inputs.items() if k not in ("probe", "mlm_labels")}
+    labels = inputs["mlm_labels"]
+    out = full(**args, labels=labels)
+    out.loss.backward()
+    grads = {n: p.grad.clone() for n, p in full.named_parameters() if p.grad is not None}
+    return out.logits[labels.ne(-100)].detach(), out.loss.detach(), grads
+
+
+def compare_grads(rows, label, what, mine, grads):
+    names = set(mine) ^ set(grads)
+    worst = max((diff(mine[n], grads[n]) for n in grads if n in mine), default=0.0)
+    note = f"names differ: {sorted(names)[:4]}" if names else ""
+    rows.append((label, f"{what} x{len(grads)}", worst if not names else float("inf"), note))
 
 
 def diff(a, b, mask=None):
@@ -140,8 +173,12 @@ def diff(a, b, mask=None):
     return (a.double() - b.double()).abs().max().item() / max(1.0, b.double().abs().max().item())
 
 
-def check(name, binary, folder, cfg, model, length, padded, seed, work, rows):
+def check(name, binary, folder, cfg, full, length, padded, seed, work, rows):
+    model = base_of(full)
+    mlm = type(full).__name__.endswith("ForMaskedLM")
     inputs = batch(cfg, length, padded, seed)
+    if not mlm:
+        del inputs["mlm_labels"]
     in_path, out_path = os.path.join(work, "in.safetensors"), os.path.join(work, "out.safetensors")
     save_file({k: v.contiguous() for k, v in inputs.items()}, in_path)
     run = subprocess.run([binary, folder, in_path, out_path], capture_output=True, text=True)
@@ -162,10 +199,16 @@ def check(name, binary, folder, cfg, model, length, padded, seed, work, rows):
     rows.append((label, "loss", diff(got["grad.loss"], loss.reshape(1)), ""))
     for tag in ("grad", "ckpt"):
         mine = {k[len(tag) + 1:]: v for k, v in got.items() if k.startswith(tag + ".") and k != tag + ".loss"}
-        names = set(mine) ^ set(grads)
-        worst = max((diff(mine[n], grads[n]) for n in grads if n in mine), default=0.0)
-        note = f"names differ: {sorted(names)[:4]}" if names else ""
-        rows.append((label, f"{tag} x{len(grads)}", worst if not names else float("inf"), note))
+        compare_grads(rows, label, tag, mine, grads)
+    if mlm:
+        logits, loss, grads = mlm_reference(full, inputs)
+        head = "head from the file" if int(got["mlm.head"]) else "head NOT loaded"
+        ok_shape = got["mlm.logits"].shape == logits.shape
+        rows.append((label, "mlm logits", diff(got["mlm.logits"], logits) if ok_shape else float("inf"),
+                     head if ok_shape else f"{head}; shape {tuple(got['mlm.logits'].shape)} vs {tuple(logits.shape)}"))
+        rows.append((label, "mlm loss", diff(got["mlm.loss"], loss.reshape(1)), ""))
+        mine = {k[len("mlm.grad."):]: v for k, v in got.items() if k.startswith("mlm.grad.")}
+        compare_grads(rows, label, "mlm grad", mine, grads)
 
 
 def main():

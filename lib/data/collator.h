@@ -25,6 +25,9 @@ class Collator {
     std::iota(order.begin(), order.end(), size_t{0});
     return order;
   }
+  // The batch's targets when the collator makes them (masked-language modelling: the masked tokens' ids, from the
+  // batch `made` that batch() returned for `rows`); undefined: the table's labels.
+  virtual at::Tensor targets(const std::vector<int64_t>& /*rows*/, const model::Inputs& /*made*/) const { return {}; }
   // One log line: what was made and from where ("tokens: 12 % of rows truncated at 256 ...").
   virtual std::string describe() const = 0;
 };

@@ -104,7 +104,10 @@ void Loader::produce(int64_t b, Batch& out) {
   out.rows.assign(order_.begin() + begin, order_.begin() + end);
   if (o_.collator) {
     out.inputs = o_.collator->batch(out.rows, o_.pin_memory);
-    fill_targets(out);
+    if (at::Tensor made = o_.collator->targets(out.rows, out.inputs); made.defined())
+      out.targets = o_.pin_memory ? made.pin_memory() : made;
+    else
+      fill_targets(out);
     return;
   }
   if (o_.resident) {

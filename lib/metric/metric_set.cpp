@@ -48,6 +48,13 @@ std::vector<std::string> default_metrics(Task task) {
   return {"rmse", "mae"};  // regression
 }
 
+MetricSet MetricSet::loss_only() {
+  MetricSet m;
+  m.monitor_ = "valid_loss";
+  m.higher_ = false;
+  return m;
+}
+
 MetricSet::MetricSet(const config::Recipe& recipe, Task task, int64_t num_outputs)
     : task_(task), num_outputs_(num_outputs) {
   const config::Options src = recipe.section("metric");

@@ -29,6 +29,8 @@ class MetricSet {
   // ConfigError (naming metric.names / metric.monitor and where they were set) when a name is unknown
   // or does not fit the task, a name repeats, or the monitor is neither a name nor "valid_loss".
   MetricSet(const config::Recipe& recipe, Task task, int64_t num_outputs);
+  // No metric: the validation loss is the monitor, lower is better (kgtrain pretrain, whose outputs are tokens).
+  static MetricSet loss_only();
 
   std::vector<std::string> names() const { return names_; }
   // Every metric over all rows: preds after metric::activate, targets as the task gives them.
@@ -40,8 +42,9 @@ class MetricSet {
   bool better(double a, double b, double min_delta = 0) const;
 
  private:
-  Task task_;
-  int64_t num_outputs_;
+  MetricSet() = default;
+  Task task_ = Task::multiclass;
+  int64_t num_outputs_ = 0;
   std::vector<std::string> names_;
   std::string monitor_;
   bool higher_ = true;

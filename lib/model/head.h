@@ -47,6 +47,8 @@ class Head {
   at::Tensor forward(const at::Tensor& pooled, const at::Tensor& features);
 
   bool owns(const std::string& param_name) const;  // is this parameter/buffer part of the head?
+  // A network with a head of its own instead of build()'s (model/text/mlm.h): the module paths it owns.
+  void own(std::vector<std::string> prefixes) { prefixes_ = std::move(prefixes); }
   const std::vector<std::string>& prefixes() const { return prefixes_; }
   std::string classifier_name() const { return fc_path_; }
   int64_t in_features() const { return spec_.in_features; }

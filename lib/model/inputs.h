@@ -22,6 +22,7 @@ struct Inputs {
   at::Tensor mask;      // text: int64 [B, L], 1 = a token, 0 = padding
   at::Tensor type_ids;  // text: int64 [B, L] token type (segment) ids; undefined = all 0
   at::Tensor features;  // float [B, F] from data.feature_cols; undefined when the model takes none
+  at::Tensor predict;   // masked-language-model batches: bool [B, L], the positions whose token the network predicts
 
   // An image batch (`features` may be undefined).
   static Inputs image(at::Tensor pixels, at::Tensor features = {});
@@ -36,11 +37,11 @@ struct Inputs {
   template <class Fn>
   Inputs map(Fn fn) const {
     auto f = [&](const at::Tensor& t) { return t.defined() ? at::Tensor(fn(t)) : t; };
-    return {f(pixels), f(ids), f(mask), f(type_ids), f(features)};
+    return {f(pixels), f(ids), f(mask), f(type_ids), f(features), f(predict)};
   }
-  // The fields in a fixed order (pixels, ids, mask, type_ids, features), defined or not.
-  std::array<const at::Tensor*, 5> fields() const { return {&pixels, &ids, &mask, &type_ids, &features}; }
-  std::array<at::Tensor*, 5> fields() { return {&pixels, &ids, &mask, &type_ids, &features}; }
+  // The fields in a fixed order (pixels, ids, mask, type_ids, features, predict), defined or not.
+  std::array<const at::Tensor*, 6> fields() const { return {&pixels, &ids, &mask, &type_ids, &features, &predict}; }
+  std::array<at::Tensor*, 6> fields() { return {&pixels, &ids, &mask, &type_ids, &features, &predict}; }
 };
 
 // Zeros of the shape a batch of `batch` samples has for the model of `ctx` (its input channels and size, its numeric

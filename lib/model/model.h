@@ -66,8 +66,9 @@ struct LayerGroup {
 class Network : public torch::nn::Module {
  public:
   // The model's inputs (pixels or token ids, + features [N, F] when the model takes data.feature_cols) -> outputs
-  // [N, num_outputs].
-  at::Tensor forward(const Inputs& in);
+  // [N, num_outputs]. A network whose outputs are not one row per sample overrides it (model/text/mlm.h: one row
+  // per predicted token).
+  virtual at::Tensor forward(const Inputs& in);
   // An image batch [N, C, H, W] (+ features): forward(Inputs::image(x, features)).
   at::Tensor forward(const at::Tensor& x, const at::Tensor& features = {});
   // The backbone on the inputs: an image network's is forward_features(in.pixels); a network of another modality
@@ -117,6 +118,8 @@ class Network : public torch::nn::Module {
  protected:
   // Declares a layer group by module-name prefixes, in forward order ("stem", {"conv1", "bn1"}).
   void add_group(std::string name, std::vector<std::string> prefixes);
+  // A network that builds its own head instead of finish()'s: the module paths of the "head" layer group.
+  void own_head(std::vector<std::string> prefixes) { head_.own(std::move(prefixes)); }
   void set_first_conv(std::string param) { first_conv_ = std::move(param); }
   void set_no_weight_decay(std::vector<std::string> params) { no_weight_decay_ = std::move(params); }
   // Called last in a family's constructor: a dry forward finds the feature width, then the head is

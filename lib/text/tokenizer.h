@@ -106,6 +106,9 @@ class Tokenizer {
   // Every id's token string (the model's vocabulary with the added tokens over it), as transformers'
   // convert_ids_to_tokens shows them: "##ing", "\u0120the", "\u2581the", "[CLS]"; "" for an id no token has.
   std::vector<std::string> id_to_token() const;
+  // The ids of the added tokens ([CLS], [SEP], [PAD], [MASK], [UNK], ...) and of the template's special tokens: what
+  // masked-language modelling never masks. Sorted, unique.
+  std::vector<int64_t> special_ids() const;
 
  private:
   Tokenizer() = default;

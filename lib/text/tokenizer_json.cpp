@@ -1,6 +1,9 @@
 // Reading tokenizer.json as tokenizers serializes it (tokenizers/src/tokenizer/serialization.rs and each
 // component's serde form): the file, added tokens, post-processor and truncation here, the normalizer,
-// pre-tokenizer and model in tokenizer_components.cpp. What kgtrain does not implement is refused by name.
+// pre-tokenizer and model in tokenizer_components.cpp. What kgtrain does not implement is refused by name. Also the
+// special ids a read tokenizer ends up with (masked-language modelling never masks them).
+#include <algorithm>
+
 #include "core/fs.h"
 #include "text/tokenizer_reader.h"
 #include "text/unicode.h"
@@ -242,5 +245,18 @@ Tokenizer Tokenizer::from_json(const std::string& json_text, const std::string& 
 }
 
 Tokenizer Tokenizer::from_file(const std::string& path) { return from_json(read_file(path), path); }
+
+std::vector<int64_t> Tokenizer::special_ids() const {
+  std::vector<int64_t> out;
+  for (const auto* list : {&added_, &added_norm_})
+    for (const auto& a : *list)
+      if (a.id >= 0) out.push_back(a.id);
+  for (const auto* pieces : {&single_, &pair_})
+    for (const auto& p : *pieces)
+      if (p.sequence < 0) out.insert(out.end(), p.ids.begin(), p.ids.end());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
 
 }  // namespace kg::text

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <csignal>
 #include <chrono>
+#include <cmath>
 
 #include <torch/torch.h>
 
@@ -39,10 +40,20 @@ Predictions predict(model::Network& net, data::Loader& loader, const c10::Device
   auto t0 = std::chrono::steady_clock::now();
   std::vector<at::Tensor> probs, targets;
   double loss_sum = 0;
+  int64_t hits = 0;
+  bool masked = false;
   data::Batch b;
   while (loader.next(b)) {
     stop_if_signalled();
     const at::Tensor logits = forward_float32(net, data::to_model_input(b, device), precision, device.type());
+    if (b.inputs.predict.defined()) {  // masked tokens: their loss and top-1 hits, not [tokens, vocab] outputs
+      const at::Tensor y = b.targets.to(device, true);
+      if (loss) loss_sum += loss->forward(logits, y).item<double>() * logits.size(0);
+      hits += logits.argmax(1).eq(y.masked_select(y.ge(0))).sum().item<int64_t>();
+      p.images += logits.size(0);
+      masked = true;
+      continue;
+    }
     if (loss && b.targets.defined())
       loss_sum += loss->forward(logits, b.targets.to(device, true)).item<double>() * logits.size(0);
     probs.push_back(metric::activate(logits, task).to(torch::kCPU));
@@ -53,6 +64,9 @@ Predictions predict(model::Network& net, data::Loader& loader, const c10::Device
   p.probs = probs.empty() ? torch::empty({0, 0}) : torch::cat(probs);
   if (!targets.empty()) p.targets = torch::cat(targets);
   p.loss = p.images ? loss_sum / static_cast<double>(p.images) : 0.0;
+  if (masked && p.images > 0)
+    p.extra = {{"masked_accuracy", static_cast<double>(hits) / static_cast<double>(p.images)},
+               {"perplexity", std::exp(p.loss)}};
   p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return p;
 }

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,9 @@ struct Predictions {
   at::Tensor targets;  // multiclass int64 [N]; others float [N, K]; undefined when unlabeled
   std::vector<int64_t> rows;  // table row of each prediction
   double loss = 0;            // mean loss when a loss was given and targets exist
+  // Masked-language-model batches (Inputs::predict): no probs (a vocabulary's outputs per token); `images` counts
+  // the predicted tokens, `loss` is their mean, and `extra` holds masked_accuracy (top-1) and perplexity.
+  std::map<std::string, double> extra;
   int64_t images = 0;
   double seconds = 0;
 };

@@ -28,6 +28,7 @@ Evaluation Trainer::evaluate(const model::TensorMap* weights) {
   if (weights) model::load_state_dict(*p_.net, backup, true, "training weights");
   ev.values = p_.metrics->compute(ev.pred.probs, ev.pred.targets);
   ev.values["valid_loss"] = ev.pred.loss;
+  ev.values.insert(ev.pred.extra.begin(), ev.pred.extra.end());
   if (p_.group) {
     // Rank 0's numbers everywhere: "best", early stopping and plateau schedules decide alike on every rank.
     at::Tensor v = torch::empty({static_cast<int64_t>(ev.values.size())}, torch::kDouble);

@@ -4,7 +4,9 @@
 // INPUTS: input_ids, attention_mask, token_type_ids (optional), probe [B, L, hidden] (the loss's fixed tensor).
 // OUT: hidden.K (K = 0 embeddings, 1.. layers) in eval mode; loss = sum(last hidden * probe) and grad.NAME for every
 // parameter that got one; the same loss's gradients with every layer checkpointed (train mode: the script's
-// configs have no dropout) as ckpt.NAME; load.missing / load.unexpected counts.
+// configs have no dropout) as ckpt.NAME; load.missing / load.unexpected counts. With mlm_labels [B, L] (-100: not
+// predicted) in INPUTS, the folder's *ForMaskedLM through model/text/mlm.h as well: mlm.head (1: the head came from
+// the file), mlm.logits [M, vocab] at the labelled positions, mlm.loss and mlm.grad.NAME under the file's names.
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -13,7 +15,10 @@
 
 #include "core/error.h"
 #include "model/weights/safetensors.h"
+#include "loss/masked_lm.h"
+#include "model/inputs.h"
 #include "model/text/encoder.h"
+#include "model/text/mlm.h"
 
 namespace {
 
@@ -27,6 +32,31 @@ kg::model::TensorMap step(kg::model::text::TextEncoder& enc, const kg::model::Te
   out[tag + "loss"] = loss.detach().reshape({1});
   for (const auto& p : enc.named_parameters(true))
     if (p.value().grad().defined()) out[tag + p.key()] = p.value().grad().clone();
+  return out;
+}
+
+kg::model::TensorMap mlm_step(const std::string& folder, const kg::model::TensorMap& in) {
+  namespace text = kg::model::text;
+  const auto cfg = text::HfConfig::read(folder + "/config.json");
+  auto loaded = text::load_text_encoder(folder);
+  text::MlmNetwork net(loaded.encoder, cfg);
+  auto [tensors, path] = text::read_hf_weights(folder);
+  kg::model::TensorMap out;
+  out["mlm.head"] = torch::tensor({static_cast<int64_t>(net.load_head(tensors, path))});
+  net.eval();
+  kg::model::Inputs x;
+  x.ids = in.at("input_ids");
+  x.mask = in.at("attention_mask");
+  if (in.count("token_type_ids")) x.type_ids = in.at("token_type_ids");
+  const at::Tensor labels = in.at("mlm_labels");
+  x.predict = labels.ge(0);
+  const at::Tensor logits = net.forward(x);
+  const at::Tensor loss = kg::loss::MaskedLmLoss().forward(logits, labels);
+  loss.backward();
+  out["mlm.logits"] = logits.detach().contiguous();
+  out["mlm.loss"] = loss.detach().reshape({1});
+  for (const auto& [name, p] : net.hf_parameters())
+    if (p.grad().defined()) out["mlm.grad." + name] = p.grad().clone();
   return out;
 }
 
@@ -57,6 +87,8 @@ int main(int argc, char** argv) {
     enc.train();
     enc.set_grad_checkpointing(true);
     for (auto& [k, v] : step(enc, in, "ckpt.")) out[k] = v;
+    if (in.count("mlm_labels"))
+      for (auto& [k, v] : mlm_step(argv[1], in)) out[k] = v;
     kg::model::write_safetensors(argv[3], out);
     return 0;
   } catch (const kg::Error& e) {

@@ -221,8 +221,6 @@ LoadReport load_hf_state_dict(TextEncoder& enc, const TensorMap& tensors, const 
   return report;
 }
 
-namespace {
-// model.safetensors, its sharded form (model.safetensors.index.json), or pytorch_model.bin.
 std::pair<TensorMap, std::string> read_hf_weights(const std::string& folder) {
   namespace fs = std::filesystem;
   const fs::path dir(folder);
@@ -249,7 +247,6 @@ std::pair<TensorMap, std::string> read_hf_weights(const std::string& folder) {
   }
   throw CheckpointError(folder + ": no model.safetensors, model.safetensors.index.json or pytorch_model.bin");
 }
-}  // namespace
 
 LoadedTextEncoder load_text_encoder(const std::string& folder, bool strict) {
   const std::string cfg_path = (std::filesystem::path(folder) / "config.json").string();

@@ -130,6 +130,10 @@ TextEncoderPtr build_text_encoder(const HfConfig& cfg);
 // vocab_size against the file's embedding rows).
 LoadReport load_hf_state_dict(TextEncoder& enc, const TensorMap& tensors, const std::string& source, bool strict);
 
+// The tensors of a Hugging Face model folder and the file they came from: model.safetensors, its sharded form
+// (model.safetensors.index.json), or pytorch_model.bin; CheckpointError (exit 3) when it holds none.
+std::pair<TensorMap, std::string> read_hf_weights(const std::string& folder);
+
 // A Hugging Face model folder: config.json + model.safetensors (or its sharded index) or pytorch_model.bin.
 struct LoadedTextEncoder {
   TextEncoderPtr encoder;

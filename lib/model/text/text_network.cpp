@@ -83,19 +83,23 @@ TextNetwork::TextNetwork(text::TextEncoderPtr encoder, const TextNetworkOptions&
 }
 
 void TextNetwork::add_encoder_groups() {
-  // Exact parameter names (Network's groups take module paths; a parameter's own name is one). A group after the
-  // layers (BERT's pooler: transformers' pooler_output, which this network does not use) joins the last layer.
+  for (auto& [g, names] : encoder_group_names(*encoder_, "backbone.")) add_group(g, std::move(names));
+}
+
+std::vector<std::pair<std::string, std::vector<std::string>>> encoder_group_names(const text::TextEncoder& enc,
+                                                                                  const std::string& prefix) {
+  // Exact parameter names (Network's groups take module paths; a parameter's own name is one).
   std::vector<std::pair<std::string, std::vector<std::string>>> groups;
-  for (const auto& g : encoder_->layer_groups()) {
+  for (const auto& g : enc.layer_groups()) {
     std::vector<std::string> names;
-    for (const auto& [param, t] : g.params) names.push_back("backbone." + param);
+    for (const auto& [param, t] : g.params) names.push_back(prefix + param);
     const bool own = groups.empty() || g.name == "embeddings" || g.name.rfind("layer.", 0) == 0;
     if (own)
       groups.emplace_back(g.name, std::move(names));
     else
       groups.back().second.insert(groups.back().second.end(), names.begin(), names.end());
   }
-  for (auto& [g, names] : groups) add_group(g, std::move(names));
+  return groups;
 }
 
 at::Tensor TextNetwork::forward_backbone(const Inputs& in) {

@@ -12,6 +12,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -76,6 +77,12 @@ class TextNetwork final : public Network {
 // MeanPooling as Kaggle's NLP solutions write it: sum(h * m) / clamp(sum(m), 1e-9) over the tokens with mask 1
 // (undefined mask: every token), computed in float32, returned in h's dtype. [N, L, H] -> [N, H].
 at::Tensor masked_mean_pool(const at::Tensor& h, const at::Tensor& mask);
+
+// The layer groups of `enc` under `prefix` ("backbone."), by exact parameter name: its own groups, with any group after
+// the layers (BERT's pooler, which the networks do not run) joined to the last layer, so that layer-wise lr decay
+// counts layers.
+std::vector<std::pair<std::string, std::vector<std::string>>> encoder_group_names(const text::TextEncoder& enc,
+                                                                                  const std::string& prefix);
 
 // The encoder of a text model; nullptr for an image network.
 const text::TextEncoder* text_encoder_of(const Network& net);
