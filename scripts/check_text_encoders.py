@@ -11,6 +11,12 @@ every kgtrain encoder (BERT, DistilBERT, DeBERTa, ModernBERT) skips them and giv
 loads the folder and computes the same, plus the gradients with every layer checkpointed. Batches: lengths 40 and 300 (> 256:
 DeBERTa-v3's log buckets), padded (rows padded to different lengths) and unpadded.
 
+The *ForMaskedLM cases also check kgtrain pretrain's MLM head (lib/model/text/mlm.h) on labels at 15 % of the real
+tokens: the logits at the labelled positions, the loss and every gradient (the decoder tied to the word embeddings)
+against transformers' model(labels=...). For bert, deberta-v3 and modernbert the text model's poolings over the last
+2 layers (model.pooling mean, cls, attention with model.pool_layers = 2) are checked against the Kaggle notebooks'
+MeanPooling and AttentionPooling written here in Python, fed transformers' hidden states and kgtrain's pooling weights.
+
 A check passes when max|kgtrain - transformers| <= 1e-5 * max(1, max|transformers|): absolute for values up to 1,
 relative to the tensor's largest value beyond (gradients reach hundreds). One row per check; exit 1 on failure.
 
@@ -31,6 +37,7 @@ import transformers
 from safetensors.torch import load_file, save_file
 
 TOL = 1e-5
+POOLED = ("bert", "deberta-v3", "modernbert")  # cases whose poolings are checked too
 V = 300  # vocabulary of the small models
 SMALL = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, initializer_range=0.1)
 
@@ -138,7 +145,7 @@ def batch(cfg, length, padded, seed):
 
 def reference(model, inputs):
     model.zero_grad()
-    args = {k: v for k, v in inputs.items() if k not in ("probe", "mlm_labels")}
+    args = {k: v for k, v in inputs.items() if k not in ("probe", "mlm_labels", "pool_layers")}
     with torch.no_grad():
         hidden = model(**args, output_hidden_states=True).hidden_states
     out = model(**args, output_hidden_states=True)
@@ -150,12 +157,51 @@ def reference(model, inputs):
 
 def mlm_reference(full, inputs):
     full.zero_grad()
-    args = {k: v for k, v in inputs.items() if k not in ("probe", "mlm_labels")}
+    args = {k: v for k, v in inputs.items() if k not in ("probe", "mlm_labels", "pool_layers")}
     labels = inputs["mlm_labels"]
     out = full(**args, labels=labels)
     out.loss.backward()
     grads = {n: p.grad.clone() for n, p in full.named_parameters() if p.grad is not None}
     return out.logits[labels.ne(-100)].detach(), out.loss.detach(), grads
+
+
+class MeanPooling(torch.nn.Module):
+    """The Kaggle NLP notebooks' MeanPooling (Feedback Prize, NBME): the attention-masked mean of the tokens."""
+
+    def forward(self, last_hidden_state, attention_mask):
+        m = attention_mask.unsqueeze(-1).expand(last_hidden_state.size()).float()
+        return torch.sum(last_hidden_state * m, 1) / torch.clamp(m.sum(1), min=1e-9)
+
+
+class AttentionPooling(torch.nn.Module):
+    """The Kaggle notebooks' AttentionPooling: Linear(H, H) -> tanh -> Linear(H, 1), softmax over the real tokens."""
+
+    def __init__(self, hidden):
+        super().__init__()
+        self.attention = torch.nn.Sequential(torch.nn.Linear(hidden, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, 1))
+
+    def forward(self, last_hidden_state, attention_mask):
+        w = self.attention(last_hidden_state).float()
+        w[attention_mask == 0] = float("-inf")
+        w = torch.softmax(w, 1)
+        return torch.sum(w * last_hidden_state, dim=1)
+
+
+def pool_reference(got, hidden, mask, k):
+    """kgtrain's model.pooling over the last k layers (pool_layers), from transformers' hidden states, last first."""
+    layers = [hidden[-1 - i] for i in range(k)]
+    out = {"mean": torch.cat([MeanPooling()(h, mask) for h in layers], 1),
+           "cls": torch.cat([h[:, 0] for h in layers], 1)}
+    parts = []
+    for i, h in enumerate(layers):
+        pool = AttentionPooling(h.size(-1))
+        with torch.no_grad():  # kgtrain's attention_pool.I weights, under the notebook's Sequential names
+            for mine, theirs in (("dense", "0"), ("score", "2")):
+                for p in ("weight", "bias"):
+                    getattr(pool.attention, theirs).get_parameter(p).copy_(got[f"pool.attention.{i}.{mine}.{p}"])
+            parts.append(pool(h, mask))
+    out["attention"] = torch.cat(parts, 1)
+    return out
 
 
 def compare_grads(rows, label, what, mine, grads):
@@ -179,6 +225,8 @@ def check(name, binary, folder, cfg, full, length, padded, seed, work, rows):
     inputs = batch(cfg, length, padded, seed)
     if not mlm:
         del inputs["mlm_labels"]
+    if name in POOLED:  # the text model's poolings over the last 2 layers, against a Python reference
+        inputs["pool_layers"] = torch.tensor([2])
     in_path, out_path = os.path.join(work, "in.safetensors"), os.path.join(work, "out.safetensors")
     save_file({k: v.contiguous() for k, v in inputs.items()}, in_path)
     run = subprocess.run([binary, folder, in_path, out_path], capture_output=True, text=True)
@@ -200,6 +248,11 @@ def check(name, binary, folder, cfg, full, length, padded, seed, work, rows):
     for tag in ("grad", "ckpt"):
         mine = {k[len(tag) + 1:]: v for k, v in got.items() if k.startswith(tag + ".") and k != tag + ".loss"}
         compare_grads(rows, label, tag, mine, grads)
+    if "pool_layers" in inputs:
+        ref = pool_reference(got, hidden, mask, int(inputs["pool_layers"]))
+        for pooling, want in ref.items():
+            rows.append((label, f"pool {pooling} k={int(inputs['pool_layers'])}",
+                         diff(got[f"pool.{pooling}"], want), "against the notebooks' Python pooling"))
     if mlm:
         logits, loss, grads = mlm_reference(full, inputs)
         head = "head from the file" if int(got["mlm.head"]) else "head NOT loaded"

@@ -7,6 +7,9 @@
 // configs have no dropout) as ckpt.NAME; load.missing / load.unexpected counts. With mlm_labels [B, L] (-100: not
 // predicted) in INPUTS, the folder's *ForMaskedLM through model/text/mlm.h as well: mlm.head (1: the head came from
 // the file), mlm.logits [M, vocab] at the labelled positions, mlm.loss and mlm.grad.NAME under the file's names.
+// With pool_layers (a 1-element int64 k), the text model's poolings over the last k layers (model/text/text_network.h,
+// eval mode): pool.mean, pool.cls, pool.attention [B, k * hidden], and each attention pooling's parameters
+// (pool.attention.I.dense.weight, ...), for the script's own Python AttentionPooling / MeanPooling.
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -19,6 +22,7 @@
 #include "model/inputs.h"
 #include "model/text/encoder.h"
 #include "model/text/mlm.h"
+#include "model/text/text_network.h"
 
 namespace {
 
@@ -60,6 +64,30 @@ kg::model::TensorMap mlm_step(const std::string& folder, const kg::model::Tensor
   return out;
 }
 
+kg::model::TensorMap pool_step(const std::string& folder, const kg::model::TensorMap& in) {
+  const at::Tensor ids = in.at("input_ids"), mask = in.at("attention_mask");
+  const at::Tensor types = in.count("token_type_ids") ? in.at("token_type_ids") : at::Tensor();
+  kg::model::ModelContext ctx;
+  ctx.seq_len = ids.size(1);
+  ctx.num_outputs = 2;
+  kg::model::TensorMap out;
+  for (const char* pooling : {"mean", "cls", "attention"}) {
+    kg::model::TextNetworkOptions o;
+    o.pooling = pooling;
+    o.pool_layers = in.at("pool_layers").item<int64_t>();
+    torch::manual_seed(1);
+    kg::model::TextNetwork net(kg::model::text::load_text_encoder(folder).encoder, o, ctx);
+    net.eval();
+    torch::NoGradGuard no_grad;
+    out[std::string("pool.") + pooling] = net.pool_hidden(net.encoder().forward(ids, mask, types), mask).contiguous();
+    if (o.pooling == "attention")
+      for (int64_t i = 0; i < o.pool_layers; ++i)
+        for (const auto& p : net.attention_pool(static_cast<size_t>(i))->named_parameters(true))
+          out["pool.attention." + std::to_string(i) + "." + p.key()] = p.value().detach().clone();
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -89,6 +117,8 @@ int main(int argc, char** argv) {
     for (auto& [k, v] : step(enc, in, "ckpt.")) out[k] = v;
     if (in.count("mlm_labels"))
       for (auto& [k, v] : mlm_step(argv[1], in)) out[k] = v;
+    if (in.count("pool_layers"))
+      for (auto& [k, v] : pool_step(argv[1], in)) out[k] = v;
     kg::model::write_safetensors(argv[3], out);
     return 0;
   } catch (const kg::Error& e) {
