@@ -69,16 +69,18 @@ Trainer::Trainer(TrainerParts parts, Plan& plan, const TrainOptions& topt, const
   }
   if (topt_.adv_kind != "none") {
     adversary_ = std::make_unique<Adversary>(adversarial_options(topt_), *p_.net);
-    KG_CHECK(!p_.group || !p_.dist_overlap, ConfigError, "train.adversarial.kind = \"", topt_.adv_kind,
-             "\" runs a second backward per micro-batch, and device.dist_overlap sums the gradients during the first: "
-             "set device.dist_overlap = false (they are then summed once, after both)");
     log("  adversarial " + topt_.adv_kind + ": " + std::to_string(adversary_->tensors()) + " tensors perturbed, eps " +
         format_significant(adversary_->eps(), 3) +
         (topt_.adv_kind == "awp" ? ", lr " + format_significant(topt_.adv_lr, 3) : "") + ", from epoch " +
-        std::to_string(topt_.adv_start_epoch) + " (a second forward and backward per micro-batch)");
+        std::to_string(topt_.adv_start_epoch) + " (a second forward and backward per micro-batch" +
+        (p_.group ? "; the ranks' gradients summed once, after both backwards; each rank perturbs along its own "
+                    "micro-batch's gradient"
+                  : "") +
+        ")");
   }
-  // A graph replays backward without the reducer's hooks: with graphs the buckets go after backward.
-  ranks_ = std::make_unique<RankSync>(p_.group, p_.dist_bucket_bytes, p_.dist_overlap && !graphs_);
+  // A graph replays backward without the reducer's hooks, and the adversarial step's second backward must not sum
+  // the first's buckets again: with either, the buckets go after backward.
+  ranks_ = std::make_unique<RankSync>(p_.group, p_.dist_bucket_bytes, p_.dist_overlap && !graphs_ && !adversary_);
   if (ranks_->active()) {
     s_.world_size = ranks_->world_size();
     ranks_->broadcast_weights(*p_.net);  // every rank starts from rank 0's weights

@@ -587,5 +587,29 @@ TEST_CASE("OOM back-off on 2 processes retries the update the same with buckets 
         kg::read_file(dir / "off/checkpoints/last/model.safetensors"));
 }
 
+TEST_CASE("adversarial training (AWP) on 2 processes: the buckets wait for the second backward",
+          "[integration][dist][adversarial]") {
+  kg::test::TempDir dir;
+  auto ds = kg::test::make_tiny_dataset(dir, 48, 4);
+  auto recipe = dir.write("tiny.toml", kg::test::tiny_recipe(ds.root));
+  auto run = [&](const std::string& name, const std::string& overlap) {
+    auto r = kg::test::run_kgtrain({"fit", recipe, "train.epochs=2", "train.batch_size=8", "train.adversarial.kind=awp",
+                                    "train.adversarial.lr=0.05", "device.dist_overlap=" + overlap,
+                                    "device.dist_timeout_s=60", "--nproc", "2", "--run-dir", dir / name});
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.output, Catch::Contains("the ranks' gradients summed once, after both backwards"));
+    return kg::read_file(dir / (name + "/checkpoints/last/model.safetensors"));
+  };
+  // device.dist_overlap = true (the default) sums the buckets after both backwards, as false does: the same bytes.
+  const std::string on = run("on", "true"), off = run("off", "false");
+  CHECK(on == off);
+  // And the attack changed the run.
+  auto plain = kg::test::run_kgtrain({"fit", recipe, "train.epochs=2", "train.batch_size=8", "device.dist_timeout_s=60",
+                                      "--nproc", "2", "--run-dir", dir / "plain"});
+  REQUIRE(plain.exit_code == 0);
+  CHECK(kg::read_file(dir / "plain/checkpoints/last/model.safetensors") != on);
+}
+
 }  // namespace KG_UNITY_ID
 }  // namespace
