@@ -1,11 +1,13 @@
 #include "jobs/pretrain.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <numeric>
 #include <random>
+#include <tuple>
 
 #include <torch/torch.h>
 
@@ -146,6 +148,73 @@ Built build_network(const config::Recipe& recipe, int64_t tokenizer_size, int64_
   return b;
 }
 
+// The texts, masked: the table, its masking collator and the rows each side reads.
+struct Corpus {
+  data::Table table;
+  std::unique_ptr<data::MaskingCollator> collator;
+  std::vector<int64_t> train, valid;
+  int64_t tokenizer_size = 0;
+};
+
+Corpus read_corpus(const PretrainRequest& o, const device::DeviceInfo& dev, uint64_t seed) {
+  const auto& recipe = o.recipe;
+  const auto& d = recipe.get<data::DataOptions>();
+  const auto& p = recipe.get<PretrainOptions>();
+  Corpus c;
+  c.table = text_table(d, p);
+  KG_CHECK(c.table.size() >= 2, DataError, c.table.csv_path, ": ", c.table.size(),
+           " texts; pre-training needs at least 2");
+  auto vocab = data::MaskVocabulary::from_folder(recipe.get<model::ModelOptions>().pretrained);
+  c.tokenizer_size = vocab.size;
+  const int threads = std::max({1, static_cast<int>(d.num_workers), dev.threads});
+  c.collator = std::make_unique<data::MaskingCollator>(session::modality_of(d).collator(recipe, c.table, threads),
+                                                       std::move(vocab),
+                                                       data::MaskingOptions{p.mlm_probability, p.whole_word, seed});
+  std::tie(c.train, c.valid) = split_rows(c.table.size(), p.valid_fraction, seed);
+  o.log("  data    " + c.table.csv_path + ": " + std::to_string(c.table.size()) + " texts, " +
+        std::to_string(c.train.size()) + " train, " + std::to_string(c.valid.size()) + " valid");
+  o.log("  " + c.collator->describe());
+  return c;
+}
+
+// What the trainer writes where: the run dir, its state fields, progress, the time budget.
+train::TrainerIO trainer_io(const PretrainRequest& o, const std::string& run_dir, const std::string& arch) {
+  const auto& recipe = o.recipe;
+  const auto& d = recipe.get<data::DataOptions>();
+  train::TrainerIO io;
+  io.dir = run_dir;
+  io.recipe_toml = config::to_toml(recipe.tree(), false);
+  io.provenance = session::provenance(o);
+  io.state_fields = {
+      {"kgtrain", "pretrain"}, {"model", arch}, {"input", {{"text_cols", d.text_cols}, {"max_length", d.max_length}}}};
+  io.progress = {o.quiet, o.tty, recipe.get<train::TrainOptions>().log_every_s, o.columns};
+  io.log = [&o](const std::string& l) { o.log(l); };
+  if (const double budget = train::parse_duration(recipe.get<train::RunOptions>().time_limit); budget > 0)
+    io.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(budget * 1000));
+  return io;
+}
+
+// summary.json, and RUN/model unless interrupted (Interrupted then: exit 130 / 143).
+void finish(const PretrainRequest& o, const std::string& run_dir, const train::FitOutcome& outcome,
+            const train::TrainState& st, int64_t texts, model::text::MlmNetwork& net) {
+  json summary = {{"command", "pretrain"},        {"status", outcome.status}, {"run_dir", run_dir},
+                  {"epochs_completed", st.epoch}, {"updates", st.step},       {"texts", texts}};
+  if (outcome.status == "interrupted") {
+    session::write_summary(run_dir, summary);
+    throw Interrupted(outcome.signal == SIGTERM ? kExitSigterm : kExitSigint,
+                      "stopped by signal " + std::to_string(outcome.signal) +
+                          "; everything is saved: continue with kgtrain pretrain ... --run-dir " + run_dir +
+                          " --resume");
+  }
+  net.to(torch::kCPU);
+  const std::string out = (fs::path(run_dir) / "model").string();
+  write_hf_folder(net, o.recipe.get<model::ModelOptions>().pretrained, out);
+  summary["model_dir"] = out;
+  if (st.best) summary["best_valid_loss"] = *st.best;
+  session::write_summary(run_dir, summary);
+  o.log("  model   " + out + " (" + net.spec().architecture + "): fine-tune it with model.pretrained=" + out);
+}
+
 }  // namespace
 
 PretrainOptions PretrainOptions::load(const config::Tree& recipe) {
@@ -156,7 +225,6 @@ int run_pretrain(const PretrainRequest& o) {
   const auto& recipe = o.recipe;
   const auto& d = recipe.get<data::DataOptions>();
   const auto& m = recipe.get<model::ModelOptions>();
-  const auto& p = recipe.get<PretrainOptions>();
   const auto& topt = recipe.get<train::TrainOptions>();
   KG_CHECK(!d.text_cols.empty() && !m.pretrained.empty(), ConfigError,
            "kgtrain pretrain trains a text encoder on the recipe's texts: set data.text_cols and model.pretrained "
@@ -166,51 +234,37 @@ int run_pretrain(const PretrainRequest& o) {
   const auto dev = device::setup(recipe.get<device::DeviceOptions>());
   const auto seed = static_cast<uint64_t>(recipe.get<train::RunOptions>().seed);
   o.log("kgtrain pretrain: " + dev.description + ", env " + o.env_name + "; reading the texts...");
-  const data::Table table = text_table(d, p);
-  KG_CHECK(table.size() >= 2, DataError, table.csv_path, ": ", table.size(), " texts; pre-training needs at least 2");
-  auto vocab = data::MaskVocabulary::from_folder(m.pretrained);
-  const int64_t tokenizer_size = vocab.size;
-  data::MaskingOptions mo{p.mlm_probability, p.whole_word, seed};
-  const int threads = std::max(1, static_cast<int>(d.num_workers));
-  data::MaskingCollator collator(session::modality_of(d).collator(recipe, table, std::max(threads, dev.threads)),
-                                 std::move(vocab), mo);
-  const auto [train_rows, valid_rows] = split_rows(table.size(), p.valid_fraction, seed);
-  o.log("  data    " + table.csv_path + ": " + std::to_string(table.size()) + " texts, " +
-        std::to_string(train_rows.size()) + " train, " + std::to_string(valid_rows.size()) + " valid");
-  o.log("  " + collator.describe());
-
-  auto built = build_network(recipe, tokenizer_size, d.max_length, seed);
+  const Corpus corpus = read_corpus(o, dev, seed);
+  auto built = build_network(recipe, corpus.tokenizer_size, d.max_length, seed);
   auto& net = *built.net;
   o.log("  model   " + net.arch() + " + MLM head (" + net.spec().architecture + "); " + built.note);
   net.to(dev.device);
   auto opt = optim::build(recipe, net);
-  const int64_t epochs = o.smoke ? 1 : topt.epochs;
   const int64_t max_batches = o.smoke ? 2 * topt.accum_steps : -1;
-  const auto n_train = static_cast<int64_t>(train_rows.size());
+  const auto n_train = static_cast<int64_t>(corpus.train.size());
   train::Plan plan(
-      recipe, epochs,
+      recipe, o.smoke ? 1 : topt.epochs,
       [&](int64_t, int64_t) {
         return (data::num_batches(n_train, topt.batch_size, true, max_batches) + topt.accum_steps - 1) /
                topt.accum_steps;
       },
       net.group_names());
   const data::Pipeline pipe(d.augment, data::geometry(d), false);
-  const bool pin = d.pin_memory && dev.device.is_cuda();
   auto loader = [&](const std::vector<int64_t>& rows, bool training, int64_t epoch, int64_t start) {
     data::LoaderOptions lo{training ? topt.batch_size : train::eval_batch_size(topt),
                            training,
                            training,
-                           threads > 1 ? threads : static_cast<int>(d.num_workers),
+                           static_cast<int>(d.num_workers),
                            static_cast<int>(d.prefetch),
                            seed,
                            epoch,
                            max_batches,
                            nullptr,
-                           pin};
+                           d.pin_memory && dev.device.is_cuda()};
     lo.start_batch = start;
-    lo.collator = &collator;
+    lo.collator = corpus.collator.get();
     lo.group_by_length = training && d.group_by_length;
-    return std::make_unique<data::Loader>(table, rows, pipe, lo);
+    return std::make_unique<data::Loader>(corpus.table, rows, pipe, lo);
   };
   const std::string run_dir = o.resume ? o.run_dir : session::prepare_run_dir(o);
   loss::MaskedLmLoss loss;
@@ -223,19 +277,11 @@ int run_pretrain(const PretrainRequest& o) {
   parts.device = dev.device;
   parts.precision = dev.precision;
   parts.scaler = dev.make_scaler();
-  train::TrainerIO io;
-  io.dir = run_dir;
-  io.recipe_toml = config::to_toml(recipe.tree(), false);
-  io.provenance = session::provenance(o);
-  io.state_fields = {{"kgtrain", "pretrain"},
-                     {"model", net.arch()},
-                     {"input", {{"text_cols", d.text_cols}, {"max_length", d.max_length}}}};
-  io.progress = {o.quiet, o.tty, topt.log_every_s, o.columns};
-  io.log = [&o](const std::string& l) { o.log(l); };
   train::Trainer trainer(
       std::move(parts), plan, topt, recipe.get<train::CheckpointOptions>(),
-      [&, rows = train_rows](int64_t epoch, int64_t start) { return loader(rows, true, epoch, start); },
-      [&, rows = valid_rows]() { return loader(rows, false, 0, 0); }, {}, train::build_callbacks(recipe), io);
+      [&, rows = corpus.train](int64_t epoch, int64_t start) { return loader(rows, true, epoch, start); },
+      [&, rows = corpus.valid]() { return loader(rows, false, 0, 0); }, {}, train::build_callbacks(recipe),
+      trainer_io(o, run_dir, net.arch()));
   if (o.resume) {
     const auto latest = train::find_latest((fs::path(run_dir) / "checkpoints").string());
     KG_CHECK(latest.has_value(), UsageError, "pretrain --resume: ", run_dir, " holds no complete checkpoint");
@@ -243,23 +289,7 @@ int run_pretrain(const PretrainRequest& o) {
     o.log("  resume  from " + *latest);
   }
   const auto outcome = trainer.fit();
-  const auto& st = trainer.state();
-  json summary = {{"command", "pretrain"},        {"status", outcome.status}, {"run_dir", run_dir},
-                  {"epochs_completed", st.epoch}, {"updates", st.step},       {"texts", table.size()}};
-  if (outcome.status == "interrupted") {
-    session::write_summary(run_dir, summary);
-    throw Interrupted(outcome.signal == SIGTERM ? kExitSigterm : kExitSigint,
-                      "stopped by signal " + std::to_string(outcome.signal) +
-                          "; everything is saved: continue with kgtrain pretrain ... --run-dir " + run_dir +
-                          " --resume");
-  }
-  net.to(torch::kCPU);
-  const std::string out = (fs::path(run_dir) / "model").string();
-  write_hf_folder(net, m.pretrained, out);
-  summary["model_dir"] = out;
-  if (st.best) summary["best_valid_loss"] = *st.best;
-  session::write_summary(run_dir, summary);
-  o.log("  model   " + out + " (" + net.spec().architecture + "): fine-tune it with model.pretrained=" + out);
+  finish(o, run_dir, outcome, trainer.state(), corpus.table.size(), net);
   return 0;
 }
 
