@@ -55,6 +55,7 @@ std::vector<int64_t> shard_rows(const std::vector<int64_t>& rows, int rank, int 
 
 Loader::Loader(const Table& table, std::vector<int64_t> rows, const Pipeline& pipeline, LoaderOptions o)
     : table_(table), pipeline_(pipeline), o_(o) {
+  if (o_.collator) rows = o_.collator->samples(rows);
   order_ = o_.shuffle ? epoch_order(std::move(rows), o_.seed, o_.epoch) : std::move(rows);
   if (o_.collator && o_.shuffle && o_.group_by_length)
     order_ = o_.collator->grouped(std::move(order_), o_.batch_size * std::max(1, o_.shard_count));
@@ -103,11 +104,18 @@ void Loader::produce(int64_t b, Batch& out) {
   const bool u8 = pipeline_.outputs_u8();
   out.rows.assign(order_.begin() + begin, order_.begin() + end);
   if (o_.collator) {
-    out.inputs = o_.collator->batch(out.rows, o_.pin_memory);
-    if (at::Tensor made = o_.collator->targets(out.rows, out.inputs); made.defined())
-      out.targets = o_.pin_memory ? made.pin_memory() : made;
-    else
-      fill_targets(out);
+    out.inputs = o_.collator->batch(out.rows, o_.pin_memory);  // samples; their rows below
+    if (at::Tensor made = o_.collator->targets(out.rows, out.inputs); made.defined()) {
+      out.targets = o_.pin_memory ? made.pin_memory() : made;  // masked-language modelling: the masked tokens
+      return;
+    }
+    out.windows.clear();
+    if (!o_.collator->window_pool().empty())
+      for (int64_t& s : out.rows) {
+        out.windows.push_back(o_.collator->window_of(s));
+        s = o_.collator->row_of(s);
+      }
+    fill_targets(out);
     return;
   }
   if (o_.resident) {
@@ -188,12 +196,15 @@ void Loader::fill_targets(Batch& out) const {
   if (table_.feature_dim > 0) out.inputs.features = gather(table_.features, table_.feature_dim);
 }
 
+std::string Loader::window_pool() const { return o_.collator ? o_.collator->window_pool() : ""; }
+
 Batch slice_batch(const Batch& b, int64_t start, int64_t count) {
   Batch s;
   s.index = b.index;
   s.inputs = b.inputs.narrow(start, count);
   if (b.targets.defined()) s.targets = b.targets.narrow(0, start, count);
   s.rows.assign(b.rows.begin() + start, b.rows.begin() + start + count);
+  if (!b.windows.empty()) s.windows.assign(b.windows.begin() + start, b.windows.begin() + start + count);
   s.norm_mean = b.norm_mean;
   s.norm_std = b.norm_std;
   return s;

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <string>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -31,6 +32,9 @@ struct Batch {
   model::Inputs inputs;
   at::Tensor targets;         // multiclass: int64 [B]; other tasks: float [B, D]; undefined when unlabeled
   std::vector<int64_t> rows;  // table row of each sample
+  // With a collator's windows (text's data.stride): each sample's place among its row's windows (0 = the row's
+  // first); a row's windows are consecutive in a prediction loader. Empty: one sample per row.
+  std::vector<int64_t> windows;
   std::vector<double> norm_mean, norm_std;  // uint8 batches: the normalization left to the device
 
   int64_t size() const { return inputs.size(); }
@@ -87,7 +91,8 @@ struct LoaderOptions {
   // in the consumer's thread (workers are not started); Batch::images is then float on the device.
   const ResidentImages* resident = nullptr;
   // A modality's own batches (text: the tokens, padded per batch), not the pipeline's images; with group_by_length a
-  // shuffled epoch visits rows in the batches it groups (similar lengths).
+  // shuffled epoch visits rows in the batches it groups (similar lengths). The loader's order is then of the
+  // collator's samples of `rows` (text's windows: an epoch, its shuffle and a resume's start_batch count windows).
   const Collator* collator = nullptr;
   bool group_by_length = false;
 };
@@ -122,6 +127,8 @@ class Loader {
   }
   // The next batch in order; false at the end of the epoch. Rethrows a worker's DataError.
   bool next(Batch& out);
+  // The collator's data.window_pool when its samples are windows of rows, else "".
+  std::string window_pool() const;
 
  private:
   void worker();

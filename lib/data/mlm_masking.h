@@ -50,6 +50,8 @@ class MaskingCollator final : public Collator {
   model::Inputs batch(const std::vector<int64_t>& rows, bool pin_memory) const override;
   // The original ids at `made.predict`'s positions, -100 elsewhere: int64 [B, L].
   at::Tensor targets(const std::vector<int64_t>& rows, const model::Inputs& made) const override;
+  // inner's samples: with data.stride, each window of a long text is a text to pre-train on.
+  std::vector<int64_t> samples(const std::vector<int64_t>& rows) const override { return inner_->samples(rows); }
   std::vector<int64_t> grouped(std::vector<int64_t> order, int64_t batch_size) const override {
     return inner_->grouped(std::move(order), batch_size);
   }

@@ -37,6 +37,46 @@ std::string image_size_problem(const config::json& v) {
   return "";
 }
 
+// The text modality's keys (data.text_cols and what reads it).
+void add_text_fields(config::Fields<DataOptions>& f) {
+  f.field("modality", &DataOptions::modality,
+          "what a row's input is: image (its image file), text (data.text_cols, tokenized by model.pretrained's "
+          "tokenizer), auto (text when data.text_cols is set, else image)")
+      .choices({"auto", "image", "text"});
+  f.field("text_cols", &DataOptions::text_cols,
+          "text: the column holding each row's text, or two columns encoded as a pair (the tokenizer's pair "
+          "template: [CLS] a [SEP] b [SEP] and its type ids); [] = an image task")
+      .check([](const config::json& v) -> std::string {
+        return v.size() <= 2 ? "" : "expected one column or a pair of two, got " + std::to_string(v.size());
+      });
+  f.field("max_length", &DataOptions::max_length,
+          "text: tokens per row (per window with data.stride), the special tokens included; longer rows are "
+          "truncated (the fit header counts them); batches are padded to their longest row, rounded up to a "
+          "multiple of 8")
+      .range(2, 1 << 20);
+  f.field("truncation_side", &DataOptions::truncation_side,
+          "text: which end of a long text is cut (right keeps the start, left keeps the end)")
+      .choices({"right", "left"});
+  f.field("truncation", &DataOptions::truncation,
+          "text pairs: which text loses tokens first: longest_first (the longer, token by token), only_first, "
+          "only_second (the tokenizers library's strategies)")
+      .choices({"longest_first", "only_first", "only_second"});
+  f.field("stride", &DataOptions::stride,
+          "text: sliding windows instead of truncation: a text longer than max_length becomes windows of max_length "
+          "tokens (special tokens included), consecutive windows sharing this many tokens (the Hugging Face "
+          "tokenizer's stride with return_overflowing_tokens); each window trains as a sample with its text's label, "
+          "and prediction pools a text's windows into one row (window_pool). Below max_length minus the special "
+          "tokens; single text columns only. Unset = truncate")
+      .min(0);
+  f.field("window_pool", &DataOptions::window_pool,
+          "text with data.stride: how a text's window outputs (logits, or regression values) combine into its "
+          "prediction before the activation: mean or max (element-wise)")
+      .choices({"mean", "max"});
+  f.field("group_by_length", &DataOptions::group_by_length,
+          "text: training batches of rows of similar length (the Hugging Face Trainer's group_by_length: less "
+          "padding, the same rows per epoch, seeded)");
+}
+
 config::Fields<DataOptions> data_fields() {
   config::Fields<DataOptions> f;
   f.field("format", &DataOptions::format,
@@ -72,30 +112,7 @@ config::Fields<DataOptions> data_fields() {
   f.field("label_sep", &DataOptions::label_sep, "multilabel: separator between label names in one column");
   f.field("feature_cols", &DataOptions::feature_cols,
           "numeric columns passed to the model beside the image or the pooled text");
-  f.field("modality", &DataOptions::modality,
-          "what a row's input is: image (its image file), text (data.text_cols, tokenized by model.pretrained's "
-          "tokenizer), auto (text when data.text_cols is set, else image)")
-      .choices({"auto", "image", "text"});
-  f.field("text_cols", &DataOptions::text_cols,
-          "text: the column holding each row's text, or two columns encoded as a pair (the tokenizer's pair "
-          "template: [CLS] a [SEP] b [SEP] and its type ids); [] = an image task")
-      .check([](const config::json& v) -> std::string {
-        return v.size() <= 2 ? "" : "expected one column or a pair of two, got " + std::to_string(v.size());
-      });
-  f.field("max_length", &DataOptions::max_length,
-          "text: tokens per row, the special tokens included; longer rows are truncated (the fit header counts "
-          "them); batches are padded to their longest row, rounded up to a multiple of 8")
-      .range(2, 1 << 20);
-  f.field("truncation_side", &DataOptions::truncation_side,
-          "text: which end of a long text is cut (right keeps the start, left keeps the end)")
-      .choices({"right", "left"});
-  f.field("truncation", &DataOptions::truncation,
-          "text pairs: which text loses tokens first: longest_first (the longer, token by token), only_first, "
-          "only_second (the tokenizers library's strategies)")
-      .choices({"longest_first", "only_first", "only_second"});
-  f.field("group_by_length", &DataOptions::group_by_length,
-          "text: training batches of rows of similar length (the Hugging Face Trainer's group_by_length: less "
-          "padding, the same rows per epoch, seeded)");
+  add_text_fields(f);
   f.enum_field("task", &DataOptions::task, "prediction task", task_names());
   f.field("target_transform", &DataOptions::target_transform,
           "regression: the network predicts the target standardized (mean/std of the training fold), or its log1p "

@@ -62,6 +62,8 @@ struct DataOptions {
   int64_t max_length = 256;
   std::string truncation_side = "right";
   std::string truncation = "longest_first";
+  std::optional<int64_t> stride;
+  std::string window_pool = "mean";
   bool group_by_length = false;
   Task task = Task::multiclass;
   std::string target_transform = "none";

@@ -25,7 +25,8 @@ std::string tokenizer_files_hash(const std::string& folder) {
   return sha256_hex(all);
 }
 
-TextInputs::TextInputs(const DataOptions& o, const Table& t, const TextSpec& spec) : pad_id_(spec.pad_id) {
+TextInputs::TextInputs(const DataOptions& o, const Table& t, const TextSpec& spec)
+    : window_pool_(o.window_pool), pad_id_(spec.pad_id) {
   KG_ASSERT(t.is_text(), "TextInputs over a table without text");
   const text::Tokenizer tok = text::Tokenizer::from_folder(spec.folder);
   // One text column is the table's texts as they are; a pair is split into its two columns.
@@ -43,12 +44,24 @@ TextInputs::TextInputs(const DataOptions& o, const Table& t, const TextSpec& spe
   req.max_length = o.max_length;
   req.side = o.truncation_side == "left" ? text::TruncationOptions::kLeft : text::TruncationOptions::kRight;
   req.strategy = text::truncation_strategy(o.truncation, "data.truncation");
+  req.stride = o.stride;
   req.where = [&t](size_t i) { return t.rows[i].where + " (id " + t.rows[i].id + ")"; };
   req.threads = spec.threads;
   tokens_ = spec.cache_dir.empty() ? tokenize_rows(req) : tokenize_rows_cached(req, spec.cache_dir, &note_);
+  for (int64_t r = 0; !tokens_.windows.empty() && r < tokens_.rows(); ++r)
+    row_of_.insert(row_of_.end(), static_cast<size_t>(tokens_.entries_of(r)), r);
 }
 
-model::Inputs TextInputs::batch(const std::vector<int64_t>& rows, bool pin_memory) const {
+std::vector<int64_t> TextInputs::samples(const std::vector<int64_t>& rows) const {
+  if (tokens_.windows.empty()) return rows;
+  std::vector<int64_t> out;
+  out.reserve(rows.size());
+  for (int64_t r : rows)
+    for (int64_t e = tokens_.first_entry(r); e < tokens_.first_entry(r) + tokens_.entries_of(r); ++e) out.push_back(e);
+  return out;
+}
+
+model::Inputs TextInputs::batch(const std::vector<int64_t>& rows, bool pin_memory) const {  // rows: entries
   const auto n = static_cast<int64_t>(rows.size());
   int64_t longest = 0;
   for (int64_t r : rows) longest = std::max(longest, tokens_.length(r));
@@ -81,8 +94,8 @@ std::vector<int64_t> TextInputs::grouped(std::vector<int64_t> order, int64_t bat
 std::vector<size_t> TextInputs::prediction_order(const std::vector<int64_t>& rows) const {
   std::vector<size_t> order(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return tokens_.length(rows[a]) > tokens_.length(rows[b]); });
+  auto len = [&](int64_t r) { return tokens_.length(tokens_.first_entry(r)); };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return len(rows[a]) > len(rows[b]); });
   return order;
 }
 
@@ -90,7 +103,10 @@ std::string TextInputs::describe() const {
   const double mean =
       tokens_.size() > 0 ? static_cast<double>(tokens_.ids.size()) / static_cast<double>(tokens_.size()) : 0.0;
   return "tokens  " + tokens_.truncation_note() + "; " + std::to_string(static_cast<int64_t>(mean + 0.5)) +
-         " tokens a row on average" + (note_.empty() ? "" : "; " + note_);
+         (tokens_.windows.empty()
+              ? " tokens a row on average"
+              : " tokens a window on average; predictions pool a row's windows by their " + window_pool_) +
+         (note_.empty() ? "" : "; " + note_);
 }
 
 }  // namespace kg::data

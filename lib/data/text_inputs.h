@@ -33,17 +33,24 @@ class TextInputs final : public Collator {
 
   const TokenizedRows& tokens() const { return tokens_; }
   int64_t pad_id() const { return pad_id_; }
-  // The batch of `rows`: ids, mask, type_ids int64 [B, L], L the longest row rounded up to a multiple of 8.
-  model::Inputs batch(const std::vector<int64_t>& rows, bool pin_memory = false) const override;
+  // data.stride: a sample is one of a row's windows (an entry of tokens()); without it, a row.
+  std::vector<int64_t> samples(const std::vector<int64_t>& rows) const override;
+  int64_t row_of(int64_t s) const override { return row_of_.empty() ? s : row_of_[static_cast<size_t>(s)]; }
+  int64_t window_of(int64_t s) const override { return s - tokens_.first_entry(row_of(s)); }
+  std::string window_pool() const override { return tokens_.windows.empty() ? "" : window_pool_; }
+  // The batch of `samples`: ids, mask, type_ids int64 [B, L], L the longest rounded up to a multiple of 8.
+  model::Inputs batch(const std::vector<int64_t>& samples, bool pin_memory = false) const override;
   // data.group_by_length: `order` regrouped into batches of similar length (length_grouped_order).
   std::vector<int64_t> grouped(std::vector<int64_t> order, int64_t batch_size) const override;
-  // Longest rows first (batches of similar length pad little); equal lengths keep their order.
+  // Longest rows first (by their first window: batches of similar length pad little); equal lengths keep their order.
   std::vector<size_t> prediction_order(const std::vector<int64_t>& rows) const override;
   // "tokens: 12 % of rows truncated at 256 (...); mean 87 tokens; tokens from the cache ..."
   std::string describe() const override;
 
  private:
   TokenizedRows tokens_;
+  std::vector<int64_t> row_of_;  // each entry's row (data.stride); empty: entry = row
+  std::string window_pool_;
   int64_t pad_id_ = 0;
   std::string note_;
 };

@@ -9,12 +9,15 @@
 #include "core/fs.h"
 #include "core/parallel_for.h"
 #include "core/sha256.h"
+#include "core/strings.h"
 
 namespace kg::data {
 
 namespace {
 
-constexpr char kTokensMagic[8] = {'K', 'G', 'T', 'O', 'K', 'E', 'N', '1'};
+// Version 2 adds the row -> windows offsets; a version 1 file (no windows) still reads.
+constexpr char kTokensMagic[8] = {'K', 'G', 'T', 'O', 'K', 'E', 'N', '2'};
+constexpr char kTokensMagicV1[8] = {'K', 'G', 'T', 'O', 'K', 'E', 'N', '1'};
 
 text::Encoding encode_row(const text::Tokenizer& tok, const TokenizeRequest& r, size_t i) {
   return r.second ? tok.encode_pair((*r.first)[i], (*r.second)[i]) : tok.encode((*r.first)[i]);
@@ -28,11 +31,18 @@ void put(std::string& out, const T* p, size_t n) {
 }  // namespace
 
 std::string TokenizedRows::truncation_note() const {
-  if (truncated == 0) return "no row truncated at " + std::to_string(max_length);
-  const double pct = 100.0 * static_cast<double>(truncated) / static_cast<double>(std::max<int64_t>(1, size()));
+  const std::string at = std::to_string(max_length);
+  const std::string per_row =
+      windows.empty()
+          ? ""
+          : ", " +
+                format_significant(static_cast<double>(size()) / static_cast<double>(std::max<int64_t>(1, rows())), 3) +
+                " windows a row on average";
+  if (truncated == 0) return (windows.empty() ? "no row truncated at " : "no row longer than ") + at + per_row;
+  const double pct = 100.0 * static_cast<double>(truncated) / static_cast<double>(std::max<int64_t>(1, rows()));
   const std::string p = pct < 1 ? "<1" : std::to_string(static_cast<int64_t>(pct + 0.5));
-  return p + " % of rows truncated at " + std::to_string(max_length) + " (" + std::to_string(truncated) + " of " +
-         std::to_string(size()) + ")";
+  return p + (windows.empty() ? " % of rows truncated at " : " % of rows longer than ") + at + " (" +
+         std::to_string(truncated) + " of " + std::to_string(rows()) + ")" + per_row;
 }
 
 TokenizedRows tokenize_rows(const TokenizeRequest& r) {
@@ -50,15 +60,28 @@ TokenizedRows tokenize_rows(const TokenizeRequest& r) {
   t.direction = r.side;
   cut.set_truncation(t);
 
+  KG_CHECK(!r.stride || !r.second, ConfigError, "data.stride = ", r.stride.value_or(0),
+           ": sliding windows cut one text, and data.text_cols names a pair; window a single column (or join the two "
+           "into one), or leave data.stride unset to truncate the pair");
+  KG_CHECK(!r.stride || *r.stride >= 0, ConfigError, "data.stride = ", r.stride.value_or(0),
+           ": expected the tokens consecutive windows share, 0 or more");
+  if (r.stride)  // the bound, before any work (encode_windows checks it again per row)
+    (void)r.tokenizer->encode_windows("", static_cast<size_t>(r.max_length), static_cast<size_t>(*r.stride), r.side);
   const size_t n = r.first->size();
-  std::vector<text::Encoding> enc(n);
+  std::vector<std::vector<text::Encoding>> enc(n);  // a row's encoding, or its windows
   std::vector<char> was_cut(n, 0);
   parallel_for(n, std::max(1, r.threads), [&](size_t i, int) {
     try {
-      enc[i] = encode_row(whole, r, i);
-      if (static_cast<int64_t>(enc[i].ids.size()) > r.max_length) {
+      if (r.stride) {
+        enc[i] = whole.encode_windows((*r.first)[i], static_cast<size_t>(r.max_length), static_cast<size_t>(*r.stride),
+                                      r.side);
+        was_cut[i] = enc[i].size() > 1;
+        return;
+      }
+      enc[i] = {encode_row(whole, r, i)};
+      if (static_cast<int64_t>(enc[i][0].ids.size()) > r.max_length) {
         was_cut[i] = 1;
-        enc[i] = encode_row(cut, r, i);
+        enc[i] = {encode_row(cut, r, i)};
       }
     } catch (const DataError& e) {
       throw DataError((r.where ? r.where(i) : "row " + std::to_string(i + 1)) + ": " + e.what());
@@ -66,18 +89,22 @@ TokenizedRows tokenize_rows(const TokenizeRequest& r) {
   });
   TokenizedRows out;
   out.max_length = r.max_length;
-  out.offsets.reserve(n + 1);
   out.offsets.push_back(0);
+  if (r.stride) out.windows.push_back(0);
   size_t total = 0;
-  for (const auto& e : enc) total += e.ids.size();
+  for (const auto& w : enc)
+    for (const auto& e : w) total += e.ids.size();
   out.ids.reserve(total);
   out.types.reserve(total);
   for (size_t i = 0; i < n; ++i) {
-    for (size_t k = 0; k < enc[i].ids.size(); ++k) {
-      out.ids.push_back(static_cast<int32_t>(enc[i].ids[k]));
-      out.types.push_back(static_cast<uint8_t>(enc[i].type_ids[k]));
+    for (const auto& e : enc[i]) {
+      for (size_t k = 0; k < e.ids.size(); ++k) {
+        out.ids.push_back(static_cast<int32_t>(e.ids[k]));
+        out.types.push_back(static_cast<uint8_t>(e.type_ids[k]));
+      }
+      out.offsets.push_back(static_cast<int64_t>(out.ids.size()));
     }
-    out.offsets.push_back(static_cast<int64_t>(out.ids.size()));
+    if (r.stride) out.windows.push_back(static_cast<int64_t>(out.offsets.size()) - 1);
     out.truncated += was_cut[i];
   }
   return out;
@@ -92,7 +119,8 @@ std::string tokenize_key(const TokenizeRequest& r) {
   };
   field(r.tokenizer_id);
   field(std::to_string(r.max_length) + "/" + std::to_string(r.side) + "/" + std::to_string(r.strategy) + "/" +
-        (r.second ? "pair" : "single") + "/" + std::to_string(r.first->size()));
+        (r.second ? "pair" : "single") + "/" + std::to_string(r.first->size()) +
+        (r.stride ? "/stride " + std::to_string(*r.stride) : ""));
   for (size_t i = 0; i < r.first->size(); ++i) {
     field((*r.first)[i]);
     if (r.second) field((*r.second)[i]);
@@ -102,9 +130,11 @@ std::string tokenize_key(const TokenizeRequest& r) {
 
 std::string serialize_tokens(const TokenizedRows& t) {
   std::string out(kTokensMagic, sizeof kTokensMagic);
-  const int64_t head[4] = {t.size(), static_cast<int64_t>(t.ids.size()), t.truncated, t.max_length};
-  put(out, head, 4);
+  const int64_t head[5] = {t.size(), static_cast<int64_t>(t.ids.size()), t.truncated, t.max_length,
+                           static_cast<int64_t>(t.windows.size())};
+  put(out, head, 5);
   put(out, t.offsets.data(), t.offsets.size());
+  put(out, t.windows.data(), t.windows.size());
   put(out, t.ids.data(), t.ids.size());
   put(out, t.types.data(), t.types.size());
   return out;
@@ -120,25 +150,31 @@ TokenizedRows deserialize_tokens(const std::string& bytes, const std::string& wh
   char magic[sizeof kTokensMagic];
   KG_CHECK(bytes.size() >= sizeof magic, DataError, where, ": not a tokens cache");
   take(magic, sizeof magic);
-  KG_CHECK(std::memcmp(magic, kTokensMagic, sizeof magic) == 0, DataError, where, ": not a tokens cache");
-  int64_t head[4];
-  take(head, sizeof head);
-  const int64_t rows = head[0], tokens = head[1];
-  KG_CHECK(rows >= 0 && tokens >= 0 && head[2] >= 0 && head[2] <= rows &&
-               static_cast<uint64_t>(rows + 1) * 8 + static_cast<uint64_t>(tokens) * 5 == bytes.size() - pos,
+  const bool v1 = std::memcmp(magic, kTokensMagicV1, sizeof magic) == 0;
+  KG_CHECK(v1 || std::memcmp(magic, kTokensMagic, sizeof magic) == 0, DataError, where, ": not a tokens cache");
+  int64_t head[5] = {0, 0, 0, 0, 0};
+  take(head, v1 ? 4 * sizeof(int64_t) : sizeof head);
+  const int64_t rows = head[0], tokens = head[1], windows = head[4];
+  KG_CHECK(rows >= 0 && tokens >= 0 && windows >= 0 && head[2] >= 0 && head[2] <= rows &&
+               static_cast<uint64_t>(rows + 1 + windows) * 8 + static_cast<uint64_t>(tokens) * 5 == bytes.size() - pos,
            DataError, where, ": a tokens cache of inconsistent size");
   TokenizedRows t;
   t.truncated = head[2];
   t.max_length = head[3];
   t.offsets.resize(static_cast<size_t>(rows) + 1);
+  t.windows.resize(static_cast<size_t>(windows));
   t.ids.resize(static_cast<size_t>(tokens));
   t.types.resize(static_cast<size_t>(tokens));
   take(t.offsets.data(), t.offsets.size() * sizeof(int64_t));
+  take(t.windows.data(), t.windows.size() * sizeof(int64_t));
   take(t.ids.data(), t.ids.size() * sizeof(int32_t));
   take(t.types.data(), t.types.size());
   bool ok = t.offsets.front() == 0 && t.offsets.back() == tokens;
   for (size_t i = 1; ok && i < t.offsets.size(); ++i) ok = t.offsets[i] >= t.offsets[i - 1];
   KG_CHECK(ok, DataError, where, ": a tokens cache whose row offsets are out of order");
+  ok = t.windows.empty() || (t.windows.front() == 0 && t.windows.back() == rows);
+  for (size_t i = 1; ok && i < t.windows.size(); ++i) ok = t.windows[i] > t.windows[i - 1];
+  KG_CHECK(ok, DataError, where, ": a tokens cache whose windows are out of order");
   return t;
 }
 
@@ -148,7 +184,7 @@ TokenizedRows tokenize_rows_cached(const TokenizeRequest& r, const std::string& 
   if (std::filesystem::is_regular_file(path, ec)) {
     try {
       TokenizedRows t = deserialize_tokens(read_file(path), path);
-      if (t.size() == static_cast<int64_t>(r.first->size())) {
+      if (t.rows() == static_cast<int64_t>(r.first->size()) && t.windows.empty() == !r.stride) {
         if (note) *note = "tokens from the cache " + path;
         return t;
       }

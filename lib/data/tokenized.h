@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,18 +14,27 @@
 
 namespace kg::data {
 
+// An entry is what the model sees as one sample: a row's encoding, or with data.stride one of a row's windows.
 struct TokenizedRows {
-  std::vector<int32_t> ids;      // every row's ids, one after the other
+  std::vector<int32_t> ids;      // every entry's ids, one after the other
   std::vector<uint8_t> types;    // the token type id of each of `ids` (0 or 1: the first or second text of a pair)
-  std::vector<int64_t> offsets;  // row r is [offsets[r], offsets[r + 1]); size() + 1 entries
-  int64_t truncated = 0;         // rows whose encoding was longer than max_length, cut to it
-  int64_t max_length = 0;        // the truncation length they were encoded with
+  std::vector<int64_t> offsets;  // entry e is [offsets[e], offsets[e + 1]); size() + 1 entries
+  // With data.stride: row r's windows are entries [windows[r], windows[r + 1]); empty = one entry per row.
+  std::vector<int64_t> windows;
+  int64_t truncated = 0;   // rows whose encoding was longer than max_length: cut to it, or windowed
+  int64_t max_length = 0;  // the truncation (window) length they were encoded with
 
-  int64_t size() const { return offsets.empty() ? 0 : static_cast<int64_t>(offsets.size()) - 1; }
-  int64_t length(int64_t row) const {
-    return offsets[static_cast<size_t>(row) + 1] - offsets[static_cast<size_t>(row)];
+  int64_t size() const { return offsets.empty() ? 0 : static_cast<int64_t>(offsets.size()) - 1; }  // entries
+  int64_t rows() const { return windows.empty() ? size() : static_cast<int64_t>(windows.size()) - 1; }
+  int64_t first_entry(int64_t row) const { return windows.empty() ? row : windows[static_cast<size_t>(row)]; }
+  int64_t entries_of(int64_t row) const {
+    return windows.empty() ? 1 : windows[static_cast<size_t>(row) + 1] - first_entry(row);
   }
-  // "12 % of rows truncated at 256" (rounded; "no row truncated at 256" when none).
+  int64_t length(int64_t entry) const {
+    return offsets[static_cast<size_t>(entry) + 1] - offsets[static_cast<size_t>(entry)];
+  }
+  // "12 % of rows truncated at 256" (rounded; "no row truncated at 256" when none); windowed: "12 % of rows longer
+  // than 256, in 1.4 windows a row on average".
   std::string truncation_note() const;
 };
 
@@ -37,6 +47,9 @@ struct TokenizeRequest {
   int64_t max_length = 512;                          // data.max_length: tokens per row, special tokens included
   text::TruncationOptions::Direction side = text::TruncationOptions::kRight;  // data.truncation_side
   text::TruncationOptions::Strategy strategy = text::TruncationOptions::kLongestFirst;
+  // data.stride: a row longer than max_length becomes windows sharing this many tokens (Tokenizer::encode_windows,
+  // in `side`'s order) instead of being truncated; single texts only (ConfigError for pairs). nullopt = truncate.
+  std::optional<int64_t> stride;
   // Row r's place for messages ("train.csv row 17 (line 18)").
   std::function<std::string(size_t)> where;
   int threads = 1;
@@ -44,10 +57,10 @@ struct TokenizeRequest {
 
 // Tokenizes every row (on `threads` threads). DataError naming the row (via `where`) for text that is not UTF-8,
 // with the tokenizer's reason; a row that cannot be truncated to max_length (only the special tokens would fit)
-// likewise.
+// likewise. ConfigError for a stride with pairs, or one not below the text tokens a window holds.
 TokenizedRows tokenize_rows(const TokenizeRequest& r);
 
-// The cache key of a request: SHA-256 over the tokenizer's id, max_length, the truncation and every text.
+// The cache key of a request: SHA-256 over the tokenizer's id, max_length, the truncation, the stride and every text.
 std::string tokenize_key(const TokenizeRequest& r);
 // tokenize_rows through a cache folder: `dir`/tokens-<key>.bin when it is there and whole, else tokenized and written
 // there atomically (a cache that cannot be written is not an error: `note` says so). `note` also says whether the

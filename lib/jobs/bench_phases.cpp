@@ -200,7 +200,7 @@ void time_train_step(const session::TrainingContext& s, model::Network& net, con
                      const std::vector<int64_t>& valid, const Settings& st, const Sync& sync, const std::string& dir,
                      ConfigTiming& r) {
   auto opt = optim::build(s.session.recipe, net);
-  train::Plan plan(s.session.recipe, s.epochs, s.steps_of(static_cast<int64_t>(rows.size())), net.group_names());
+  train::Plan plan(s.session.recipe, s.epochs, s.steps_of(rows), net.group_names());
   r.updates_per_epoch = plan.steps_in_epoch(0);
   KG_CHECK(r.updates_per_epoch > 0, DataError, "bench: epoch 1 has no full batch of ", r.micro_batch, " among its ",
            rows.size(), " training rows (train.batch_size)");

@@ -191,7 +191,7 @@ bool FitRun::preview() {
   // optim.lr = "find": any number shows the plan's shape; the finder sets the real one before training.
   const config::Recipe shown = optim::with_numeric_lr(recipe);
   const auto first_split = s_.split_of(s_.opt.cv.run_folds.front());
-  train::Plan plan(shown, s_.epochs, s_.steps_of(static_cast<int64_t>(first_split.first.size())), net->group_names());
+  train::Plan plan(shown, s_.epochs, s_.steps_of(first_split.first), net->group_names());
   auto opt = optim::build(shown, *net);
   msum.set_optimizer(opt->name(), opt->state_slots());
   log("  model   " + model::model_name(recipe) + ", " + std::to_string(model::count_parameters(*net)) + " parameters" +

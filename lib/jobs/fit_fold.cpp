@@ -66,7 +66,7 @@ FitRun::FoldOutcome FitRun::train_fold(size_t index, int64_t k) {
   net->to(dev.device);
   if (dev.channels_last) net->set_channels_last(true);
   auto opt = optim::build(recipe, *net);
-  train::Plan plan(recipe, s_.epochs, s_.steps_of(static_cast<int64_t>(train_rows.size())), net->group_names());
+  train::Plan plan(recipe, s_.epochs, s_.steps_of(train_rows), net->group_names());
   auto train_loader = [&, rows = train_rows](int64_t epoch, int64_t start) {
     return s_.train_loader(rows, epoch, plan.epochs(), start);
   };

@@ -54,9 +54,9 @@ double interp(double x, const std::vector<double>& xp, const std::vector<double>
 }
 
 // The epochs of fit's plan (fine_tune adds its frozen epochs): the loaders' progressive-resizing stage.
-int64_t plan_epochs(const session::TrainingContext& s, const model::Network& net, int64_t n_train) {
+int64_t plan_epochs(const session::TrainingContext& s, const model::Network& net, const std::vector<int64_t>& rows) {
   const config::Recipe r = optim::with_numeric_lr(s.session.recipe);
-  train::Plan plan(r, s.epochs, s.steps_of(n_train), net.group_names());
+  train::Plan plan(r, s.epochs, s.steps_of(rows), net.group_names());
   return plan.epochs();
 }
 
@@ -131,7 +131,7 @@ json run_lr_finder(const session::TrainingContext& s, model::Network& net, int64
   auto opts = s.session.recipe.get<train::LrFindOptions>();
   if (s.session.smoke) opts.num_steps = std::min<int64_t>(opts.num_steps, 20);
   const auto rows = s.split_of(fold).first;
-  const int64_t n_epochs = plan_epochs(s, net, static_cast<int64_t>(rows.size()));
+  const int64_t n_epochs = plan_epochs(s, net, rows);
   s.session.log(
       "  lr find " + std::to_string(opts.num_steps) + " updates, lr " + format_significant(opts.start_lr, 3) + " to " +
       format_significant(opts.end_lr, 3) + " (exponential), on fold " + std::to_string(fold) + "'s " +
@@ -186,7 +186,7 @@ int run_lr_find(const session::Session& given) {
   for (auto& n : s.session.preprocessing_notes) o.log("  data    " + n);
   for (auto& n : built.weight_notes) o.log("  weights " + n);
   if (!built.target_note.empty()) o.log("  target  " + built.target_note);
-  (void)plan_epochs(s, *net, static_cast<int64_t>(s.split_of(fold).first.size()));  // freezing / fine_tune errors now
+  (void)plan_epochs(s, *net, s.split_of(fold).first);  // freezing / fine_tune errors now
   if (o.dry_run) {
     o.log("dry run: recipe valid, every component built, " + std::to_string(s.data.table.size()) +
           " rows usable; nothing swept");

@@ -241,7 +241,7 @@ int run_pretrain(const PretrainRequest& o) {
   net.to(dev.device);
   auto opt = optim::build(recipe, net);
   const int64_t max_batches = o.smoke ? 2 * topt.accum_steps : -1;
-  const auto n_train = static_cast<int64_t>(corpus.train.size());
+  const auto n_train = static_cast<int64_t>(corpus.collator->samples(corpus.train).size());  // windows
   train::Plan plan(
       recipe, o.smoke ? 1 : topt.epochs,
       [&](int64_t, int64_t) {

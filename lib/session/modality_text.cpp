@@ -21,9 +21,17 @@ class TextModality final : public Modality {
   int64_t seq_len(const data::DataOptions& d) const override { return d.max_length; }
 
   nlohmann::json input_json(const data::DataOptions& d, const data::ImageGeometry&) const override {
-    return {{"text_cols", d.text_cols}, {"max_length", d.max_length}};
+    nlohmann::json j = {{"text_cols", d.text_cols}, {"max_length", d.max_length}};
+    if (d.stride) {
+      j["stride"] = *d.stride;
+      j["window_pool"] = d.window_pool;
+    }
+    return j;
   }
   std::string describe_input(const data::DataOptions& d) const override {
+    if (d.stride)
+      return "text " + join(d.text_cols, " + ") + ", windows of " + std::to_string(d.max_length) + " tokens sharing " +
+             std::to_string(*d.stride) + " (predictions pooled by " + d.window_pool + ")";
     return "text " + join(d.text_cols, " + ") + ", up to " + std::to_string(d.max_length) + " tokens";
   }
 

@@ -155,7 +155,7 @@ TrainingContext::TrainingContext(const Session& given, const std::string& comman
 TrainingContext::~TrainingContext() = default;
 
 void TrainingContext::check_real_warmup(const config::Recipe& real) const {
-  const auto n_train = static_cast<int64_t>(split_of(opt.cv.run_folds.front()).first.size());
+  const int64_t n_train = samples_in(split_of(opt.cv.run_folds.front()).first);
   int64_t total = 0, per_epoch = 1;
   for (int64_t e = 0; e < opt.train.epochs; ++e)
     total += per_epoch = updates_in_epoch(n_train, e, opt.train.epochs, -1);
@@ -184,8 +184,12 @@ int64_t TrainingContext::updates_in_epoch(int64_t n_train, int64_t epoch, int64_
   return (b + opt.train.accum_steps - 1) / opt.train.accum_steps;
 }
 
-std::function<int64_t(int64_t, int64_t)> TrainingContext::steps_of(int64_t n_train) const {
-  return [this, n_train](int64_t epoch, int64_t n_epochs) {
+int64_t TrainingContext::samples_in(const std::vector<int64_t>& rows) const {
+  return static_cast<int64_t>(data.collator ? data.collator->samples(rows).size() : rows.size());
+}
+
+std::function<int64_t(int64_t, int64_t)> TrainingContext::steps_of(const std::vector<int64_t>& train_rows) const {
+  return [this, n_train = samples_in(train_rows)](int64_t epoch, int64_t n_epochs) {
     return updates_in_epoch(n_train, epoch, n_epochs, max_batches);
   };
 }

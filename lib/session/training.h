@@ -103,8 +103,11 @@ class TrainingContext {
   int64_t batch_at(int64_t epoch, int64_t n_epochs) const;
   // Table rows of fold k: (train, valid); DataError when either side is empty.
   std::pair<std::vector<int64_t>, std::vector<int64_t>> split_of(int64_t k) const;
-  // Optimizer updates per epoch for `n_train` training rows (a Plan's StepsOf).
-  std::function<int64_t(int64_t, int64_t)> steps_of(int64_t n_train) const;
+  // Optimizer updates per epoch for training on table rows `train_rows` (a Plan's StepsOf): their samples (text's
+  // windows with data.stride) in batches.
+  std::function<int64_t(int64_t, int64_t)> steps_of(const std::vector<int64_t>& train_rows) const;
+  // The samples the loader makes of `rows`: the rows, or with text's data.stride their windows.
+  int64_t samples_in(const std::vector<int64_t>& rows) const;
   // The model's context: the data's input (image size or data.max_length), outputs, numeric features.
   model::ModelContext model_context() const;
   // The recipe's network, seeded with run.seed (every fold starts from the same weights), with model.pretrained /

@@ -366,6 +366,8 @@ Encoding Tokenizer::encode_impl(std::string_view a, const std::string_view* b, b
   return e;
 }
 
+size_t Tokenizer::special_tokens(bool pair) const { return special_count(pair ? pair_ : single_); }
+
 Encoding Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
   return encode_impl(text, nullptr, add_special_tokens);
 }

@@ -96,6 +96,17 @@ class Tokenizer {
   Encoding encode(std::string_view text, bool add_special_tokens = true) const;
   Encoding encode_pair(std::string_view first, std::string_view second, bool add_special_tokens = true) const;
 
+  // One text as sliding windows, as tokenizers' truncation with a stride makes its overflowing encodings (transformers'
+  // return_overflowing_tokens=True, stride=`stride`): the text's tokens cut into pieces of max_length minus the
+  // special tokens, consecutive pieces sharing `stride` tokens, each wrapped in the single-text template; the main
+  // encoding first, then the overflow in tokenizers' order (right: from the start; left: from the end). One window
+  // when the text fits. The tokenizer's own truncation is not used. ConfigError when `stride` is not below the
+  // tokens a window holds (tokenizers asserts it).
+  std::vector<Encoding> encode_windows(std::string_view text, size_t max_length, size_t stride,
+                                       TruncationOptions::Direction direction) const;
+  // The special tokens the single-text (or pair) template adds.
+  size_t special_tokens(bool pair = false) const;
+
   // The truncation of the file's "truncation" key, replaced or removed here.
   const std::optional<TruncationOptions>& truncation() const { return truncation_; }
   void set_truncation(std::optional<TruncationOptions> t) { truncation_ = t; }

@@ -12,6 +12,7 @@
 #include "device/distributed.h"
 #include "metric/metric.h"
 #include "train/step.h"
+#include "train/window_pool.h"
 
 namespace kg::train {
 
@@ -28,6 +29,20 @@ void stop_if_signalled() {
                           "out-of-fold predictions; other commands start again)");
 }
 
+// A batch's samples that start a row (window 0): its rows and targets are the pooled predictions'.
+std::vector<int64_t> first_windows(const data::Batch& b) {
+  std::vector<int64_t> at;
+  for (size_t i = 0; i < b.windows.size(); ++i)
+    if (b.windows[i] == 0) at.push_back(static_cast<int64_t>(i));
+  return at;
+}
+
+void keep_first_windows(const data::Batch& b, std::vector<int64_t>& rows, std::vector<at::Tensor>& targets) {
+  const auto at = first_windows(b);
+  for (int64_t i : at) rows.push_back(b.rows[static_cast<size_t>(i)]);
+  if (b.targets.defined()) targets.push_back(b.targets.index_select(0, torch::tensor(at, torch::kLong)));
+}
+
 }  // namespace
 
 void set_predictions_stop_on_signal(bool on) { g_predictions_stop.store(on); }
@@ -40,8 +55,12 @@ Predictions predict(model::Network& net, data::Loader& loader, const c10::Device
   auto t0 = std::chrono::steady_clock::now();
   std::vector<at::Tensor> probs, targets;
   double loss_sum = 0;
-  int64_t hits = 0;
+  int64_t hits = 0;  // masked-language-model batches: the predicted tokens' top-1 hits
   bool masked = false;
+  // Windows (text's data.stride): raw outputs kept, pooled per row at the end, then the loss and activation.
+  const std::string pool = loader.window_pool();
+  std::vector<at::Tensor> raw;
+  std::vector<int64_t> windows;
   data::Batch b;
   while (loader.next(b)) {
     stop_if_signalled();
@@ -54,12 +73,26 @@ Predictions predict(model::Network& net, data::Loader& loader, const c10::Device
       masked = true;
       continue;
     }
+    if (!pool.empty()) {
+      raw.push_back(logits.to(torch::kCPU));
+      windows.insert(windows.end(), b.windows.begin(), b.windows.end());
+      keep_first_windows(b, p.rows, targets);
+      continue;
+    }
     if (loss && b.targets.defined())
       loss_sum += loss->forward(logits, b.targets.to(device, true)).item<double>() * logits.size(0);
     probs.push_back(metric::activate(logits, task).to(torch::kCPU));
     if (b.targets.defined()) targets.push_back(b.targets);
     p.rows.insert(p.rows.end(), b.rows.begin(), b.rows.end());
     p.images += logits.size(0);
+  }
+  if (!pool.empty() && !raw.empty()) {
+    const at::Tensor pooled = pool_windows(torch::cat(raw), window_starts(windows), pool);
+    if (!targets.empty() && loss)
+      loss_sum = loss->forward(pooled.to(device), torch::cat(targets).to(device)).item<double>() *
+                 static_cast<double>(pooled.size(0));
+    probs.push_back(metric::activate(pooled, task));
+    p.images = pooled.size(0);
   }
   p.probs = probs.empty() ? torch::empty({0, 0}) : torch::cat(probs);
   if (!targets.empty()) p.targets = torch::cat(targets);
@@ -106,6 +139,8 @@ ViewOutputs predict_views(model::Network& net, data::Loader& loader, const c10::
   auto t0 = std::chrono::steady_clock::now();
   std::vector<std::vector<at::Tensor>> raw(views.size());
   std::vector<at::Tensor> targets;
+  const std::string pool = loader.window_pool();  // windows: pooled per row below (train/window_pool.h)
+  std::vector<int64_t> windows;
   data::Batch b;
   while (loader.next(b)) {
     stop_if_signalled();
@@ -115,11 +150,19 @@ ViewOutputs predict_views(model::Network& net, data::Loader& loader, const c10::
       if (views[v]) view.pixels = views[v](in.pixels);
       raw[v].push_back(forward_float32(net, view, precision, device.type()).to(torch::kCPU));
     }
+    o.images += in.size();
+    if (!pool.empty()) {
+      windows.insert(windows.end(), b.windows.begin(), b.windows.end());
+      keep_first_windows(b, o.rows, targets);
+      continue;
+    }
     if (b.targets.defined()) targets.push_back(b.targets);
     o.rows.insert(o.rows.end(), b.rows.begin(), b.rows.end());
-    o.images += in.size();
   }
-  for (auto& r : raw) o.raw.push_back(r.empty() ? torch::empty({0, 0}) : torch::cat(r));
+  for (auto& r : raw) {
+    o.raw.push_back(r.empty() ? torch::empty({0, 0}) : torch::cat(r));
+    if (!pool.empty() && !r.empty()) o.raw.back() = pool_windows(o.raw.back(), window_starts(windows), pool);
+  }
   if (!targets.empty()) o.targets = torch::cat(targets);
   o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return o;

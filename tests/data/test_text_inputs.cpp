@@ -14,6 +14,8 @@
 #include "data/csv.h"
 #include "data/table.h"
 #include "data/text_inputs.h"
+#include "core/error.h"
+#include "support/errors.h"
 #include "support/temp_dir.h"
 #include "test_paths.h"
 
@@ -129,6 +131,71 @@ TEST_CASE("text inputs: a batch pads to its longest row, rounded up to 8, with m
   auto g = in.grouped(order, 1);
   std::sort(g.begin(), g.end());
   CHECK(g == order);
+}
+
+TEST_CASE("text inputs: data.stride makes a row's windows its samples, cached under their own key",
+          "[unit][data][text]") {
+  std::string body = "id,text,label\n";
+  const std::vector<std::string> texts{"the fox", "the quick brown fox jumps over the lazy dog and more words here",
+                                       "dog", "a day in spring with some wind and a lazy dog under the porch again"};
+  for (size_t i = 0; i < texts.size(); ++i) body += std::to_string(i) + "," + texts[i] + ",x\n";
+  TextTable tt(body);
+  REQUIRE(tt.bad.empty());
+  kg::data::TextSpec spec;
+  spec.folder = kSpm;
+  spec.cache_dir = tt.dir / "cache";
+  tt.o.max_length = 8;
+  tt.o.stride = 2;
+  tt.o.window_pool = "max";
+  kg::data::TextInputs in(tt.o, tt.t, spec);
+  const auto& tok = in.tokens();
+  REQUIRE(tok.rows() == 4);
+  CHECK(tok.entries_of(0) == 1);
+  CHECK(tok.entries_of(1) > 1);
+  CHECK(tok.entries_of(2) == 1);
+  CHECK(tok.truncated == 2);
+  CHECK(in.window_pool() == "max");
+  CHECK(in.describe().find("50 % of rows longer than 8 (2 of 4), ") != std::string::npos);
+  // Each row's windows, the tokenizer's.
+  const auto t = kg::text::Tokenizer::from_folder(kSpm);
+  for (int64_t r = 0; r < 4; ++r) {
+    const auto w = t.encode_windows(texts[static_cast<size_t>(r)], 8, 2, kg::text::TruncationOptions::kRight);
+    REQUIRE(tok.entries_of(r) == static_cast<int64_t>(w.size()));
+    for (size_t k = 0; k < w.size(); ++k) {
+      const int64_t e = tok.first_entry(r) + static_cast<int64_t>(k);
+      CHECK(std::vector<int64_t>(tok.ids.begin() + tok.offsets[static_cast<size_t>(e)],
+                                 tok.ids.begin() + tok.offsets[static_cast<size_t>(e) + 1]) == w[k].ids);
+      CHECK(in.row_of(e) == r);
+      CHECK(in.window_of(e) == static_cast<int64_t>(k));
+    }
+  }
+  // Samples of rows: each row's windows, consecutive, in the rows' order.
+  const auto s = in.samples({3, 0});
+  REQUIRE(static_cast<int64_t>(s.size()) == tok.entries_of(3) + 1);
+  CHECK(s.front() == tok.first_entry(3));
+  CHECK(s.back() == 0);
+  // The stride is part of the cache key; the same request reads its file back, windows included.
+  kg::data::TextInputs again(tt.o, tt.t, spec);
+  CHECK(again.describe().find("tokens from the cache") != std::string::npos);
+  CHECK(again.tokens().windows == tok.windows);
+  tt.o.stride = 3;
+  kg::data::TextInputs other(tt.o, tt.t, spec);
+  CHECK(other.describe().find("tokenized, cached in") != std::string::npos);
+  tt.o.stride.reset();
+  kg::data::TextInputs cut(tt.o, tt.t, spec);
+  CHECK(cut.tokens().windows.empty());
+  CHECK(cut.window_pool().empty());
+  CHECK(cut.samples({3, 0}) == std::vector<int64_t>{3, 0});
+  // A stride a window cannot hold, and a pair: config errors naming data.stride.
+  tt.o.stride = 6;  // 8 - [CLS] - [SEP] = 6 text tokens a window
+  CHECK(kg::test::error_of<kg::ConfigError>([&] {
+          kg::data::TextInputs bad(tt.o, tt.t, spec);
+        }).find("data.stride = 6: a window of data.max_length = 8 tokens holds 6") != std::string::npos);
+  TextTable pair("id,q,a,label\n1,first one,second one,x\n", {"q", "a"});
+  pair.o.stride = 1;
+  CHECK(kg::test::error_of<kg::ConfigError>([&] {
+          kg::data::TextInputs bad(pair.o, pair.t, spec);
+        }).find("data.stride = 1: sliding windows cut one text") != std::string::npos);
 }
 
 }  // namespace KG_UNITY_ID

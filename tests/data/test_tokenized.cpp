@@ -147,6 +147,7 @@ TEST_CASE("tokens are cached on disk by what decides them, and a damaged cache i
   CHECK(changed([](auto& c, auto&) { c.side = kg::text::TruncationOptions::kLeft; }));
   CHECK(changed([](auto&, auto& texts) { texts[2] += " "; }));
   CHECK(changed([](auto&, auto& texts) { std::swap(texts[0], texts[1]); }));
+  CHECK(changed([](auto& c, auto&) { c.stride = 1; }));
   CHECK_FALSE(changed([](auto& c, auto&) { c.threads = 4; }));
   // A cache file cut short or of another kind: read errors name it; the cached call tokenizes again.
   const std::string bytes = kg::data::serialize_tokens(first);
@@ -161,6 +162,34 @@ TEST_CASE("tokens are cached on disk by what decides them, and a damaged cache i
   const auto rebuilt = kg::data::tokenize_rows_cached(r, dir / "cache", &note);
   CHECK(note.find("tokenized, cached in") == 0);
   CHECK(rebuilt.ids == first.ids);
+}
+
+TEST_CASE("data.stride: a row's windows are its entries, and they travel through the cache file", "[unit][data]") {
+  const auto tok = tiny_tokenizer();
+  const std::vector<std::string> a{"the lazy dog jumps over the quick brown fox", "fox", "the quick brown fox."};
+  kg::data::TokenizeRequest r;
+  r.tokenizer = &tok;
+  r.first = &a;
+  r.max_length = 6;  // 4 text tokens a window
+  r.stride = 1;
+  const auto t = kg::data::tokenize_rows(r);
+  REQUIRE(t.rows() == 3);
+  CHECK(t.windows == std::vector<int64_t>{0, 3, 4, 6});  // row 0: 10 tokens, [0,4) [3,7) [6,10)
+  CHECK(t.truncated == 2);
+  CHECK(row_ids(t, 0) == std::vector<int64_t>{2, 4, 11, 12, 8, 3});
+  CHECK(row_ids(t, 1) == std::vector<int64_t>{2, 8, 9, 10, 4, 3});
+  CHECK(row_ids(t, 2) == std::vector<int64_t>{2, 4, 5, 6, 7, 3});
+  CHECK(row_ids(t, 3) == std::vector<int64_t>{2, 7, 3});           // row 1: one window
+  CHECK(row_ids(t, 4) == std::vector<int64_t>{2, 4, 5, 6, 7, 3});  // row 2: 5 tokens, [0,4) [3,5)
+  CHECK(row_ids(t, 5) == std::vector<int64_t>{2, 7, 13, 3});
+  CHECK(t.truncation_note() == "67 % of rows longer than 6 (2 of 3), 2 windows a row on average");
+  const auto back = kg::data::deserialize_tokens(kg::data::serialize_tokens(t), "w.bin");
+  CHECK(back.windows == t.windows);
+  CHECK(back.ids == t.ids);
+  CHECK(back.offsets == t.offsets);
+  r.stride = 4;
+  CHECK(kg::test::error_of<kg::ConfigError>([&] { kg::data::tokenize_rows(r); }).find("data.stride = 4") !=
+        std::string::npos);
 }
 
 TEST_CASE("length-grouped order: the Hugging Face Trainer's LengthGroupedSampler on a shuffled order", "[unit][data]") {
