@@ -183,6 +183,11 @@ void Loader::fill_targets(Batch& out) const {
     out.targets = gather(table_.values, table_.value_dim);
   }
   if (table_.feature_dim > 0) out.inputs.features = gather(table_.features, table_.feature_dim);
+  if (o_.teacher.defined() && out.targets.defined()) {
+    const at::Tensor hard = out.targets.dim() == 1 ? out.targets.to(at::kFloat).unsqueeze(1) : out.targets;
+    const at::Tensor rows = at::tensor(out.rows, at::kLong);
+    out.targets = at::cat({hard, o_.teacher.index_select(0, rows)}, 1);
+  }
 }
 
 Batch slice_batch(const Batch& b, int64_t start, int64_t count) {

@@ -29,8 +29,10 @@ struct Batch {
   // pixels: float [B, C, H, W], or uint8 with data.uint8_transfer (see to_model_input); features: float [B, F] from
   // data.feature_cols (undefined when none)
   model::Inputs inputs;
-  at::Tensor targets;         // multiclass: int64 [B]; other tasks: float [B, D]; undefined when unlabeled
-  std::vector<int64_t> rows;  // table row of each sample
+  // multiclass: int64 [B]; other tasks: float [B, D]; undefined when unlabeled. With LoaderOptions::teacher: float
+  // [B, D + K], the targets as D float columns (a class index: D = 1) then the teacher's K logits (loss::distill).
+  at::Tensor targets;
+  std::vector<int64_t> rows;                // table row of each sample
   std::vector<double> norm_mean, norm_std;  // uint8 batches: the normalization left to the device
 
   int64_t size() const { return inputs.size(); }
@@ -90,6 +92,9 @@ struct LoaderOptions {
   // shuffled epoch visits rows in the batches it groups (similar lengths).
   const Collator* collator = nullptr;
   bool group_by_length = false;
+  // loss.distill: the teacher's logits, float [table rows, K] on the CPU; each batch's targets carry their rows'
+  // (Batch::targets). Undefined: none.
+  at::Tensor teacher = {};
 };
 
 // The rows of `order` (an epoch's order) that rank `rank` of `count` trains on, batch by batch (see
