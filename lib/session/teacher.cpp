@@ -65,7 +65,7 @@ std::string csv_of(const std::string& teacher) {
 }  // namespace
 
 at::Tensor load_teacher(const std::string& teacher, const data::Table& table, const data::ClassList& classes,
-                        const std::string& id_col) {
+                        const std::string& id_col, const std::vector<bool>& trained) {
   const data::CsvTable csv = data::read_csv(csv_of(teacher));
   const auto expected = data::output_names(classes);
   const TeacherColumns tc = teacher_columns(csv, expected.size());
@@ -108,9 +108,11 @@ at::Tensor load_teacher(const std::string& teacher, const data::Table& table, co
   }
   for (int64_t r = 0; r < table.size(); ++r) {
     const auto& row = table.rows[static_cast<size_t>(r)];
-    KG_CHECK(!std::isnan(o[r * k]), DataError, "loss.distill.teacher: ", csv.path, " has no prediction for id ", row.id,
-             " (", row.where, "): every training row needs one (a teacher fitted with cv.fold = \"all\")");
+    KG_CHECK(!trained[static_cast<size_t>(r)] || !std::isnan(o[r * k]), DataError, "loss.distill.teacher: ", csv.path,
+             " has no prediction for id ", row.id, " (", row.where,
+             "), a row the student trains on: each needs one (a teacher fitted with cv.fold = \"all\")");
   }
+  out.nan_to_num_(0.5);  // rows the student never trains on (validation only): never read
   if (!tc.logits) {
     const auto p = out.clamp(1e-7, 1 - 1e-7);
     out = classes.task == data::Task::multiclass ? p.log() : p.log() - (-p).log1p();

@@ -123,8 +123,11 @@ TrainingData load_training_data(const Session& s, const TrainingOptions& opt, co
   }
   data.pin = opt.data.pin_memory && dev.device.is_cuda();
   const std::string teacher = loss::loss_options(s.recipe).distill_teacher;
-  if (!teacher.empty() && data.task != Task::regression) {  // regression: loss::distill says why not
-    data.teacher = load_teacher(teacher, data.table, data.classes, opt.data.id_col);
+  if (!teacher.empty() && data.task != Task::regression) {                     // regression: loss::distill says why not
+    std::vector<bool> trained(static_cast<size_t>(data.table.size()), false);  // by some run fold
+    for (size_t r = 0; r < trained.size(); ++r)
+      for (auto k : opt.cv.run_folds) trained[r] = trained[r] || data.folds[r] != k;
+    data.teacher = load_teacher(teacher, data.table, data.classes, opt.data.id_col, trained);
     s.log("  teacher " + teacher + ": logits for " + std::to_string(data.table.size()) + " rows, " +
           std::to_string(data.teacher.size(1)) + " outputs");
   }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "core/fs.h"
@@ -81,13 +82,38 @@ TEST_CASE("images: a teacher CSV of logits or probabilities for every training r
   CHECK(r.exit_code == 0);
 }
 
+TEST_CASE("images: a single-fold student needs no teacher prediction for its validation rows",
+          "[integration][jobs][distill]") {
+  auto& S = runs();
+  // The teacher's OOF less fold 1's rows (the student's validation fold): a teacher that never saw them.
+  const auto split = kg::data::read_csv(S.teacher + "/folds.csv");
+  const auto oof = kg::data::read_csv(S.teacher + "/oof.csv");
+  std::set<std::string> held_out;
+  for (auto& r : split.rows)
+    if (r[static_cast<size_t>(split.column("fold"))] == "1")
+      held_out.insert(r[static_cast<size_t>(split.column("id"))]);
+  REQUIRE(!held_out.empty());
+  std::string text = kg::data::csv_line(oof.header);
+  for (auto& r : oof.rows)
+    if (!held_out.count(r[0])) text += kg::data::csv_line(r);
+  const std::string teacher = S.dir.write("no_fold1.csv", text);
+  auto r = S.fit({"train.epochs=1", "cv.fold=1", "loss.distill.teacher=" + teacher, "--run-dir", S.dir / "no_fold1"});
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  // Fold 0's student trains on fold 1's rows: it needs them.
+  auto f0 = S.fit({"train.epochs=1", "cv.fold=0", "loss.distill.teacher=" + teacher, "--run-dir", S.dir / "f0"});
+  CHECK(f0.exit_code == 3);
+  CHECK(f0.output.find("a row the student trains on") != std::string::npos);
+}
+
 TEST_CASE("images: a teacher whose ids or classes differ from the student's is exit 3 naming the first difference",
           "[integration][jobs][distill]") {
   auto& S = runs();
   int n = 0;
   auto fails = [&](const std::string& teacher, const std::string& needle, int code = 3) {
-    auto r = S.fit(
-        {"train.epochs=1", "loss.distill.teacher=" + teacher, "--run-dir", S.dir / ("bad" + std::to_string(n++))});
+    // cv.fold = "all": every row is trained on by some fold, so every row needs a teacher prediction.
+    auto r = S.fit({"train.epochs=1", "cv.fold=all", "loss.distill.teacher=" + teacher, "--run-dir",
+                    S.dir / ("bad" + std::to_string(n++))});
     INFO(r.output);
     CHECK(r.exit_code == code);
     CHECK(r.output.find(needle) != std::string::npos);
@@ -99,7 +125,8 @@ TEST_CASE("images: a teacher whose ids or classes differ from the student's is e
     if (i == 5) first_id = id;
     return i == 5 ? std::string() : id + ",0.75,0.25\n";
   });
-  fails(missing, "has no prediction for id " + first_id);
+  fails(missing, "has no prediction for id " + first_id + " (" + S.ds.root +
+                     "/train.csv row 6 (line 7)), a row the student trains on");
   const auto extra = S.teacher_csv("extra.csv", "id,prob_left,prob_right", good);
   kg::write_file_atomic(extra, kg::read_file(extra) + "not_a_training_id,0.5,0.5\n");
   fails(extra, "id not_a_training_id is not a row of the student's training table");
