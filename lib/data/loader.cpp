@@ -194,6 +194,11 @@ void Loader::fill_targets(Batch& out) const {
     out.targets = gather(table_.values, table_.value_dim);
   }
   if (table_.feature_dim > 0) out.inputs.features = gather(table_.features, table_.feature_dim);
+  if (o_.teacher.defined() && out.targets.defined()) {
+    const at::Tensor hard = out.targets.dim() == 1 ? out.targets.to(at::kFloat).unsqueeze(1) : out.targets;
+    const at::Tensor rows = at::tensor(out.rows, at::kLong);
+    out.targets = at::cat({hard, o_.teacher.index_select(0, rows)}, 1);
+  }
 }
 
 std::string Loader::window_pool() const { return o_.collator ? o_.collator->window_pool() : ""; }

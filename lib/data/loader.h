@@ -30,7 +30,10 @@ struct Batch {
   // pixels: float [B, C, H, W], or uint8 with data.uint8_transfer (see to_model_input); features: float [B, F] from
   // data.feature_cols (undefined when none)
   model::Inputs inputs;
-  at::Tensor targets;         // multiclass: int64 [B]; other tasks: float [B, D]; undefined when unlabeled
+  // multiclass: int64 [B]; other tasks: float [B, D]; undefined when unlabeled. With LoaderOptions::teacher: float
+  // [B, D + K], the targets as D float columns (a class index: D = 1) then the teacher's K logits (loss::distill).
+  // Masked-language modelling (data/mlm_masking.h): int64 [B, L], the masked tokens' ids, -100 elsewhere.
+  at::Tensor targets;
   std::vector<int64_t> rows;  // table row of each sample
   // With a collator's windows (text's data.stride): each sample's place among its row's windows (0 = the row's
   // first); a row's windows are consecutive in a prediction loader. Empty: one sample per row.
@@ -95,6 +98,9 @@ struct LoaderOptions {
   // collator's samples of `rows` (text's windows: an epoch, its shuffle and a resume's start_batch count windows).
   const Collator* collator = nullptr;
   bool group_by_length = false;
+  // loss.distill: the teacher's logits, float [table rows, K] on the CPU; each batch's targets carry their rows'
+  // (Batch::targets). Undefined: none.
+  at::Tensor teacher = {};
 };
 
 // The rows of `order` (an epoch's order) that rank `rank` of `count` trains on, batch by batch (see

@@ -21,11 +21,15 @@ std::string short_name(const std::string& s) { return s.size() <= 18 ? s : s.sub
 }  // namespace
 
 std::vector<std::string> target_caption(const at::Tensor& row, const data::ClassList& classes) {
-  const at::Tensor t = row.to(torch::kCPU);
+  at::Tensor t = row.to(torch::kCPU);
   const auto name = [&](int64_t k) {
     return short_name(k >= 0 && k < classes.size() ? classes.names[static_cast<size_t>(k)] : std::to_string(k));
   };
   if (t.scalar_type() == torch::kLong) return {name(t.item<int64_t>())};
+  if (t.dim() == 1 && t.size(0) > classes.outputs()) {  // loss.distill: the labels, then the teacher's logits
+    t = t.narrow(0, 0, t.size(0) - classes.outputs());
+    if (t.size(0) == 1 && classes.task == data::Task::multiclass) return {name(std::lround(t.item<double>()))};
+  }
   const at::Tensor v = t.to(torch::kDouble).reshape({-1}).contiguous();
   const double* p = v.data_ptr<double>();
   const int64_t n = v.numel();

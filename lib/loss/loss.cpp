@@ -31,6 +31,16 @@ config::Fields<LossOptions> loss_fields() {
           "loss function; when not set, fit uses the task's default: cross_entropy (multiclass), "
           "bce_with_logits (binary, multilabel), mse (regression)")
       .kind("loss");
+  f.field("distill.teacher", &LossOptions::distill_teacher,
+          "knowledge distillation from a teacher: its run folder (reads oof.csv: every training row needs an "
+          "out-of-fold prediction, e.g. a teacher fitted with cv.fold = \"all\") or a CSV of id + prob_<class> "
+          "(probabilities) or logit_<class> columns; \"\" = off. docs/text.md#distillation");
+  f.field("distill.alpha", &LossOptions::distill_alpha,
+          "weight of the distillation term: (1 - alpha) * loss + alpha * T^2 * KL(teacher || student)")
+      .range(0, 1);
+  f.field("distill.temperature", &LossOptions::distill_temperature,
+          "T: both models' logits are divided by it before the softmax (sigmoid); the term is scaled by T^2")
+      .min(0.05);
   return f;
 }
 // Without loss.name, fit trains with the task's default loss: validate its keys against that one.
@@ -68,6 +78,8 @@ std::string default_loss(Task task) {
   return "bce_with_logits";
 }
 
+LossOptions loss_options(const config::Recipe& recipe) { return loss_fields().load(recipe.section("loss")); }
+
 std::string loss_name(const config::Recipe& recipe, Task task) {
   // validate() fills in data.task's default loss; a tree that skipped validation gets it here too.
   const bool explicit_name = recipe.origin_of("loss.name").kind != config::Origin::Kind::Default;
@@ -84,7 +96,9 @@ LossPtr build(const config::Recipe& recipe, const LossContext& ctx) {
              task_name(ctx.task), "\" (it supports ", join(task_names(tasks), ", "), "; losses for ",
              task_name(ctx.task), ": ", join(losses_for(ctx.task), ", "), ")");
   }
-  return with_context("while building loss " + name, [&] { return loss_registry().create(name, opts, ctx); });
+  LossPtr hard = with_context("while building loss " + name, [&] { return loss_registry().create(name, opts, ctx); });
+  const LossOptions o = loss_options(recipe);
+  return o.distill_teacher.empty() ? std::move(hard) : distill(std::move(hard), o, ctx);
 }
 
 namespace detail {

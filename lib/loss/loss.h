@@ -54,7 +54,13 @@ std::vector<std::string> losses_for(Task task);
 // Recipe section [loss]; each field's doc is in loss_fields() (loss/loss.cpp) and docs/reference.md.
 struct LossOptions {
   std::string name = "cross_entropy";
+  // loss.distill = { teacher, alpha, temperature } (loss/distill.cpp, session/teacher.h)
+  std::string distill_teacher;
+  double distill_alpha = 0.5;
+  double distill_temperature = 2.0;
 };
+// [loss]'s own keys (name, distill.*), decoded.
+LossOptions loss_options(const config::Recipe& recipe);
 
 // The loss for a task when loss.name is not set: cross_entropy (multiclass), bce_with_logits
 // (binary, multilabel), mse (regression).
@@ -66,7 +72,18 @@ std::string loss_name(const config::Recipe& recipe, Task task);
 // Builds [loss] for ctx.task. When the recipe does not set loss.name, default_loss(ctx.task) is used.
 // ConfigError when the loss does not fit the task (naming the losses that do) or its options do not
 // fit ctx (loss.class_weights length != K, ...).
+// With loss.distill.teacher set, the loss is wrapped by distill() below.
 LossPtr build(const config::Recipe& recipe, const LossContext& ctx);
+
+// Knowledge distillation (Hinton et al. 2015, "Distilling the Knowledge in a Neural Network") around `hard`:
+//   (1 - alpha) * hard(logits, y) + alpha * T^2 * KL(teacher_T || student_T)
+// multiclass: softmax of the logits / T; binary and multilabel: each output's Bernoulli sigmoid(logit / T) (the
+// BCE against the teacher's tempered probability less its entropy: the same gradient, 0 where they agree).
+// Distilled targets are wider than the logits: [N, D + K], the hard targets as D float columns (multiclass:
+// D = 1, the class index; soft multiclass, binary, multilabel: D = K) followed by the teacher's K logits
+// (data::LoaderOptions::teacher packs them). Targets no wider than the logits (validation batches) get the
+// hard loss alone. ConfigError naming loss.distill for regression or alpha / temperature out of range.
+LossPtr distill(LossPtr hard, const LossOptions& o, const LossContext& ctx);
 
 namespace detail {
 // `targets` as float [N, K] shaped like `logits` ([N] is accepted when K = 1), for element-wise

@@ -24,6 +24,7 @@
 #include "session/modality.h"
 #include "session/model_input.h"
 #include "session/same_job.h"
+#include "session/teacher.h"
 #include "train/step_graphs.h"
 
 namespace kg::session {
@@ -82,12 +83,23 @@ void build_pipelines(const data::DataOptions& d, TrainingData& data) {
   if (d.cache == "device") data::ResidentImages::check_pipeline(*data.train_pipes.front(), data.stages.size());
 }
 
+// Mixing would blend the images but not the teacher's predictions of them.
+void check_distill_mixing(const config::Recipe& recipe, const data::MixupOptions& m) {
+  const std::string teacher = loss::loss_options(recipe).distill_teacher;
+  KG_CHECK(
+      teacher.empty() || !(m.mixup_alpha > 0 || m.cutmix_alpha > 0 || m.cutmix_minmax.has_value()), ConfigError,
+      "loss.distill.teacher = \"", teacher,
+      "\" with mixup / cutmix: the mixed images would be scored against the unmixed teacher's predictions; set "
+      "mixup.mixup_alpha and mixup.cutmix_alpha to 0 (and leave mixup.cutmix_minmax unset), or unset loss.distill");
+}
+
 TrainingData load_training_data(const Session& s, const TrainingOptions& opt, const device::DeviceInfo& dev,
                                 const std::string& command) {
   TrainingData data;
   data.threads = std::max<int>(1, static_cast<int>(opt.data.num_workers));
   const int scan_threads = std::max(data.threads, dev.threads);
   modality_of(opt.data).check(s.recipe, command);
+  check_distill_mixing(s.recipe, opt.mixup);
   data.classes = data::infer_classes(opt.data);
   data.task = data.classes.task;
   s.log("kgtrain " + command + ": " + dev.description + ", env " + s.env_name + "; checking data...");
@@ -110,6 +122,15 @@ TrainingData load_training_data(const Session& s, const TrainingOptions& opt, co
           dev.device.str() + "; batches are gathered, augmented and normalized there");
   }
   data.pin = opt.data.pin_memory && dev.device.is_cuda();
+  const std::string teacher = loss::loss_options(s.recipe).distill_teacher;
+  if (!teacher.empty() && data.task != Task::regression) {                     // regression: loss::distill says why not
+    std::vector<bool> trained(static_cast<size_t>(data.table.size()), false);  // by some run fold
+    for (size_t r = 0; r < trained.size(); ++r)
+      for (auto k : opt.cv.run_folds) trained[r] = trained[r] || data.folds[r] != k;
+    data.teacher = load_teacher(teacher, data.table, data.classes, opt.data.id_col, trained);
+    s.log("  teacher " + teacher + ": logits for " + std::to_string(data.table.size()) + " rows, " +
+          std::to_string(data.teacher.size(1)) + " outputs");
+  }
   return data;
 }
 
@@ -256,6 +277,7 @@ std::unique_ptr<data::Loader> TrainingContext::train_loader(const std::vector<in
   lo.shard_count = session.dist.world_size;
   lo.collator = data.collator.get();
   lo.group_by_length = opt.data.group_by_length;
+  lo.teacher = data.teacher;
   const auto& pipe = *data.train_pipes[data::stage_at(data.stages, std::min(epoch, n_epochs - 1), n_epochs)];
   return std::make_unique<data::Loader>(data.table, rows, pipe, lo);
 }

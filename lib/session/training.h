@@ -59,6 +59,7 @@ struct TrainingData {
   std::unique_ptr<data::Collator> collator;        // the modality's batches (text's tokens); null: the pipelines'
   bool pin = false;                                // pinned host batches (data.pin_memory on a GPU)
   int threads = 1;                                 // data.num_workers, at least 1 (table scan)
+  at::Tensor teacher;  // loss.distill: the teacher's logits [table rows, K] (session/teacher.h); undefined: none
 };
 
 // A network built for a fold, with what its weights and output scale say about it (fit's and lr-find's log lines).

@@ -23,6 +23,7 @@
 #include <sstream>
 
 #include "core/fs.h"
+#include "data/csv.h"
 #include "model/weights/safetensors.h"
 #include "support/fixtures.h"
 #include "support/process.h"
@@ -339,6 +340,35 @@ TEST_CASE("an adversarial (AWP) fit killed mid-run resumes to the uninterrupted 
   CHECK(resumed_update(r.output) >= target);
   check_same_run(ref, run);
   // And the attack changes the run: its weights differ from the plain run's.
+  CHECK(kg::read_file(ref + "/checkpoints/last/model.safetensors") !=
+        kg::read_file(S.reference(kOverrides) + "/checkpoints/last/model.safetensors"));
+}
+
+TEST_CASE("a distilled fit (loss.distill) killed mid-run resumes to the uninterrupted run's exact bytes",
+          "[integration][resume][distill]") {
+  auto& S = shared();
+  // A teacher of logits for every training row (the loader packs them into the targets).
+  std::string teacher = "id,logit_left,logit_right\n";
+  const auto train = kg::data::read_csv(S.ds.root + "/train.csv");
+  for (size_t i = 0; i < train.rows.size(); ++i)
+    teacher += train.rows[i][0] + "," + std::to_string(0.5 * static_cast<double>(i % 5)) + ",-0.7\n";
+  const auto distill = cat(kOverrides, {"loss.distill.teacher=" + S.dir.write("teacher.csv", teacher),
+                                        "loss.distill.alpha=0.7", "loss.distill.temperature=3"});
+  const std::string& ref = S.reference(distill);
+  const int64_t target = jsonl(ref + "/metrics.jsonl").front()["step"].get<int64_t>() + 2;  // in epoch 2
+  const std::string run = S.fresh("distill_killed"), log = run + ".log";
+  int status = 0;
+  pid_t pid = spawn(cat(cat({"fit", S.recipe}, distill), {"--run-dir", run}), log);
+  REQUIRE(pid > 0);
+  REQUIRE(signal_when(
+      pid, [&] { return last_step(run) >= target; }, SIGKILL, 0, status));
+  INFO("killed process log:\n" << log_text(log));
+  auto r = S.resume(distill, run);
+  INFO("resume output:\n" << r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(resumed_update(r.output) >= target);
+  check_same_run(ref, run);
+  // The teacher changes the run: its weights differ from the plain run's.
   CHECK(kg::read_file(ref + "/checkpoints/last/model.safetensors") !=
         kg::read_file(S.reference(kOverrides) + "/checkpoints/last/model.safetensors"));
 }

@@ -190,6 +190,29 @@ TEST_CASE("text: FGM perturbs the word embeddings, AWP the weights; both train",
   CHECK(shown.output.find("samples = 4") != std::string::npos);
 }
 
+TEST_CASE("text: a student distils from a teacher run's OOF; alpha = 0 trains exactly the plain student",
+          "[integration][jobs][text][distill]") {
+  auto& S = text_run();
+  const std::string teacher = S.dir / "distill_teacher";
+  auto t = S.kgtrain({"fit", "cv.fold=all", "train.epochs=1", "--run-dir", teacher});
+  INFO(t.output);
+  REQUIRE(t.exit_code == 0);
+  auto student = [&](const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> args{"fit", "cv.fold=0", "train.epochs=1", "--run-dir", S.dir / name};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = S.kgtrain(args);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    return std::make_pair(r.output, kg::read_file(S.dir / name + "/checkpoints/last/model.safetensors"));
+  };
+  const auto plain = student("distill_plain", {});
+  const auto off = student("distill_a0", {"loss.distill.teacher=" + teacher, "loss.distill.alpha=0"});
+  const auto on = student("distill_a07", {"loss.distill.teacher=" + teacher, "loss.distill.alpha=0.7"});
+  CHECK(on.first.find("teacher " + teacher + ": logits for 64 rows, 2 outputs") != std::string::npos);
+  CHECK(off.second == plain.second);
+  CHECK(on.second != plain.second);
+}
+
 TEST_CASE("text: show-batch prints a training batch's rows with their text, label and tokens",
           "[integration][jobs][text]") {
   kg::test::TempDir dir;
