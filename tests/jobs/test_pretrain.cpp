@@ -7,13 +7,13 @@
 
 #include <csignal>
 #include <filesystem>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/fs.h"
 #include "model/weights/safetensors.h"
 #include "support/fixtures.h"
+#include "support/job_helpers.h"
 #include "support/process.h"
 #include "support/text_fixtures.h"
 #include "test_paths.h"
@@ -24,13 +24,7 @@ namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLi
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::vector<json> metrics_of(const std::string& run) {
-  std::vector<json> out;
-  std::istringstream is(kg::read_file(run + "/metrics.jsonl"));
-  for (std::string l; std::getline(is, l);)
-    if (!l.empty()) out.push_back(json::parse(l));
-  return out;
-}
+std::vector<json> metrics_of(const std::string& run) { return kg::test::read_jsonl(run + "/metrics.jsonl"); }
 
 struct PretrainFixture {
   kg::test::TempDir dir;

@@ -6,12 +6,12 @@
 
 #include <csignal>
 #include <filesystem>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/fs.h"
 #include "support/fixtures.h"
+#include "support/job_helpers.h"
 #include "support/process.h"
 #include "support/text_fixtures.h"
 
@@ -20,13 +20,7 @@ namespace KG_UNITY_ID {  // each test file's own names in a unity batch (CMakeLi
 
 using nlohmann::json;
 
-std::vector<json> metrics_lines(const std::string& run) {
-  std::vector<json> out;
-  std::istringstream is(kg::read_file(run + "/metrics.jsonl"));
-  for (std::string l; std::getline(is, l);)
-    if (!l.empty()) out.push_back(json::parse(l));
-  return out;
-}
+std::vector<json> metrics_lines(const std::string& run) { return kg::test::read_jsonl(run + "/metrics.jsonl"); }
 
 TEST_CASE("a text fit with FGM, reinit_layers and multi-sample dropout killed by SIGKILL resumes exactly",
           "[integration][jobs][text][resume]") {

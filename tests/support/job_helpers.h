@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdlib>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,15 @@ struct EnvVar {
 };
 
 inline nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(kg::read_file(path)); }
+
+// One JSON value per non-empty line (metrics.jsonl).
+inline std::vector<nlohmann::json> read_jsonl(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::istringstream is(kg::read_file(path));
+  for (std::string l; std::getline(is, l);)
+    if (!l.empty()) out.push_back(nlohmann::json::parse(l));
+  return out;
+}
 
 // id (first column) -> column value of a CSV with a header.
 inline std::map<std::string, std::string> column_by_id(const kg::data::CsvTable& t, const std::string& col) {
