@@ -144,6 +144,7 @@ TokenizedRows deserialize_tokens(const std::string& bytes, const std::string& wh
   size_t pos = 0;
   auto take = [&](void* dst, size_t n) {
     KG_CHECK(n <= bytes.size() - pos, DataError, where, ": a tokens cache cut short (", bytes.size(), " bytes)");
+    if (n == 0) return;  // an empty vector's data() may be null, which memcpy must not get
     std::memcpy(dst, bytes.data() + pos, n);
     pos += n;
   };
